@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# `npm run dev`: start the local stack (installing it the first time) and the service on
+# port 8000 with a development JWT secret. Ctrl-C stops the service; `npm run stack:stop`
+# stops the stack.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/stack.sh start
+export MONGO_URL="${MONGO_URL:-mongodb://127.0.0.1:${STACK_MONGO_PORT:-27017}/}"
+export KAFKA_BROKERS="${KAFKA_BROKERS:-127.0.0.1:${STACK_KAFKA_PORT:-9092}}"
+if [[ -z "${JWT_SECRET:-}${JWT_PUBLIC_KEY:-}${JWT_JWKS_URL:-}" ]]; then
+  export JWT_SECRET="dev-secret-change-me-0123456789"
+  echo "[dev] JWT_SECRET not set: using the development secret 'dev-secret-change-me-0123456789'" >&2
+fi
+exec node --import tsx src/main.ts

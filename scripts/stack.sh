@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The local stack: one Apache Kafka KRaft node and FerretDB (SQLite backend), both on loopback.
+# Installs (Kafka jars, the FerretDB binary) are cached in $STACK_CACHE (default
+# ~/.cache/course-access-groups/stack), so a fresh clone on the same machine starts fast;
+# data, logs and pid files live under $STACK_DIR (default .stack/, git-ignored).
+#
+#   install  fetch Kafka jars (Maven Central) and build FerretDB (Go module proxy); cached
+#   start    start both in the background and wait until each answers
+#   stop     stop exactly the processes `start` started (pid files)
+#   status   say what runs
+#   restart-db / stop-db / start-db   used by fault tests
+#
+# When MONGO_URL and KAFKA_BROKERS are both set, start/stop do nothing: those servers are used.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STACK_DIR="${STACK_DIR:-$ROOT/.stack}"
+KAFKA_VERSION=3.9.1
+FERRETDB_VERSION=v1.24.2
+MONGO_PORT="${STACK_MONGO_PORT:-27017}"
+KAFKA_PORT="${STACK_KAFKA_PORT:-9092}"
+CONTROLLER_PORT="${STACK_KAFKA_CONTROLLER_PORT:-9093}"
+KAFKA_HEAP="${STACK_KAFKA_HEAP:-512m}"
+
+STACK_CACHE="${STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/course-access-groups/stack}"
+KAFKA_HOME="$STACK_CACHE/kafka-$KAFKA_VERSION"
+FERRET_BIN="$STACK_CACHE/bin/ferretdb-$FERRETDB_VERSION"
+RUN_DIR="$STACK_DIR/run"
+LOG_DIR="$STACK_DIR/logs"
+
+say() { echo "[stack] $*" >&2; }
+
+external() { [[ -n "${MONGO_URL:-}" && -n "${KAFKA_BROKERS:-}" ]]; }
+
+install_kafka() {
+  if [[ -f "$KAFKA_HOME/.installed" ]]; then return; fi
+  say "fetching Apache Kafka $KAFKA_VERSION jars from Maven Central"
+  mkdir -p "$KAFKA_HOME"
+  mvn -q -B -Dstyle.color=never -f "$ROOT/scripts/kafka/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
+    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$KAFKA_HOME/libs"
+  touch "$KAFKA_HOME/.installed"
+}
+
+install_ferretdb() {
+  if [[ -x "$FERRET_BIN" ]]; then return; fi
+  say "building FerretDB $FERRETDB_VERSION from the Go module proxy"
+  local mod src
+  mod="$(go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [[ -d "$mod" ]] || { say "go mod download gave no source directory"; exit 1; }
+  # `go install …@version` cannot be used: the proxy refuses the version list it reads for
+  # deprecation notices, and a binary built from the bare module panics for want of the
+  # generated build/version/version.txt. So build a copy of the same source with that file.
+  src="$STACK_CACHE/src/ferretdb-$FERRETDB_VERSION"
+  rm -rf "$src"; mkdir -p "$(dirname "$src")" "$STACK_CACHE/bin"
+  cp -r "$mod" "$src"; chmod -R u+w "$src"
+  echo "$FERRETDB_VERSION" > "$src/build/version/version.txt"
+  (cd "$src" && GOFLAGS=-buildvcs=false go build -o "$FERRET_BIN.tmp" ./cmd/ferretdb)
+  mv "$FERRET_BIN.tmp" "$FERRET_BIN"
+}
+
+pid_alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_for() { # name seconds command...
+  local name="$1" secs="$2"; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS > deadline)); then say "$name did not come up in ${secs}s; see $LOG_DIR"; return 1; fi
+    sleep 0.5
+  done
+}
+
+start_ferretdb() {
+  if pid_alive "$RUN_DIR/ferretdb.pid"; then say "FerretDB already running"; return; fi
+  if port_open "$MONGO_PORT"; then say "port $MONGO_PORT is taken by another process"; exit 1; fi
+  mkdir -p "$STACK_DIR/data/ferretdb" "$STACK_DIR/state/ferretdb" "$RUN_DIR" "$LOG_DIR"
+  nohup "$FERRET_BIN" --handler=sqlite --sqlite-url="file:$STACK_DIR/data/ferretdb/" \
+    --listen-addr="127.0.0.1:$MONGO_PORT" --state-dir="$STACK_DIR/state/ferretdb" \
+    --debug-addr=- --telemetry=disable --log-level=warn \
+    >>"$LOG_DIR/ferretdb.log" 2>&1 &
+  echo $! >"$RUN_DIR/ferretdb.pid"
+  wait_for FerretDB 30 node "$ROOT/scripts/ping-mongo.cjs" "mongodb://127.0.0.1:$MONGO_PORT/"
+  say "FerretDB on 127.0.0.1:$MONGO_PORT"
+}
+
+start_kafka() {
+  if pid_alive "$RUN_DIR/kafka.pid"; then say "Kafka already running"; return; fi
+  if port_open "$KAFKA_PORT"; then say "port $KAFKA_PORT is taken by another process"; exit 1; fi
+  local data="$STACK_DIR/data/kafka" conf="$STACK_DIR/run/kafka.properties"
+  mkdir -p "$data" "$RUN_DIR" "$LOG_DIR"
+  cat >"$conf" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$data
+num.partitions=3
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=true
+PROPS
+  cat >"$RUN_DIR/log4j.properties" <<PROPS
+log4j.rootLogger=WARN, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=$LOG_DIR/kafka-server.log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+PROPS
+  local java_opts=(-Xms128m "-Xmx$KAFKA_HEAP" -XX:+UseG1GC -Djava.awt.headless=true
+    "-Dlog4j.configuration=file:$RUN_DIR/log4j.properties" -cp "$KAFKA_HOME/libs/*")
+  if [[ ! -f "$data/meta.properties" ]]; then
+    java "${java_opts[@]}" kafka.tools.StorageTool format -t "$(cat /proc/sys/kernel/random/uuid | tr -d - | head -c 22)" \
+      -c "$conf" >>"$LOG_DIR/kafka.log" 2>&1
+  fi
+  nohup java "${java_opts[@]}" kafka.Kafka "$conf" >>"$LOG_DIR/kafka.log" 2>&1 &
+  echo $! >"$RUN_DIR/kafka.pid"
+  wait_for Kafka 90 node "$ROOT/scripts/ping-kafka.cjs" "127.0.0.1:$KAFKA_PORT"
+  say "Kafka on 127.0.0.1:$KAFKA_PORT"
+}
+
+stop_one() { # name
+  local pidf="$RUN_DIR/$1.pid"
+  if pid_alive "$pidf"; then
+    local pid; pid="$(cat "$pidf")"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -9 "$pid" 2>/dev/null || true
+    say "$1 stopped"
+  fi
+  rm -f "$pidf"
+}
+
+case "${1:-}" in
+  install) install_kafka; install_ferretdb ;;
+  start)
+    if external; then say "MONGO_URL and KAFKA_BROKERS are set: using them, starting nothing"; exit 0; fi
+    install_kafka; install_ferretdb; start_ferretdb; start_kafka ;;
+  stop)
+    if external; then exit 0; fi
+    stop_one kafka; stop_one ferretdb ;;
+  stop-db) stop_one ferretdb ;;
+  start-db) start_ferretdb ;;
+  stop-kafka) stop_one kafka ;;
+  start-kafka) start_kafka ;;
+  status)
+    for p in ferretdb kafka; do
+      if pid_alive "$RUN_DIR/$p.pid"; then echo "$p running (pid $(cat "$RUN_DIR/$p.pid"))"; else echo "$p stopped"; fi
+    done ;;
+  *) echo "usage: $0 install|start|stop|status|stop-db|start-db|stop-kafka|start-kafka" >&2; exit 2 ;;
+esac

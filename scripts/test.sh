@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `npm test`: type-check, bring up the local stack (unless MONGO_URL and KAFKA_BROKERS name real
+# servers), run every test, and stop what this script started, whatever happens.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+npx tsc --noEmit
+
+started_stack=0
+if [[ -z "${MONGO_URL:-}" || -z "${KAFKA_BROKERS:-}" ]]; then
+  if ! bash scripts/stack.sh status | grep -q 'ferretdb running' || ! bash scripts/stack.sh status | grep -q 'kafka running'; then
+    bash scripts/stack.sh start
+    started_stack=1
+  fi
+  export MONGO_URL="mongodb://127.0.0.1:${STACK_MONGO_PORT:-27017}/"
+  export KAFKA_BROKERS="127.0.0.1:${STACK_KAFKA_PORT:-9092}"
+fi
+cleanup() { if [[ $started_stack == 1 ]]; then bash scripts/stack.sh stop || true; fi; }
+trap cleanup EXIT
+
+npx jest "$@"
