@@ -1,0 +1,9 @@
+/** Tests run TypeScript through swc (fast); `npm test` type-checks the whole tree with tsc first. */
+module.exports = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.ts$': ['@swc/jest'] },
+  testMatch: ['<rootDir>/test/**/*.test.ts'],
+  testTimeout: 30000,
+  // Integration tests share one local stack; each file uses its own database and topics.
+  maxWorkers: 2,
+};
