@@ -1,0 +1,79 @@
+import Ajv from 'ajv';
+import type { FromSchema } from 'json-schema-to-ts';
+
+/** The environment the service reads (SPEC section 6). One schema: validation and the type. */
+export const configSchema = {
+  type: 'object',
+  properties: {
+    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 8000 },
+    MONGO_URL: { type: 'string', pattern: '^mongodb(\\+srv)?://', default: 'mongodb://127.0.0.1:27017/' },
+    MONGO_DB: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,63}$', default: 'course_access_groups' },
+    KAFKA_BROKERS: { type: 'string', pattern: '^[^,\\s]+(,[^,\\s]+)*$', default: '127.0.0.1:9092' },
+    KAFKA_GROUP_ID: { type: 'string', minLength: 1, default: 'course-access-groups' },
+    KAFKA_TOPICS: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$',
+      default: 'user-account-activated,user-lifecycle,course-catalog',
+    },
+    JWT_SECRET: { type: 'string', minLength: 16 },
+    JWT_PUBLIC_KEY: { type: 'string', pattern: '-----BEGIN PUBLIC KEY-----' },
+    JWT_JWKS_URL: { type: 'string', pattern: '^https?://' },
+    JWT_ALGORITHM: { type: 'string', enum: ['RS256', 'ES256'] },
+    JWT_ISSUER: { type: 'string', minLength: 1 },
+    JWT_AUDIENCE: { type: 'string', minLength: 1 },
+    LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+    SERVICE_ROLE: { type: 'string', enum: ['all', 'api', 'consumer'], default: 'all' },
+  },
+  additionalProperties: false,
+  required: ['PORT', 'MONGO_URL', 'MONGO_DB', 'KAFKA_BROKERS', 'KAFKA_GROUP_ID', 'KAFKA_TOPICS', 'LOG_LEVEL', 'SERVICE_ROLE'],
+} as const;
+
+type RawConfig = FromSchema<typeof configSchema>;
+
+export interface Config extends Readonly<Omit<RawConfig, 'KAFKA_BROKERS' | 'KAFKA_TOPICS'>> {
+  readonly KAFKA_BROKERS: readonly string[];
+  readonly KAFKA_TOPICS: readonly string[];
+}
+
+export class ConfigError extends Error {}
+
+const KEYS = Object.keys(configSchema.properties);
+
+/**
+ * Reads the settings from `env`, applies defaults and refuses a missing or invalid one with a
+ * message naming it. Empty strings count as unset, as a shell `FOO=` usually means.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const raw: Record<string, string> = {};
+  for (const key of KEYS) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true });
+  const validate = ajv.compile<RawConfig>(configSchema);
+  if (!validate(raw)) {
+    const problems = (validate.errors ?? []).map((e) => {
+      const name = e.instancePath.replace(/^\//, '') || (e.params as { missingProperty?: string }).missingProperty;
+      return `${name}: ${e.message}`;
+    });
+    throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  const keys = ['JWT_SECRET', 'JWT_PUBLIC_KEY', 'JWT_JWKS_URL'].filter((k) => raw[k] !== undefined);
+  if (keys.length !== 1) {
+    throw new ConfigError(
+      keys.length === 0
+        ? 'Invalid configuration: set exactly one of JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL (none is set)'
+        : `Invalid configuration: set exactly one of JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL (${keys.join(', ')} are set)`,
+    );
+  }
+  // ajv applied the defaults and coercions to `raw` in place.
+  const config = raw as unknown as RawConfig;
+  const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
+  return Object.freeze({
+    ...config,
+    // A PEM in an environment variable often arrives with its newlines escaped.
+    JWT_PUBLIC_KEY: config.JWT_PUBLIC_KEY?.replace(/\\n/g, '\n'),
+    KAFKA_BROKERS: list(config.KAFKA_BROKERS),
+    KAFKA_TOPICS: list(config.KAFKA_TOPICS),
+  });
+}

@@ -1,0 +1,128 @@
+import type { Db, IndexDescription } from 'mongodb';
+
+/**
+ * Every collection, with the document shapes the whole service stores.
+ *
+ * `_id` is always a string natural key (a user id, a course key, `course|group`): FerretDB v1
+ * pushes only string `_id` equality down to its storage, so the LMS hot path (user, membership,
+ * course, link, public record, site configuration) is primary-key lookups on FerretDB and
+ * MongoDB alike, and a natural `_id` is also the uniqueness constraint that makes inserts
+ * idempotent. Public integer ids live in `id`, unique per organization through an index.
+ */
+export const COLLECTIONS = {
+  groups: 'groups',
+  memberships: 'memberships',
+  rules: 'membership_rules',
+  groupCourses: 'group_courses',
+  publicCourses: 'public_courses',
+  users: 'users',
+  courses: 'courses',
+  siteConfigurations: 'site_configurations',
+  counters: 'id_claims',
+  processedEvents: 'processed_events',
+} as const;
+
+export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];
+
+/** Fields every tenant-owned document has. */
+export interface TenantDoc {
+  _id: string;
+  org: string;
+}
+
+export interface GroupDoc extends TenantDoc {
+  id: number;
+  name: string;
+  description: string;
+}
+
+/** `_id` is `String(user)`: a user has at most one membership, enforced by the primary key. */
+export interface MembershipDoc extends TenantDoc {
+  id: number;
+  user: number;
+  group: number;
+  /** True when a membership rule created it. */
+  automatic: boolean;
+}
+
+/** `_id` is `org|domain`: a domain has at most one rule per organization. */
+export interface RuleDoc extends TenantDoc {
+  id: number;
+  name: string;
+  domain: string;
+  group: number;
+}
+
+/** `_id` is `course|group`: a (course, group) link is unique. */
+export interface GroupCourseDoc extends TenantDoc {
+  id: number;
+  course: string;
+  group: number;
+}
+
+/** `_id` is the course key: a course has at most one public record. */
+export interface PublicCourseDoc extends TenantDoc {
+  id: number;
+  course: string;
+}
+
+/** Read model filled from LMS events. `_id` is `String(id)`. */
+export interface UserDoc extends TenantDoc {
+  id: number;
+  username: string;
+  name: string;
+  email: string;
+  /** Lowercased email, for `email_exact` and rule matching. */
+  email_lower: string;
+  is_active: boolean;
+  is_staff: boolean;
+  is_site_admin: boolean;
+  /** `time` of the newest event applied to this record (ISO 8601), for out-of-order delivery. */
+  event_time: string;
+}
+
+/** Read model filled from LMS events. `_id` and `id` are the course key. */
+export interface CourseDoc extends TenantDoc {
+  id: string;
+  name: string;
+  event_time: string;
+}
+
+/** `_id` is the organization. */
+export interface SiteConfigurationDoc extends TenantDoc {
+  ENABLE_COURSE_ACCESS_GROUPS: boolean;
+}
+
+/**
+ * Indexes for every query the service makes. On MongoDB they serve the admin lists and
+ * filters; FerretDB v1 accepts and enforces them (the unique ones matter there too).
+ */
+export const INDEXES: Record<string, IndexDescription[]> = {
+  [COLLECTIONS.groups]: [{ key: { org: 1, id: 1 }, unique: true }],
+  [COLLECTIONS.memberships]: [
+    { key: { org: 1, id: 1 }, unique: true },
+    { key: { org: 1, group: 1 } },
+  ],
+  [COLLECTIONS.rules]: [
+    { key: { org: 1, id: 1 }, unique: true },
+    { key: { org: 1, group: 1 } },
+  ],
+  [COLLECTIONS.groupCourses]: [
+    { key: { org: 1, id: 1 }, unique: true },
+    { key: { org: 1, course: 1 } },
+    { key: { org: 1, group: 1 } },
+  ],
+  [COLLECTIONS.publicCourses]: [{ key: { org: 1, id: 1 }, unique: true }],
+  [COLLECTIONS.users]: [
+    { key: { org: 1, id: 1 }, unique: true },
+    { key: { org: 1, email_lower: 1 } },
+  ],
+  [COLLECTIONS.courses]: [{ key: { org: 1, id: 1 }, unique: true }],
+  [COLLECTIONS.counters]: [{ key: { resource: 1, n: -1 } }],
+};
+
+export async function ensureIndexes(db: Db): Promise<void> {
+  for (const [name, indexes] of Object.entries(INDEXES)) {
+    await db.collection(name).createIndexes(indexes);
+  }
+}

@@ -1,0 +1,81 @@
+import Ajv, { type ErrorObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
+import { validationError, type FieldErrors } from './http/errors';
+
+/**
+ * The one ajv instance. Schemas are the single source of truth: they validate request bodies,
+ * query strings and event payloads, give TypeScript their types (`FromSchema`) and make the
+ * OpenAPI document. `x-message` is a schema annotation carrying the human message for a
+ * `pattern` or `format` failure. Unknown body fields are dropped, as DRF ignores them.
+ */
+export const ajv = new Ajv({ allErrors: true, verbose: true, removeAdditional: 'all', strict: true });
+addFormats(ajv);
+ajv.addVocabulary(['x-message', 'example']);
+
+export type Infer<S extends JSONSchema> = FromSchema<S>;
+
+function messageFor(e: ErrorObject): string {
+  const p = e.params as Record<string, unknown>;
+  const own = (e.parentSchema as Record<string, unknown> | undefined)?.['x-message'];
+  switch (e.keyword) {
+    case 'required':
+      return 'This field is required.';
+    case 'type':
+      if (e.data === null) return 'This field may not be null.';
+      switch (p.type) {
+        case 'integer':
+          return 'A valid integer is required.';
+        case 'boolean':
+          return 'Must be a valid boolean.';
+        case 'array':
+          return `Expected a list of items but got type "${typeof e.data}".`;
+        case 'object':
+          return 'Expected a dictionary of items.';
+        default:
+          return 'Not a valid string.';
+      }
+    case 'maxLength':
+      return `Ensure this field has no more than ${String(p.limit)} characters.`;
+    case 'minLength':
+      return p.limit === 1 ? 'This field may not be blank.' : `Ensure this field has at least ${String(p.limit)} characters.`;
+    case 'minimum':
+      return `Ensure this value is greater than or equal to ${String(p.limit)}.`;
+    case 'maximum':
+      return `Ensure this value is less than or equal to ${String(p.limit)}.`;
+    case 'maxItems':
+      return `Ensure this field has no more than ${String(p.limit)} elements.`;
+    case 'enum':
+      return `"${String(e.data).slice(0, 100)}" is not a valid choice.`;
+    default:
+      return typeof own === 'string' ? own : 'Enter a valid value.';
+  }
+}
+
+/** ajv errors in DRF's shape, keyed by the top-level field. */
+export function toFieldErrors(errors: ErrorObject[]): FieldErrors {
+  const out: FieldErrors = {};
+  for (const e of errors) {
+    const segments = e.instancePath.split('/').filter(Boolean);
+    const field =
+      segments[0] ?? (e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : 'non_field_errors');
+    const message = messageFor(e);
+    const list = (out[field] ??= []);
+    if (!list.includes(message)) list.push(message);
+  }
+  return out;
+}
+
+/** A validator that returns the typed value or throws a DRF-shaped 400. */
+export function validator<const S extends JSONSchema>(schema: S): (data: unknown) => FromSchema<S> {
+  const validate = ajv.compile(schema as object);
+  return (data) => {
+    if (!validate(data)) throw validationError(toFieldErrors(validate.errors ?? []));
+    return data as FromSchema<S>;
+  };
+}
+
+/** One line naming what failed, for logs and dead-letter reasons. */
+export function describeErrors(errors: ErrorObject[] | null | undefined): string {
+  return (errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? e.keyword}`).join('; ');
+}
