@@ -1,0 +1,23 @@
+import { COLLECTIONS, type GroupCourseDoc, type GroupDoc, type MembershipDoc, type RuleDoc } from '../db/collections';
+import type { Tenant } from '../db/tenant';
+
+/**
+ * Deletes a group with its memberships, rules and course links (SPEC section 3). Without
+ * multi-document transactions the order matters: dependents first, so a crash leaves the group
+ * in place and a second DELETE finishes the job; then the group; then one more sweep for a
+ * dependent created in between.
+ */
+export async function deleteGroup(tenant: Tenant, id: number): Promise<boolean> {
+  const sweep = () =>
+    Promise.all([
+      tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteMany({ group: id }),
+      tenant.collection<RuleDoc>(COLLECTIONS.rules).deleteMany({ group: id }),
+      tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ group: id }),
+    ]);
+  const groups = tenant.collection<GroupDoc>(COLLECTIONS.groups);
+  if (!(await groups.findOne({ _id: String(id) }, { projection: { _id: 1 } }))) return false;
+  await sweep();
+  const { deletedCount } = await groups.deleteOne({ _id: String(id) });
+  await sweep();
+  return deletedCount === 1;
+}

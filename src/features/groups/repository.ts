@@ -1,0 +1,52 @@
+import { COLLECTIONS, type GroupDoc } from '../../db/collections';
+import type { Tenant } from '../../db/tenant';
+import type { Page } from '../../http/pagination';
+import type { Infer } from '../../validation';
+import type { groupCreateSchema, groupPatchSchema, groupSchema } from './schema';
+
+export type Group = Infer<typeof groupSchema>;
+export type GroupRef = Pick<Group, 'id' | 'name'>;
+
+const toGroup = (d: GroupDoc): Group => ({ id: d.id, name: d.name, description: d.description });
+
+export function groupsRepository(tenant: Tenant) {
+  const groups = tenant.collection<GroupDoc>(COLLECTIONS.groups);
+  return {
+    async list(page: Page): Promise<{ count: number; results: Group[] }> {
+      const [count, docs] = await Promise.all([
+        groups.countDocuments(),
+        groups.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+      ]);
+      return { count, results: docs.map(toGroup) };
+    },
+
+    async get(id: number): Promise<Group | null> {
+      const doc = await groups.findOne({ _id: String(id) });
+      return doc && toGroup(doc);
+    },
+
+    async create(input: Infer<typeof groupCreateSchema>): Promise<Group> {
+      const id = await tenant.nextId('groups');
+      return toGroup(await groups.insertOne({ _id: String(id), id, ...input }));
+    },
+
+    async update(id: number, patch: Infer<typeof groupPatchSchema>): Promise<Group | null> {
+      const doc = await groups.findOneAndUpdate({ _id: String(id) }, { $set: patch });
+      return doc && toGroup(doc);
+    },
+
+    async exists(id: number): Promise<boolean> {
+      return (await groups.countDocuments({ _id: String(id) }, { limit: 1 })) > 0;
+    },
+
+    /** `{id, name}` of each of `ids` that exists in this organization, for embedding in other resources. */
+    async refs(ids: Iterable<number>): Promise<Map<number, GroupRef>> {
+      const wanted = [...new Set(ids)].map(String);
+      if (wanted.length === 0) return new Map();
+      const docs = await groups.find({ _id: { $in: wanted } }, { projection: { id: 1, name: 1 } }).toArray();
+      return new Map(docs.map((d) => [d.id, { id: d.id, name: d.name }]));
+    },
+  };
+}
+
+export type GroupsRepository = ReturnType<typeof groupsRepository>;

@@ -1,0 +1,62 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import { adminFeatures, openFeatures } from '../features';
+import { authenticate, createTokenVerifier } from './auth';
+import { accessLog } from './access-log';
+import { jsonBody } from './body';
+import { errorMapping, notFound } from './errors';
+import type { AppDeps } from './feature';
+import { healthRoutes } from './health';
+import { API_PREFIX, openApiDocument } from './openapi';
+import { requestId } from './request-id';
+import { adminTenant } from './tenancy';
+
+/**
+ * The router's allowedMethods() answers a method the path lacks with 405 and `Allow` (or 501
+ * for a method no route uses); this gives that answer DRF's body, and a 405 either way.
+ */
+const methodNotAllowedBody: Koa.Middleware = async (ctx, next) => {
+  await next();
+  if (ctx.status === 405 || ctx.status === 501) {
+    ctx.status = 405;
+    ctx.body = { detail: `Method "${ctx.method}" not allowed.` };
+  }
+};
+
+/** The Koa application. Middleware order reads top to bottom. */
+export function createApp(deps: AppDeps): Koa {
+  const app = new Koa({ proxy: true });
+  const verify = createTokenVerifier(deps.config);
+  const openapi = openApiDocument([...openFeatures, ...adminFeatures]);
+
+  app.use(requestId(deps.log));
+  app.use(accessLog(deps.metrics));
+  app.use(errorMapping(deps.log));
+
+  const health = healthRoutes(deps);
+  app.use(health.routes());
+
+  const api = new Router({ prefix: API_PREFIX });
+  api.get('/openapi.json', (ctx) => {
+    ctx.body = openapi;
+  });
+  // Authenticate, then parse the body: an anonymous caller learns nothing about body rules.
+  api.use(authenticate(verify), jsonBody);
+  for (const feature of openFeatures) feature.register(api, deps);
+
+  const admin = new Router();
+  admin.use(adminTenant(deps.db));
+  for (const feature of adminFeatures) feature.register(admin, deps);
+  api.use(admin.routes(), admin.allowedMethods());
+
+  app.use(methodNotAllowedBody);
+  app.use(api.routes());
+  app.use(api.allowedMethods());
+  // Set, not thrown: allowedMethods() above turns this 404 into a 405 when the path exists.
+  app.use((ctx) => {
+    const { status, body } = notFound();
+    ctx.status = status;
+    ctx.body = body;
+  });
+  return app;
+}

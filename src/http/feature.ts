@@ -1,0 +1,28 @@
+import type Router from '@koa/router';
+import type { Db } from 'mongodb';
+import type { Config } from '../config';
+import type { Logger } from '../log';
+import type { Metrics } from './metrics';
+
+/** What the HTTP side of the service is built from. */
+export interface AppDeps {
+  config: Config;
+  log: Logger;
+  db: Db;
+  metrics: Metrics;
+  /** Names of the dependencies that are not ready (empty when ready). */
+  notReady: () => Promise<string[]>;
+}
+
+/** OpenAPI 3.1 path items, keyed by path relative to the API prefix (e.g. `/course-access-groups/{id}/`). */
+export type OpenApiPaths = Record<string, Record<string, unknown>>;
+
+/**
+ * A resource of the API. Its folder owns its schemas, repository and routes; `register` adds
+ * its routes to a router that already authenticated the caller (and, for admin features,
+ * resolved `ctx.state.tenant`).
+ */
+export interface Feature {
+  register(router: Router, deps: AppDeps): void;
+  openapi: OpenApiPaths;
+}

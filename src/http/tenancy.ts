@@ -1,0 +1,30 @@
+import type { Db } from 'mongodb';
+import type { Middleware } from 'koa';
+import { Tenant } from '../db/tenant';
+import { isSiteAdminOf, type Principal } from './auth';
+import { forbidden } from './errors';
+
+/**
+ * The organization of an admin request: the token's `org`, or `organization_uuid` for platform
+ * staff (authenticate() already refused it for anyone else).
+ */
+export function requestOrganization(principal: Principal, query: Record<string, unknown>): string | null {
+  const named = query.organization_uuid;
+  if (typeof named === 'string' && named !== '' && principal.isStaff) return named;
+  return principal.org;
+}
+
+/**
+ * Admin endpoints: platform staff, or a site administrator of the request's organization.
+ * Puts the request's `Tenant` in `ctx.state.tenant`; routes reach data only through it.
+ */
+export function adminTenant(db: Db): Middleware {
+  return async function requireOrganizationAdmin(ctx, next) {
+    const principal: Principal = ctx.state.principal;
+    const org = requestOrganization(principal, ctx.query);
+    if (!org) throw forbidden('The token names no organization.');
+    if (!principal.isStaff && !isSiteAdminOf(principal, org)) throw forbidden();
+    ctx.state.tenant = new Tenant(db, org);
+    await next();
+  };
+}

@@ -1,0 +1,130 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Db, MongoClient } from 'mongodb';
+import { createEventConsumer, type EventConsumer, type MessageHandler } from '../consumers/consumer';
+import type { Config } from './config';
+import { createMongoClient, ping } from './db/client';
+import { ensureIndexes } from './db/collections';
+import { createApp } from './http/app';
+import { createMetrics, type Metrics } from './http/metrics';
+import { brokerProbe, createKafka } from './kafka';
+import type { Logger } from './log';
+
+export interface Running {
+  db: Db;
+  client: MongoClient;
+  metrics: Metrics;
+  /** Set when this process serves HTTP. */
+  server: Server | null;
+  port: number | null;
+  consumer: EventConsumer | null;
+  /** Resolves once the database is connected, indexes exist and the consumer (if any) runs. */
+  ready: Promise<void>;
+  stop(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+
+/**
+ * Runs `step` until it succeeds, with capped exponential backoff: a service started before its
+ * database or broker waits for them (logging each try) instead of exiting.
+ */
+async function withRetry(what: string, step: () => Promise<void>, log: Logger, signal: AbortSignal): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await step();
+      return;
+    } catch (err) {
+      if (signal.aborted) throw err;
+      const delay = Math.min(500 * 2 ** (attempt - 1), 10000);
+      log.warn({ attempt, delay_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } }, `${what} not reachable yet; retrying`);
+      await sleep(delay);
+      if (signal.aborted) throw err;
+    }
+  }
+}
+
+/**
+ * Starts what `SERVICE_ROLE` asks for: HTTP, the consumer, or both. HTTP listens at once (so
+ * /healthz and /readyz answer while dependencies come up); the database and the consumer are
+ * brought up in the background. `handle` overrides the consumer's message handler (tests).
+ */
+export async function startService(
+  config: Config,
+  log: Logger,
+  opts: { handle?: MessageHandler; signal?: AbortSignal } = {},
+): Promise<Running> {
+  const metrics = createMetrics();
+  const client = createMongoClient(config.MONGO_URL);
+  const db = client.db(config.MONGO_DB);
+  const kafka = createKafka(config, log);
+  const broker = brokerProbe(kafka);
+  const stopping = new AbortController();
+  opts.signal?.addEventListener('abort', () => stopping.abort());
+  let started = false;
+
+  let consumer: EventConsumer | null = null;
+  if (config.SERVICE_ROLE !== 'api') {
+    const handle: MessageHandler =
+      opts.handle ??
+      (async ({ message }) => {
+        log.debug({ offset: message.offset }, 'message received (no handlers registered yet)');
+      });
+    consumer = createEventConsumer({ kafka, config, log, handle });
+  }
+
+  const ready = (async () => {
+    await withRetry('database', async () => {
+      await client.connect();
+      await ensureIndexes(db);
+    }, log, stopping.signal);
+    if (consumer) await withRetry('broker', () => consumer!.start(), log, stopping.signal);
+    started = true;
+  })();
+  ready.catch(() => undefined); // only rejects when stopped before it finished
+
+  const notReady = async (): Promise<string[]> => {
+    const [dbOk, brokerOk] = await Promise.all([
+      ping(db).then(
+        () => true,
+        () => false,
+      ),
+      broker.reachable(),
+    ]);
+    const failing: string[] = [];
+    if (!dbOk) failing.push('database');
+    if (!brokerOk) failing.push('broker');
+    if (consumer && (!started || !consumer.healthy())) failing.push('consumer');
+    return failing;
+  };
+
+  let server: Server | null = null;
+  if (config.SERVICE_ROLE !== 'consumer') {
+    const app = createApp({ config, log, db, metrics, notReady });
+    server = app.listen(config.PORT, '0.0.0.0');
+    await new Promise<void>((resolve, reject) => {
+      server!.once('listening', resolve);
+      server!.once('error', reject);
+    });
+    log.info({ port: (server.address() as AddressInfo).port, role: config.SERVICE_ROLE }, 'listening');
+  }
+
+  return {
+    db,
+    client,
+    metrics,
+    server,
+    port: server ? (server.address() as AddressInfo).port : null,
+    consumer,
+    ready,
+    /** Stop taking requests and messages, finish what is in flight, commit, close. */
+    async stop() {
+      stopping.abort();
+      const closing = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
+      server?.closeIdleConnections();
+      await Promise.all([closing, consumer?.stop()]);
+      await broker.close();
+      await client.close();
+    },
+  };
+}
