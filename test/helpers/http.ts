@@ -1,0 +1,37 @@
+export const API = '/course_access_groups/api/v1';
+
+export interface Reply<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+/** A tiny HTTP client over fetch for the service under test. */
+export function client(baseUrl: string, bearer?: string) {
+  const call = async <T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> => {
+    const h: Record<string, string> = { ...headers };
+    if (bearer) h.Authorization = `Bearer ${bearer}`;
+    let payload: string | undefined;
+    if (body !== undefined) {
+      payload = typeof body === 'string' ? body : JSON.stringify(body);
+      h['Content-Type'] ??= 'application/json';
+    }
+    const res = await fetch(baseUrl + (path.startsWith('/') ? path : `${API}/${path}`), { method, headers: h, body: payload });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON (e.g. /metrics); keep the text
+    }
+    return { status: res.status, body: parsed as T, headers: res.headers };
+  };
+  return {
+    get: <T = any>(path: string, headers?: Record<string, string>) => call<T>('GET', path, undefined, headers),
+    post: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => call<T>('POST', path, body, headers),
+    patch: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => call<T>('PATCH', path, body, headers),
+    put: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => call<T>('PUT', path, body, headers),
+    delete: <T = any>(path: string, headers?: Record<string, string>) => call<T>('DELETE', path, undefined, headers),
+    call,
+  };
+}

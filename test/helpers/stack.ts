@@ -1,0 +1,65 @@
+import { randomBytes } from 'node:crypto';
+import { MongoClient } from 'mongodb';
+import { loadConfig, type Config } from '../../src/config';
+import { createLogger } from '../../src/log';
+import { startService, type Running } from '../../src/runtime';
+import type { MessageHandler } from '../../consumers/consumer';
+
+/**
+ * The local stack the tests talk to: scripts/test.sh starts FerretDB and Kafka (or passes the
+ * MONGO_URL and KAFKA_BROKERS of real servers). Each test file gets its own database, topics
+ * and consumer group, so files can run in parallel against one stack.
+ */
+export const MONGO_URL = process.env.MONGO_URL || 'mongodb://127.0.0.1:27017/';
+export const KAFKA_BROKERS = process.env.KAFKA_BROKERS || '127.0.0.1:9092';
+export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-1234';
+
+export const uniqueName = (prefix: string) => `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+
+export function testConfig(env: Record<string, string | undefined> = {}): Config {
+  return loadConfig({
+    PORT: '0',
+    MONGO_URL,
+    MONGO_DB: uniqueName('t'),
+    KAFKA_BROKERS,
+    KAFKA_GROUP_ID: uniqueName('g'),
+    KAFKA_TOPICS: [uniqueName('activated'), uniqueName('lifecycle'), uniqueName('catalog')].join(','),
+    JWT_SECRET: TEST_JWT_SECRET,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    SERVICE_ROLE: 'api',
+    ...env,
+  });
+}
+
+export interface TestService extends Running {
+  config: Config;
+  baseUrl: string;
+  /** Stops the service and drops its database. */
+  close(): Promise<void>;
+}
+
+/** Starts the real service in this process against the local stack and waits until it is ready. */
+export async function startTestService(
+  env: Record<string, string | undefined> = {},
+  opts: { handle?: MessageHandler; waitReady?: boolean } = {},
+): Promise<TestService> {
+  const config = testConfig(env);
+  const running = await startService(config, createLogger(config.LOG_LEVEL), { handle: opts.handle });
+  if (opts.waitReady !== false) await running.ready;
+  return {
+    ...running,
+    config,
+    baseUrl: `http://127.0.0.1:${running.port}`,
+    async close() {
+      await running.stop();
+      const client = new MongoClient(MONGO_URL, { serverSelectionTimeoutMS: 2000 });
+      try {
+        await client.db(config.MONGO_DB).dropDatabase();
+      } catch {
+        // the database may be unreachable in fault tests; nothing to clean then
+      } finally {
+        await client.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,26 @@
+// Issue #2: no Docker engine runs here, so the deployment files are checked as text.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+
+const root = path.resolve(__dirname, '../..');
+
+test('docker-compose.yml parses and names MongoDB, Kafka and the service, with health checks', () => {
+  const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'));
+  expect(Object.keys(compose.services).sort()).toEqual(['kafka', 'mongo', 'service']);
+  expect(compose.services.mongo.image).toMatch(/^mongo:7/);
+  expect(compose.services.kafka.image).toMatch(/^apache\/kafka:3\.9/);
+  for (const s of ['mongo', 'kafka', 'service']) expect(compose.services[s].healthcheck).toBeDefined();
+  expect(compose.services.service.depends_on).toEqual({
+    mongo: { condition: 'service_healthy' },
+    kafka: { condition: 'service_healthy' },
+  });
+});
+
+test('the Dockerfile is multi-stage, installs production dependencies only, runs as non-root with a health check', () => {
+  const text = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+  expect(text.match(/^FROM /gm)?.length).toBeGreaterThanOrEqual(2);
+  expect(text).toMatch(/npm ci --omit=dev/);
+  expect(text).toMatch(/^USER (?!root)\w+/m);
+  expect(text).toMatch(/^HEALTHCHECK .*\n?.*\/healthz/m);
+});
