@@ -1,0 +1,27 @@
+/** One row of `npm run bench`'s table. Rates are per second, latencies in milliseconds. */
+export interface BenchRow {
+  row: string;
+  rate: number;
+  p50: number | null;
+  p99: number | null;
+  /** The rate of this row's ceiling, measured in the same run; null for a ceiling itself. */
+  ceilingRate: number | null;
+  note?: string;
+}
+
+const fmt = (n: number | null, digits = 1) => (n === null ? '–' : n.toFixed(digits));
+
+/** The table as Markdown, so it can be pasted into the README's Performance section. */
+export function formatTable(rows: BenchRow[]): string {
+  const lines = [
+    '| row | per second | p50 ms | p99 ms | ratio to ceiling | note |',
+    '|---|---:|---:|---:|---:|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.row} | ${fmt(r.rate, 0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${
+          r.ceilingRate ? fmt(r.rate / r.ceilingRate, 2) : '–'
+        } | ${r.note ?? ''} |`,
+    ),
+  ];
+  return lines.join('\n');
+}

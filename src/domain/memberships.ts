@@ -1,0 +1,27 @@
+import { COLLECTIONS, type MembershipDoc } from '../db/collections';
+import type { Tenant } from '../db/tenant';
+import { isDuplicateKey } from '../http/errors';
+
+/**
+ * Creates a user's membership unless they already have one; returns it, or null when one exists.
+ *
+ * The membership's `_id` is the user id, so "at most one membership per user" is the primary
+ * key and two concurrent creations (two deliveries of one event, or an admin racing a rule)
+ * cannot both succeed: the loser gets E11000, which is read as "already a member". This is the
+ * only place memberships are created, for the REST API and membership rules alike.
+ */
+export async function insertMembershipIfAbsent(
+  tenant: Tenant,
+  input: { user: number; group: number; automatic: boolean },
+): Promise<MembershipDoc | null> {
+  const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
+  // Cheap check first, so an existing member costs no id.
+  if (await memberships.findOne({ _id: String(input.user) }, { projection: { _id: 1 } })) return null;
+  const id = await tenant.nextId('memberships');
+  try {
+    return await memberships.insertOne({ _id: String(input.user), id, ...input });
+  } catch (err) {
+    if (isDuplicateKey(err)) return null;
+    throw err;
+  }
+}
