@@ -8,12 +8,16 @@ npx tsc --noEmit
 
 started_stack=0
 if [[ -z "${MONGO_URL:-}" || -z "${KAFKA_BROKERS:-}" ]]; then
-  if ! bash scripts/stack.sh status | grep -q 'ferretdb running' || ! bash scripts/stack.sh status | grep -q 'kafka running'; then
+  export MONGO_URL="mongodb://127.0.0.1:${STACK_MONGO_PORT:-27017}/"
+  export KAFKA_BROKERS="127.0.0.1:${STACK_KAFKA_PORT:-9092}"
+  # A stack already answering on those ports (started by `npm run dev`, or from another clone)
+  # is used as it is, and left running.
+  if node scripts/ping-mongo.cjs "$MONGO_URL" && node scripts/ping-kafka.cjs "$KAFKA_BROKERS"; then
+    echo "[test] using the stack already running on $MONGO_URL and $KAFKA_BROKERS" >&2
+  else
     bash scripts/stack.sh start
     started_stack=1
   fi
-  export MONGO_URL="mongodb://127.0.0.1:${STACK_MONGO_PORT:-27017}/"
-  export KAFKA_BROKERS="127.0.0.1:${STACK_KAFKA_PORT:-9092}"
 fi
 cleanup() { if [[ $started_stack == 1 ]]; then bash scripts/stack.sh stop || true; fi; }
 trap cleanup EXIT
