@@ -25,6 +25,28 @@ export interface Running {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
+/** How long connections already open may still bring a request after shutdown begins. */
+const DRAIN_GRACE_MS = 1000;
+/** After this, connections still busy are cut so the process exits within the SPEC's 10 s. */
+const DRAIN_LIMIT_MS = 7000;
+
+/**
+ * Closes an HTTP server gracefully. Node's close() stops accepting connections but also destroys
+ * idle keep-alive sockets at once, so a request a client has just written on a reused socket is
+ * reset. Instead: stop accepting, keep idle sockets for a short grace (the app answers on them
+ * with `Connection: close`), then close what is idle and wait for what is in flight.
+ */
+async function closeGracefully(server: Server): Promise<void> {
+  const closeIdle = server.closeIdleConnections.bind(server);
+  server.closeIdleConnections = () => undefined;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  await sleep(DRAIN_GRACE_MS);
+  closeIdle();
+  const cut = setTimeout(() => server.closeAllConnections(), DRAIN_LIMIT_MS - DRAIN_GRACE_MS);
+  await closed;
+  clearTimeout(cut);
+}
+
 /**
  * Runs `step` until it succeeds, with capped exponential backoff: a service started before its
  * database or broker waits for them (logging each try) instead of exiting.
@@ -62,6 +84,7 @@ export async function startService(
   const stopping = new AbortController();
   opts.signal?.addEventListener('abort', () => stopping.abort());
   let started = false;
+  let draining = false;
 
   let consumer: EventConsumer | null = null;
   if (config.SERVICE_ROLE !== 'api') {
@@ -92,6 +115,7 @@ export async function startService(
       broker.reachable(),
     ]);
     const failing: string[] = [];
+    if (draining) failing.push('shutting down');
     if (!dbOk) failing.push('database');
     if (!brokerOk) failing.push('broker');
     if (consumer && (!started || !consumer.healthy())) failing.push('consumer');
@@ -100,7 +124,7 @@ export async function startService(
 
   let server: Server | null = null;
   if (config.SERVICE_ROLE !== 'consumer') {
-    const app = createApp({ config, log, db, metrics, notReady });
+    const app = createApp({ config, log, db, metrics, notReady, isDraining: () => draining });
     server = app.listen(config.PORT, '0.0.0.0');
     await new Promise<void>((resolve, reject) => {
       server!.once('listening', resolve);
@@ -120,9 +144,8 @@ export async function startService(
     /** Stop taking requests and messages, finish what is in flight, commit, close. */
     async stop() {
       stopping.abort();
-      const closing = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
-      server?.closeIdleConnections();
-      await Promise.all([closing, consumer?.stop()]);
+      draining = true;
+      await Promise.all([server ? closeGracefully(server) : undefined, consumer?.stop()]);
       await broker.close();
       await client.close();
     },

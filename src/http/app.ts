@@ -23,12 +23,21 @@ const methodNotAllowedBody: Koa.Middleware = async (ctx, next) => {
   }
 };
 
+/** During shutdown every response tells the client to drop its keep-alive connection. */
+const closeConnectionsWhileDraining =
+  (isDraining: () => boolean): Koa.Middleware =>
+  async (ctx, next) => {
+    await next();
+    if (isDraining()) ctx.set('Connection', 'close');
+  };
+
 /** The Koa application. Middleware order reads top to bottom. */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: true });
   const verify = createTokenVerifier(deps.config);
   const openapi = openApiDocument([...openFeatures, ...adminFeatures]);
 
+  app.use(closeConnectionsWhileDraining(deps.isDraining));
   app.use(requestId(deps.log));
   app.use(accessLog(deps.metrics));
   app.use(errorMapping(deps.log));

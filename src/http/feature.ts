@@ -12,6 +12,8 @@ export interface AppDeps {
   metrics: Metrics;
   /** Names of the dependencies that are not ready (empty when ready). */
   notReady: () => Promise<string[]>;
+  /** True once shutdown began: responses then close their connection. */
+  isDraining: () => boolean;
 }
 
 /** OpenAPI 3.1 path items, keyed by path relative to the API prefix (e.g. `/course-access-groups/{id}/`). */
