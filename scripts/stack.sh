@@ -74,7 +74,11 @@ wait_for() { # name seconds command...
 
 start_ferretdb() {
   if pid_alive "$RUN_DIR/ferretdb.pid"; then say "FerretDB already running"; return; fi
-  if port_open "$MONGO_PORT"; then say "port $MONGO_PORT is taken by another process"; exit 1; fi
+  if port_open "$MONGO_PORT"; then
+    # Another clone's stack (or a real server) may already be there: use it if it answers.
+    if node "$ROOT/scripts/ping-mongo.cjs" "mongodb://127.0.0.1:$MONGO_PORT/"; then say "a MongoDB-protocol server already answers on $MONGO_PORT; using it"; return; fi
+    say "port $MONGO_PORT is taken by another process"; exit 1
+  fi
   mkdir -p "$STACK_DIR/data/ferretdb" "$STACK_DIR/state/ferretdb" "$RUN_DIR" "$LOG_DIR"
   nohup "$FERRET_BIN" --handler=sqlite --sqlite-url="file:$STACK_DIR/data/ferretdb/" \
     --listen-addr="127.0.0.1:$MONGO_PORT" --state-dir="$STACK_DIR/state/ferretdb" \
@@ -87,7 +91,10 @@ start_ferretdb() {
 
 start_kafka() {
   if pid_alive "$RUN_DIR/kafka.pid"; then say "Kafka already running"; return; fi
-  if port_open "$KAFKA_PORT"; then say "port $KAFKA_PORT is taken by another process"; exit 1; fi
+  if port_open "$KAFKA_PORT"; then
+    if node "$ROOT/scripts/ping-kafka.cjs" "127.0.0.1:$KAFKA_PORT"; then say "a Kafka broker already answers on $KAFKA_PORT; using it"; return; fi
+    say "port $KAFKA_PORT is taken by another process"; exit 1
+  fi
   local data="$STACK_DIR/data/kafka" conf="$STACK_DIR/run/kafka.properties"
   mkdir -p "$data" "$RUN_DIR" "$LOG_DIR"
   cat >"$conf" <<PROPS
