@@ -1,3 +1,4 @@
+import { createPublicKey } from 'node:crypto';
 import Ajv from 'ajv';
 import type { FromSchema } from 'json-schema-to-ts';
 
@@ -69,11 +70,43 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // ajv applied the defaults and coercions to `raw` in place.
   const config = raw as unknown as RawConfig;
   const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
-  return Object.freeze({
+  const result: Config = Object.freeze({
     ...config,
     // A PEM in an environment variable often arrives with its newlines escaped.
     JWT_PUBLIC_KEY: config.JWT_PUBLIC_KEY?.replace(/\\n/g, '\n'),
     KAFKA_BROKERS: list(config.KAFKA_BROKERS),
     KAFKA_TOPICS: list(config.KAFKA_TOPICS),
   });
+  jwtAlgorithm(result); // refuses a key and algorithm that do not go together
+  return result;
+}
+
+/**
+ * The one algorithm tokens must be signed with (SPEC section 2: any other is refused):
+ * HS256 with `JWT_SECRET`; with `JWT_PUBLIC_KEY`, the key's (RS256 for RSA, ES256 for an EC
+ * P-256 key); with `JWT_JWKS_URL`, `JWT_ALGORITHM` (default RS256). `JWT_ALGORITHM` may also
+ * confirm a public key's algorithm; a contradiction is a configuration error.
+ */
+export function jwtAlgorithm(config: Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ALGORITHM'>) {
+  if (config.JWT_SECRET !== undefined) {
+    if (config.JWT_ALGORITHM) throw new ConfigError('Invalid configuration: JWT_ALGORITHM applies to JWT_PUBLIC_KEY or JWT_JWKS_URL, not JWT_SECRET (HS256)');
+    return 'HS256' as const;
+  }
+  if (config.JWT_PUBLIC_KEY !== undefined) {
+    let key;
+    try {
+      key = createPublicKey(config.JWT_PUBLIC_KEY);
+    } catch (err) {
+      throw new ConfigError(`Invalid configuration: JWT_PUBLIC_KEY: not a PEM public key (${(err as Error).message})`);
+    }
+    let algorithm: 'RS256' | 'ES256';
+    if (key.asymmetricKeyType === 'rsa') algorithm = 'RS256';
+    else if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') algorithm = 'ES256';
+    else throw new ConfigError('Invalid configuration: JWT_PUBLIC_KEY: must be an RSA key (RS256) or an EC P-256 key (ES256)');
+    if (config.JWT_ALGORITHM && config.JWT_ALGORITHM !== algorithm) {
+      throw new ConfigError(`Invalid configuration: JWT_ALGORITHM is ${config.JWT_ALGORITHM} but JWT_PUBLIC_KEY is a ${algorithm} key`);
+    }
+    return algorithm;
+  }
+  return config.JWT_ALGORITHM ?? ('RS256' as const);
 }

@@ -6,8 +6,8 @@ import { validationError, type FieldErrors } from './http/errors';
 /**
  * The one ajv instance. Schemas are the single source of truth: they validate request bodies,
  * query strings and event payloads, give TypeScript their types (`FromSchema`) and make the
- * OpenAPI document. `x-message` is a schema annotation carrying the human message for a
- * `pattern` or `format` failure. Unknown body fields are dropped, as DRF ignores them.
+ * OpenAPI document. `x-message` is a schema annotation carrying the human message for any
+ * failure of that schema but a missing field or a wrong JSON type. Unknown body fields are dropped, as DRF ignores them.
  */
 export const ajv = new Ajv({ allErrors: true, verbose: true, removeAdditional: 'all', strict: true });
 addFormats(ajv);
@@ -18,9 +18,11 @@ export type Infer<S extends JSONSchema> = FromSchema<S>;
 function messageFor(e: ErrorObject): string {
   const p = e.params as Record<string, unknown>;
   const own = (e.parentSchema as Record<string, unknown> | undefined)?.['x-message'];
+  if (e.keyword === 'required') return 'This field is required.';
+  // A schema's own message wins over the generic one for a value of the right type
+  // (e.g. "Must be a valid boolean." for a query string outside its enum).
+  if (typeof own === 'string' && e.keyword !== 'type') return own;
   switch (e.keyword) {
-    case 'required':
-      return 'This field is required.';
     case 'type':
       if (e.data === null) return 'This field may not be null.';
       switch (p.type) {
@@ -48,7 +50,7 @@ function messageFor(e: ErrorObject): string {
     case 'enum':
       return `"${String(e.data).slice(0, 100)}" is not a valid choice.`;
     default:
-      return typeof own === 'string' ? own : 'Enter a valid value.';
+      return 'Enter a valid value.';
   }
 }
 

@@ -94,30 +94,42 @@ export interface SiteConfigurationDoc extends TenantDoc {
 }
 
 /**
- * Indexes for every query the service makes. On MongoDB they serve the admin lists and
- * filters; FerretDB v1 accepts and enforces them (the unique ones matter there too).
+ * Indexes for every query the service makes (each line says which). On MongoDB they serve the
+ * admin lists and filters; FerretDB v1 accepts and enforces them (the unique ones matter there
+ * too) but plans only `{_id: <string>}` lookups, which is why hot paths read by `_id`.
+ *
+ * `{org, id}` is unique where `_id` never changes. Rules and links are keyed by what they join
+ * (`org|domain`, `course|group`), so a PATCH that changes that inserts the new document before
+ * deleting the old one and both briefly share the public id: there the index is not unique, and
+ * ids stay unique because each is claimed once (src/db/counters.ts).
  */
 export const INDEXES: Record<string, IndexDescription[]> = {
-  [COLLECTIONS.groups]: [{ key: { org: 1, id: 1 }, unique: true }],
+  [COLLECTIONS.groups]: [
+    { key: { org: 1, id: 1 }, unique: true }, // list by id
+  ],
   [COLLECTIONS.memberships]: [
-    { key: { org: 1, id: 1 }, unique: true },
-    { key: { org: 1, group: 1 } },
+    { key: { org: 1, id: 1 }, unique: true }, // list by id, retrieve by id
+    { key: { org: 1, group: 1 } }, // users?group=, group cascade
   ],
   [COLLECTIONS.rules]: [
-    { key: { org: 1, id: 1 }, unique: true },
-    { key: { org: 1, group: 1 } },
+    { key: { org: 1, id: 1 } }, // list by id, retrieve by id
+    { key: { org: 1, group: 1 } }, // group cascade
   ],
   [COLLECTIONS.groupCourses]: [
-    { key: { org: 1, id: 1 }, unique: true },
-    { key: { org: 1, course: 1 } },
-    { key: { org: 1, group: 1 } },
+    { key: { org: 1, id: 1 } }, // list by id, retrieve by id
+    { key: { org: 1, course: 1 } }, // a course's group_links, courses?no_group=
+    { key: { org: 1, group: 1 } }, // courses?group=, group cascade
   ],
-  [COLLECTIONS.publicCourses]: [{ key: { org: 1, id: 1 }, unique: true }],
+  [COLLECTIONS.publicCourses]: [
+    { key: { org: 1, id: 1 }, unique: true }, // list by id, retrieve by id, courses?is_public=
+  ],
   [COLLECTIONS.users]: [
-    { key: { org: 1, id: 1 }, unique: true },
-    { key: { org: 1, email_lower: 1 } },
+    { key: { org: 1, id: 1 }, unique: true }, // list and search by id (search filters on this scan)
+    { key: { org: 1, email_lower: 1 } }, // users?email_exact=
   ],
-  [COLLECTIONS.courses]: [{ key: { org: 1, id: 1 }, unique: true }],
+  [COLLECTIONS.courses]: [
+    { key: { org: 1, id: 1 }, unique: true }, // list and search by id
+  ],
   [COLLECTIONS.counters]: [{ key: { resource: 1, n: -1 } }],
 };
 

@@ -9,6 +9,7 @@ import type {
   OptionalUnlessRequiredId,
   UpdateFilter,
   UpdateOptions,
+  WithId,
 } from 'mongodb';
 import { type CollectionName, type TenantDoc } from './collections';
 import { nextId } from './counters';
@@ -36,6 +37,15 @@ export class Tenant {
 
 type Scoped<T> = Filter<T>;
 
+/** A projection that still returns `org`, so the organization can be checked. */
+function keepOrg(projection: Document | undefined): Document | undefined {
+  if (!projection) return projection;
+  const inclusive = Object.values(projection).some((v) => v === 1 || v === true);
+  if (inclusive) return { ...projection, org: 1 };
+  const { org: _dropped, ...rest } = projection;
+  return rest;
+}
+
 export class TenantCollection<T extends TenantDoc> {
   constructor(
     private readonly inner: Collection<T>,
@@ -50,8 +60,28 @@ export class TenantCollection<T extends TenantDoc> {
     return this.inner.find(this.scope(filter), options);
   }
 
-  findOne(filter: Filter<T>, options?: FindOptions) {
+  /**
+   * A filter that is exactly `{_id: <string>}` is sent as it is and the organization is checked
+   * on the one document it can return: FerretDB v1 pushes a filter down to its storage only when
+   * it is exactly that, so adding `org` to it would turn a key lookup into a collection scan.
+   * Reading one document is atomic, so this is the same answer as `{_id, org}`.
+   */
+  async findOne(filter: Filter<T>, options?: FindOptions): Promise<WithId<T> | null> {
+    const keys = Object.keys(filter);
+    if (keys.length === 1 && typeof filter._id === 'string') {
+      const doc = await this.inner.findOne({ _id: filter._id } as Filter<T>, { ...options, projection: keepOrg(options?.projection) });
+      return doc && doc.org === this.org ? doc : null;
+    }
     return this.inner.findOne(this.scope(filter), options);
+  }
+
+  /** The documents of these `_id`s that belong to the organization, by key lookups (see findOne). */
+  async findByIds(ids: Iterable<string>, options?: FindOptions): Promise<Map<string, WithId<T>>> {
+    const unique = [...new Set(ids)];
+    const docs = await Promise.all(unique.map((_id) => this.findOne({ _id } as Filter<T>, options)));
+    const out = new Map<string, WithId<T>>();
+    for (const doc of docs) if (doc) out.set(doc._id as string, doc);
+    return out;
   }
 
   countDocuments(filter: Filter<T> = {}, options?: CountDocumentsOptions) {

@@ -1,8 +1,8 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Middleware } from 'koa';
-import type { Config } from '../config';
-import { forbidden, unauthorized } from './errors';
+import { jwtAlgorithm, type Config } from '../config';
+import { forbidden, serviceUnavailable, unauthorized } from './errors';
 
 /** Who is calling, from the token's claims (SPEC section 2). */
 export interface Principal {
@@ -20,23 +20,19 @@ export interface TokenVerifier {
   (token: string): Promise<Principal>;
 }
 
-/** Builds the verifier for the one key the configuration names; other algorithms are refused. */
+/**
+ * Builds the verifier for the one key and the one algorithm the configuration names (SPEC
+ * section 2): `exp` is required, `iss`/`aud` are checked when configured, and `alg: none` or any
+ * other algorithm is refused (jose never accepts `none`; `algorithms` pins the rest).
+ */
 export function createTokenVerifier(config: Config): TokenVerifier {
+  const algorithm = jwtAlgorithm(config);
   let key: Uint8Array | KeyObject | JWTVerifyGetKey;
-  let algorithms: string[];
-  if (config.JWT_SECRET) {
-    key = new TextEncoder().encode(config.JWT_SECRET);
-    algorithms = ['HS256'];
-  } else if (config.JWT_PUBLIC_KEY) {
-    const publicKey = createPublicKey(config.JWT_PUBLIC_KEY);
-    key = publicKey;
-    algorithms = publicKey.asymmetricKeyType === 'ec' ? ['ES256'] : ['RS256'];
-  } else {
-    key = createRemoteJWKSet(new URL(config.JWT_JWKS_URL!));
-    algorithms = ['RS256', 'ES256'];
-  }
+  if (config.JWT_SECRET) key = new TextEncoder().encode(config.JWT_SECRET);
+  else if (config.JWT_PUBLIC_KEY) key = createPublicKey(config.JWT_PUBLIC_KEY);
+  else key = createRemoteJWKSet(new URL(config.JWT_JWKS_URL!));
   const options = {
-    algorithms,
+    algorithms: [algorithm],
     requiredClaims: ['exp'],
     ...(config.JWT_ISSUER ? { issuer: config.JWT_ISSUER } : {}),
     ...(config.JWT_AUDIENCE ? { audience: config.JWT_AUDIENCE } : {}),
@@ -47,6 +43,9 @@ export function createTokenVerifier(config: Config): TokenVerifier {
       ({ payload } = await jwtVerify(token, key as Uint8Array, options));
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) throw unauthorized('Token has expired.');
+      const keysUnreachable = err instanceof joseErrors.JWKSTimeout || (config.JWT_JWKS_URL && !(err instanceof joseErrors.JOSEError));
+      // The key set could not be fetched: not the caller's fault, and not a reason to call the token bad.
+      if (keysUnreachable) throw serviceUnavailable('The signing keys cannot be fetched; try again shortly.');
       if (err instanceof joseErrors.JOSEError) throw unauthorized('Invalid token.');
       throw err;
     }

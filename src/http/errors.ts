@@ -23,6 +23,8 @@ export const forbidden = (detail = 'You do not have permission to perform this a
 /** A 400 in DRF's validation shape: `{"field": ["message"]}` or `{"non_field_errors": [...]}`. */
 export const validationError = (errors: FieldErrors) => new HttpError(400, errors);
 export const fieldError = (field: string, message: string) => validationError({ [field]: [message] });
+/** DRF's message for a reference to a record that does not exist (in the request's organization). */
+export const doesNotExist = (value: unknown) => `Invalid pk "${String(value)}" - object does not exist.`;
 export const serviceUnavailable = (detail = 'The database is unavailable; try again shortly.') =>
   new HttpError(503, { detail }, { 'Retry-After': '1' });
 

@@ -1,4 +1,5 @@
 import type { Feature, OpenApiPaths } from './feature';
+import { listQuerySchema, plainQuerySchema, queryParameters } from './query';
 
 export const API_PREFIX = '/course_access_groups/api/v1';
 
@@ -36,15 +37,67 @@ export const responses = {
 export const jsonRequestBody = (schema: unknown) => ({ required: true, ...json(schema) });
 
 export const parameters = {
-  limit: { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 0 }, description: 'Page size (default 20, at most 1000).' },
-  offset: { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0 }, description: 'Items to skip.' },
-  organization: {
-    name: 'organization_uuid',
-    in: 'query',
-    schema: { type: 'string' },
-    description: 'Platform staff only: act on this organization.',
-  },
   intId: { name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } },
+  courseId: {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'The course key as it is (`course-v1:ORG+NUM+RUN`) or percent-encoded.',
+    schema: { type: 'string', minLength: 1 },
+  },
+};
+
+/** Path-level parameters of an item path: its id and the organization. */
+export const itemParameters = (id: unknown = parameters.intId) => [id, ...queryParameters(plainQuerySchema)];
+
+/**
+ * The operations of a resource, from its schemas. `item` is the read schema; `create`/`patch`
+ * the request bodies; `query` the list's query-string schema.
+ */
+export const operations = {
+  list: (tags: string[], operationId: string, item: unknown, query: Parameters<typeof queryParameters>[0] = listQuerySchema) => ({
+    tags,
+    operationId,
+    parameters: queryParameters(query),
+    responses: { '200': responses.ok(pageOf(item)), '400': responses.badRequest, ...commonResponses },
+  }),
+  create: (tags: string[], operationId: string, body: unknown, item: unknown) => ({
+    tags,
+    operationId,
+    parameters: queryParameters(plainQuerySchema),
+    requestBody: jsonRequestBody(body),
+    responses: {
+      '201': responses.created(item),
+      '400': responses.badRequest,
+      '413': responses.tooLarge,
+      '415': responses.unsupportedMediaType,
+      ...commonResponses,
+    },
+  }),
+  retrieve: (tags: string[], operationId: string, item: unknown) => ({
+    tags,
+    operationId,
+    responses: { '200': responses.ok(item), '404': responses.notFound, ...commonResponses },
+  }),
+  patch: (tags: string[], operationId: string, body: unknown, item: unknown) => ({
+    tags,
+    operationId,
+    requestBody: jsonRequestBody(body),
+    responses: {
+      '200': responses.ok(item),
+      '400': responses.badRequest,
+      '404': responses.notFound,
+      '413': responses.tooLarge,
+      '415': responses.unsupportedMediaType,
+      ...commonResponses,
+    },
+  }),
+  delete: (tags: string[], operationId: string, description?: string) => ({
+    tags,
+    operationId,
+    ...(description ? { description } : {}),
+    responses: { '204': responses.noContent, '404': responses.notFound, ...commonResponses },
+  }),
 };
 
 /** The paginated envelope around a list of `item`. */

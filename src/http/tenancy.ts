@@ -1,15 +1,17 @@
+import type { ParsedUrlQuery } from 'node:querystring';
 import type { Db } from 'mongodb';
 import type { Middleware } from 'koa';
 import { Tenant } from '../db/tenant';
 import { isSiteAdminOf, type Principal } from './auth';
 import { forbidden } from './errors';
+import { lastValues } from './query';
 
 /**
  * The organization of an admin request: the token's `org`, or `organization_uuid` for platform
  * staff (authenticate() already refused it for anyone else).
  */
-export function requestOrganization(principal: Principal, query: Record<string, unknown>): string | null {
-  const named = query.organization_uuid;
+export function requestOrganization(principal: Principal, query: ParsedUrlQuery): string | null {
+  const named = lastValues(query).organization_uuid;
   if (typeof named === 'string' && named !== '' && principal.isStaff) return named;
   return principal.org;
 }

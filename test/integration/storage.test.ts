@@ -40,14 +40,34 @@ test("another organization's record behaves as missing, even when the filter nam
 });
 
 test('a unique index refuses a duplicate with the error the HTTP layer maps to a 400', async () => {
-  const rules = new Tenant(db, 'org-a').collection<RuleDoc>(COLLECTIONS.rules);
-  await rules.insertOne({ _id: 'x|example.com', id: 1, name: 'one', domain: 'example.com', group: 1 });
+  const groups = new Tenant(db, 'org-a').collection<GroupDoc>(COLLECTIONS.groups);
+  await groups.insertOne({ _id: 'g-1', id: 1, name: 'one', description: '' });
   // Same public id in the same organization: refused by the {org, id} unique index.
-  const err = await rules
-    .insertOne({ _id: 'x|other.com', id: 1, name: 'two', domain: 'other.com', group: 1 })
-    .catch((e: unknown) => e);
+  const err = await groups.insertOne({ _id: 'g-2', id: 1, name: 'two', description: '' }).catch((e: unknown) => e);
   expect(isDuplicateKey(err)).toBe(true);
+  expect(await groups.countDocuments({ _id: { $in: ['g-1', 'g-2'] } })).toBe(1);
+  // A rule's natural key is its `_id`: a second rule for the domain is refused.
+  const rules = new Tenant(db, 'org-a').collection<RuleDoc>(COLLECTIONS.rules);
+  await rules.insertOne({ _id: 'org-a|example.com', id: 1, name: 'one', domain: 'example.com', group: 1 });
+  const dup = await rules
+    .insertOne({ _id: 'org-a|example.com', id: 2, name: 'two', domain: 'example.com', group: 1 })
+    .catch((e: unknown) => e);
+  expect(isDuplicateKey(dup)).toBe(true);
   expect(await rules.countDocuments()).toBe(1);
+});
+
+test("a key lookup answers only the organization's own document, with or without a projection", async () => {
+  const a = new Tenant(db, 'org-a').collection<GroupDoc>(COLLECTIONS.groups);
+  const b = new Tenant(db, 'org-b').collection<GroupDoc>(COLLECTIONS.groups);
+  await a.insertOne({ _id: 'k-1', id: 9001, name: 'A', description: '' });
+  expect(await b.findOne({ _id: 'k-1' })).toBeNull();
+  expect(await b.findOne({ _id: 'k-1' }, { projection: { _id: 1 } })).toBeNull();
+  expect(await b.findOne({ _id: 'k-1' }, { projection: { org: 0 } })).toBeNull();
+  expect(await a.findOne({ _id: 'k-1' }, { projection: { name: 1 } })).toMatchObject({ _id: 'k-1', name: 'A' });
+  expect(await a.findOne({ _id: 'k-1' }, { projection: { _id: 1 } })).toMatchObject({ _id: 'k-1' });
+  expect(await a.findOne({ _id: 'k-1' }, { projection: { org: 0 } })).toMatchObject({ _id: 'k-1', name: 'A' });
+  expect([...(await b.findByIds(['k-1', 'nope'])).keys()]).toEqual([]);
+  expect([...(await a.findByIds(['k-1', 'nope', 'k-1'])).keys()]).toEqual(['k-1']);
 });
 
 test('ids are never handed out twice, even to concurrent callers in several processes', async () => {

@@ -36,15 +36,13 @@ export function groupsRepository(tenant: Tenant) {
     },
 
     async exists(id: number): Promise<boolean> {
-      return (await groups.countDocuments({ _id: String(id) }, { limit: 1 })) > 0;
+      return (await groups.findOne({ _id: String(id) }, { projection: { _id: 1 } })) !== null;
     },
 
     /** `{id, name}` of each of `ids` that exists in this organization, for embedding in other resources. */
     async refs(ids: Iterable<number>): Promise<Map<number, GroupRef>> {
-      const wanted = [...new Set(ids)].map(String);
-      if (wanted.length === 0) return new Map();
-      const docs = await groups.find({ _id: { $in: wanted } }, { projection: { id: 1, name: 1 } }).toArray();
-      return new Map(docs.map((d) => [d.id, { id: d.id, name: d.name }]));
+      const docs = await groups.findByIds([...ids].map(String), { projection: { id: 1, name: 1 } });
+      return new Map([...docs.values()].map((d) => [d.id, { id: d.id, name: d.name }]));
     },
   };
 }

@@ -3,18 +3,20 @@ import { deleteGroup } from '../../domain/delete-group';
 import { notFound } from '../../http/errors';
 import { pageEnvelope, parsePage } from '../../http/pagination';
 import { intId } from '../../http/params';
+import { listQuerySchema, queryParser } from '../../http/query';
 import { validator } from '../../validation';
 import { groupsRepository } from './repository';
 import { groupCreateSchema, groupPatchSchema } from './schema';
 
 const parseCreate = validator(groupCreateSchema);
 const parsePatch = validator(groupPatchSchema);
+const parseListQuery = queryParser(listQuerySchema);
 
 export function registerGroupRoutes(router: Router): void {
   const base = '/course-access-groups';
 
   router.get(base, async (ctx) => {
-    const page = parsePage(ctx.query);
+    const page = parsePage(parseListQuery(ctx.query));
     const { count, results } = await groupsRepository(ctx.state.tenant).list(page);
     ctx.body = pageEnvelope(ctx, page, count, results);
   });

@@ -34,3 +34,6 @@ export const groupRefSchema = {
   required: ['id', 'name'],
   additionalProperties: false,
 } as const;
+
+/** A group id as other resources take it in a body. */
+export const groupIdSchema = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;

@@ -1,0 +1,112 @@
+import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../../db/collections';
+import type { Tenant } from '../../db/tenant';
+import type { Page } from '../../http/pagination';
+import { searchFilter, toBoolean, toInteger } from '../../http/query';
+import type { Infer } from '../../validation';
+import { groupsRepository } from '../groups/repository';
+import type { courseListQuerySchema, courseRefSchema, courseSchema } from './schema';
+
+export type Course = Infer<typeof courseSchema>;
+export type CourseRef = Infer<typeof courseRefSchema>;
+export type CourseListQuery = Infer<typeof courseListQuerySchema>;
+
+/** MongoDB orders strings by their UTF-8 bytes; so does this. */
+const byKey = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+export function coursesRepository(tenant: Tenant) {
+  const courses = tenant.collection<CourseDoc>(COLLECTIONS.courses);
+  const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
+  const publics = tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);
+
+  /** Adds each course's public status and group links. */
+  async function present(docs: CourseDoc[]): Promise<Course[]> {
+    if (docs.length === 0) return [];
+    const keys = docs.map((d) => d._id);
+    const [publicByKey, courseLinks] = await Promise.all([
+      publics.findByIds(keys, { projection: { id: 1 } }),
+      links.find({ course: { $in: keys } }, { projection: { id: 1, course: 1, group: 1 } }).sort({ id: 1 }).toArray(),
+    ]);
+    const groups = await groupsRepository(tenant).refs(courseLinks.map((l) => l.group));
+    return docs.map((d) => {
+      const record = publicByKey.get(d._id);
+      return {
+        id: d.id,
+        name: d.name,
+        public_status: record ? { is_public: true, id: record.id } : { is_public: false },
+        group_links: courseLinks
+          .filter((l) => l.course === d._id && groups.has(l.group))
+          .map((l) => ({ id: l.id, group: groups.get(l.group)! })),
+      };
+    });
+  }
+
+  const keysOf = async (cursor: Promise<{ course: string }[]>) => new Set((await cursor).map((d) => d.course));
+
+  return {
+    /**
+     * The filters narrow the course keys through the link and public-record collections. When
+     * a `group` names a key set and there is no search, the page is read by key: sorted keys,
+     * then one `_id` lookup per course of the page (the only lookup FerretDB v1 plans).
+     */
+    async list(query: CourseListQuery, page: Page): Promise<{ count: number; results: Course[] }> {
+      const group = toInteger(query.group);
+      const noGroup = toBoolean(query.no_group);
+      const isPublic = toBoolean(query.is_public);
+      let include: Set<string> | null = null;
+      const exclude = new Set<string>();
+      const narrow = (keys: Set<string>) => {
+        include = include === null ? keys : new Set([...include].filter((k) => keys.has(k)));
+      };
+      if (group !== undefined) {
+        narrow(await keysOf(links.find({ group }, { projection: { course: 1 } }).toArray()));
+      }
+      if (noGroup !== undefined) {
+        const linked = await keysOf(links.find({}, { projection: { course: 1 } }).toArray());
+        if (noGroup) linked.forEach((k) => exclude.add(k));
+        else narrow(linked);
+      }
+      if (isPublic !== undefined) {
+        const open = await keysOf(publics.find({}, { projection: { course: 1 } }).toArray());
+        if (isPublic) narrow(open);
+        else open.forEach((k) => exclude.add(k));
+      }
+      const included = include as Set<string> | null;
+      const search = searchFilter(['id', 'name'], query.search);
+
+      if (included !== null && Object.keys(search).length === 0) {
+        const keys = [...included].filter((k) => !exclude.has(k)).sort(byKey);
+        const found = await courses.findByIds(keys.slice(page.offset, page.offset + page.limit));
+        const docs = keys.slice(page.offset, page.offset + page.limit).flatMap((k) => found.get(k) ?? []);
+        // A link or public record outlives its course only until the deletion event finishes
+        // cascading; such a key is not shown, though it may be counted meanwhile.
+        return { count: keys.length, results: await present(docs) };
+      }
+
+      const filter: Record<string, unknown> = { ...search };
+      if (included !== null) filter._id = { $in: [...included].filter((k) => !exclude.has(k)) };
+      else if (exclude.size > 0) filter._id = { $nin: [...exclude] };
+      const [count, docs] = await Promise.all([
+        courses.countDocuments(filter),
+        courses.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+      ]);
+      return { count, results: await present(docs) };
+    },
+
+    async get(key: string): Promise<Course | null> {
+      const doc = await courses.findOne({ _id: key });
+      return doc ? (await present([doc]))[0]! : null;
+    },
+
+    async exists(key: string): Promise<boolean> {
+      return (await courses.findOne({ _id: key }, { projection: { _id: 1 } })) !== null;
+    },
+
+    /** `{id, name}` of each of `keys` that exists in this organization, for embedding in other resources. */
+    async refs(keys: Iterable<string>): Promise<Map<string, CourseRef>> {
+      const docs = await courses.findByIds(keys, { projection: { id: 1, name: 1 } });
+      return new Map([...docs.values()].map((d) => [d._id, { id: d.id, name: d.name }]));
+    },
+  };
+}
+
+export type CoursesRepository = ReturnType<typeof coursesRepository>;

@@ -1,0 +1,97 @@
+import { COLLECTIONS, type RuleDoc } from '../../db/collections';
+import type { Tenant } from '../../db/tenant';
+import { doesNotExist, fieldError, isDuplicateKey } from '../../http/errors';
+import type { Page } from '../../http/pagination';
+import type { Infer } from '../../validation';
+import { groupsRepository } from '../groups/repository';
+import type { ruleCreateSchema, rulePatchSchema, ruleSchema } from './schema';
+
+export type Rule = Infer<typeof ruleSchema>;
+
+const domainTaken = () => fieldError('domain', 'A membership rule for this domain already exists.');
+
+export function rulesRepository(tenant: Tenant) {
+  const rules = tenant.collection<RuleDoc>(COLLECTIONS.rules);
+  /** One rule per domain per organization: the `_id` is `org|domain`. */
+  const ruleKey = (domain: string) => `${tenant.org}|${domain}`;
+
+  /** Adds the group; one whose deletion is still cascading shows blank. */
+  async function present(docs: RuleDoc[]): Promise<Rule[]> {
+    const groups = await groupsRepository(tenant).refs(docs.map((d) => d.group));
+    return docs.map((d) => ({ id: d.id, name: d.name, domain: d.domain, group: groups.get(d.group) ?? { id: d.group, name: '' } }));
+  }
+
+  async function checkGroup(group: number | undefined) {
+    if (group !== undefined && !(await groupsRepository(tenant).exists(group))) throw fieldError('group', doesNotExist(group));
+  }
+
+  /** Inserts a rule, refusing a domain that has one (400 on `domain`). */
+  async function insert(doc: Omit<RuleDoc, 'org'>): Promise<RuleDoc> {
+    try {
+      return await rules.insertOne(doc);
+    } catch (err) {
+      if (isDuplicateKey(err)) throw domainTaken();
+      throw err;
+    }
+  }
+
+  async function taken(domain: string) {
+    return (await rules.findOne({ _id: ruleKey(domain) }, { projection: { _id: 1 } })) !== null;
+  }
+
+  return {
+    async list(page: Page): Promise<{ count: number; results: Rule[] }> {
+      const [count, docs] = await Promise.all([
+        rules.countDocuments(),
+        rules.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+      ]);
+      return { count, results: await present(docs) };
+    },
+
+    async get(id: number): Promise<Rule | null> {
+      const doc = await rules.findOne({ id });
+      return doc && (await present([doc]))[0]!;
+    },
+
+    async exists(id: number): Promise<boolean> {
+      return (await rules.findOne({ id }, { projection: { _id: 1 } })) !== null;
+    },
+
+    async create(input: Infer<typeof ruleCreateSchema>): Promise<Rule> {
+      await checkGroup(input.group);
+      const domain = input.domain.toLowerCase();
+      // Checked first so that a refused request claims no id.
+      if (await taken(domain)) throw domainTaken();
+      const id = await tenant.nextId('membership_rules');
+      return (await present([await insert({ _id: ruleKey(domain), id, name: input.name, domain, group: input.group })]))[0]!;
+    },
+
+    /**
+     * A new domain is a new `_id`: the new document is inserted (refused when the domain has a
+     * rule) and then the old one deleted; a crash in between leaves both, with one id, until the
+     * next PATCH or DELETE of that id.
+     */
+    async update(id: number, patch: Infer<typeof rulePatchSchema>): Promise<Rule | null> {
+      await checkGroup(patch.group);
+      const old = await rules.findOne({ id });
+      if (!old) return null;
+      const domain = patch.domain?.toLowerCase() ?? old.domain;
+      const changes = { name: patch.name ?? old.name, group: patch.group ?? old.group };
+      if (domain === old.domain) {
+        const doc = await rules.findOneAndUpdate({ _id: old._id }, { $set: changes });
+        return doc && (await present([doc]))[0]!;
+      }
+      if (await taken(domain)) throw domainTaken();
+      const doc = await insert({ _id: ruleKey(domain), id, domain, ...changes });
+      await rules.deleteMany({ id, _id: { $ne: doc._id } });
+      return (await present([doc]))[0]!;
+    },
+
+    /** Deletes every document of the id (normally one; two after an interrupted PATCH). */
+    async delete(id: number): Promise<boolean> {
+      return (await rules.deleteMany({ id })).deletedCount > 0;
+    },
+  };
+}
+
+export type RulesRepository = ReturnType<typeof rulesRepository>;

@@ -1,0 +1,79 @@
+import { COLLECTIONS, type MembershipDoc } from '../../db/collections';
+import type { Tenant } from '../../db/tenant';
+import { insertMembershipIfAbsent } from '../../domain/memberships';
+import { doesNotExist, fieldError, validationError, type FieldErrors } from '../../http/errors';
+import type { Page } from '../../http/pagination';
+import type { Infer } from '../../validation';
+import { groupsRepository } from '../groups/repository';
+import { usersRepository } from '../users/repository';
+import type { membershipCreateSchema, membershipPatchSchema, membershipSchema } from './schema';
+
+export type Membership = Infer<typeof membershipSchema>;
+
+export function membershipsRepository(tenant: Tenant) {
+  const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
+
+  /** Adds the user and group; a reference whose record a cascade is removing shows blank. */
+  async function present(docs: MembershipDoc[]): Promise<Membership[]> {
+    const [users, groups] = await Promise.all([
+      usersRepository(tenant).refs(docs.map((d) => d.user)),
+      groupsRepository(tenant).refs(docs.map((d) => d.group)),
+    ]);
+    return docs.map((d) => ({
+      id: d.id,
+      user: users.get(d.user) ?? { id: d.user, username: '', email: '' },
+      group: groups.get(d.group) ?? { id: d.group, name: '' },
+    }));
+  }
+
+  async function checkGroup(group: number | undefined, errors: FieldErrors) {
+    if (group !== undefined && !(await groupsRepository(tenant).exists(group))) errors.group = [doesNotExist(group)];
+  }
+
+  return {
+    async list(page: Page): Promise<{ count: number; results: Membership[] }> {
+      const [count, docs] = await Promise.all([
+        memberships.countDocuments(),
+        memberships.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+      ]);
+      return { count, results: await present(docs) };
+    },
+
+    async get(id: number): Promise<Membership | null> {
+      const doc = await memberships.findOne({ id });
+      return doc && (await present([doc]))[0]!;
+    },
+
+    async exists(id: number): Promise<boolean> {
+      return (await memberships.findOne({ id }, { projection: { _id: 1 } })) !== null;
+    },
+
+    /** 400 on `user` or `group` when either is unknown here, or when the user already has a membership. */
+    async create(input: Infer<typeof membershipCreateSchema>): Promise<Membership> {
+      const errors: FieldErrors = {};
+      if (!(await usersRepository(tenant).exists(input.user))) errors.user = [doesNotExist(input.user)];
+      await checkGroup(input.group, errors);
+      if (Object.keys(errors).length > 0) throw validationError(errors);
+      const doc = await insertMembershipIfAbsent(tenant, { user: input.user, group: input.group, automatic: false });
+      if (!doc) throw fieldError('user', 'This user already has a membership.');
+      return (await present([doc]))[0]!;
+    },
+
+    async update(id: number, patch: Infer<typeof membershipPatchSchema>): Promise<Membership | null> {
+      const errors: FieldErrors = {};
+      await checkGroup(patch.group, errors);
+      if (Object.keys(errors).length > 0) throw validationError(errors);
+      const doc =
+        patch.group === undefined
+          ? await memberships.findOne({ id })
+          : await memberships.findOneAndUpdate({ id }, { $set: { group: patch.group } });
+      return doc && (await present([doc]))[0]!;
+    },
+
+    async delete(id: number): Promise<boolean> {
+      return (await memberships.deleteOne({ id })).deletedCount === 1;
+    },
+  };
+}
+
+export type MembershipsRepository = ReturnType<typeof membershipsRepository>;

@@ -1,0 +1,123 @@
+import type { ParsedUrlQuery } from 'node:querystring';
+import type { JSONSchema } from 'json-schema-to-ts';
+import { validator } from '../validation';
+import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination';
+
+/**
+ * Query strings, in one place. Every list's query string has a JSON Schema (properties are the
+ * parameters, each a string schema, as a query string carries strings); the same schema
+ * validates the request, types the parsed result and becomes the OpenAPI `parameters`. Unknown
+ * parameters are ignored; a repeated parameter counts with its last value, as Django's
+ * `QueryDict.get` reads it.
+ */
+
+/** A non-negative integer written in decimal. */
+const nonNegativeInteger = (message: string) =>
+  ({ type: 'string', pattern: '^[0-9]{1,15}$', 'x-message': message }) as const;
+
+/** The spellings of a boolean the contract accepts (SPEC section 3, filters). */
+export const booleanParam = {
+  type: 'string',
+  enum: ['true', 'false', 'True', 'False', '1', '0'],
+  'x-message': 'Must be a valid boolean.',
+} as const;
+
+export const integerParam = nonNegativeInteger('A valid integer is required.');
+
+export const searchParam = {
+  type: 'string',
+  maxLength: 1000,
+  description:
+    'Case-insensitive substring search. Terms are split on spaces and commas; each must match one of the fields. ' +
+    'Characters are literal, never a pattern.',
+} as const;
+
+/** Parameters every endpoint under the prefix accepts. */
+export const organizationProperties = {
+  organization_uuid: {
+    type: 'string',
+    description: 'Platform staff only: act on this organization (anyone else who passes it gets 403).',
+  },
+} as const;
+
+/** DRF LimitOffsetPagination's parameters, with the contract's strictness. */
+export const pageProperties = {
+  limit: {
+    ...nonNegativeInteger('A valid non-negative integer is required.'),
+    description: `Page size: default ${DEFAULT_LIMIT} (also for 0), at most ${MAX_LIMIT} (larger values are capped).`,
+  },
+  offset: { ...nonNegativeInteger('A valid non-negative integer is required.'), description: 'Items to skip.' },
+} as const;
+
+/** The query string of a plain list: pagination and the organization. */
+export const listQuerySchema = {
+  type: 'object',
+  properties: { ...pageProperties, ...organizationProperties },
+  additionalProperties: false,
+} as const;
+
+/** The query string of an endpoint that is not a list. */
+export const plainQuerySchema = {
+  type: 'object',
+  properties: organizationProperties,
+  additionalProperties: false,
+} as const;
+
+interface QuerySchema {
+  type: 'object';
+  properties: Record<string, object>;
+  additionalProperties: false;
+}
+
+/** One value per parameter: the last one given. */
+export function lastValues(query: ParsedUrlQuery): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(query)) {
+    const last = Array.isArray(value) ? value[value.length - 1] : value;
+    if (last !== undefined) out[name] = last;
+  }
+  return out;
+}
+
+/** A parser for one query schema: validates (400 in DRF's shape naming the parameter) and types. */
+export function queryParser<const S extends JSONSchema & QuerySchema>(schema: S) {
+  const validate = validator(schema);
+  return (query: ParsedUrlQuery) => validate(lastValues(query));
+}
+
+export const toBoolean = (raw: string | undefined): boolean | undefined =>
+  raw === undefined ? undefined : raw === 'true' || raw === 'True' || raw === '1';
+
+export const toInteger = (raw: string | undefined): number | undefined => (raw === undefined ? undefined : Number(raw));
+
+/** Search terms: split on spaces and commas, empty ones dropped. */
+export function searchTerms(raw: string | undefined): string[] {
+  return (raw ?? '').split(/[\s,]+/).filter(Boolean);
+}
+
+/** `text` as a regular expression that matches exactly those characters, on MongoDB (PCRE) and FerretDB (Go RE2). */
+export function literalPattern(text: string): string {
+  return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&').replace(/\0/g, '\\x00');
+}
+
+/**
+ * The filter for a multi-term search: every term must match (case-insensitively, as a literal
+ * substring) at least one of `fields`. No terms, no condition.
+ */
+export function searchFilter(fields: readonly string[], raw: string | undefined): Record<string, unknown> {
+  const terms = searchTerms(raw);
+  if (terms.length === 0) return {};
+  return {
+    $and: terms.map((term) => ({
+      $or: fields.map((field) => ({ [field]: { $regex: literalPattern(term), $options: 'i' } })),
+    })),
+  };
+}
+
+/** OpenAPI 3.1 query parameters made from a query schema. */
+export function queryParameters(schema: QuerySchema) {
+  return Object.entries(schema.properties).map(([name, property]) => {
+    const { description, ...rest } = property as Record<string, unknown>;
+    return { name, in: 'query', required: false, ...(description ? { description } : {}), schema: rest };
+  });
+}

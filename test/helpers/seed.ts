@@ -1,0 +1,41 @@
+import type { Db } from 'mongodb';
+import { COLLECTIONS, type CourseDoc, type UserDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+
+/**
+ * Users and courses are read models the Kafka consumer fills; tests seed them directly, through
+ * the same `Tenant` every writer uses.
+ */
+export function seeder(db: Db, org: string) {
+  const tenant = new Tenant(db, org);
+  return {
+    tenant,
+    async user(id: number, fields: Partial<Omit<UserDoc, '_id' | 'id' | 'org'>> = {}): Promise<UserDoc> {
+      const email = fields.email ?? `user${id}@example.com`;
+      return tenant.collection<UserDoc>(COLLECTIONS.users).insertOne({
+        _id: String(id),
+        id,
+        username: `user${id}`,
+        name: `User ${id}`,
+        is_active: true,
+        is_staff: false,
+        is_site_admin: false,
+        event_time: '2024-01-01T00:00:00Z',
+        ...fields,
+        email,
+        email_lower: email.toLowerCase(),
+      });
+    },
+    async course(key: string, name = `Course ${key}`): Promise<CourseDoc> {
+      return tenant.collection<CourseDoc>(COLLECTIONS.courses).insertOne({ _id: key, id: key, name, event_time: '2024-01-01T00:00:00Z' });
+    },
+  };
+}
+
+/** Every document of every collection of `db`, by collection then `_id`: "was anything written?" */
+export async function snapshot(db: Db): Promise<Record<string, unknown[]>> {
+  const names = (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
+  const out: Record<string, unknown[]> = {};
+  for (const name of names) out[name] = await db.collection(name).find().sort({ _id: 1 }).toArray();
+  return out;
+}
