@@ -1,7 +1,8 @@
 // SPEC §6: a missing or invalid setting stops start-up with a message naming it.
 import { spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../../src/config';
+import { ConfigError, jwtAlgorithm, loadConfig } from '../../src/config';
 
 const base = { JWT_SECRET: 'a-secret-of-sixteen-chars' };
 
@@ -36,4 +37,29 @@ test('the process exits non-zero at start-up with the message on stderr', () => 
   const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, encoding: 'utf8', timeout: 20000 });
   expect(res.status).toBe(2);
   expect(res.stderr).toMatch(/JWT_SECRET.*JWT_PUBLIC_KEY.*JWT_JWKS_URL/);
+});
+
+describe('the one JWT algorithm (SPEC §2: any other is refused)', () => {
+  const pem = (type: 'rsa' | 'ec', curve = 'P-256') =>
+    (type === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048 }) : generateKeyPairSync('ec', { namedCurve: curve })).publicKey
+      .export({ type: 'spki', format: 'pem' })
+      .toString();
+
+  test('follows the key: HS256 for a secret, RS256 for an RSA key, ES256 for a P-256 key, JWT_ALGORITHM (RS256 by default) for a JWKS URL', () => {
+    expect(jwtAlgorithm(loadConfig(base))).toBe('HS256');
+    expect(jwtAlgorithm(loadConfig({ JWT_PUBLIC_KEY: pem('rsa') }))).toBe('RS256');
+    expect(jwtAlgorithm(loadConfig({ JWT_PUBLIC_KEY: pem('ec') }))).toBe('ES256');
+    expect(jwtAlgorithm(loadConfig({ JWT_JWKS_URL: 'https://lms/jwks' }))).toBe('RS256');
+    expect(jwtAlgorithm(loadConfig({ JWT_JWKS_URL: 'https://lms/jwks', JWT_ALGORITHM: 'ES256' }))).toBe('ES256');
+  });
+
+  test.each([
+    ['JWT_ALGORITHM contradicting the key', () => ({ JWT_PUBLIC_KEY: pem('rsa'), JWT_ALGORITHM: 'ES256' }), /JWT_ALGORITHM/],
+    ['JWT_ALGORITHM with a secret', () => ({ ...base, JWT_ALGORITHM: 'RS256' }), /JWT_ALGORITHM/],
+    ['a PEM that is not a key', () => ({ JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----' }), /JWT_PUBLIC_KEY/],
+    ['an EC key on another curve', () => ({ JWT_PUBLIC_KEY: pem('ec', 'P-384') }), /JWT_PUBLIC_KEY/],
+  ])('%s stops start-up naming the setting', (_name, env, message) => {
+    expect(() => loadConfig(env())).toThrow(ConfigError);
+    expect(() => loadConfig(env())).toThrow(message);
+  });
 });
