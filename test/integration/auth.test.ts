@@ -94,7 +94,7 @@ describe('403: a valid token without the right', () => {
     ['administrator claim that is not true', { user_id: 4, org: 'org-a', administrator: 'yes' }],
     ['platform staff without any organization', { user_id: 4, administrator: true }],
   ])('%s', async (_name, claims) => {
-    const res = await status(await token(claims));
+    const res = await status(await token(claims as Record<string, unknown>));
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ detail: expect.any(String) });
   });
