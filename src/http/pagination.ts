@@ -25,14 +25,19 @@ export function parsePage(query: { limit?: string; offset?: string }): Page {
   return { limit: !limit ? DEFAULT_LIMIT : Math.min(limit, MAX_LIMIT), offset: query.offset === undefined ? 0 : Number(query.offset) };
 }
 
-/** Absolute `next`/`previous` links that keep every other query parameter, as DRF builds them. */
+/**
+ * Absolute `next`/`previous` links that keep every other query parameter, as DRF builds them.
+ * (Koa 3's `ctx.origin` is the `Origin` header, not the request's origin: protocol and host are
+ * read instead, honouring `X-Forwarded-*` as the app runs with `proxy: true`.)
+ */
 export function pageEnvelope<T>(ctx: Context, page: Page, count: number, results: T[]): PageEnvelope<T> {
+  const origin = `${ctx.protocol}://${ctx.host}`;
   const link = (offset: number | null) => {
     const params = new URLSearchParams(ctx.querystring);
     params.set('limit', String(page.limit));
     if (offset === null || offset <= 0) params.delete('offset');
     else params.set('offset', String(offset));
-    return `${ctx.origin}${ctx.path}?${params.toString()}`;
+    return `${origin}${ctx.path}?${params.toString()}`;
   };
   const next = page.offset + page.limit < count ? link(page.offset + page.limit) : null;
   const previous = page.offset > 0 ? link(page.offset - page.limit) : null;

@@ -45,8 +45,8 @@ export function coursesRepository(tenant: Tenant) {
   return {
     /**
      * The filters narrow the course keys through the link and public-record collections. When
-     * a `group` names a key set and there is no search, the page is read by key: sorted keys,
-     * then one `_id` lookup per course of the page (the only lookup FerretDB v1 plans).
+     * they name a key set and there is no search, the page is read by key: sorted keys, then one
+     * `_id` lookup per course of the page (the only lookup FerretDB v1 plans).
      */
     async list(query: CourseListQuery, page: Page): Promise<{ count: number; results: Course[] }> {
       const group = toInteger(query.group);
@@ -75,11 +75,16 @@ export function coursesRepository(tenant: Tenant) {
 
       if (included !== null && Object.keys(search).length === 0) {
         const keys = [...included].filter((k) => !exclude.has(k)).sort(byKey);
-        const found = await courses.findByIds(keys.slice(page.offset, page.offset + page.limit));
-        const docs = keys.slice(page.offset, page.offset + page.limit).flatMap((k) => found.get(k) ?? []);
-        // A link or public record outlives its course only until the deletion event finishes
-        // cascading; such a key is not shown, though it may be counted meanwhile.
-        return { count: keys.length, results: await present(docs) };
+        const wanted = keys.slice(page.offset, page.offset + page.limit);
+        const [count, found] = await Promise.all([
+          courses.countDocuments({ _id: { $in: keys } }),
+          courses.findByIds(wanted),
+        ]);
+        // Every key has its course (a link or public record outlives its course only while the
+        // deletion event cascades): the page is those courses. Otherwise the query below.
+        if (count === keys.length && found.size === wanted.length) {
+          return { count, results: await present(wanted.map((k) => found.get(k)!)) };
+        }
       }
 
       const filter: Record<string, unknown> = { ...search };
