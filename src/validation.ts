@@ -6,8 +6,8 @@ import { validationError, type FieldErrors } from './http/errors';
 /**
  * The one ajv instance. Schemas are the single source of truth: they validate request bodies,
  * query strings and event payloads, give TypeScript their types (`FromSchema`) and make the
- * OpenAPI document. `x-message` is a schema annotation carrying the human message for any
- * failure of that schema but a missing field or a wrong JSON type. Unknown body fields are dropped, as DRF ignores them.
+ * OpenAPI document. `x-message` is a schema annotation carrying the human message for a
+ * `pattern`, `format`, `enum` or `const` failure. Unknown body fields are dropped, as DRF ignores them.
  */
 export const ajv = new Ajv({ allErrors: true, verbose: true, removeAdditional: 'all', strict: true });
 addFormats(ajv);
@@ -19,9 +19,9 @@ function messageFor(e: ErrorObject): string {
   const p = e.params as Record<string, unknown>;
   const own = (e.parentSchema as Record<string, unknown> | undefined)?.['x-message'];
   if (e.keyword === 'required') return 'This field is required.';
-  // A schema's own message wins over the generic one for a value of the right type
+  // A schema's own message says what a value outside its pattern or set is
   // (e.g. "Must be a valid boolean." for a query string outside its enum).
-  if (typeof own === 'string' && e.keyword !== 'type') return own;
+  if (typeof own === 'string' && ['pattern', 'format', 'enum', 'const'].includes(e.keyword)) return own;
   switch (e.keyword) {
     case 'type':
       if (e.data === null) return 'This field may not be null.';

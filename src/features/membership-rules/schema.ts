@@ -7,6 +7,7 @@ import { groupIdSchema, groupRefSchema } from '../groups/schema';
  */
 export const domainSchema = {
   type: 'string',
+  minLength: 1,
   maxLength: 253,
   pattern: '^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)+[A-Za-z]{2,63}$',
   'x-message': 'Enter a valid domain name, such as example.com.',
