@@ -37,6 +37,7 @@ export function pageEnvelope<T>(ctx: Context, page: Page, count: number, results
     params.set('limit', String(page.limit));
     if (offset === null || offset <= 0) params.delete('offset');
     else params.set('offset', String(offset));
+    params.sort(); // DRF sorts the parameters of its links too
     return `${origin}${ctx.path}?${params.toString()}`;
   };
   const next = page.offset + page.limit < count ? link(page.offset + page.limit) : null;
