@@ -62,7 +62,7 @@ test('every route the API registers is documented with its methods, and nothing 
   for (const feature of adminFeatures) feature.register(router, {} as AppDeps);
   const routes = new Set<string>();
   for (const layer of router.stack) {
-    const documented = `${layer.path.replace(/:(\w+)/g, '{$1}')}/`;
+    const documented = `${String(layer.path).replace(/:(\w+)/g, '{$1}')}/`;
     for (const method of layer.methods) if (method !== 'HEAD') routes.add(`${method} ${documented}`);
   }
   const operations = new Set<string>();

@@ -59,7 +59,7 @@ test('walking next links visits every item once, in order', async () => {
   const seen: number[] = [];
   let next: string | null = url('?limit=7');
   while (next) {
-    const res = await a.get(next.slice(service.baseUrl.length));
+    const res: { body: { results: { id: number }[]; next: string | null } } = await a.get(next.slice(service.baseUrl.length));
     seen.push(...res.body.results.map((u: { id: number }) => u.id));
     next = res.body.next;
   }
