@@ -95,7 +95,7 @@ test('courses?group=: the links by group, then the page read by key', async () =
   const repo = coursesRepository(new Tenant(db, 'org-a'));
   let results: unknown[] = [];
   const sent = await captured(async () => {
-    ({ results } = await repo.list({ group: String(group) }, { limit: 10, offset: 5 }));
+    ({ results } = await repo.list({ limit: 10, offset: 5 }, { group: String(group) }));
   });
   expect(results).toHaveLength(10);
   if (!ferret) return expectIndexedOnMongo(sent);
@@ -121,7 +121,7 @@ test('users?search=: the search by id order, then the memberships of the page by
   const repo = usersRepository(new Tenant(db, 'org-a'));
   let results: { membership: unknown }[] = [];
   const sent = await captured(async () => {
-    ({ results } = await repo.list({ search: 'user1, example' }, { limit: 20, offset: 0 }));
+    ({ results } = await repo.list({ limit: 20, offset: 0 }, { search: 'user1, example' }));
   });
   expect(results.length).toBeGreaterThan(5);
   expect(results.filter((u) => u.membership !== null).length).toBeGreaterThan(0);
@@ -136,11 +136,11 @@ test('users?search=: the search by id order, then the memberships of the page by
 });
 
 test.each([
-  ['users?email_exact=', COLLECTIONS.memberships, (t: Tenant) => usersRepository(t).list({ email_exact: 'USER7@example.com' }, { limit: 20, offset: 0 })],
-  ['users?group=', COLLECTIONS.memberships, (t: Tenant) => usersRepository(t).list({ group: String(group) }, { limit: 20, offset: 0 })],
-  ['users?no_group=true', COLLECTIONS.memberships, (t: Tenant) => usersRepository(t).list({ no_group: 'true' }, { limit: 20, offset: 0 })],
-  ['courses?search=', COLLECTIONS.publicCourses, (t: Tenant) => coursesRepository(t).list({ search: 'C01' }, { limit: 20, offset: 0 })],
-  ['courses?is_public=false&no_group=true', COLLECTIONS.publicCourses, (t: Tenant) => coursesRepository(t).list({ is_public: 'false', no_group: 'true' }, { limit: 20, offset: 0 })],
+  ['users?email_exact=', COLLECTIONS.memberships, (t: Tenant) => usersRepository(t).list({ limit: 20, offset: 0 }, { email_exact: 'USER7@example.com' })],
+  ['users?group=', COLLECTIONS.memberships, (t: Tenant) => usersRepository(t).list({ limit: 20, offset: 0 }, { group: String(group) })],
+  ['users?no_group=true', COLLECTIONS.memberships, (t: Tenant) => usersRepository(t).list({ limit: 20, offset: 0 }, { no_group: 'true' })],
+  ['courses?search=', COLLECTIONS.publicCourses, (t: Tenant) => coursesRepository(t).list({ limit: 20, offset: 0 }, { search: 'C01' })],
+  ['courses?is_public=false&no_group=true', COLLECTIONS.publicCourses, (t: Tenant) => coursesRepository(t).list({ limit: 20, offset: 0 }, { is_public: 'false', no_group: 'true' })],
 ])('%s: indexed on MongoDB; on FerretDB the per-record reads of the page are pushed-down key lookups', async (_name, perRecord, run) => {
   const sent = await captured(() => run(new Tenant(db, 'org-a')));
   if (!ferret) return expectIndexedOnMongo(sent);

@@ -48,7 +48,7 @@ export function coursesRepository(tenant: Tenant) {
      * they name a key set and there is no search, the page is read by key: sorted keys, then one
      * `_id` lookup per course of the page (the only lookup FerretDB v1 plans).
      */
-    async list(query: CourseListQuery, page: Page): Promise<{ count: number; results: Course[] }> {
+    async list(page: Page, query: CourseListQuery): Promise<{ count: number; results: Course[] }> {
       const group = toInteger(query.group);
       const noGroup = toBoolean(query.no_group);
       const isPublic = toBoolean(query.is_public);

@@ -1,5 +1,6 @@
 import { COLLECTIONS, type GroupDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
+import { deleteGroup } from '../../domain/delete-group';
 import type { Page } from '../../http/pagination';
 import type { Infer } from '../../validation';
 import type { groupCreateSchema, groupPatchSchema, groupSchema } from './schema';
@@ -33,6 +34,11 @@ export function groupsRepository(tenant: Tenant) {
     async update(id: number, patch: Infer<typeof groupPatchSchema>): Promise<Group | null> {
       const doc = await groups.findOneAndUpdate({ _id: String(id) }, { $set: patch });
       return doc && toGroup(doc);
+    },
+
+    /** With its memberships, rules and course links (src/domain/delete-group.ts). */
+    delete(id: number): Promise<boolean> {
+      return deleteGroup(tenant, id);
     },
 
     async exists(id: number): Promise<boolean> {

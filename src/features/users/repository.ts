@@ -38,7 +38,7 @@ export function usersRepository(tenant: Tenant) {
   }
 
   return {
-    async list(query: UserListQuery, page: Page): Promise<{ count: number; results: User[] }> {
+    async list(page: Page, query: UserListQuery): Promise<{ count: number; results: User[] }> {
       const filter: Record<string, unknown> = { ...notSiteAdmin, ...searchFilter(['username', 'name', 'email'], query.search) };
       if (query.email_exact) filter.email_lower = query.email_exact.toLowerCase();
       const group = toInteger(query.group);
