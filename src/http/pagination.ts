@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { validationError } from './errors';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 1000;
@@ -15,14 +16,24 @@ export interface PageEnvelope<T> {
   results: T[];
 }
 
+function nonNegativeInteger(name: string, raw: unknown): number | undefined {
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) {
+    throw validationError({ [name]: ['A valid non-negative integer is required.'] });
+  }
+  return Number(raw);
+}
+
 /**
  * DRF's LimitOffsetPagination: `limit=0` means the default and a limit past the maximum is capped
- * at it. The values come validated by the list's query schema (src/http/query.ts), where a value
- * that is not a non-negative integer is a 400 (DRF would ignore it).
+ * at it. Lists pass the values their query schema validated (src/http/query.ts, which reports
+ * every bad parameter at once); given a raw query instead, a value that is not a non-negative
+ * integer is still a 400 here (DRF would ignore it).
  */
-export function parsePage(query: { limit?: string; offset?: string }): Page {
-  const limit = query.limit === undefined ? 0 : Number(query.limit);
-  return { limit: !limit ? DEFAULT_LIMIT : Math.min(limit, MAX_LIMIT), offset: query.offset === undefined ? 0 : Number(query.offset) };
+export function parsePage(query: Record<string, unknown>): Page {
+  const limit = nonNegativeInteger('limit', query.limit);
+  const offset = nonNegativeInteger('offset', query.offset) ?? 0;
+  return { limit: !limit ? DEFAULT_LIMIT : Math.min(limit, MAX_LIMIT), offset };
 }
 
 /**
