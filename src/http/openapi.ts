@@ -36,7 +36,12 @@ export const responses = {
 
 export const jsonRequestBody = (schema: unknown) => ({ required: true, ...json(schema) });
 
+const [limit, offset, organization] = queryParameters(listQuerySchema);
+
 export const parameters = {
+  limit,
+  offset,
+  organization,
   intId: { name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } },
   courseId: {
     name: 'id',

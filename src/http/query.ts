@@ -70,11 +70,11 @@ interface QuerySchema {
 }
 
 /** One value per parameter: the last one given. */
-export function lastValues(query: ParsedUrlQuery): Record<string, string> {
+export function lastValues(query: ParsedUrlQuery | Record<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(query)) {
-    const last = Array.isArray(value) ? value[value.length - 1] : value;
-    if (last !== undefined) out[name] = last;
+    const last: unknown = Array.isArray(value) ? value[value.length - 1] : value;
+    if (typeof last === 'string') out[name] = last;
   }
   return out;
 }
