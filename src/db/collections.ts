@@ -20,6 +20,7 @@ export const COLLECTIONS = {
   siteConfigurations: 'site_configurations',
   counters: 'id_claims',
   processedEvents: 'processed_events',
+  dataVersions: 'data_versions',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];
@@ -91,6 +92,15 @@ export interface CourseDoc extends TenantDoc {
 /** `_id` is the organization. */
 export interface SiteConfigurationDoc extends TenantDoc {
   ENABLE_COURSE_ACCESS_GROUPS: boolean;
+}
+
+/**
+ * `_id` is `'all'`: `v` is a fresh random UUID written after every write to organization data
+ * (src/db/data-version.ts), so caches in any process can tell whether what they hold is current.
+ */
+export interface DataVersionDoc {
+  _id: string;
+  v: string;
 }
 
 /**

@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from 'mongodb';
+import { isDuplicateKey } from '../http/errors';
+import { COLLECTIONS, type DataVersionDoc } from './collections';
+
+/**
+ * The data version: one document whose `v` changes after every write to organization data, so a
+ * cache in any process sharing the database can check in one primary-key read that nothing
+ * changed since it read its entries.
+ *
+ * Why a fresh UUID and not `$inc`: FerretDB v1 applies updates as read-then-write, so concurrent
+ * increments are lost and two writers could leave the counter at a value a reader already saw.
+ * A `$set` of a value never used before cannot: whichever concurrent `$set` lands last, the
+ * stored value differs from every value read before either write began.
+ *
+ * The protocol (src/features/access/cache.ts): a writer writes its data, then bumps; a reader
+ * reads the version first, then the data, and stamps what it caches with the version it read.
+ * An entry is used only while the stored version still equals its stamp. If a write finished
+ * before a decision started, its bump did too, so the decision reads a version that differs
+ * from the stamp of every entry read before that write.
+ */
+export const DATA_VERSION_ID = 'all';
+
+const versions = (db: Db) => db.collection<DataVersionDoc>(COLLECTIONS.dataVersions);
+
+/** The current version; null before the first write. Only `_id` in the filter: FerretDB pushes it down. */
+export async function readDataVersion(db: Db): Promise<string | null> {
+  const doc = await versions(db).findOne({ _id: DATA_VERSION_ID });
+  return doc?.v ?? null;
+}
+
+/** Marks every cached fact stale, in every process. Called after each write (TenantCollection). */
+export async function bumpDataVersion(db: Db): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await versions(db).updateOne({ _id: DATA_VERSION_ID }, { $set: { v: randomUUID() } }, { upsert: true });
+      return;
+    } catch (err) {
+      // Two first-ever upserts can race on FerretDB (not atomic): the loser retries as an update.
+      if (!isDuplicateKey(err) || attempt >= 3) throw err;
+    }
+  }
+}
+
+/**
+ * The bump after a write. If it fails (the database went away between the two), the write may be
+ * invisible to caches, so the caller gets the error and the bump is retried in the background
+ * until it succeeds. A process killed in that gap leaves caches stale until the next write: the
+ * one window this design has (see README, Performance).
+ */
+export async function bumpAfterWrite(db: Db): Promise<void> {
+  try {
+    await bumpDataVersion(db);
+  } catch (err) {
+    const retry = (delay: number) =>
+      setTimeout(() => bumpDataVersion(db).catch(() => retry(Math.min(delay * 2, 5000))), delay).unref();
+    retry(100);
+    throw err;
+  }
+}
