@@ -131,8 +131,13 @@ export const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.counters]: [{ key: { resource: 1, n: -1 } }],
 };
 
+/**
+ * One index per call: FerretDB v1.24 panics (and drops the connection) on a createIndexes of
+ * several indexes that already exist, so a second process starting on an existing database
+ * never became ready. One at a time is idempotent there as on MongoDB.
+ */
 export async function ensureIndexes(db: Db): Promise<void> {
   for (const [name, indexes] of Object.entries(INDEXES)) {
-    await db.collection(name).createIndexes(indexes);
+    for (const index of indexes) await db.collection(name).createIndexes([index]);
   }
 }
