@@ -95,8 +95,9 @@ export interface SiteConfigurationDoc extends TenantDoc {
 }
 
 /**
- * `_id` is `'all'`: `v` is a fresh random UUID written after every write to organization data
- * (src/db/data-version.ts), so caches in any process can tell whether what they hold is current.
+ * `_id` is a collection name: `v` is a fresh random UUID written after every write to that
+ * collection (src/db/data-version.ts), so caches in any process can tell whether what they hold
+ * is current.
  */
 export interface DataVersionDoc {
   _id: string;

@@ -4,9 +4,10 @@ import { isDuplicateKey } from '../http/errors';
 import { COLLECTIONS, type DataVersionDoc } from './collections';
 
 /**
- * The data version: one document whose `v` changes after every write to organization data, so a
- * cache in any process sharing the database can check in one primary-key read that nothing
- * changed since it read its entries.
+ * Data versions: one document per collection whose `v` changes after every write to it, so a
+ * cache in any process sharing the database can check in one read that nothing it holds
+ * changed since it read it. Per collection, so that the stream of user events does not
+ * throw away what is cached about courses, links and site configurations.
  *
  * Why a fresh UUID and not `$inc`: FerretDB v1 applies updates as read-then-write, so concurrent
  * increments are lost and two writers could leave the counter at a value a reader already saw.
@@ -19,21 +20,23 @@ import { COLLECTIONS, type DataVersionDoc } from './collections';
  * before a decision started, its bump did too, so the decision reads a version that differs
  * from the stamp of every entry read before that write.
  */
-export const DATA_VERSION_ID = 'all';
-
 const versions = (db: Db) => db.collection<DataVersionDoc>(COLLECTIONS.dataVersions);
 
-/** The current version; null before the first write. Only `_id` in the filter: FerretDB pushes it down. */
-export async function readDataVersion(db: Db): Promise<string | null> {
-  const doc = await versions(db).findOne({ _id: DATA_VERSION_ID });
-  return doc?.v ?? null;
+/**
+ * The current version of every collection that has been written (`_id` = collection name), in
+ * one read: the collection holds one small document per collection, so reading all of it
+ * costs what one primary-key read does.
+ */
+export async function readDataVersions(db: Db): Promise<Map<string, string>> {
+  const docs = await versions(db).find({}).toArray();
+  return new Map(docs.map((d) => [d._id, d.v]));
 }
 
-/** Marks every cached fact stale, in every process. Called after each write (TenantCollection). */
-export async function bumpDataVersion(db: Db): Promise<void> {
+/** Marks what caches hold of `collection` stale, in every process. Called after each write (TenantCollection). */
+export async function bumpDataVersion(db: Db, collection: string): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      await versions(db).updateOne({ _id: DATA_VERSION_ID }, { $set: { v: randomUUID() } }, { upsert: true });
+      await versions(db).updateOne({ _id: collection }, { $set: { v: randomUUID() } }, { upsert: true });
       return;
     } catch (err) {
       // Two first-ever upserts can race on FerretDB (not atomic): the loser retries as an update.
@@ -48,12 +51,12 @@ export async function bumpDataVersion(db: Db): Promise<void> {
  * until it succeeds. A process killed in that gap leaves caches stale until the next write: the
  * one window this design has (see README, Performance).
  */
-export async function bumpAfterWrite(db: Db): Promise<void> {
+export async function bumpAfterWrite(db: Db, collection: string): Promise<void> {
   try {
-    await bumpDataVersion(db);
+    await bumpDataVersion(db, collection);
   } catch (err) {
     const retry = (delay: number) =>
-      setTimeout(() => bumpDataVersion(db).catch(() => retry(Math.min(delay * 2, 5000))), delay).unref();
+      setTimeout(() => bumpDataVersion(db, collection).catch(() => retry(Math.min(delay * 2, 5000))), delay).unref();
     retry(100);
     throw err;
   }

@@ -28,7 +28,7 @@ export class Tenant {
   ) {}
 
   collection<T extends TenantDoc>(name: CollectionName): TenantCollection<T> {
-    return new TenantCollection<T>(this.db.collection<T>(name), this.org, () => bumpAfterWrite(this.db));
+    return new TenantCollection<T>(this.db.collection<T>(name), this.org, () => bumpAfterWrite(this.db, name));
   }
 
   nextId(resource: string): Promise<number> {

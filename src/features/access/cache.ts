@@ -1,37 +1,30 @@
 import type { Db } from 'mongodb';
-import { readDataVersion } from '../../db/data-version';
+import type { CollectionName } from '../../db/collections';
+import { readDataVersions } from '../../db/data-version';
 
 /**
- * Facts read for earlier decisions, valid only while the data version (src/db/data-version.ts)
- * is the one read before they were: every decision first reads the stored version (one
- * primary-key read); if it changed, everything cached is dropped. Entries are therefore
- * never older than the last write any process made, which keeps SPEC §4's "visible to the
- * very next decision" across processes sharing the database.
- *
- * One Map per version instead of a stamp per entry: a reader holding an older generation can
- * still fill it, but nobody reads that generation again.
+ * Facts read for earlier decisions, each valid only while the data version of the collection it
+ * came from (src/db/data-version.ts) is still the one read before it was: every decision first
+ * reads the stored versions (one read of a tiny collection), and drops what it holds of every
+ * collection whose version moved. So an entry is never older than the last write any process
+ * made to its collection, which keeps SPEC §4's "visible to the very next decision" across
+ * processes sharing the database.
  */
 export interface FactsView {
-  get<V>(key: string): V | undefined;
-  set<V>(key: string, value: V): void;
+  get<V>(collection: CollectionName, key: string): V | undefined;
+  set<V>(collection: CollectionName, key: string, value: V): void;
 }
 
 const NOTHING: FactsView = { get: () => undefined, set: () => undefined };
 
-class Generation implements FactsView {
-  private readonly entries = new Map<string, unknown>();
-  constructor(
-    readonly version: string | null,
-    private readonly maxEntries: number,
-  ) {}
-  get<V>(key: string): V | undefined {
-    return this.entries.get(key) as V | undefined;
-  }
-  set<V>(key: string, value: V): void {
-    // Oldest first out: a bound on memory, not an eviction policy worth more.
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
-    this.entries.set(key, value);
-  }
+/**
+ * What is cached of one collection at one version. One Map per version rather than a stamp per
+ * entry: a request that read an older version may still fill its generation, but no request
+ * that reads the newer version looks there again.
+ */
+class Generation {
+  readonly entries = new Map<string, unknown>();
+  constructor(readonly version: string | undefined) {}
 }
 
 export interface FactsCache {
@@ -39,15 +32,33 @@ export interface FactsCache {
   current(): Promise<FactsView>;
 }
 
-export function createFactsCache(db: Db, opts: { enabled: boolean; maxEntries?: number }): FactsCache {
+export function createFactsCache(db: Db, opts: { enabled: boolean; maxEntriesPerCollection?: number }): FactsCache {
   if (!opts.enabled) return { current: async () => NOTHING };
-  const maxEntries = opts.maxEntries ?? 300_000;
-  let generation: Generation | null = null;
+  const maxEntries = opts.maxEntriesPerCollection ?? 200_000;
+  const generations = new Map<string, Generation>();
   return {
     async current() {
-      const version = await readDataVersion(db);
-      if (!generation || generation.version !== version) generation = new Generation(version, maxEntries);
-      return generation;
+      const versions = await readDataVersions(db);
+      // The generations this request may use: exactly those stamped with the versions it read.
+      const valid = new Map<string, Generation>();
+      const generationOf = (collection: string): Generation => {
+        let g = valid.get(collection);
+        if (g) return g;
+        const version = versions.get(collection);
+        g = generations.get(collection);
+        if (!g || g.version !== version) generations.set(collection, (g = new Generation(version)));
+        valid.set(collection, g);
+        return g;
+      };
+      return {
+        get: <V>(collection: CollectionName, key: string) => generationOf(collection).entries.get(key) as V | undefined,
+        set: <V>(collection: CollectionName, key: string, value: V) => {
+          const { entries } = generationOf(collection);
+          // Oldest first out: a bound on memory, not an eviction policy worth more.
+          if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
+          entries.set(key, value);
+        },
+      };
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Db } from 'mongodb';
 import {
   COLLECTIONS,
+  type CollectionName,
   type GroupCourseDoc,
   type MembershipDoc,
   type PublicCourseDoc,
@@ -22,7 +23,7 @@ export type OrgFilter = (org: string) => boolean;
 
 /**
  * Reads the facts of SPEC §4 with a number of round trips that does not grow with the batch:
- * the data version (when caching), the courses' organizations, then per organization the flag,
+ * the data versions (when caching), the courses' organizations, then per organization the flag,
  * the public records and the learner (user and membership) in parallel, then the links of the
  * learner's group to the courses still undecided. Each step asks only for what the cache lacks.
  *
@@ -37,7 +38,7 @@ export function accessRepository(db: Db, cache: FactsCache) {
     const out = new Map<string, string | null>();
     const missing: string[] = [];
     for (const key of keys) {
-      const known = view.get<string | null>(`course:${key}`);
+      const known = view.get<string | null>(COLLECTIONS.courses, key);
       if (known === undefined) missing.push(key);
       else out.set(key, known);
     }
@@ -47,21 +48,21 @@ export function accessRepository(db: Db, cache: FactsCache) {
       const found = await owners.courseOrgs(missing);
       for (const key of missing) out.set(key, found.get(key) ?? null);
     }
-    for (const key of missing) view.set(`course:${key}`, out.get(key) ?? null);
+    for (const key of missing) view.set(COLLECTIONS.courses, key, out.get(key) ?? null);
     return out;
   }
 
   /** Which of `ids` exist in `collection`, reading only those the cache does not know. */
   async function existing<T extends TenantDoc>(
     view: FactsView,
+    name: CollectionName,
     collection: TenantCollection<T>,
-    kind: string,
     ids: string[],
   ): Promise<Set<string>> {
     const present = new Set<string>();
     const missing: string[] = [];
     for (const id of ids) {
-      const known = view.get<boolean>(`${kind}:${collection.org}|${id}`);
+      const known = view.get<boolean>(name, `${collection.org}|${id}`);
       if (known === undefined) missing.push(id);
       else if (known) present.add(id);
     }
@@ -71,39 +72,46 @@ export function accessRepository(db: Db, cache: FactsCache) {
       const docs = await collection.find({ _id: { $in: missing } } as never, { projection: { _id: 1 } }).toArray();
       for (const d of docs) present.add(d._id);
     }
-    for (const id of missing) view.set(`${kind}:${collection.org}|${id}`, present.has(id));
+    for (const id of missing) view.set(name, `${collection.org}|${id}`, present.has(id));
     return present;
   }
 
   async function featureEnabled(view: FactsView, tenant: Tenant): Promise<boolean> {
-    const key = `flag:${tenant.org}`;
-    let enabled = view.get<boolean>(key);
+    let enabled = view.get<boolean>(COLLECTIONS.siteConfigurations, tenant.org);
     if (enabled === undefined) {
       const config = await tenant
         .collection<SiteConfigurationDoc>(COLLECTIONS.siteConfigurations)
         .findById(tenant.org, { projection: { ENABLE_COURSE_ACCESS_GROUPS: 1 } });
       enabled = config?.ENABLE_COURSE_ACCESS_GROUPS === true;
-      view.set(key, enabled);
+      view.set(COLLECTIONS.siteConfigurations, tenant.org, enabled);
     }
     return enabled;
   }
 
+  /** The learner's user record and group; each half cached against its own collection. */
   async function learner(view: FactsView, tenant: Tenant, userId: number): Promise<Learner> {
-    const key = `learner:${tenant.org}|${userId}`;
-    const known = view.get<Learner>(key);
-    if (known) return known;
-    const [user, membership] = await Promise.all([
-      tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(userId), {
-        projection: { is_active: 1, is_staff: 1, is_site_admin: 1 },
-      }),
-      tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findById(String(userId), { projection: { group: 1 } }),
+    const key = `${tenant.org}|${userId}`;
+    let user = view.get<UserFacts | null>(COLLECTIONS.users, key);
+    let group = view.get<number | null>(COLLECTIONS.memberships, key);
+    await Promise.all([
+      user === undefined &&
+        tenant
+          .collection<UserDoc>(COLLECTIONS.users)
+          .findById(String(userId), { projection: { is_active: 1, is_staff: 1, is_site_admin: 1 } })
+          .then((doc) => {
+            user = doc && { isActive: doc.is_active, isStaff: doc.is_staff, isSiteAdmin: doc.is_site_admin, org: doc.org };
+            view.set(COLLECTIONS.users, key, user);
+          }),
+      group === undefined &&
+        tenant
+          .collection<MembershipDoc>(COLLECTIONS.memberships)
+          .findById(String(userId), { projection: { group: 1 } })
+          .then((doc) => {
+            group = doc?.group ?? null;
+            view.set(COLLECTIONS.memberships, key, group);
+          }),
     ]);
-    const found: Learner = {
-      user: user && { isActive: user.is_active, isStaff: user.is_staff, isSiteAdmin: user.is_site_admin, org: user.org },
-      group: membership?.group ?? null,
-    };
-    view.set(key, found);
-    return found;
+    return { user: user ?? null, group: group ?? null };
   }
 
   /** The facts of each of `courses`, all of organization `org`, for `userId` (null: anonymous). */
@@ -111,7 +119,7 @@ export function accessRepository(db: Db, cache: FactsCache) {
     const tenant = new Tenant(db, org);
     const [enabled, publics, who] = await Promise.all([
       featureEnabled(view, tenant),
-      existing(view, tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses), 'public', courses),
+      existing(view, COLLECTIONS.publicCourses, tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses), courses),
       userId === null ? null : learner(view, tenant, userId),
     ]);
     const facts: AccessFacts[] = courses.map((course) => {
@@ -123,7 +131,7 @@ export function accessRepository(db: Db, cache: FactsCache) {
     const toCheck = group === null ? [] : courses.filter((_, i) => needsLink(facts[i]!));
     if (group !== null && toCheck.length > 0) {
       const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
-      const linked = await existing(view, links, 'link', toCheck.map((course) => `${course}|${group}`));
+      const linked = await existing(view, COLLECTIONS.groupCourses, links, toCheck.map((course) => `${course}|${group}`));
       courses.forEach((course, i) => {
         if (linked.has(`${course}|${group}`)) facts[i]!.memberOfLinkedGroup = true;
       });
