@@ -11,11 +11,14 @@ import { readDataVersions } from '../../db/data-version';
  * processes sharing the database.
  */
 export interface FactsView {
+  /** False when caching is off: nothing set is kept, so loading more than asked for never pays. */
+  readonly caching: boolean;
   get<V>(collection: CollectionName, key: string): V | undefined;
   set<V>(collection: CollectionName, key: string, value: V): void;
+  delete(collection: CollectionName, key: string): void;
 }
 
-const NOTHING: FactsView = { get: () => undefined, set: () => undefined };
+const NOTHING: FactsView = { caching: false, get: () => undefined, set: () => undefined, delete: () => undefined };
 
 /**
  * What is cached of one collection at one version. One Map per version rather than a stamp per
@@ -51,6 +54,7 @@ export function createFactsCache(db: Db, opts: { enabled: boolean; maxEntriesPer
         return g;
       };
       return {
+        caching: true,
         get: <V>(collection: CollectionName, key: string) => generationOf(collection).entries.get(key) as V | undefined,
         set: <V>(collection: CollectionName, key: string, value: V) => {
           const { entries } = generationOf(collection);
@@ -58,6 +62,7 @@ export function createFactsCache(db: Db, opts: { enabled: boolean; maxEntriesPer
           if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
           entries.set(key, value);
         },
+        delete: (collection: CollectionName, key: string) => generationOf(collection).entries.delete(key),
       };
     },
   };

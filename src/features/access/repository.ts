@@ -31,6 +31,9 @@ export type OrgFilter = (org: string) => boolean;
  * `findById`, several with one `$in` (one scan instead of one per id: 100 ids out of 20,000
  * documents took about 1 s with `$in` against about 4 s as 100 parallel `_id` reads, measured).
  */
+/** Past this many links, an organization's link table is not held in memory. */
+const MAX_CACHED_LINKS = 200_000;
+
 export function accessRepository(db: Db, cache: FactsCache) {
   const owners = ownerLookup(db);
 
@@ -114,6 +117,36 @@ export function accessRepository(db: Db, cache: FactsCache) {
     return { user: user ?? null, group: group ?? null };
   }
 
+  /**
+   * Which of `courses` are linked to `group`. When caching, the organization's whole link table
+   * is loaded once per links version (one query, shared by concurrent requests): links are few
+   * next to users (courses times groups at most) and change only by admin writes, while
+   * (course, group) pairs are too many to warm one by one. Without the cache, or past
+   * MAX_CACHED_LINKS, only the pairs asked for are read.
+   */
+  async function linkedToGroup(view: FactsView, tenant: Tenant, courses: string[], group: number): Promise<Set<string>> {
+    const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
+    const table = view.caching ? await linkTable(view, links) : null;
+    if (table) return new Set(courses.filter((course) => table.has(`${course}|${group}`)));
+    const ids = courses.map((course) => `${course}|${group}`);
+    const found = await existing(view, COLLECTIONS.groupCourses, links, ids);
+    return new Set(courses.filter((_, i) => found.has(ids[i]!)));
+  }
+
+  function linkTable(view: FactsView, links: TenantCollection<GroupCourseDoc>): Promise<Set<string> | null> {
+    const key = `table|${links.org}`;
+    const known = view.get<Promise<Set<string> | null>>(COLLECTIONS.groupCourses, key);
+    if (known) return known;
+    const loading = links
+      .find({}, { projection: { _id: 1 } })
+      .limit(MAX_CACHED_LINKS + 1)
+      .toArray()
+      .then((docs) => (docs.length > MAX_CACHED_LINKS ? null : new Set(docs.map((d) => d._id))));
+    view.set(COLLECTIONS.groupCourses, key, loading);
+    loading.catch(() => view.delete(COLLECTIONS.groupCourses, key)); // the next request tries again
+    return loading;
+  }
+
   /** The facts of each of `courses`, all of organization `org`, for `userId` (null: anonymous). */
   async function factsInOrg(view: FactsView, org: string, courses: string[], userId: number | null): Promise<AccessFacts[]> {
     const tenant = new Tenant(db, org);
@@ -130,10 +163,9 @@ export function accessRepository(db: Db, cache: FactsCache) {
     const group = who?.group ?? null;
     const toCheck = group === null ? [] : courses.filter((_, i) => needsLink(facts[i]!));
     if (group !== null && toCheck.length > 0) {
-      const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
-      const linked = await existing(view, COLLECTIONS.groupCourses, links, toCheck.map((course) => `${course}|${group}`));
+      const linked = await linkedToGroup(view, tenant, toCheck, group);
       courses.forEach((course, i) => {
-        if (linked.has(`${course}|${group}`)) facts[i]!.memberOfLinkedGroup = true;
+        if (linked.has(course)) facts[i]!.memberOfLinkedGroup = true;
       });
     }
     return facts;
