@@ -17,7 +17,7 @@ async function main(): Promise<void> {
     users: num('BENCH_USERS', 100_000),
     courses: num('BENCH_COURSES', 1_000),
     groups: num('BENCH_GROUPS', 100),
-    connections: num('BENCH_CONNECTIONS', 10),
+    connections: num('BENCH_CONNECTIONS', 4),
     duration: num('BENCH_DURATION', 10),
     warmup: num('BENCH_WARMUP', 2),
     compareWithoutCache: process.env.BENCH_COMPARE_CACHE !== 'false',

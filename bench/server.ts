@@ -2,8 +2,10 @@
  * The process under load in `npm run bench`, started by bench/suite.ts with `fork`: the real
  * service (startService, configured from the environment) and, in the same process, the
  * ceiling: a bare Koa route doing one primary-key findOne on the users collection. It reports
- * its ports once and its resident memory every 100 ms over IPC, and stops on request.
+ * its ports once, and its resident memory and requests in flight every 100 ms, over IPC; it
+ * stops on request.
  */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { loadConfig } from '../src/config';
@@ -11,7 +13,25 @@ import { COLLECTIONS, type UserDoc } from '../src/db/collections';
 import { createLogger } from '../src/log';
 import { startService } from '../src/runtime';
 
-export type ServerMessage = { type: 'ready'; servicePort: number; ceilingPort: number } | { type: 'rss'; bytes: number };
+export type ServerMessage =
+  | { type: 'ready'; servicePort: number; ceilingPort: number }
+  | { type: 'sample'; rss: number; inFlight: number };
+
+let inFlight = 0;
+
+/**
+ * Counts requests until their handler finishes, not until the socket closes: when autocannon
+ * stops, the requests it abandons keep the database busy, and the next row must not start
+ * before they are done.
+ */
+function countInFlight(server: Server): void {
+  const handlers = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => unknown)[];
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    inFlight++;
+    Promise.resolve(handlers.map((h) => h(req, res))[0]).finally(() => inFlight--);
+  });
+}
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -29,7 +49,9 @@ async function main(): Promise<void> {
   await new Promise((resolve) => ceilingServer.once('listening', resolve));
 
   const send = (m: ServerMessage) => process.send?.(m);
-  const sampler = setInterval(() => send({ type: 'rss', bytes: process.memoryUsage.rss() }), 100);
+  countInFlight(running.server!);
+  countInFlight(ceilingServer);
+  const sampler = setInterval(() => send({ type: 'sample', rss: process.memoryUsage.rss(), inFlight }), 100);
   send({ type: 'ready', servicePort: running.port!, ceilingPort: (ceilingServer.address() as AddressInfo).port });
 
   process.on('message', async (m: { type?: string }) => {

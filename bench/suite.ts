@@ -36,6 +36,8 @@ interface ServiceProcess {
   serviceUrl: string;
   ceilingUrl: string;
   peakRss: () => number;
+  /** Resolves once no request is being handled (abandoned ones included). */
+  idle: () => Promise<void>;
   stop: () => Promise<void>;
 }
 
@@ -59,9 +61,13 @@ async function startServiceProcess(opts: SuiteOptions, dbName: string, cache: 'o
     },
   });
   let peak = 0;
+  let inFlight = 0;
   const ready = new Promise<{ servicePort: number; ceilingPort: number }>((resolve, reject) => {
     child.on('message', (m: ServerMessage) => {
-      if (m.type === 'rss') peak = Math.max(peak, m.bytes);
+      if (m.type === 'sample') {
+        peak = Math.max(peak, m.rss);
+        inFlight = m.inFlight;
+      }
       else if (m.type === 'ready') resolve(m);
     });
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
@@ -71,6 +77,14 @@ async function startServiceProcess(opts: SuiteOptions, dbName: string, cache: 'o
     serviceUrl: `http://127.0.0.1:${ports.servicePort}`,
     ceilingUrl: `http://127.0.0.1:${ports.ceilingPort}`,
     peakRss: () => peak,
+    idle: async () => {
+      const deadline = Date.now() + 120_000;
+      // Two samples in a row at zero: one may predate the last abandoned request's start.
+      for (let zeros = 0; zeros < 2 && Date.now() < deadline; ) {
+        await new Promise((r) => setTimeout(r, 150));
+        zeros = inFlight === 0 ? zeros + 1 : 0;
+      }
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -101,9 +115,14 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
     const lms = { authorization: `Bearer ${await sign({ user_id: 900_000_001, roles: ['service'] })}` };
     const admin = { authorization: `Bearer ${await sign({ user_id: 1, org: MAIN_ORG, roles: ['site_admin'] })}` };
     const rows: BenchRow[] = [];
+    let current: ServiceProcess | null = null;
     const run = async (target: Target, ceilingRate: number | null, note?: string) => {
-      if (opts.warmup > 0) await drive(target, { ...opts, duration: opts.warmup }, ceilingRate);
+      if (opts.warmup > 0) {
+        await drive(target, { ...opts, duration: opts.warmup }, ceilingRate);
+        await current?.idle();
+      }
       const row = await drive(target, opts, ceilingRate);
+      await current?.idle();
       if (note) row.note = note;
       rows.push(row);
       say(formatTable([row]).split('\n')[2]!);
@@ -112,6 +131,7 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
 
     const cached = await startServiceProcess(opts, dbName, 'on');
     processes.push(cached);
+    current = cached;
     const ceiling = await run(
       { row: 'ceiling', baseUrl: cached.ceilingUrl, request: () => ({ path: `/${any(data.userIds)}` }) },
       null,
@@ -137,6 +157,7 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
       await cached.stop();
       const uncached = await startServiceProcess(opts, dbName, 'off');
       processes.push(uncached);
+      current = uncached;
       await accessRows(uncached, ' (cache off)');
     }
     await Promise.all(processes.map((p) => p.stop()));
