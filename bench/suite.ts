@@ -140,6 +140,9 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
     const accessRows = async (service: ServiceProcess, suffix: string) => {
       const single = await run(accessSingle(service.serviceUrl, lms, data, `access single${suffix}`), ceiling.rate);
       const batch = await run(accessBatch(service.serviceUrl, lms, data, `access batch 100${suffix}`), ceiling.rate);
+      // A learner browses: the same few users ask again and again. Shows what a cache hit costs.
+      const hot = { ...data, userIds: data.userIds.slice(0, 100) };
+      await run(accessSingle(service.serviceUrl, lms, hot, `access single, 100 returning users${suffix}`), ceiling.rate);
       return { single, batch };
     };
     const access = await accessRows(cached, '');

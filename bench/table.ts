@@ -20,7 +20,7 @@ export function formatTable(rows: BenchRow[]): string {
     '|---|---:|---:|---:|---:|---|',
     ...rows.map(
       (r) =>
-        `| ${r.row} | ${fmt(r.rate, 0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${
+        `| ${r.row} | ${fmt(r.rate, r.rate < 10 ? 1 : 0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${
           r.ceilingRate ? fmt(r.rate / r.ceilingRate, 2) : '–'
         } | ${[r.failed ? `FAILED: ${r.failed}` : '', r.note ?? ''].filter(Boolean).join('; ')} |`,
     ),

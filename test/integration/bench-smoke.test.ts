@@ -24,10 +24,12 @@ test('the bench suite runs at a tiny scale and reports every row with a positive
     'ceiling',
     'access single',
     'access batch 100',
+    'access single, 100 returning users',
     'users search',
     'courses by group',
     'access single (cache off)',
     'access batch 100 (cache off)',
+    'access single, 100 returning users (cache off)',
   ]);
   for (const row of result.rows) {
     const endpoint = rowEndpoints[row.row];
