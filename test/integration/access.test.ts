@@ -77,6 +77,8 @@ test('all four actions follow the same rules, with and without the trailing slas
   }
   const noSlash = await lms.get('access?course_id=course-v1:A%2BPRIV%2B1&action=course.enroll&user_id=101');
   expect(noSlash.body).toEqual({ allowed: true, reason: 'group' });
+  const batchNoSlash = await lms.post('access/batch', { action: 'course.see_exists', user_id: 101, course_ids: ['course-v1:A+PRIV+1'] });
+  expect(batchNoSlash.body.results).toEqual([{ course_id: 'course-v1:A+PRIV+1', allowed: true, reason: 'group' }]);
 });
 
 test('bad input is a 400 in DRF shape: unknown action, missing course_id or action, non-integer user_id', async () => {
@@ -254,6 +256,9 @@ describe('several service processes on one database', () => {
     expect(await batchOnB()).toBe('no_access');
     // and instance A agrees
     expect((await single(course, user)).body.reason).toBe('no_access');
+
+    await fresh.flag(false); // PATCH site-configuration/ back off
+    expect(await decisionOnB()).toBe('feature_disabled');
   });
 
   test('a batch costs the same number of database reads for 2 courses as for 200', async () => {

@@ -1,4 +1,4 @@
-import type { Db } from 'mongodb';
+import type { Db, Filter } from 'mongodb';
 import {
   COLLECTIONS,
   type CollectionName,
@@ -72,7 +72,7 @@ export function accessRepository(db: Db, cache: FactsCache) {
     if (missing.length === 1) {
       if (await collection.findById(missing[0]!, { projection: { _id: 1 } })) present.add(missing[0]!);
     } else if (missing.length > 1) {
-      const docs = await collection.find({ _id: { $in: missing } } as never, { projection: { _id: 1 } }).toArray();
+      const docs = await collection.find({ _id: { $in: missing } } as Filter<T>, { projection: { _id: 1 } }).toArray();
       for (const d of docs) present.add(d._id);
     }
     for (const id of missing) view.set(name, `${collection.org}|${id}`, present.has(id));

@@ -3,11 +3,11 @@ import type { Context } from 'koa';
 import { isService, type Principal } from '../../http/auth';
 import { forbidden, notFound } from '../../http/errors';
 import type { AppDeps } from '../../http/feature';
-import { validator } from '../../validation';
+import { validator, type Infer } from '../../validation';
 import { createFactsCache } from './cache';
 import { decide } from './decide';
 import { accessRepository, type OrgFilter } from './repository';
-import { accessQuerySchema, batchRequestSchema } from './schema';
+import { accessQuerySchema, batchRequestSchema, type batchResponseSchema } from './schema';
 
 const parseQuery = validator(accessQuerySchema);
 const parseBatch = validator(batchRequestSchema);
@@ -52,11 +52,12 @@ export function registerAccessRoutes(router: Router, deps: AppDeps): void {
     const mayAsk = callerScope(ctx.state.principal);
     const input = parseBatch(ctx.state.body);
     const facts = await access.facts(input.course_ids, input.user_id ?? null, mayAsk);
-    ctx.body = {
+    const body: Infer<typeof batchResponseSchema> = {
       results: input.course_ids.map((courseId) => {
         const known = facts.get(courseId);
-        return { course_id: courseId, ...(known ? decide(known) : { allowed: false, reason: 'unknown_course' }) };
+        return { course_id: courseId, ...(known ? decide(known) : { allowed: false, reason: 'unknown_course' as const }) };
       }),
     };
+    ctx.body = body;
   });
 }
