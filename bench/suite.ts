@@ -156,7 +156,8 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
       { row: 'courses by group', baseUrl: cached.serviceUrl, headers: admin, request: () => ({ path: `${API}/courses/?group=${any(data.groupIds)}` }) },
       ceiling.rate,
     );
-    // EVENTS ROW (added at merge): rows.push(...(await benchEvents(/* options */)));  // from bench/events.ts: [ceilingRow, eventsRow]
+    // ---- EVENTS ROWS, added at merge: benchEvents() of bench/events.ts (another branch) returns [ceilingRow, eventsRow].
+    // rows.push(...(await benchEvents({ mongoUrl: opts.mongoUrl, connections: opts.connections, duration: opts.duration })));
 
     if (opts.compareWithoutCache) {
       await cached.stop();
