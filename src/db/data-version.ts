@@ -55,9 +55,29 @@ export async function bumpAfterWrite(db: Db, collection: string): Promise<void> 
   try {
     await bumpDataVersion(db, collection);
   } catch (err) {
-    const retry = (delay: number) =>
-      setTimeout(() => bumpDataVersion(db, collection).catch(() => retry(Math.min(delay * 2, 5000))), delay).unref();
-    retry(100);
+    retryInBackground(db, collection);
     throw err;
   }
+}
+
+/** Collections whose bump is being retried, per database: one retry loop each, however many writes failed. */
+const retrying = new WeakMap<Db, Set<string>>();
+
+function retryInBackground(db: Db, collection: string): void {
+  let pending = retrying.get(db);
+  if (!pending) retrying.set(db, (pending = new Set()));
+  if (pending.has(collection)) return;
+  pending.add(collection);
+  const attempt = (delay: number) =>
+    setTimeout(() => {
+      bumpDataVersion(db, collection).then(
+        () => pending.delete(collection),
+        (err: Error) => {
+          // A client closed on purpose (shutdown) will not come back; anything else may.
+          if (/^Mongo(TopologyClosed|NotConnected)Error$/.test(err.name)) pending.delete(collection);
+          else attempt(Math.min(delay * 2, 5000));
+        },
+      );
+    }, delay).unref();
+  attempt(100);
 }
