@@ -22,12 +22,15 @@ const NOTHING: FactsView = { caching: false, get: () => undefined, set: () => un
 
 /**
  * What is cached of one collection at one version. One Map per version rather than a stamp per
- * entry: a request that read an older version may still fill its generation, but no request
- * that reads the newer version looks there again.
+ * entry. `seq` orders the requests that read versions, so that a request that read an older
+ * version, finishing late, neither replaces a newer generation nor fills it.
  */
 class Generation {
   readonly entries = new Map<string, unknown>();
-  constructor(readonly version: string | undefined) {}
+  constructor(
+    readonly version: string | undefined,
+    readonly seq: number,
+  ) {}
 }
 
 export interface FactsCache {
@@ -39,30 +42,34 @@ export function createFactsCache(db: Db, opts: { enabled: boolean; maxEntriesPer
   if (!opts.enabled) return { current: async () => NOTHING };
   const maxEntries = opts.maxEntriesPerCollection ?? 200_000;
   const generations = new Map<string, Generation>();
+  let lastSeq = 0;
   return {
     async current() {
       const versions = await readDataVersions(db);
+      const seq = ++lastSeq;
       // The generations this request may use: exactly those stamped with the versions it read.
-      const valid = new Map<string, Generation>();
-      const generationOf = (collection: string): Generation => {
+      const valid = new Map<string, Generation | null>();
+      const generationOf = (collection: string): Generation | null => {
         let g = valid.get(collection);
-        if (g) return g;
+        if (g !== undefined) return g;
         const version = versions.get(collection);
-        g = generations.get(collection);
-        if (!g || g.version !== version) generations.set(collection, (g = new Generation(version)));
+        g = generations.get(collection) ?? null;
+        if (!g || (g.version !== version && seq > g.seq)) generations.set(collection, (g = new Generation(version, seq)));
+        else if (g.version !== version) g = null; // a newer request already moved on: cache nothing here
         valid.set(collection, g);
         return g;
       };
       return {
         caching: true,
-        get: <V>(collection: CollectionName, key: string) => generationOf(collection).entries.get(key) as V | undefined,
+        get: <V>(collection: CollectionName, key: string) => generationOf(collection)?.entries.get(key) as V | undefined,
         set: <V>(collection: CollectionName, key: string, value: V) => {
-          const { entries } = generationOf(collection);
+          const entries = generationOf(collection)?.entries;
+          if (!entries) return;
           // Oldest first out: a bound on memory, not an eviction policy worth more.
           if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
           entries.set(key, value);
         },
-        delete: (collection: CollectionName, key: string) => generationOf(collection).entries.delete(key),
+        delete: (collection: CollectionName, key: string) => void generationOf(collection)?.entries.delete(key),
       };
     },
   };
