@@ -7,6 +7,8 @@ export interface BenchRow {
   /** The rate of this row's ceiling, measured in the same run; null for a ceiling itself. */
   ceilingRate: number | null;
   note?: string;
+  /** Why the row failed (its endpoint answered non-2xx or not at all); a failed row's numbers mean nothing. */
+  failed?: string;
 }
 
 const fmt = (n: number | null, digits = 1) => (n === null ? '–' : n.toFixed(digits));
@@ -18,9 +20,9 @@ export function formatTable(rows: BenchRow[]): string {
     '|---|---:|---:|---:|---:|---|',
     ...rows.map(
       (r) =>
-        `| ${r.row} | ${fmt(r.rate, 0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${
+        `| ${r.row} | ${fmt(r.rate, r.rate < 10 ? 1 : 0)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${
           r.ceilingRate ? fmt(r.rate / r.ceilingRate, 2) : '–'
-        } | ${r.note ?? ''} |`,
+        } | ${[r.failed ? `FAILED: ${r.failed}` : '', r.note ?? ''].filter(Boolean).join('; ')} |`,
     ),
   ];
   return lines.join('\n');

@@ -24,9 +24,10 @@ export const configSchema = {
     JWT_AUDIENCE: { type: 'string', minLength: 1 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     SERVICE_ROLE: { type: 'string', enum: ['all', 'api', 'consumer'], default: 'all' },
+    ACCESS_CACHE: { type: 'string', enum: ['on', 'off'], default: 'on' },
   },
   additionalProperties: false,
-  required: ['PORT', 'MONGO_URL', 'MONGO_DB', 'KAFKA_BROKERS', 'KAFKA_GROUP_ID', 'KAFKA_TOPICS', 'LOG_LEVEL', 'SERVICE_ROLE'],
+  required: ['PORT', 'MONGO_URL', 'MONGO_DB', 'KAFKA_BROKERS', 'KAFKA_GROUP_ID', 'KAFKA_TOPICS', 'LOG_LEVEL', 'SERVICE_ROLE', 'ACCESS_CACHE'],
 } as const;
 
 type RawConfig = FromSchema<typeof configSchema>;

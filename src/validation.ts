@@ -25,7 +25,8 @@ function messageFor(e: ErrorObject): string {
   switch (e.keyword) {
     case 'type':
       if (e.data === null) return 'This field may not be null.';
-      switch (p.type) {
+      // A nullable field's type is reported as "integer,null": name the non-null one.
+      switch (String(p.type).split(',').find((t) => t !== 'null')) {
         case 'integer':
           return 'A valid integer is required.';
         case 'boolean':

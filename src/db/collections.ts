@@ -20,6 +20,7 @@ export const COLLECTIONS = {
   siteConfigurations: 'site_configurations',
   counters: 'id_claims',
   processedEvents: 'processed_events',
+  dataVersions: 'data_versions',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];
@@ -94,6 +95,16 @@ export interface SiteConfigurationDoc extends TenantDoc {
 }
 
 /**
+ * `_id` is a collection name: `v` is a fresh random UUID written after every write to that
+ * collection (src/db/data-version.ts), so caches in any process can tell whether what they hold
+ * is current.
+ */
+export interface DataVersionDoc {
+  _id: string;
+  v: string;
+}
+
+/**
  * Indexes for every query the service makes (each line says which). On MongoDB they serve the
  * admin lists and filters; FerretDB v1 accepts and enforces them (the unique ones matter there
  * too) but plans only `{_id: <string>}` lookups, which is why hot paths read by `_id`.
@@ -133,8 +144,13 @@ export const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.counters]: [{ key: { resource: 1, n: -1 } }],
 };
 
+/**
+ * One index per call: FerretDB v1.24 panics (and drops the connection) on a createIndexes of
+ * several indexes that already exist, so a second process starting on an existing database
+ * never became ready. One at a time is idempotent there as on MongoDB.
+ */
 export async function ensureIndexes(db: Db): Promise<void> {
   for (const [name, indexes] of Object.entries(INDEXES)) {
-    await db.collection(name).createIndexes(indexes);
+    for (const index of indexes) await db.collection(name).createIndexes([index]);
   }
 }

@@ -13,6 +13,8 @@ import type {
 } from 'mongodb';
 import { type CollectionName, type TenantDoc } from './collections';
 import { nextId } from './counters';
+import { isDuplicateKey } from '../http/errors';
+import { bumpAfterWrite } from './data-version';
 
 /**
  * Tenancy lives here and nowhere else. A `Tenant` is the only handle routes, domain functions
@@ -27,7 +29,7 @@ export class Tenant {
   ) {}
 
   collection<T extends TenantDoc>(name: CollectionName): TenantCollection<T> {
-    return new TenantCollection<T>(this.db.collection<T>(name), this.org);
+    return new TenantCollection<T>(this.db.collection<T>(name), this.org, () => bumpAfterWrite(this.db, name));
   }
 
   nextId(resource: string): Promise<number> {
@@ -46,14 +48,43 @@ function keepOrg(projection: Document | undefined): Document | undefined {
   return rest;
 }
 
+/**
+ * Every write method that changed something bumps the data version after writing
+ * (src/db/data-version.ts), also when the write failed part-way: this is the one place that keeps
+ * caches of any process honest.
+ */
 export class TenantCollection<T extends TenantDoc> {
   constructor(
     private readonly inner: Collection<T>,
     readonly org: string,
+    private readonly changed: () => Promise<void> = async () => undefined,
   ) {}
 
   private scope(filter: Filter<T>): Scoped<T> {
     return { ...filter, org: this.org } as Filter<T>;
+  }
+
+  /**
+   * Runs a write, then bumps the data version if it may have changed something: it changed a
+   * document, or it failed other than by a duplicate key (cautious). A write that matched
+   * nothing, or that a unique key refused, leaves caches alone.
+   */
+  private async write<R>(operation: Promise<R>, changedSomething: (result: R) => boolean): Promise<R> {
+    let result: R;
+    try {
+      result = await operation;
+    } catch (err) {
+      // A duplicate key refused the whole write; anything else may have written part of it.
+      if (!isDuplicateKey(err)) await this.changed().catch(() => undefined); // report the write's own error
+      throw err;
+    }
+    if (changedSomething(result)) await this.changed();
+    return result;
+  }
+
+  /** A primary-key read of this organization's document (see findOne for why it is fast). */
+  findById(id: string, options?: FindOptions): Promise<WithId<T> | null> {
+    return this.findOne({ _id: id } as Filter<T>, options);
   }
 
   find(filter: Filter<T> = {}, options?: FindOptions) {
@@ -95,24 +126,24 @@ export class TenantCollection<T extends TenantDoc> {
 
   async insertOne(doc: Omit<T, 'org'>): Promise<T> {
     const full = { ...doc, org: this.org } as T;
-    await this.inner.insertOne(full as OptionalUnlessRequiredId<T>);
+    await this.write(this.inner.insertOne(full as OptionalUnlessRequiredId<T>), () => true);
     return full;
   }
 
   updateOne(filter: Filter<T>, update: UpdateFilter<T>, options?: UpdateOptions) {
-    return this.inner.updateOne(this.scope(filter), update, options);
+    return this.write(this.inner.updateOne(this.scope(filter), update, options), (r) => r.matchedCount + r.upsertedCount > 0);
   }
 
   findOneAndUpdate(filter: Filter<T>, update: UpdateFilter<T>, options: FindOneAndUpdateOptions = {}) {
-    return this.inner.findOneAndUpdate(this.scope(filter), update, { returnDocument: 'after', ...options });
+    return this.write(this.inner.findOneAndUpdate(this.scope(filter), update, { returnDocument: 'after', ...options }), (doc) => doc !== null);
   }
 
   deleteOne(filter: Filter<T>) {
-    return this.inner.deleteOne(this.scope(filter));
+    return this.write(this.inner.deleteOne(this.scope(filter)), (r) => r.deletedCount > 0);
   }
 
   deleteMany(filter: Filter<T>) {
-    return this.inner.deleteMany(this.scope(filter));
+    return this.write(this.inner.deleteMany(this.scope(filter)), (r) => r.deletedCount > 0);
   }
 }
 
@@ -127,6 +158,15 @@ export function ownerLookup(db: Db) {
     async courseOrg(courseKey: string): Promise<string | null> {
       const doc = await db.collection<TenantDoc>('courses').findOne({ _id: courseKey }, { projection: { org: 1 } });
       return doc?.org ?? null;
+    },
+    /** The organization of each known course of `courseKeys`, in one query (an access batch). */
+    async courseOrgs(courseKeys: readonly string[]): Promise<Map<string, string>> {
+      if (courseKeys.length === 0) return new Map();
+      const docs = await db
+        .collection<TenantDoc>('courses')
+        .find({ _id: { $in: [...new Set(courseKeys)] } }, { projection: { org: 1 } })
+        .toArray();
+      return new Map(docs.map((d) => [d._id, d.org]));
     },
     async userOrg(userId: number): Promise<string | null> {
       const doc = await db.collection<TenantDoc>('users').findOne({ _id: String(userId) }, { projection: { org: 1 } });

@@ -1,4 +1,5 @@
 import type { Feature } from '../http/feature';
+import { accessFeature } from './access';
 import { coursesFeature } from './courses';
 import { groupCoursesFeature } from './group-courses';
 import { groupsFeature } from './groups';
@@ -21,4 +22,4 @@ export const adminFeatures: Feature[] = [
 ];
 
 /** Endpoints with their own permission rules (they resolve the organization themselves). */
-export const openFeatures: Feature[] = [];
+export const openFeatures: Feature[] = [accessFeature];

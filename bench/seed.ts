@@ -1,0 +1,123 @@
+import type { Db } from 'mongodb';
+import {
+  COLLECTIONS,
+  type CourseDoc,
+  type GroupCourseDoc,
+  type GroupDoc,
+  type MembershipDoc,
+  type PublicCourseDoc,
+  type SiteConfigurationDoc,
+  type UserDoc,
+} from '../src/db/collections';
+
+/** The data set of `npm run bench`. Everything lives in organization `MAIN_ORG` but a small second one. */
+export interface BenchScale {
+  users: number;
+  courses: number;
+  groups: number;
+}
+
+export const MAIN_ORG = 'bench-main';
+export const OTHER_ORG = 'bench-other';
+const EPOCH = '2020-01-01T00:00:00Z';
+const WORDS = ['amber', 'birch', 'cedar', 'delta', 'ember', 'fjord', 'gamma', 'heron', 'indigo', 'juniper', 'kestrel', 'lumen'];
+
+/** A deterministic pseudo-random sequence (mulberry32), so every run seeds the same data set. */
+export function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface Seeded {
+  /** User ids of the main organization: 1..users. */
+  userIds: number[];
+  /** Course keys of the main organization. */
+  courseKeys: string[];
+  /** Group ids of the main organization: 1..groups. */
+  groupIds: number[];
+}
+
+async function insertAll<T extends { _id: string }>(db: Db, name: string, docs: T[]): Promise<void> {
+  for (let i = 0; i < docs.length; i += 10_000) {
+    await db.collection<T>(name).insertMany(docs.slice(i, i + 10_000) as never, { ordered: false });
+  }
+}
+
+/**
+ * Seeds a fresh database with insertMany of the service's own document shapes: the main
+ * organization has `users` users, each in one of `groups` groups, and 90% of `courses` courses,
+ * each linked to 1-3 groups, 10% of them public; the other organization has the remaining
+ * courses and a hundredth of the users (without groups). Both have the flag on.
+ */
+export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> {
+  const next = random(42);
+  const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
+  const mainCourses = Math.max(1, Math.round(scale.courses * 0.9));
+  const otherUsers = Math.max(1, Math.round(scale.users / 100));
+
+  const groups: GroupDoc[] = [];
+  for (let id = 1; id <= scale.groups; id++) groups.push({ _id: String(id), id, org: MAIN_ORG, name: `Group ${id}`, description: '' });
+
+  const users: UserDoc[] = [];
+  const memberships: MembershipDoc[] = [];
+  for (let id = 1; id <= scale.users + otherUsers; id++) {
+    const org = id <= scale.users ? MAIN_ORG : OTHER_ORG;
+    const first = pick(WORDS);
+    const last = pick(WORDS);
+    const email = `${first}.${last}${id}@${pick(WORDS)}.example.com`;
+    users.push({
+      _id: String(id),
+      id,
+      org,
+      username: `${first}${id}`,
+      name: `${first} ${last}`,
+      email,
+      email_lower: email,
+      is_active: next() > 0.02,
+      is_staff: false,
+      is_site_admin: id === 1,
+      event_time: EPOCH,
+    });
+    if (org === MAIN_ORG) {
+      memberships.push({ _id: String(id), id, org, user: id, group: 1 + Math.floor(next() * scale.groups), automatic: false });
+    }
+  }
+
+  const courses: CourseDoc[] = [];
+  const links: GroupCourseDoc[] = [];
+  const publics: PublicCourseDoc[] = [];
+  for (let n = 1; n <= scale.courses; n++) {
+    const org = n <= mainCourses ? MAIN_ORG : OTHER_ORG;
+    const key = `course-v1:${org === MAIN_ORG ? 'MAIN' : 'OTHER'}+C${n}+2026`;
+    courses.push({ _id: key, id: key, org, name: `${pick(WORDS)} ${pick(WORDS)} ${n}`, event_time: EPOCH });
+    if (org !== MAIN_ORG) continue;
+    const linked = new Set<number>();
+    const count = 1 + Math.floor(next() * 3);
+    while (linked.size < Math.min(count, scale.groups)) linked.add(1 + Math.floor(next() * scale.groups));
+    for (const group of linked) links.push({ _id: `${key}|${group}`, id: links.length + 1, org, course: key, group });
+    if (n % 10 === 0) publics.push({ _id: key, id: publics.length + 1, org, course: key });
+  }
+
+  const configs: SiteConfigurationDoc[] = [MAIN_ORG, OTHER_ORG].map((org) => ({ _id: org, org, ENABLE_COURSE_ACCESS_GROUPS: true }));
+
+  await Promise.all([
+    insertAll(db, COLLECTIONS.groups, groups),
+    insertAll(db, COLLECTIONS.users, users),
+    insertAll(db, COLLECTIONS.memberships, memberships),
+    insertAll(db, COLLECTIONS.courses, courses),
+    insertAll(db, COLLECTIONS.groupCourses, links),
+    insertAll(db, COLLECTIONS.publicCourses, publics),
+    insertAll(db, COLLECTIONS.siteConfigurations, configs),
+  ]);
+  return {
+    userIds: Array.from({ length: scale.users }, (_, i) => i + 1),
+    courseKeys: courses.filter((c) => c.org === MAIN_ORG).map((c) => c._id),
+    groupIds: groups.map((g) => g.id),
+  };
+}

@@ -1,0 +1,218 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { SignJWT } from 'jose';
+import { MongoClient } from 'mongodb';
+import { drive, type LoadOptions, type Target } from './load';
+import { MAIN_ORG, seedBenchData, type BenchScale, type Seeded } from './seed';
+import type { ServerMessage } from './server';
+import { formatTable, type BenchRow } from './table';
+
+export interface SuiteOptions extends BenchScale, LoadOptions {
+  mongoUrl: string;
+  /** Seconds of unrecorded load before each row (JIT, connection pools, caches). */
+  warmup: number;
+  /** Also measure the access rows with the cache off (a second service process). */
+  compareWithoutCache: boolean;
+  logLevel: string;
+  progress?: (line: string) => void;
+}
+
+export interface SuiteResult {
+  rows: BenchRow[];
+  peakRssMiB: number;
+  table: string;
+  /** The targets of the bench, each with what this run measured (never asserted). */
+  targets: string[];
+}
+
+const JWT_SECRET = `bench-${randomBytes(12).toString('hex')}`;
+const API = '/course_access_groups/api/v1';
+
+const sign = (claims: Record<string, unknown>) =>
+  new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('2h').sign(new TextEncoder().encode(JWT_SECRET));
+
+interface ServiceProcess {
+  serviceUrl: string;
+  ceilingUrl: string;
+  peakRss: () => number;
+  /** Resolves once no request is being handled (abandoned ones included). */
+  idle: () => Promise<void>;
+  stop: () => Promise<void>;
+}
+
+/** Starts bench/server.ts as a child process (its own event loop, as in production) and waits for its ports. */
+async function startServiceProcess(opts: SuiteOptions, dbName: string, cache: 'on' | 'off'): Promise<ServiceProcess> {
+  const child: ChildProcess = fork(join(__dirname, 'server.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    // The access log is written (production cost) but to nowhere: a pipe back to us would add load.
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    env: {
+      ...process.env,
+      PORT: '0',
+      MONGO_URL: opts.mongoUrl,
+      MONGO_DB: dbName,
+      JWT_SECRET,
+      JWT_PUBLIC_KEY: '',
+      JWT_JWKS_URL: '',
+      SERVICE_ROLE: 'api',
+      LOG_LEVEL: opts.logLevel,
+      ACCESS_CACHE: cache,
+    },
+  });
+  let peak = 0;
+  let inFlight = 0;
+  const ready = new Promise<{ servicePort: number; ceilingPort: number }>((resolve, reject) => {
+    child.on('message', (m: ServerMessage) => {
+      if (m.type === 'sample') {
+        peak = Math.max(peak, m.rss);
+        inFlight = m.inFlight;
+      }
+      else if (m.type === 'ready') resolve(m);
+    });
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
+  });
+  const ports = await ready;
+  return {
+    serviceUrl: `http://127.0.0.1:${ports.servicePort}`,
+    ceilingUrl: `http://127.0.0.1:${ports.ceilingPort}`,
+    peakRss: () => peak,
+    idle: async () => {
+      const deadline = Date.now() + 120_000;
+      // Two samples in a row at zero: one may predate the last abandoned request's start.
+      for (let zeros = 0; zeros < 2 && Date.now() < deadline; ) {
+        await new Promise((r) => setTimeout(r, 150));
+        zeros = inFlight === 0 ? zeros + 1 : 0;
+      }
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        child.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        child.send({ type: 'stop' });
+      }),
+  };
+}
+
+/**
+ * `npm run bench`: seeds a fresh database, starts the service as a child process, drives every
+ * row with the same connections and duration, and returns the table. Drops the database after.
+ */
+export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
+  const say = opts.progress ?? (() => undefined);
+  const dbName = `bench_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  const client = new MongoClient(opts.mongoUrl);
+  const processes: ServiceProcess[] = [];
+  try {
+    const started = Date.now();
+    const data = await seedBenchData(client.db(dbName), opts);
+    say(`seeded ${opts.users} users, ${opts.courses} courses, ${opts.groups} groups in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+    const lms = { authorization: `Bearer ${await sign({ user_id: 900_000_001, roles: ['service'] })}` };
+    const admin = { authorization: `Bearer ${await sign({ user_id: 1, org: MAIN_ORG, roles: ['site_admin'] })}` };
+    const rows: BenchRow[] = [];
+    let current: ServiceProcess | null = null;
+    const run = async (target: Target, ceilingRate: number | null, note?: string) => {
+      if (opts.warmup > 0) {
+        await drive(target, { ...opts, duration: opts.warmup }, ceilingRate);
+        await current?.idle();
+      }
+      const row = await drive(target, opts, ceilingRate);
+      await current?.idle();
+      if (note) row.note = note;
+      rows.push(row);
+      say(formatTable([row]).split('\n')[2]!);
+      return row;
+    };
+
+    const cached = await startServiceProcess(opts, dbName, 'on');
+    processes.push(cached);
+    current = cached;
+    const ceiling = await run(
+      { row: 'ceiling', baseUrl: cached.ceilingUrl, request: () => ({ path: `/${any(data.userIds)}` }) },
+      null,
+      `bare Koa route, one findOne by _id among ${opts.users} users`,
+    );
+    const accessRows = async (service: ServiceProcess, suffix: string) => {
+      const single = await run(accessSingle(service.serviceUrl, lms, data, `access single${suffix}`), ceiling.rate);
+      const batch = await run(accessBatch(service.serviceUrl, lms, data, `access batch 100${suffix}`), ceiling.rate);
+      // A learner browses: the same few users ask again and again. Shows what a cache hit costs.
+      // Spread over the table: FerretDB's scan stops at the match, so the first 100 would be cheap to find.
+      const step = Math.max(1, Math.floor(data.userIds.length / 100));
+      const hot = { ...data, userIds: data.userIds.filter((_, i) => i % step === 0).slice(0, 100) };
+      await run(accessSingle(service.serviceUrl, lms, hot, `access single, 100 returning users${suffix}`), ceiling.rate);
+      return { single, batch };
+    };
+    const access = await accessRows(cached, '');
+    await run(
+      { row: 'users search', baseUrl: cached.serviceUrl, headers: admin, request: () => ({ path: `${API}/users/?search=${threeLetters()}&limit=20` }) },
+      ceiling.rate,
+    );
+    await run(
+      { row: 'courses by group', baseUrl: cached.serviceUrl, headers: admin, request: () => ({ path: `${API}/courses/?group=${any(data.groupIds)}` }) },
+      ceiling.rate,
+    );
+    // ---- EVENTS ROWS, added at merge: benchEvents() of bench/events.ts (another branch) returns [ceilingRow, eventsRow].
+    // rows.push(...(await benchEvents({ mongoUrl: opts.mongoUrl, connections: opts.connections, duration: opts.duration })));
+
+    if (opts.compareWithoutCache) {
+      await cached.stop();
+      const uncached = await startServiceProcess(opts, dbName, 'off');
+      processes.push(uncached);
+      current = uncached;
+      await accessRows(uncached, ' (cache off)');
+    }
+    await Promise.all(processes.map((p) => p.stop()));
+
+    const peakRssMiB = Math.max(...processes.map((p) => p.peakRss())) / 2 ** 20;
+    const byName = (name: string) => rows.find((r) => r.row === name);
+    const fmt = (n: number | undefined | null, d = 2) => (n === undefined || n === null ? 'n/a' : n.toFixed(d));
+    const search = byName('users search');
+    const targets = [
+      `access single ≥ 0.5 × ceiling: ${fmt(access.single.rate / ceiling.rate)} × ceiling`,
+      `access batch 100 p99 ≤ 3 × access single p99: ${fmt((access.batch.p99 ?? NaN) / (access.single.p99 ?? NaN))} ×`,
+      `users search p99 < 100 ms: ${search?.failed ? 'FAILED row' : `${fmt(search?.p99, 1)} ms`}`,
+      `service peak RSS < 300 MiB: ${peakRssMiB.toFixed(0)} MiB`,
+    ];
+    return { rows, peakRssMiB, table: formatTable(rows), targets };
+  } finally {
+    await Promise.all(processes.map((p) => p.stop()));
+    await client.db(dbName).dropDatabase().catch(() => undefined);
+    await client.close();
+  }
+}
+
+const any = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)]!;
+const threeLetters = () => Array.from({ length: 3 }, () => String.fromCharCode(97 + Math.floor(Math.random() * 26))).join('');
+
+function accessSingle(baseUrl: string, headers: Record<string, string>, data: Seeded, row: string): Target {
+  return {
+    row,
+    baseUrl,
+    headers,
+    request: () => ({
+      path: `${API}/access/?course_id=${encodeURIComponent(any(data.courseKeys))}&action=course.enroll&user_id=${any(data.userIds)}`,
+    }),
+  };
+}
+
+function accessBatch(baseUrl: string, headers: Record<string, string>, data: Seeded, row: string): Target {
+  return {
+    row,
+    baseUrl,
+    method: 'POST',
+    headers,
+    request: () => ({
+      path: `${API}/access/batch/`,
+      body: JSON.stringify({
+        action: 'course.see_in_catalog',
+        user_id: any(data.userIds),
+        course_ids: Array.from({ length: 100 }, () => any(data.courseKeys)),
+      }),
+    }),
+  };
+}

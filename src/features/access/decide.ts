@@ -1,0 +1,48 @@
+import type { Infer } from '../../validation';
+import type { decisionSchema } from './schema';
+
+export type Decision = Infer<typeof decisionSchema>;
+
+/** What the decision needs to know about the learner (the UserDoc read model). */
+export interface UserFacts {
+  isActive: boolean;
+  /** Platform staff. */
+  isStaff: boolean;
+  /** Site administrator of `org`. */
+  isSiteAdmin: boolean;
+  org: string;
+}
+
+/** Everything SPEC §4 looks at for one (course, learner) pair, all read in the course's organization. */
+export interface AccessFacts {
+  courseOrg: string;
+  /** The organization's ENABLE_COURSE_ACCESS_GROUPS (false when never set). */
+  featureEnabled: boolean;
+  isPublic: boolean;
+  /** Null for no user_id or a user unknown in the course's organization. */
+  user: UserFacts | null;
+  /** The learner's group is linked to the course. */
+  memberOfLinkedGroup: boolean;
+}
+
+/**
+ * SPEC §4's seven rules, first match wins. Pure: the same facts always give the same decision,
+ * and it is the same for all four actions (the SPEC gives them one rule list).
+ */
+export function decide(f: AccessFacts): Decision {
+  if (!f.featureEnabled) return { allowed: true, reason: 'feature_disabled' };
+  if (f.isPublic) return { allowed: true, reason: 'public' };
+  if (!f.user || !f.user.isActive) return { allowed: false, reason: 'no_access' };
+  if (f.user.isStaff) return { allowed: true, reason: 'staff' };
+  if (f.user.isSiteAdmin && f.user.org === f.courseOrg) return { allowed: true, reason: 'site_admin' };
+  if (f.memberOfLinkedGroup) return { allowed: true, reason: 'group' };
+  return { allowed: false, reason: 'no_access' };
+}
+
+/**
+ * Which facts a decision still needs, so the repository reads no more than it must: the user
+ * only past rules 1-2, the group link only past rules 3-5.
+ */
+export const needsUser = (f: Pick<AccessFacts, 'featureEnabled' | 'isPublic'>) => f.featureEnabled && !f.isPublic;
+export const needsLink = (f: Pick<AccessFacts, 'featureEnabled' | 'isPublic' | 'user' | 'courseOrg'>) =>
+  needsUser(f) && !!f.user && f.user.isActive && !f.user.isStaff && !(f.user.isSiteAdmin && f.user.org === f.courseOrg);
