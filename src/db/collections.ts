@@ -130,8 +130,12 @@ export const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.counters]: [{ key: { resource: 1, n: -1 } }],
 };
 
+/**
+ * One index per command: FerretDB v1.24 panics (and drops the connection) on a `createIndexes`
+ * naming two or more indexes that already exist, which is every start but the first.
+ */
 export async function ensureIndexes(db: Db): Promise<void> {
   for (const [name, indexes] of Object.entries(INDEXES)) {
-    await db.collection(name).createIndexes(indexes);
+    for (const index of indexes) await db.collection(name).createIndexes([index]);
   }
 }
