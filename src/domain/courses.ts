@@ -13,9 +13,11 @@ export const courseTombstone = (courseKey: string) => `course:${courseKey}`;
 
 /** Deletes a course's group links and public record: what hangs off a course in its organization. */
 async function deleteCourseDependents(tenant: Tenant, courseKey: string): Promise<number> {
+  const publicCourses = tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);
   const [links, publicRecord] = await Promise.all([
     tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: courseKey }),
-    tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: courseKey }),
+    // Read before deleting: a delete that matches nothing scans the collection on FerretDB.
+    publicCourses.findById(courseKey, { projection: { _id: 1 } }).then((found) => (found ? publicCourses.deleteOne({ _id: courseKey }) : { deletedCount: 0 })),
   ]);
   return links.deletedCount + publicRecord.deletedCount;
 }
@@ -43,7 +45,7 @@ export async function upsertCourse(tenant: Tenant, course: { key: string; name: 
 export async function deleteCourse(tenant: Tenant, courseKey: string, time: string): Promise<ApplyOutcome> {
   const tombstoned = await recordDeletion(tenant, courseTombstone(courseKey), time);
   const courses = tenant.collection<CourseDoc>(COLLECTIONS.courses);
-  const course = await courses.findOne({ _id: courseKey }, { projection: { event_time: 1 } });
+  const course = await courses.findById(courseKey, { projection: { event_time: 1 } });
   if (course && course.event_time > time) return 'stale';
   const dependents = await deleteCourseDependents(tenant, courseKey);
   const deleted = course ? await courses.deleteOne({ _id: courseKey, event_time: { $lte: time } }) : { deletedCount: 0 };

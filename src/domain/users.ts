@@ -59,12 +59,17 @@ export async function retireUser(tenant: Tenant, userId: number, time: string): 
   const home = owner === tenant.org ? tenant : new Tenant(tenant.db, owner);
   const tombstoned = await recordDeletion(home, userTombstone(userId), time);
   const users = home.collection<UserDoc>(COLLECTIONS.users);
-  const user = await users.findOne({ _id: String(userId) }, { projection: { event_time: 1 } });
+  const memberships = home.collection<MembershipDoc>(COLLECTIONS.memberships);
+  const user = await users.findById(String(userId), { projection: { event_time: 1 } });
   if (user && user.event_time > time) return 'stale';
   // Membership first: a crash in between leaves the user, and the redelivered event finishes.
-  const memberships = await home.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(userId) });
-  const deleted = user ? await users.deleteOne({ _id: String(userId), event_time: { $lte: time } }) : { deletedCount: 0 };
-  if (memberships.deletedCount + deleted.deletedCount > 0) return 'applied';
+  // Each delete only when the read found something: a delete that matches nothing scans on FerretDB.
+  let deleted = 0;
+  if (await memberships.findById(String(userId), { projection: { _id: 1 } })) {
+    deleted += (await memberships.deleteOne({ _id: String(userId) })).deletedCount;
+  }
+  if (user) deleted += (await users.deleteOne({ _id: String(userId), event_time: { $lte: time } })).deletedCount;
+  if (deleted > 0) return 'applied';
   return tombstoned;
 }
 

@@ -27,24 +27,24 @@ export interface VersionedUpsert<T extends VersionedDoc> {
  * Writes an event's version of a record unless the record already reflects an event at least
  * as new, and says which it was.
  *
- * FerretDB v1 applies a conditional update as read-then-write, and an upsert can race an
- * insert, so: (1) update on `event_time < time` (safe, as one partition's messages, which
- * carry one record key, are handled one after the other); (2) nothing matched: insert, atomic
- * on the primary key; (3) E11000: the record exists with a newer or equal time (or lives in
- * another organization, and moves here when the event is newer). An insert is checked against
- * the record's tombstone afterwards, so a deletion running at the same moment is never undone.
+ * Insert first: on FerretDB v1 (SQLite) a unique-key insert is the only constant-time
+ * operation (a lookup by `_id`, hit or miss, scans the table), it is atomic, and it is what
+ * happens for every new record. E11000 means the record exists: read it, and if it is older,
+ * compare-and-set on the `event_time` read (FerretDB applies conditional updates as
+ * read-then-write; that is safe here since one partition's messages, which carry one record
+ * key, are handled in order, and the condition catches a writer from another topic, which
+ * makes the loop go round). Or it lives in another organization, and moves here when the event
+ * is newer. An insert is checked against the record's tombstone afterwards, so a deletion
+ * running at the same moment is never undone.
  */
 export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: VersionedUpsert<T>): Promise<{ outcome: ApplyOutcome; current: T | null }> {
   const records = tenant.collection<T>(op.collection);
   const time = op.doc.event_time;
   const id = op.doc._id;
-  const byId = { _id: id } as Filter<T>;
   const { _id: _ignored, ...fields } = op.doc;
   const set = (op.set ?? fields) as MatchKeysAndValues<T>;
   // A few rounds at most: each one that loops saw a concurrent change it now accounts for.
   for (let round = 0; round < 5; round++) {
-    const updated = await records.findOneAndUpdate({ _id: id, event_time: { $lt: time } } as Filter<T>, { $set: set });
-    if (updated) return { outcome: 'applied', current: updated as T };
     try {
       const inserted = await records.insertOne(op.doc);
       if (await deletedSince(tenant, op.tombstone, time)) {
@@ -55,19 +55,21 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
-    const existing = await records.findOne(byId);
+    const existing = await records.findById(id);
     if (existing) {
       const cmp = outcomeAgainst(existing.event_time, time);
-      if (cmp !== 'newer') return { outcome: cmp, current: existing as T };
-      continue; // written by someone else between our update and insert
+      if (cmp !== 'newer') return { outcome: cmp, current: existing };
+      const updated = await records.findOneAndUpdate({ _id: id, event_time: existing.event_time } as Filter<T>, { $set: set });
+      if (updated) return { outcome: 'applied', current: updated as T };
+      continue;
     }
     const owner = await op.ownerOrg();
-    if (owner === null || owner === tenant.org) continue; // deleted meanwhile
+    if (owner === null || owner === tenant.org) continue; // deleted meanwhile: insert again
     const old = new Tenant(tenant.db, owner);
     const oldRecords = old.collection<T>(op.collection);
-    const there = await oldRecords.findOne(byId);
+    const there = await oldRecords.findById(id);
     if (!there) continue;
-    if (there.event_time >= time) return { outcome: 'stale', current: there as T };
+    if (there.event_time >= time) return { outcome: 'stale', current: there };
     // The record moved organization: its dependents there go first, so a crash leaves a retry
     // that finds the record where it was and finishes the move.
     await op.moveOut(old);
@@ -83,17 +85,18 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
 export async function recordDeletion(tenant: Tenant, tombstone: string, time: string): Promise<ApplyOutcome> {
   const stones = tenant.collection<TombstoneDoc>(COLLECTIONS.tombstones);
   for (let round = 0; round < 5; round++) {
-    if (await stones.findOneAndUpdate({ _id: tombstone, event_time: { $lt: time } }, { $set: { event_time: time } })) return 'applied';
+    const existing = await stones.findById(tombstone);
+    if (existing) {
+      const cmp = outcomeAgainst(existing.event_time, time);
+      if (cmp !== 'newer') return cmp;
+      if (await stones.findOneAndUpdate({ _id: tombstone, event_time: existing.event_time }, { $set: { event_time: time } })) return 'applied';
+      continue;
+    }
     try {
       await stones.insertOne({ _id: tombstone, event_time: time });
       return 'applied';
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
-    }
-    const existing = await stones.findOne({ _id: tombstone });
-    if (existing) {
-      const cmp = outcomeAgainst(existing.event_time, time);
-      if (cmp !== 'newer') return cmp;
     }
   }
   throw new Error(`tombstone ${tombstone} kept changing`);
@@ -101,6 +104,6 @@ export async function recordDeletion(tenant: Tenant, tombstone: string, time: st
 
 /** True when the record was deleted by an event at least as new as `time`. */
 export async function deletedSince(tenant: Tenant, tombstone: string, time: string): Promise<boolean> {
-  const stone = await tenant.collection<TombstoneDoc>(COLLECTIONS.tombstones).findOne({ _id: tombstone });
+  const stone = await tenant.collection<TombstoneDoc>(COLLECTIONS.tombstones).findById(tombstone);
   return stone !== null && stone.event_time >= time;
 }
