@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Consumer, EachMessagePayload, IHeaders, Kafka, Producer } from 'kafkajs';
+import { Partitioners, type Consumer, type EachMessagePayload, type IHeaders, type Kafka, type Producer } from 'kafkajs';
 import type { Config } from '../src/config';
 import type { Metrics } from '../src/http/metrics';
 import type { Logger } from '../src/log';
@@ -59,6 +59,8 @@ export function createEventConsumer(opts: {
   let consumer: Consumer | null = null;
   let producer: Producer | null = null;
   let stopping = new AbortController();
+  /** A start under way, which stop() waits for, so a consumer cannot come up after a stop. */
+  let starting: Promise<void> | null = null;
   /** `topic/partition` of each partition whose current message keeps failing. */
   const failing = new Set<string>();
 
@@ -133,40 +135,54 @@ export function createEventConsumer(opts: {
     }
   }
 
+  async function start(signal: AbortSignal) {
+    const c = kafka.consumer({ groupId: config.KAFKA_GROUP_ID, allowAutoTopicCreation: true });
+    const p = kafka.producer({ allowAutoTopicCreation: true, createPartitioner: Partitioners.DefaultPartitioner });
+    try {
+      await Promise.all([c.connect(), p.connect()]);
+      await c.subscribe({ topics: [...config.KAFKA_TOPICS], fromBeginning: true });
+      await c.run({
+        autoCommit: true,
+        autoCommitInterval: 1000,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 3,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, pause: pausePartition, isRunning, isStale, commitOffsetsIfNecessary }) => {
+          const stillOurs = () => isRunning() && !isStale() && !stopping.signal.aborted;
+          for (const message of batch.messages) {
+            if (!stillOurs()) return;
+            const payload = { topic: batch.topic, partition: batch.partition, message, heartbeat, pause: pausePartition };
+            if (!(await process(payload, stillOurs))) return;
+            resolveOffset(message.offset);
+            await commitOffsetsIfNecessary();
+          }
+        },
+      });
+    } catch (err) {
+      await Promise.allSettled([c.disconnect(), p.disconnect()]);
+      throw err;
+    }
+    if (signal.aborted) {
+      await Promise.allSettled([c.disconnect(), p.disconnect()]);
+      return;
+    }
+    consumer = c;
+    producer = p;
+    log.info({ topics: config.KAFKA_TOPICS, group: config.KAFKA_GROUP_ID }, 'consumer started');
+  }
+
   return {
     async start() {
       stopping = new AbortController();
-      const c = kafka.consumer({ groupId: config.KAFKA_GROUP_ID, allowAutoTopicCreation: true });
-      const p = kafka.producer({ allowAutoTopicCreation: true });
+      starting = start(stopping.signal);
       try {
-        await Promise.all([c.connect(), p.connect()]);
-        await c.subscribe({ topics: [...config.KAFKA_TOPICS], fromBeginning: true });
-        await c.run({
-          autoCommit: true,
-          autoCommitInterval: 1000,
-          eachBatchAutoResolve: false,
-          partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 3,
-          eachBatch: async ({ batch, resolveOffset, heartbeat, pause: pausePartition, isRunning, isStale, commitOffsetsIfNecessary }) => {
-            const stillOurs = () => isRunning() && !isStale() && !stopping.signal.aborted;
-            for (const message of batch.messages) {
-              if (!stillOurs()) return;
-              const payload = { topic: batch.topic, partition: batch.partition, message, heartbeat, pause: pausePartition };
-              if (!(await process(payload, stillOurs))) return;
-              resolveOffset(message.offset);
-              await commitOffsetsIfNecessary();
-            }
-          },
-        });
-      } catch (err) {
-        await Promise.allSettled([c.disconnect(), p.disconnect()]);
-        throw err;
+        await starting;
+      } finally {
+        starting = null;
       }
-      consumer = c;
-      producer = p;
-      log.info({ topics: config.KAFKA_TOPICS, group: config.KAFKA_GROUP_ID }, 'consumer started');
     },
     async stop() {
       stopping.abort();
+      await starting?.catch(() => undefined);
       if (!consumer) return;
       // disconnect() waits for the running eachBatch calls, which leave their retry loops at
       // once, and commits the offsets resolved so far; the rest is delivered again.

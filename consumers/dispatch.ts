@@ -4,7 +4,7 @@ import type { Logger } from '../src/log';
 import { decodeCloudEvent, InvalidMessage } from './cloudevents';
 import type { MessageHandler } from './consumer';
 import { HANDLERS } from './handlers';
-import type { EventHandler } from './handlers/handler';
+import type { Subject } from './handlers/handler';
 
 /**
  * A handler that failed for a reason that may pass (the database, a bug): the consumer retries
@@ -15,15 +15,12 @@ export class HandlerFailure extends Error {
   constructor(
     readonly eventId: string,
     readonly eventType: string,
-    readonly subject: Record<string, string>,
+    readonly subject: Subject,
     override readonly cause: unknown,
   ) {
     super(cause instanceof Error ? cause.message : String(cause));
   }
 }
-
-/** The log field that names what an event is about: `user_id` for user events, else `course_key`. */
-const subjectField = (handler: EventHandler) => (handler.type.includes('.course.') ? 'course_key' : 'user_id');
 
 /**
  * The service's message handler: decode the CloudEvent (either binding), pick the handler by
@@ -49,7 +46,7 @@ export function createDispatcher(deps: { db: Db; log: Logger; metrics: Metrics }
       if (err instanceof InvalidMessage) err.eventType = handler.type;
       throw err;
     }
-    const subject = { [subjectField(handler)]: parsed.subject };
+    const { subject } = parsed;
     const stopTimer = metrics.eventDuration.startTimer({ type: handler.type });
     let outcome;
     try {

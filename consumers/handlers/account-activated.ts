@@ -5,6 +5,6 @@ import { upsertUserEvent, userEventDataSchema } from './user-event-data';
 export const accountActivated = defineHandler({
   type: 'org.openedx.learning.user.account.activated.v1',
   schema: userEventDataSchema,
-  subject: (data) => data.user.id,
+  subject: (data) => ({ user_id: String(data.user.id) }),
   apply: (ctx) => upsertUserEvent(ctx, { forceActive: true, rules: true }),
 });

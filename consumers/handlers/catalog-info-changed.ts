@@ -23,7 +23,7 @@ export const catalogInfoChangedDataSchema = {
 export const catalogInfoChanged = defineHandler({
   type: 'org.openedx.content_authoring.course.catalog_info.changed.v1',
   schema: catalogInfoChangedDataSchema,
-  subject: (data) => data.catalog_info.course_key,
+  subject: (data) => ({ course_key: data.catalog_info.course_key }),
   apply: ({ db, event, data }) => {
     const { course_key: key, name } = data.catalog_info;
     const org = data.organization ?? orgFromCourseKey(key);

@@ -12,7 +12,7 @@ export const courseDeletedDataSchema = {
 export const courseDeleted = defineHandler({
   type: 'org.openedx.content_authoring.course.deleted.v1',
   schema: courseDeletedDataSchema,
-  subject: (data) => data.course_key,
+  subject: (data) => ({ course_key: data.course_key }),
   apply: async ({ db, event, data }) => {
     const org = await courseOrgForDeletion(db, data.course_key);
     // Never seen, and a key that names no organization: there is nothing to delete anywhere.

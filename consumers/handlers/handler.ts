@@ -4,6 +4,9 @@ import type { ApplyOutcome } from '../../src/domain/event-time';
 import { ajv, describeErrors, type Infer } from '../../src/validation';
 import { InvalidMessage, type CloudEvent } from '../cloudevents';
 
+/** What an event is about, as log fields: never an email. */
+export type Subject = { user_id: string } | { course_key: string };
+
 export interface HandlerContext<D> {
   db: Db;
   event: CloudEvent;
@@ -13,8 +16,8 @@ export interface HandlerContext<D> {
 /** One event type: the schema of its `data` and what applying it means. */
 export interface EventHandler {
   type: string;
-  /** Validates `data` (throws InvalidMessage) and returns what logs may name it by: a user id or course key. */
-  parse(data: unknown): { data: unknown; subject: string };
+  /** Validates `data` (throws InvalidMessage) and returns what logs may name it by: `{user_id}` or `{course_key}`. */
+  parse(data: unknown): { data: unknown; subject: Subject };
   apply(db: Db, event: CloudEvent, data: unknown): Promise<ApplyOutcome>;
 }
 
@@ -26,7 +29,7 @@ export interface EventHandler {
 export function defineHandler<const S extends JSONSchema, D = Infer<S>>(def: {
   type: string;
   schema: S;
-  subject(data: D): string | number;
+  subject(data: D): Subject;
   apply(ctx: HandlerContext<D>): Promise<ApplyOutcome>;
 }): EventHandler {
   const validate = ajv.compile(def.schema as object);
@@ -36,7 +39,7 @@ export function defineHandler<const S extends JSONSchema, D = Infer<S>>(def: {
       // ajv removes undeclared properties in place: validate a copy, never the decoded event.
       const copy: unknown = data === undefined ? undefined : structuredClone(data);
       if (!validate(copy)) throw new InvalidMessage(`data does not match the ${def.type} schema: ${describeErrors(validate.errors)}`);
-      return { data: copy, subject: String(def.subject(copy as D)) };
+      return { data: copy, subject: def.subject(copy as D) };
     },
     apply: (db, event, data) => def.apply({ db, event, data: data as D }),
   };

@@ -5,6 +5,6 @@ import { upsertUserEvent, userEventDataSchema } from './user-event-data';
 export const registrationCompleted = defineHandler({
   type: 'org.openedx.learning.student.registration.completed.v1',
   schema: userEventDataSchema,
-  subject: (data) => data.user.id,
+  subject: (data) => ({ user_id: String(data.user.id) }),
   apply: (ctx) => upsertUserEvent(ctx, { forceActive: false, rules: ctx.data.user.is_active }),
 });

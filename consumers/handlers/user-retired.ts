@@ -19,6 +19,6 @@ export const userRetiredDataSchema = {
 export const userRetired = defineHandler({
   type: 'org.openedx.learning.user.retired.v1',
   schema: userRetiredDataSchema,
-  subject: (data) => data.user.id,
+  subject: (data) => ({ user_id: String(data.user.id) }),
   apply: ({ db, event, data }) => retireUser(new Tenant(db, data.organization), data.user.id, event.eventTime),
 });

@@ -5,6 +5,6 @@ import { upsertUserEvent, userEventDataSchema } from './user-event-data';
 export const userUpdated = defineHandler({
   type: 'org.openedx.learning.user.updated.v1',
   schema: userEventDataSchema,
-  subject: (data) => data.user.id,
+  subject: (data) => ({ user_id: String(data.user.id) }),
   apply: (ctx) => upsertUserEvent(ctx, { forceActive: false, rules: false }),
 });
