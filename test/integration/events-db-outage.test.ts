@@ -81,7 +81,12 @@ test('a stop during the retries ends them within the SPEC 10 s, and the uncommit
   const before = failureLines(service).length;
   await waitFor(async () => failureLines(service).length, (n) => n >= before + 2);
 
-  const stopped = await Promise.race([service.stop().then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still running after 10 s'), 10000))]);
+  let timer: NodeJS.Timeout | undefined;
+  const stopped = await Promise.race([
+    service.stop().then(() => 'stopped'),
+    new Promise((r) => (timer = setTimeout(() => r('still running after 10 s'), 10000))),
+  ]);
+  clearTimeout(timer);
   expect(stopped).toBe('stopped');
 
   await stack('start-db');
