@@ -28,6 +28,19 @@ function percentile(sorted: number[], p: number): number | null {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** A quantile from cumulative histogram buckets (upper bounds in ms), interpolated within its bucket. */
+function bucketQuantile(buckets: { le: number; count: number }[], total: number, q: number): number | null {
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const { le, count } of buckets) {
+    if (count >= rank) return lower + ((rank - below) / Math.max(1, count - below)) * (le - lower);
+    lower = le;
+    below = count;
+  }
+  return null; // beyond the last finite bucket
+}
+
 export async function benchEvents(opts: { events: number; mongoUrl: string; kafkaBrokers: string }): Promise<BenchRow[]> {
   const run = `${Date.now().toString(36)}${randomUUID().slice(0, 4)}`;
   const topic = `bench-events-${run}`;
@@ -134,16 +147,21 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
     };
     while ((await handled()) < opts.events) await sleep(20);
     const serviceSeconds = (performance.now() - serviceStart) / 1000;
-    const durations = (await service.metrics.eventDuration.get()).values.find((v) => v.metricName === 'event_handler_duration_seconds_sum' && v.labels.type === ACTIVATED);
+    const histogram = (await service.metrics.eventDuration.get()).values.filter((v) => v.labels.type === ACTIVATED);
+    const durations = histogram.find((v) => v.metricName === 'event_handler_duration_seconds_sum');
+    const buckets = histogram
+      .map((v) => ({ name: v.metricName, le: (v.labels as Record<string, string | number>).le, count: v.value }))
+      .filter((v) => v.name === 'event_handler_duration_seconds_bucket' && v.le !== '+Inf')
+      .map((v) => ({ le: Number(v.le) * 1000, count: v.count }));
     await service.stop();
     const memberships = await tenant.collection(COLLECTIONS.memberships).countDocuments();
     const events: BenchRow = {
       row: 'events: activation -> user + membership (service consumer)',
       rate: opts.events / serviceSeconds,
-      p50: null,
-      p99: null,
+      p50: bucketQuantile(buckets, opts.events, 0.5),
+      p99: bucketQuantile(buckets, opts.events, 0.99),
       ceilingRate: ceiling.rate,
-      note: `${memberships}/${opts.events} memberships; mean handler ${durations ? ((durations.value / opts.events) * 1000).toFixed(1) : '?'} ms`,
+      note: `${memberships}/${opts.events} memberships; latency = handler duration (histogram buckets), mean ${durations ? ((durations.value / opts.events) * 1000).toFixed(1) : '?'} ms`,
     };
     if (memberships !== opts.events) say(`WARNING: ${memberships} memberships for ${opts.events} events`);
     return [ceiling, events];

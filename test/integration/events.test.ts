@@ -128,6 +128,7 @@ test('the same activation delivered twice leaves one membership, and the second 
   expect(memberships.map((m) => m.user)).toEqual([id]);
   const metrics = (await client(service.baseUrl).get('/metrics')).body as string;
   expect(metrics).toMatch(/^events_handled_total\{type="org\.openedx\.learning\.user\.account\.activated\.v1",outcome="duplicate"\} [1-9]/m);
+  expect(metrics).toMatch(/^event_handler_duration_seconds_count\{type="org\.openedx\.learning\.user\.account\.activated\.v1"\} [1-9]/m);
 });
 
 test('two consumers applying the same activations at once give each user exactly one membership', async () => {
