@@ -56,9 +56,9 @@ export class TenantCollection<T extends TenantDoc> {
 
   /**
    * The record with this `_id` if it belongs to this organization. The filter is `_id` alone and
-   * the organization is checked here, because FerretDB v1 answers an `{_id, org}` filter that
-   * matches nothing by scanning the whole collection (measured: 80 ms at 2,000 documents), while
-   * `{_id}` alone stays a primary-key lookup, hit or miss.
+   * the organization is checked here: FerretDB v1 answers an `{_id, org}` filter that matches
+   * nothing by decoding every document in Go (80 ms at 2,000 documents), while `{_id}` alone is
+   * filtered inside SQLite (still a table scan: 13 ms at 1,000 on a miss, but several times less).
    */
   async findById(id: string, options?: FindOptions): Promise<T | null> {
     const projection = options?.projection ? { ...options.projection, org: 1 } : undefined;
