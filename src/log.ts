@@ -4,8 +4,8 @@ import pino from 'pino';
  * The one pino logger. Redaction is a safety net: code never passes tokens or emails to it,
  * but if a header or a user document slips into a log call, those fields are blanked.
  */
-export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info') {
-  return pino({
+export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', destination?: pino.DestinationStream) {
+  const options: pino.LoggerOptions = {
     level,
     base: { service: 'course-access-groups' },
     redact: {
@@ -21,7 +21,9 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info') {
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  // A destination is for tests that read what was logged; the service logs to stdout.
+  return destination ? pino(options, destination) : pino(options);
 }
 
 export type Logger = pino.Logger;

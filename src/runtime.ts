@@ -1,7 +1,8 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db, MongoClient } from 'mongodb';
-import { createEventConsumer, type EventConsumer, type MessageHandler } from '../consumers/consumer';
+import { createEventConsumer, type EventConsumer, type MessageHandler, type RetryPolicy } from '../consumers/consumer';
+import { createDispatcher } from '../consumers/dispatch';
 import type { Config } from './config';
 import { createMongoClient, ping } from './db/client';
 import { ensureIndexes } from './db/collections';
@@ -74,7 +75,7 @@ async function withRetry(what: string, step: () => Promise<void>, log: Logger, s
 export async function startService(
   config: Config,
   log: Logger,
-  opts: { handle?: MessageHandler; signal?: AbortSignal } = {},
+  opts: { handle?: MessageHandler; signal?: AbortSignal; retry?: RetryPolicy } = {},
 ): Promise<Running> {
   const metrics = createMetrics();
   const client = createMongoClient(config.MONGO_URL);
@@ -88,12 +89,8 @@ export async function startService(
 
   let consumer: EventConsumer | null = null;
   if (config.SERVICE_ROLE !== 'api') {
-    const handle: MessageHandler =
-      opts.handle ??
-      (async ({ message }) => {
-        log.debug({ offset: message.offset }, 'message received (no handlers registered yet)');
-      });
-    consumer = createEventConsumer({ kafka, config, log, handle });
+    const handle: MessageHandler = opts.handle ?? createDispatcher({ db, log, metrics });
+    consumer = createEventConsumer({ kafka, config, log, handle, metrics, retry: opts.retry });
   }
 
   const ready = (async () => {

@@ -21,6 +21,7 @@ export const COLLECTIONS = {
   counters: 'id_claims',
   processedEvents: 'processed_events',
   dataVersions: 'data_versions',
+  tombstones: 'tombstones',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];
@@ -86,6 +87,14 @@ export interface UserDoc extends TenantDoc {
 export interface CourseDoc extends TenantDoc {
   id: string;
   name: string;
+  event_time: string;
+}
+
+/**
+ * The memory of a deletion made by an event (`_id` `user:<id>` or `course:<key>`), so that an
+ * older event delivered after it (another topic, a redelivery) does not bring the record back.
+ */
+export interface TombstoneDoc extends TenantDoc {
   event_time: string;
 }
 

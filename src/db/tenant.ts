@@ -83,8 +83,9 @@ export class TenantCollection<T extends TenantDoc> {
   }
 
   /** A primary-key read of this organization's document (see findOne for why it is fast). */
-  findById(id: string, options?: FindOptions): Promise<WithId<T> | null> {
-    return this.findOne({ _id: id } as Filter<T>, options);
+  findById(id: string, options?: FindOptions): Promise<T | null> {
+    // Our documents' `_id` is already a string, so WithId<T> is T.
+    return this.findOne({ _id: id } as Filter<T>, options) as Promise<T | null>;
   }
 
   find(filter: Filter<T> = {}, options?: FindOptions) {

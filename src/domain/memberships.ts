@@ -15,8 +15,9 @@ export async function insertMembershipIfAbsent(
   input: { user: number; group: number; automatic: boolean },
 ): Promise<MembershipDoc | null> {
   const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
-  // Cheap check first, so an existing member costs no id.
-  if (await memberships.findOne({ _id: String(input.user) }, { projection: { _id: 1 } })) return null;
+  // No look first: on FerretDB v1 a lookup by `_id` that misses (the usual case here) scans the
+  // whole collection, while the insert is constant-time. An existing member costs an unused id;
+  // ids are never reused, gaps are allowed.
   const id = await tenant.nextId('memberships');
   try {
     return await memberships.insertOne({ _id: String(input.user), id, ...input });

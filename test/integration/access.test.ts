@@ -193,7 +193,7 @@ describe('callers (SPEC §4)', () => {
 test('the OpenAPI document has both endpoints, with the schemas that validate them', async () => {
   const { body } = await client(service.baseUrl).get('openapi.json');
   const get = body.paths['/access/'].get;
-  expect(get.parameters.map((p: { name: string }) => p.name)).toEqual(['course_id', 'action', 'user_id']);
+  expect(get.parameters.map((p: { name: string }) => p.name)).toEqual(['course_id', 'action', 'user_id', 'organization_uuid']);
   expect(get.parameters[1].schema.enum).toEqual(ACTIONS);
   expect(get.responses['200'].content['application/json'].schema.properties.reason.enum).toContain('group');
   const post = body.paths['/access/batch/'].post;

@@ -10,6 +10,8 @@ import type { membershipCreateSchema, membershipPatchSchema, membershipSchema } 
 
 export type Membership = Infer<typeof membershipSchema>;
 
+const ALREADY_MEMBER = 'This user already has a membership.';
+
 export function membershipsRepository(tenant: Tenant) {
   const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
 
@@ -52,10 +54,13 @@ export function membershipsRepository(tenant: Tenant) {
     async create(input: Infer<typeof membershipCreateSchema>): Promise<Membership> {
       const errors: FieldErrors = {};
       if (!(await usersRepository(tenant).exists(input.user))) errors.user = [doesNotExist(input.user)];
+      // Checked before inserting, so a refused request claims no id; the insert's own duplicate
+      // check still settles a race with a concurrent creation.
+      else if (await memberships.findById(String(input.user), { projection: { _id: 1 } })) errors.user = [ALREADY_MEMBER];
       await checkGroup(input.group, errors);
       if (Object.keys(errors).length > 0) throw validationError(errors);
       const doc = await insertMembershipIfAbsent(tenant, { user: input.user, group: input.group, automatic: false });
-      if (!doc) throw fieldError('user', 'This user already has a membership.');
+      if (!doc) throw fieldError('user', ALREADY_MEMBER);
       return (await present([doc]))[0]!;
     },
 

@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import { MongoClient } from 'mongodb';
+import { loadConfig } from '../src/config';
+import { COLLECTIONS, type GroupDoc, type RuleDoc } from '../src/db/collections';
+import { Tenant } from '../src/db/tenant';
+import { isDuplicateKey } from '../src/http/errors';
+import { createLogger } from '../src/log';
+import { startService } from '../src/runtime';
+import { formatTable, type BenchRow } from './table';
+
+/**
+ * Event throughput: `events` activation events (each matching a membership rule) drained from
+ * a pre-filled topic of PARTITIONS partitions by the real service consumer, until every
+ * membership exists; beside it, in the same run and over the same messages, the ceiling: raw
+ * kafkajs consumption with one upsert per message into a scratch collection, with the same
+ * partition concurrency. The service does about eight database operations per activation
+ * (user insert, tombstone check, rule lookup, id claim, membership insert, tombstone check...). Both clocks start once the consumer runs and stop at the last message.
+ */
+const PARTITIONS = 3;
+const ACTIVATED = 'org.openedx.learning.user.account.activated.v1';
+
+const say = (message: string) => process.stderr.write(`[bench events] ${message}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function percentile(sorted: number[], p: number): number | null {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** A quantile from cumulative histogram buckets (upper bounds in ms), interpolated within its bucket. */
+function bucketQuantile(buckets: { le: number; count: number }[], total: number, q: number): number | null {
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const { le, count } of buckets) {
+    if (count >= rank) return lower + ((rank - below) / Math.max(1, count - below)) * (le - lower);
+    lower = le;
+    below = count;
+  }
+  return null; // beyond the last finite bucket
+}
+
+export async function benchEvents(opts: { events: number; mongoUrl: string; kafkaBrokers: string }): Promise<BenchRow[]> {
+  const run = `${Date.now().toString(36)}${randomUUID().slice(0, 4)}`;
+  const topic = `bench-events-${run}`;
+  const org = `bench-org-${run}`;
+  const serviceDb = `bench_events_${run}`;
+  const scratchDb = `bench_ceiling_${run}`;
+  const kafka = new Kafka({ clientId: 'bench-events', brokers: opts.kafkaBrokers.split(','), logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  const mongo = new MongoClient(opts.mongoUrl, { serverSelectionTimeoutMS: 5000 });
+  await Promise.all([admin.connect(), mongo.connect()]);
+  try {
+    await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }], waitForLeaders: true });
+
+    // The organization's rule, written through its Tenant as the admin API would.
+    const tenant = new Tenant(mongo.db(serviceDb), org);
+    const groupId = await tenant.nextId('groups');
+    await tenant.collection<GroupDoc>(COLLECTIONS.groups).insertOne({ _id: String(groupId), id: groupId, name: 'Bench', description: '' });
+    await tenant.collection<RuleDoc>(COLLECTIONS.rules).insertOne({ _id: `${org}|bench.example`, id: await tenant.nextId('membership_rules'), name: 'bench', domain: 'bench.example', group: groupId });
+
+    say(`producing ${opts.events} activation events to ${topic}`);
+    const producer = kafka.producer();
+    await producer.connect();
+    const time = Date.parse('2026-01-01T00:00:00Z');
+    for (let start = 0; start < opts.events; start += 500) {
+      const messages = [];
+      for (let i = start; i < Math.min(opts.events, start + 500); i++) {
+        const id = i + 1;
+        const event = {
+          specversion: '1.0',
+          id: randomUUID(),
+          source: 'bench',
+          type: ACTIVATED,
+          time: new Date(time + i).toISOString(),
+          data: { user: { id, is_active: true, pii: { username: `u${id}`, email: `u${id}@bench.example`, name: `User ${id}` } }, organization: org },
+        };
+        messages.push({ key: String(id), value: JSON.stringify(event) });
+      }
+      await producer.send({ topic, acks: -1, messages });
+    }
+    await producer.disconnect();
+
+    // Ceiling: the same messages, kafkajs eachMessage, one upsert each.
+    say('ceiling: raw kafkajs + one upsert per message');
+    const scratch = mongo.db(scratchDb).collection<{ _id: string; value: string }>('scratch');
+    // The upsert in its fastest form on FerretDB v1: insert, and replace on E11000. An
+    // `updateOne(..., {upsert: true})` of a new key scans the whole collection there, which
+    // would make the "ceiling" slower than the service.
+    const upsert = async (key: string, value: string) => {
+      try {
+        await scratch.insertOne({ _id: key, value });
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err;
+        await scratch.replaceOne({ _id: key }, { value });
+      }
+    };
+    const latencies: number[] = [];
+    const consumer = kafka.consumer({ groupId: `bench-ceiling-${run}` });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    let seen = 0;
+    let lastAt = 0;
+    await consumer.run({
+      partitionsConsumedConcurrently: PARTITIONS,
+      eachMessage: async ({ message }) => {
+        const started = performance.now();
+        await upsert(message.key!.toString(), message.value!.toString());
+        lastAt = performance.now();
+        latencies.push(lastAt - started);
+        seen++;
+      },
+    });
+    const ceilingStart = performance.now();
+    while (seen < opts.events) await sleep(20);
+    const ceilingSeconds = (lastAt - ceilingStart) / 1000;
+    await consumer.disconnect();
+    latencies.sort((a, b) => a - b);
+    const ceiling: BenchRow = {
+      row: 'events: kafkajs + one upsert per message (ceiling)',
+      rate: opts.events / ceilingSeconds,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      ceilingRate: null,
+      note: `${opts.events} messages, ${PARTITIONS} partitions; upsert = insert, replace on E11000; latency = one upsert`,
+    };
+
+    // The service: its real consumer, handlers and storage, until every event was applied.
+    say('service consumer: activation -> user + membership');
+    const config = loadConfig({
+      MONGO_URL: opts.mongoUrl,
+      MONGO_DB: serviceDb,
+      KAFKA_BROKERS: opts.kafkaBrokers,
+      KAFKA_TOPICS: topic,
+      KAFKA_GROUP_ID: `bench-service-${run}`,
+      SERVICE_ROLE: 'consumer',
+      LOG_LEVEL: 'silent',
+      JWT_SECRET: 'bench-secret-not-used-0123456789',
+    });
+    const service = await startService(config, createLogger('silent'));
+    await service.ready;
+    const serviceStart = performance.now();
+    const handled = async () => {
+      const metric = await service.metrics.eventsHandled.get();
+      return metric.values.filter((v) => v.labels.type === ACTIVATED && v.labels.outcome !== 'retried').reduce((sum, v) => sum + v.value, 0);
+    };
+    while ((await handled()) < opts.events) await sleep(20);
+    const serviceSeconds = (performance.now() - serviceStart) / 1000;
+    const histogram = (await service.metrics.eventDuration.get()).values.filter((v) => v.labels.type === ACTIVATED);
+    const durations = histogram.find((v) => v.metricName === 'event_handler_duration_seconds_sum');
+    const buckets = histogram
+      .map((v) => ({ name: v.metricName, le: (v.labels as Record<string, string | number>).le, count: v.value }))
+      .filter((v) => v.name === 'event_handler_duration_seconds_bucket' && v.le !== '+Inf')
+      .map((v) => ({ le: Number(v.le) * 1000, count: v.count }));
+    await service.stop();
+    const memberships = await tenant.collection(COLLECTIONS.memberships).countDocuments();
+    const events: BenchRow = {
+      row: 'events: activation -> user + membership (service consumer)',
+      rate: opts.events / serviceSeconds,
+      p50: bucketQuantile(buckets, opts.events, 0.5),
+      p99: bucketQuantile(buckets, opts.events, 0.99),
+      ceilingRate: ceiling.rate,
+      note: `${memberships}/${opts.events} memberships; latency = handler duration (histogram buckets), mean ${durations ? ((durations.value / opts.events) * 1000).toFixed(1) : '?'} ms`,
+    };
+    if (memberships !== opts.events) say(`WARNING: ${memberships} memberships for ${opts.events} events`);
+    return [ceiling, events];
+  } finally {
+    await Promise.allSettled([mongo.db(serviceDb).dropDatabase(), mongo.db(scratchDb).dropDatabase(), admin.deleteTopics({ topics: [topic] })]);
+    await Promise.allSettled([mongo.close(), admin.disconnect()]);
+  }
+}
+
+if (require.main === module) {
+  benchEvents({
+    events: Number(process.env.BENCH_EVENTS ?? 10000),
+    mongoUrl: process.env.MONGO_URL || 'mongodb://127.0.0.1:27017/',
+    kafkaBrokers: process.env.KAFKA_BROKERS || '127.0.0.1:9092',
+  }).then(
+    (rows) => console.log(formatTable(rows)),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

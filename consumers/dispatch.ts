@@ -1,0 +1,65 @@
+import type { Db } from 'mongodb';
+import type { Metrics } from '../src/http/metrics';
+import type { Logger } from '../src/log';
+import { decodeCloudEvent, InvalidMessage } from './cloudevents';
+import type { MessageHandler } from './consumer';
+import { HANDLERS } from './handlers';
+import type { Subject } from './handlers/handler';
+
+/**
+ * A handler that failed for a reason that may pass (the database, a bug): the consumer retries
+ * it. Carries what the error log names: the event id, its type and the user id or course key.
+ */
+export class HandlerFailure extends Error {
+  override readonly name = 'HandlerFailure';
+  constructor(
+    readonly eventId: string,
+    readonly eventType: string,
+    readonly subject: Subject,
+    override readonly cause: unknown,
+  ) {
+    super(cause instanceof Error ? cause.message : String(cause));
+  }
+}
+
+/**
+ * The service's message handler: decode the CloudEvent (either binding), pick the handler by
+ * `type` whatever the topic, validate its `data`, apply it. Throws InvalidMessage for a
+ * message that can never be applied (the consumer dead-letters it) and HandlerFailure for one
+ * that failed this time (the consumer retries it). Types not handled here are skipped.
+ */
+export function createDispatcher(deps: { db: Db; log: Logger; metrics: Metrics }): MessageHandler {
+  const { db, log, metrics } = deps;
+  return async ({ topic, partition, message }) => {
+    const event = decodeCloudEvent(message);
+    const handler = HANDLERS.get(event.type);
+    if (!handler) {
+      // Label 'other', not the type: a label per unknown type would grow without bound.
+      metrics.eventsHandled.inc({ type: 'other', outcome: 'skipped' });
+      log.debug({ topic, partition, offset: message.offset, event_id: event.id, event_type: event.type.slice(0, 200) }, 'event type not handled; skipped');
+      return;
+    }
+    let parsed;
+    try {
+      parsed = handler.parse(event.data);
+    } catch (err) {
+      if (err instanceof InvalidMessage) err.eventType = handler.type;
+      throw err;
+    }
+    const { subject } = parsed;
+    const stopTimer = metrics.eventDuration.startTimer({ type: handler.type });
+    let outcome;
+    try {
+      outcome = await handler.apply(db, event, parsed.data);
+    } catch (err) {
+      if (err instanceof InvalidMessage) {
+        err.eventType = handler.type;
+        throw err;
+      }
+      throw new HandlerFailure(event.id, handler.type, subject, err);
+    }
+    stopTimer();
+    metrics.eventsHandled.inc({ type: handler.type, outcome });
+    log.debug({ topic, partition, offset: message.offset, event_id: event.id, event_type: handler.type, ...subject, outcome, mode: event.mode }, 'event handled');
+  };
+}

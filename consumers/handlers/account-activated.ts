@@ -1,0 +1,10 @@
+import { defineHandler } from './handler';
+import { upsertUserEvent, userEventDataSchema } from './user-event-data';
+
+/** The learner confirmed their email: the user is active now, and membership rules apply. */
+export const accountActivated = defineHandler({
+  type: 'org.openedx.learning.user.account.activated.v1',
+  schema: userEventDataSchema,
+  subject: (data) => ({ user_id: String(data.user.id) }),
+  apply: (ctx) => upsertUserEvent(ctx, { forceActive: true, rules: true }),
+});

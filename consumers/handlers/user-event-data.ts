@@ -1,0 +1,69 @@
+import { Tenant } from '../../src/db/tenant';
+import { applyMembershipRules } from '../../src/domain/membership-rules';
+import { upsertUser } from '../../src/domain/users';
+import type { Infer } from '../../src/validation';
+import type { HandlerContext } from './handler';
+
+/**
+ * `data` of the three user events that carry a whole user (activated, registration completed,
+ * updated). Emails are not checked as RFC 5322 addresses: the LMS already accepted them, and
+ * rules only need what follows the last `@`.
+ */
+export const userEventDataSchema = {
+  type: 'object',
+  properties: {
+    user: {
+      type: 'object',
+      properties: {
+        id: { type: 'integer', minimum: 1 },
+        is_active: { type: 'boolean' },
+        pii: {
+          type: 'object',
+          properties: {
+            username: { type: 'string', minLength: 1, maxLength: 255 },
+            email: { type: 'string', pattern: '@', maxLength: 254 },
+            name: { type: 'string', maxLength: 255 },
+          },
+          required: ['username', 'email', 'name'],
+        },
+        is_staff: { type: 'boolean' },
+        is_site_admin: { type: 'boolean' },
+      },
+      required: ['id', 'is_active', 'pii'],
+    },
+    organization: { type: 'string', minLength: 1, maxLength: 255 },
+  },
+  required: ['user', 'organization'],
+} as const;
+
+export type UserEventData = Infer<typeof userEventDataSchema>;
+
+/**
+ * Upserts the event's user; then, when `rules` says so and the stored user is active, applies
+ * membership rules. Rules run even when the upsert was a duplicate or stale: a redelivery after
+ * a crash between the two steps must still create the membership (creating it is idempotent).
+ */
+export async function upsertUserEvent(
+  { db, event, data }: HandlerContext<UserEventData>,
+  opts: { forceActive: boolean; rules: boolean },
+) {
+  const tenant = new Tenant(db, data.organization);
+  const { user } = data;
+  const { outcome, current } = await upsertUser(
+    tenant,
+    {
+      id: user.id,
+      username: user.pii.username,
+      name: user.pii.name,
+      email: user.pii.email,
+      is_active: opts.forceActive || user.is_active,
+      is_staff: user.is_staff,
+      is_site_admin: user.is_site_admin,
+    },
+    event.eventTime,
+  );
+  if (opts.rules && current) {
+    await applyMembershipRules(current.org === tenant.org ? tenant : new Tenant(db, current.org), current);
+  }
+  return outcome;
+}

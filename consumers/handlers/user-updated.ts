@@ -1,0 +1,10 @@
+import { defineHandler } from './handler';
+import { upsertUserEvent, userEventDataSchema } from './user-event-data';
+
+/** Profile and flags change; membership rules are not applied (SPEC section 5). */
+export const userUpdated = defineHandler({
+  type: 'org.openedx.learning.user.updated.v1',
+  schema: userEventDataSchema,
+  subject: (data) => ({ user_id: String(data.user.id) }),
+  apply: (ctx) => upsertUserEvent(ctx, { forceActive: false, rules: false }),
+});

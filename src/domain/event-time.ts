@@ -1,0 +1,37 @@
+/**
+ * Event times as comparable strings. CloudEvents `time` is RFC 3339 with any offset and any
+ * number of fraction digits, so two raw strings do not sort by instant; stored `event_time` is
+ * therefore always UTC with exactly nine fraction digits, and plain string comparison (which the
+ * database's `$lt` on strings also uses) orders it by instant.
+ */
+const RFC3339 = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/i;
+
+export function normalizeEventTime(time: string): string {
+  const m = RFC3339.exec(time.trim());
+  if (!m) throw new RangeError('not an RFC 3339 date-time');
+  const [, date, clock, fraction = '', zone] = m;
+  const ms = Date.parse(`${date}T${clock}.${fraction.slice(0, 3).padEnd(3, '0')}${zone!.toUpperCase()}`);
+  if (Number.isNaN(ms)) throw new RangeError('not an RFC 3339 date-time');
+  const iso = new Date(ms).toISOString(); // YYYY-MM-DDTHH:MM:SS.sssZ
+  return `${iso.slice(0, -1)}${fraction.slice(3, 9).padEnd(6, '0')}Z`;
+}
+
+/** A Kafka record timestamp (milliseconds since the epoch, as kafkajs gives it) in the same form. */
+export function eventTimeFromMillis(ms: string | number): string {
+  return normalizeEventTime(new Date(Number(ms)).toISOString());
+}
+
+/** What applying an event did to its record. */
+export type ApplyOutcome =
+  /** the record now reflects the event */
+  | 'applied'
+  /** the record already reflected this very event time: a redelivery */
+  | 'duplicate'
+  /** the record reflects a newer event (or a newer deletion): the event is left out */
+  | 'stale';
+
+/** Compares an event time with the one a record reflects. */
+export function outcomeAgainst(stored: string, time: string): ApplyOutcome | 'newer' {
+  if (stored === time) return 'duplicate';
+  return stored > time ? 'stale' : 'newer';
+}

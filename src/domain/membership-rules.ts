@@ -1,0 +1,43 @@
+import { COLLECTIONS, type MembershipDoc, type RuleDoc, type UserDoc } from '../db/collections';
+import type { Tenant } from '../db/tenant';
+import { insertMembershipIfAbsent } from './memberships';
+import { userTombstone } from './users';
+import { deletedSince } from './versioned-records';
+
+/** The domain a rule matches: what follows the last `@`, lowercased. */
+export function emailDomain(email: string): string | null {
+  const at = email.lastIndexOf('@');
+  const domain = email.slice(at + 1).trim().toLowerCase();
+  return at < 0 || domain === '' ? null : domain;
+}
+
+export const ruleId = (org: string, domain: string) => `${org}|${domain}`;
+
+/**
+ * Applies the organization's membership rules to one user (SPEC section 5): an active user
+ * whose email domain has a rule, and who has no membership yet, becomes an automatic member of
+ * the rule's group. An existing membership is never changed; an inactive user gets none.
+ * Returns the membership created, or null. Safe to run any number of times, concurrently too:
+ * the membership's primary key is the user id.
+ */
+export async function applyMembershipRules(
+  tenant: Tenant,
+  user: Pick<UserDoc, 'id' | 'email' | 'is_active' | 'event_time'>,
+): Promise<MembershipDoc | null> {
+  if (!user.is_active) return null;
+  const domain = emailDomain(user.email);
+  if (!domain) return null;
+  // The rule's `_id` is `org|domain`: a primary-key lookup, not a scan of the rules.
+  const rule = await tenant.collection<RuleDoc>(COLLECTIONS.rules).findById(ruleId(tenant.org, domain));
+  if (!rule) return null;
+  const created = await insertMembershipIfAbsent(tenant, { user: user.id, group: rule.group, automatic: true });
+  if (!created) return null;
+  // A retirement that ran while we inserted must not leave a membership of a user who is gone.
+  // Its tombstone is written before it deletes the membership, so one of the two sees the
+  // other; take back only the membership this call made. (Tombstones, unlike users, are few.)
+  if (await deletedSince(tenant, userTombstone(user.id), user.event_time)) {
+    await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: created._id, id: created.id });
+    return null;
+  }
+  return created;
+}

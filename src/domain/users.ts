@@ -1,0 +1,75 @@
+import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections';
+import { ownerLookup, Tenant } from '../db/tenant';
+import type { ApplyOutcome } from './event-time';
+import { recordDeletion, upsertIfNewer } from './versioned-records';
+
+/** A user as the LMS describes it (the `user` of the user events, flattened). */
+export interface UserFacts {
+  id: number;
+  username: string;
+  name: string;
+  email: string;
+  is_active: boolean;
+  /** Absent: unknown to the sender, so an existing record keeps its value (a new one gets false). */
+  is_staff?: boolean;
+  is_site_admin?: boolean;
+}
+
+export const userTombstone = (id: number) => `user:${id}`;
+
+/**
+ * Records a user in the tenant's organization as of `time` (normalized, see event-time.ts),
+ * unless the record already reflects a newer event. `current` is the record as it now stands
+ * (null when a newer deletion wins), in whichever organization holds it.
+ */
+export async function upsertUser(tenant: Tenant, facts: UserFacts, time: string): Promise<{ outcome: ApplyOutcome; current: UserDoc | null }> {
+  const profile = {
+    id: facts.id,
+    username: facts.username,
+    name: facts.name,
+    email: facts.email,
+    email_lower: facts.email.toLowerCase(),
+    is_active: facts.is_active,
+    event_time: time,
+  };
+  const flags = {
+    ...(facts.is_staff === undefined ? {} : { is_staff: facts.is_staff }),
+    ...(facts.is_site_admin === undefined ? {} : { is_site_admin: facts.is_site_admin }),
+  };
+  return upsertIfNewer<UserDoc>(tenant, {
+    collection: COLLECTIONS.users,
+    doc: { _id: String(facts.id), ...profile, is_staff: false, is_site_admin: false, ...flags },
+    set: { ...profile, ...flags },
+    tombstone: userTombstone(facts.id),
+    ownerOrg: () => ownerLookup(tenant.db).userOrg(facts.id),
+    // A membership belongs to a group of the old organization: it does not travel.
+    moveOut: async (old) => {
+      await old.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(facts.id) });
+    },
+  });
+}
+
+/**
+ * Deletes a retired user and their membership (SPEC section 5), wherever the user is, and
+ * leaves a tombstone in the organization so an older event cannot bring the user back. A user
+ * record newer than the retirement (an id the LMS used again) is left alone.
+ */
+export async function retireUser(tenant: Tenant, userId: number, time: string): Promise<ApplyOutcome> {
+  const owner = (await ownerLookup(tenant.db).userOrg(userId)) ?? tenant.org;
+  const home = owner === tenant.org ? tenant : new Tenant(tenant.db, owner);
+  const tombstoned = await recordDeletion(home, userTombstone(userId), time);
+  const users = home.collection<UserDoc>(COLLECTIONS.users);
+  const memberships = home.collection<MembershipDoc>(COLLECTIONS.memberships);
+  const user = await users.findById(String(userId), { projection: { event_time: 1 } });
+  if (user && user.event_time > time) return 'stale';
+  // Membership first: a crash in between leaves the user, and the redelivered event finishes.
+  // Each delete only when the read found something: a delete that matches nothing scans on FerretDB.
+  let deleted = 0;
+  if (await memberships.findById(String(userId), { projection: { _id: 1 } })) {
+    deleted += (await memberships.deleteOne({ _id: String(userId) })).deletedCount;
+  }
+  if (user) deleted += (await users.deleteOne({ _id: String(userId), event_time: { $lte: time } })).deletedCount;
+  if (deleted > 0) return 'applied';
+  return tombstoned;
+}
+

@@ -1,0 +1,235 @@
+import { randomUUID } from 'node:crypto';
+import { Kafka, logLevel, type IHeaders, type KafkaMessage, type Producer } from 'kafkajs';
+import { MongoClient } from 'mongodb';
+import type { RetryPolicy } from '../../consumers/consumer';
+import { COLLECTIONS, type GroupDoc, type RuleDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+import { createLogger } from '../../src/log';
+import { startService } from '../../src/runtime';
+import { KAFKA_BROKERS, testConfig, type TestService } from './stack';
+
+/** Event builders, a producer, seeding through Tenant and a service whose logs a test can read. */
+
+export const TYPES = {
+  activated: 'org.openedx.learning.user.account.activated.v1',
+  registered: 'org.openedx.learning.student.registration.completed.v1',
+  updated: 'org.openedx.learning.user.updated.v1',
+  retired: 'org.openedx.learning.user.retired.v1',
+  catalogChanged: 'org.openedx.content_authoring.course.catalog_info.changed.v1',
+  courseDeleted: 'org.openedx.content_authoring.course.deleted.v1',
+} as const;
+
+export interface CloudEventJson {
+  specversion: '1.0';
+  id: string;
+  source: string;
+  type: string;
+  time?: string;
+  datacontenttype?: string;
+  data: unknown;
+}
+
+let clock = Date.parse('2026-01-01T00:00:00Z');
+/** A fresh, increasing event time (tests that need an order pass their own). */
+export const nextTime = () => new Date((clock += 1000)).toISOString();
+
+export function cloudEvent(type: string, data: unknown, opts: { time?: string; id?: string } = {}): CloudEventJson {
+  return { specversion: '1.0', id: opts.id ?? randomUUID(), source: 'openedx/lms/web', type, time: opts.time ?? nextTime(), datacontenttype: 'application/json', data };
+}
+
+export interface TestUser {
+  id: number;
+  email: string;
+  username?: string;
+  name?: string;
+  is_active?: boolean;
+  is_staff?: boolean;
+  is_site_admin?: boolean;
+}
+
+let nextUser = 1000 + Math.floor(Math.random() * 1_000_000) * 100;
+/** A user id no other test of this run uses (user ids are global across organizations). */
+export const newUserId = () => ++nextUser;
+
+export function userData(org: string, user: TestUser) {
+  return {
+    user: {
+      id: user.id,
+      is_active: user.is_active ?? false,
+      pii: { username: user.username ?? `user${user.id}`, email: user.email, name: user.name ?? `User ${user.id}` },
+      ...(user.is_staff === undefined ? {} : { is_staff: user.is_staff }),
+      ...(user.is_site_admin === undefined ? {} : { is_site_admin: user.is_site_admin }),
+    },
+    organization: org,
+  };
+}
+
+/** A structured-mode message: the whole envelope in the value, keyed by `key`. */
+export const structured = (event: CloudEventJson, key: string | number) => ({
+  key: String(key),
+  value: JSON.stringify(event),
+  headers: { 'content-type': 'application/cloudevents+json' },
+});
+
+/** A binary-mode message: attributes in `ce_*` headers, `data` as the value. */
+export function binary(event: CloudEventJson, key: string | number) {
+  const headers: IHeaders = {
+    ce_specversion: event.specversion,
+    ce_id: event.id,
+    ce_source: event.source,
+    ce_type: event.type,
+    'content-type': 'application/json',
+  };
+  if (event.time) headers.ce_time = event.time;
+  return { key: String(key), value: JSON.stringify(event.data), headers };
+}
+
+export const kafka = new Kafka({ clientId: 'events-test', brokers: KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING });
+let producer: Producer | null = null;
+
+async function connectedProducer(): Promise<Producer> {
+  if (!producer) {
+    producer = kafka.producer({ allowAutoTopicCreation: true });
+    await producer.connect();
+  }
+  return producer;
+}
+
+export async function produce(topic: string, messages: { key: string; value: string | Buffer | null; headers?: IHeaders }[]): Promise<void> {
+  await (await connectedProducer()).send({ topic, acks: -1, messages });
+}
+
+export async function closeProducer(): Promise<void> {
+  await producer?.disconnect();
+  producer = null;
+}
+
+/** Polls `probe` until it returns something truthy (or `until` accepts it), failing after `timeoutMs`. */
+export async function waitFor<T>(probe: () => Promise<T>, until: (v: T) => boolean = Boolean, timeoutMs = 30000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (until(value)) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Reads every message of `topic` from the beginning until `count` arrived. */
+export async function readTopic(topic: string, count: number, timeoutMs = 30000): Promise<KafkaMessage[]> {
+  const consumer = kafka.consumer({ groupId: `reader-${randomUUID()}` });
+  const seen: KafkaMessage[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({ eachMessage: async ({ message }) => void seen.push(message) });
+  try {
+    await waitFor(async () => seen.length, (n) => n >= count, timeoutMs);
+  } finally {
+    await consumer.disconnect();
+  }
+  return seen;
+}
+
+/** A group and a rule `domain -> group`, written through the organization's Tenant. */
+export async function seedRule(tenant: Tenant, domain: string, groupName = `group for ${domain}`): Promise<GroupDoc> {
+  const id = await tenant.nextId('groups');
+  const group = await tenant.collection<GroupDoc>(COLLECTIONS.groups).insertOne({ _id: String(id), id, name: groupName.slice(0, 32), description: '' });
+  const ruleNumber = await tenant.nextId('membership_rules');
+  await tenant.collection<RuleDoc>(COLLECTIONS.rules).insertOne({ _id: `${tenant.org}|${domain}`, id: ruleNumber, name: `rule ${domain}`, domain, group: id });
+  return group;
+}
+
+export interface EventTestService extends TestService {
+  /** Every line the service logged, as text. */
+  logs: string[];
+  /** Stops the service and leaves its database (for a restart with the same config). */
+  stop(): Promise<void>;
+}
+
+/**
+ * The real service (HTTP and consumer) against the local stack, logging at debug level into
+ * `logs`. `env` may reuse a previous instance's database, topics and group to restart it.
+ */
+export async function startEventService(
+  env: Record<string, string | undefined> = {},
+  opts: { retry?: RetryPolicy; logs?: string[]; waitReady?: boolean } = {},
+): Promise<EventTestService> {
+  const config = testConfig({ SERVICE_ROLE: 'all', LOG_LEVEL: 'debug', ...env });
+  const logs = opts.logs ?? [];
+  const log = createLogger(config.LOG_LEVEL, { write: (line: string) => void logs.push(line) });
+  const running = await startService(config, log, { retry: opts.retry });
+  if (opts.waitReady !== false) await running.ready;
+  return {
+    ...running,
+    config,
+    logs,
+    baseUrl: `http://127.0.0.1:${running.port}`,
+    async close() {
+      await running.stop();
+      const client = new MongoClient(config.MONGO_URL, { serverSelectionTimeoutMS: 2000 });
+      try {
+        await client.db(config.MONGO_DB).dropDatabase();
+      } catch {
+        // unreachable in fault tests: nothing to clean then
+      } finally {
+        await client.close();
+      }
+    },
+  };
+}
+
+/** The env that makes a second service instance use the same database, topics and group. */
+export const sameDeployment = (s: TestService) => ({
+  MONGO_URL: s.config.MONGO_URL,
+  MONGO_DB: s.config.MONGO_DB,
+  KAFKA_TOPICS: s.config.KAFKA_TOPICS.join(','),
+  KAFKA_GROUP_ID: s.config.KAFKA_GROUP_ID,
+});
+
+/** Produces one message and says where it landed. */
+export async function produceOne(topic: string, message: { key: string; value: string | Buffer | null; headers?: IHeaders; partition?: number }) {
+  const [meta] = await (await connectedProducer()).send({ topic, acks: -1, messages: [message] });
+  return { topic, partition: meta!.partition, offset: Number(meta!.baseOffset) };
+}
+
+/**
+ * Waits until the consumer group committed past `offset` of `partition`: the message and every
+ * earlier one of its partition were handled. The barrier for "the event was processed" when the
+ * effect to check is that nothing changed.
+ */
+export async function waitCommitted(groupId: string, at: { topic: string; partition: number; offset: number }, timeoutMs = 30000): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await waitFor(
+      async () => {
+        const [topic] = await admin.fetchOffsets({ groupId, topics: [at.topic] });
+        const p = topic?.partitions.find((x) => x.partition === at.partition);
+        return p ? Number(p.offset) : -1;
+      },
+      (committed) => committed > at.offset,
+      timeoutMs,
+    );
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Waits until the consumer group committed every message `topic` holds now (all partitions). */
+export async function waitCaughtUp(groupId: string, topic: string, timeoutMs = 30000): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+    await waitFor(
+      async () => {
+        const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+        return (committed?.partitions ?? []).every((p) => Number(p.offset) >= (ends.get(p.partition) ?? 0) || (ends.get(p.partition) ?? 0) === 0);
+      },
+      Boolean,
+      timeoutMs,
+    );
+  } finally {
+    await admin.disconnect();
+  }
+}
