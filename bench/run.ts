@@ -14,6 +14,8 @@ const num = (name: string, fallback: number) => {
 async function main(): Promise<void> {
   const result = await runBenchSuite({
     mongoUrl: process.env.MONGO_URL || 'mongodb://127.0.0.1:27017/',
+    kafkaBrokers: process.env.KAFKA_BROKERS || '127.0.0.1:9092',
+    events: num('BENCH_EVENTS', 10_000),
     users: num('BENCH_USERS', 100_000),
     courses: num('BENCH_COURSES', 1_000),
     groups: num('BENCH_GROUPS', 100),

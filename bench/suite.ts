@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { MongoClient } from 'mongodb';
+import { benchEvents } from './events';
 import { drive, type LoadOptions, type Target } from './load';
 import { MAIN_ORG, seedBenchData, type BenchScale, type Seeded } from './seed';
 import type { ServerMessage } from './server';
@@ -10,6 +11,9 @@ import { formatTable, type BenchRow } from './table';
 
 export interface SuiteOptions extends BenchScale, LoadOptions {
   mongoUrl: string;
+  kafkaBrokers: string;
+  /** Activation events for the events rows (bench/events.ts). */
+  events: number;
   /** Seconds of unrecorded load before each row (JIT, connection pools, caches). */
   warmup: number;
   /** Also measure the access rows with the cache off (a second service process). */
@@ -156,8 +160,8 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
       { row: 'courses by group', baseUrl: cached.serviceUrl, headers: admin, request: () => ({ path: `${API}/courses/?group=${any(data.groupIds)}` }) },
       ceiling.rate,
     );
-    // ---- EVENTS ROWS, added at merge: benchEvents() of bench/events.ts (another branch) returns [ceilingRow, eventsRow].
-    // rows.push(...(await benchEvents({ mongoUrl: opts.mongoUrl, connections: opts.connections, duration: opts.duration })));
+    opts.progress?.(`events: ${opts.events} activations`);
+    rows.push(...(await benchEvents({ events: opts.events, mongoUrl: opts.mongoUrl, kafkaBrokers: opts.kafkaBrokers })));
 
     if (opts.compareWithoutCache) {
       await cached.stop();
@@ -172,10 +176,12 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
     const byName = (name: string) => rows.find((r) => r.row === name);
     const fmt = (n: number | undefined | null, d = 2) => (n === undefined || n === null ? 'n/a' : n.toFixed(d));
     const search = byName('users search');
+    const events = rows.find((r) => r.row.startsWith('events: activation'));
     const targets = [
       `access single ≥ 0.5 × ceiling: ${fmt(access.single.rate / ceiling.rate)} × ceiling`,
       `access batch 100 p99 ≤ 3 × access single p99: ${fmt((access.batch.p99 ?? NaN) / (access.single.p99 ?? NaN))} ×`,
       `users search p99 < 100 ms: ${search?.failed ? 'FAILED row' : `${fmt(search?.p99, 1)} ms`}`,
+      `events ≥ 0.5 × their ceiling: ${fmt(events && events.ceilingRate ? events.rate / events.ceilingRate : undefined)} × ceiling`,
       `service peak RSS < 300 MiB: ${peakRssMiB.toFixed(0)} MiB`,
     ];
     return { rows, peakRssMiB, table: formatTable(rows), targets };
