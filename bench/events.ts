@@ -41,6 +41,17 @@ function bucketQuantile(buckets: { le: number; count: number }[], total: number,
   return null; // beyond the last finite bucket
 }
 
+/** A bench waits for its end state, but not forever: a stalled consumer fails the row loudly. */
+const STALL_LIMIT_MS = Number(process.env.BENCH_EVENTS_TIMEOUT_MS || 30 * 60_000);
+
+async function until(done: () => boolean | Promise<boolean>, what: string, progress: () => string): Promise<void> {
+  const deadline = Date.now() + STALL_LIMIT_MS;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`${what} did not finish within ${STALL_LIMIT_MS / 1000} s (${progress()})`);
+    await sleep(20);
+  }
+}
+
 export async function benchEvents(opts: { events: number; mongoUrl: string; kafkaBrokers: string }): Promise<BenchRow[]> {
   const run = `${Date.now().toString(36)}${randomUUID().slice(0, 4)}`;
   const topic = `bench-events-${run}`;
@@ -113,7 +124,7 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
       },
     });
     const ceilingStart = performance.now();
-    while (seen < opts.events) await sleep(20);
+    await until(() => seen >= opts.events, 'the ceiling consumer', () => `${seen} of ${opts.events}`);
     const ceilingSeconds = (lastAt - ceilingStart) / 1000;
     await consumer.disconnect();
     latencies.sort((a, b) => a - b);
@@ -145,7 +156,8 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
       const metric = await service.metrics.eventsHandled.get();
       return metric.values.filter((v) => v.labels.type === ACTIVATED && v.labels.outcome !== 'retried').reduce((sum, v) => sum + v.value, 0);
     };
-    while ((await handled()) < opts.events) await sleep(20);
+    let applied = 0;
+    await until(async () => (applied = await handled()) >= opts.events, 'the service consumer', () => `${applied} of ${opts.events}`);
     const serviceSeconds = (performance.now() - serviceStart) / 1000;
     const histogram = (await service.metrics.eventDuration.get()).values.filter((v) => v.labels.type === ACTIVATED);
     const durations = histogram.find((v) => v.metricName === 'event_handler_duration_seconds_sum');

@@ -38,7 +38,9 @@ export async function drive(target: Target, load: LoadOptions, ceilingRate: numb
   });
   const answered = result['2xx'] + result.non2xx;
   let failed: string | undefined;
-  if (result['2xx'] === 0 || result.non2xx > 0 || result.errors > 0) {
+  if (answered === 0) {
+    failed = `no answer within the row's ${load.duration} s (a request takes longer than that here)`;
+  } else if (result['2xx'] === 0 || result.non2xx > 0 || result.errors > 0) {
     const codes = Object.keys(result.statusCodeStats ?? {}).join(', ') || 'none';
     failed = `${result.non2xx} of ${answered} answers non-2xx (status ${codes}), ${result.errors} errors`;
   }
