@@ -39,3 +39,17 @@ export async function snapshot(db: Db): Promise<Record<string, unknown[]>> {
   for (const name of names) out[name] = await db.collection(name).find().sort({ _id: 1 }).toArray();
   return out;
 }
+
+/** Runs `request`, checks it was refused with `status` and `body`, and that it wrote nothing. */
+export async function expectRefusedWithoutWrites(
+  db: Db,
+  request: () => Promise<{ status: number; body: unknown }>,
+  status: number,
+  body: unknown,
+): Promise<void> {
+  const before = await snapshot(db);
+  const res = await request();
+  expect(res.status).toBe(status);
+  expect(res.body).toEqual(body);
+  expect(await snapshot(db)).toEqual(before);
+}

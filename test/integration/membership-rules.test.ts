@@ -1,6 +1,6 @@
 // SPEC §3: membership rules: shapes and codes, the domain rule, one rule per domain per organization.
 import { client } from '../helpers/http';
-import { snapshot } from '../helpers/seed';
+import { expectRefusedWithoutWrites } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -21,13 +21,9 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-async function refused(request: () => Promise<{ status: number; body: unknown }>, body: unknown) {
-  const before = await snapshot(service.db);
-  const res = await request();
-  expect(res.status).toBe(400);
-  expect(res.body).toEqual(body);
-  expect(await snapshot(service.db)).toEqual(before);
-}
+/** A 400 with `body`, and nothing written. */
+const refused = (request: () => Promise<{ status: number; body: unknown }>, body: unknown) =>
+  expectRefusedWithoutWrites(service.db, request, 400, body);
 const rulesDocs = () => service.db.collection('membership_rules').find({ org: 'org-a' }).sort({ _id: 1 }).toArray();
 
 test('create, retrieve, list, PATCH and DELETE have the SPEC shapes and codes', async () => {

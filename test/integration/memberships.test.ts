@@ -1,7 +1,7 @@
 // SPEC §3: memberships: shapes and codes, one membership per user, `user` set on creation only,
 // references checked in the organization, and the group cascade.
 import { client } from '../helpers/http';
-import { seeder, snapshot } from '../helpers/seed';
+import { seeder, expectRefusedWithoutWrites } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -21,13 +21,9 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-async function refused(request: () => Promise<{ status: number; body: unknown }>, body: unknown) {
-  const before = await snapshot(service.db);
-  const res = await request();
-  expect(res.status).toBe(400);
-  expect(res.body).toEqual(body);
-  expect(await snapshot(service.db)).toEqual(before);
-}
+/** A 400 with `body`, and nothing written. */
+const refused = (request: () => Promise<{ status: number; body: unknown }>, body: unknown) =>
+  expectRefusedWithoutWrites(service.db, request, 400, body);
 
 test('create, retrieve, list, PATCH and DELETE have the SPEC shapes and codes', async () => {
   const created = await a.post('memberships/', { user: 1, group: g1.id, extra: 'ignored' });

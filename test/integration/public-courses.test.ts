@@ -1,6 +1,6 @@
 // SPEC §3: public-course records: create, list, retrieve, delete (no PATCH); one per course.
 import { client } from '../helpers/http';
-import { seeder, snapshot } from '../helpers/seed';
+import { seeder, expectRefusedWithoutWrites } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -15,13 +15,9 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-async function refused(request: () => Promise<{ status: number; body: unknown }>, body: unknown) {
-  const before = await snapshot(service.db);
-  const res = await request();
-  expect(res.status).toBe(400);
-  expect(res.body).toEqual(body);
-  expect(await snapshot(service.db)).toEqual(before);
-}
+/** A 400 with `body`, and nothing written. */
+const refused = (request: () => Promise<{ status: number; body: unknown }>, body: unknown) =>
+  expectRefusedWithoutWrites(service.db, request, 400, body);
 
 test('create, retrieve, list and DELETE have the SPEC shapes and codes; the course shows it', async () => {
   const created = await a.post('public-courses/', { course: C1 });
