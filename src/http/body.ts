@@ -14,13 +14,20 @@ export const jsonBody: Middleware = async function parseJsonBody(ctx, next) {
   if (!ctx.is('application/json')) {
     throw new HttpError(415, { detail: `Unsupported media type "${type.slice(0, 100)}" in request.` });
   }
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await getRawBody(ctx.req, { limit: MAX_BODY_BYTES, encoding: 'utf8', length: ctx.get('Content-Length') || undefined });
+    bytes = await getRawBody(ctx.req, { limit: MAX_BODY_BYTES, length: ctx.get('Content-Length') || undefined });
   } catch (err) {
     const e = err as { type?: string; status?: number };
     if (e.type === 'entity.too.large') throw new HttpError(413, { detail: 'Request body is larger than 1 MiB.' });
     throw new HttpError(400, { detail: 'The request body could not be read.' });
+  }
+  let text: string;
+  try {
+    // Strict decoding: invalid UTF-8 is a parse error, as in DRF, not text silently full of U+FFFD.
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new HttpError(400, { detail: 'JSON parse error - the body is not valid UTF-8.' });
   }
   let value: unknown;
   try {
