@@ -35,6 +35,9 @@ export const jsonBody: Middleware = async function parseJsonBody(ctx, next) {
   } catch (err) {
     throw new HttpError(400, { detail: `JSON parse error - ${(err as Error).message.slice(0, 200)}` });
   }
+  if (hasLoneSurrogate(value)) {
+    throw new HttpError(400, { detail: 'JSON parse error - a string holds a lone surrogate (\\ud800-\\udfff), which is not text.' });
+  }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     const got = value === null ? 'null' : Array.isArray(value) ? 'list' : typeof value;
     throw validationError({ non_field_errors: [`Invalid data. Expected a dictionary, but got ${got}.`] });
@@ -42,3 +45,28 @@ export const jsonBody: Middleware = async function parseJsonBody(ctx, next) {
   ctx.state.body = value;
   return next();
 };
+
+/**
+ * Whether a parsed value holds a string (value or key) with an unpaired UTF-16 surrogate: JSON
+ * escapes allow one, but it cannot be stored as UTF-8, so the database would keep U+FFFD while
+ * the answer echoed the surrogate. An explicit stack, as bodies may nest 100,000 levels deep.
+ */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function hasLoneSurrogate(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) return true;
+    } else if (Array.isArray(value)) {
+      for (const item of value) stack.push(item);
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        if (LONE_SURROGATE.test(key)) return true;
+        stack.push(item);
+      }
+    }
+  }
+  return false;
+}
