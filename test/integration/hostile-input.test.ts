@@ -103,7 +103,7 @@ describe('NUL bytes, long and odd strings', () => {
 
   test.each(['users/', 'courses/'])('%s search: 10,000 characters, NUL bytes, operators as text', async (list) => {
     for (const search of ['x'.repeat(10_000), 'a\u0000b', '\u0000', '%00', '.*\u0000', 'user1001\u0000']) {
-      const res = await refusedOrAnswered(() => a.get(`${list}?search=${encodeURIComponent(search)}`));
+      const res = await refusedOrAnswered(() => a.get(`${list}?search=${encodeURIComponent(search)}`), undefined, false);
       if (res.status === 200) expect(res.body.count).toBe(0);
     }
   });
@@ -114,7 +114,7 @@ describe('numbers and strings in each other\'s places; ids beyond 2^53', () => {
 
   test.each(huge)('path id %s is a 404 on every item path', async (id) => {
     for (const resource of ['course-access-groups', 'group-courses', 'public-courses', 'memberships', 'membership-rules', 'users']) {
-      await refusedOrAnswered(() => a.get(`${resource}/${id}/`), 404);
+      await refusedOrAnswered(() => a.get(`${resource}/${id}/`), 404, false);
       if (resource === 'users') continue; // read-only: DELETE and PATCH are a 405 before the id is read
       await refusedOrAnswered(() => a.delete(`${resource}/${id}/`), 404);
       if (resource !== 'public-courses') await refusedOrAnswered(() => a.patch(`${resource}/${id}/`, { name: 'x' }), 404);
@@ -136,9 +136,9 @@ describe('numbers and strings in each other\'s places; ids beyond 2^53', () => {
   test('ids beyond 2^53 in query strings: a 400 or an empty answer', async () => {
     const s = client(service.baseUrl, await serviceToken());
     for (const big of ['9007199254740993', '18446744073709551616', '-1', '1.0', '1e3']) {
-      await refusedOrAnswered(() => a.get(`memberships/?group=${big}`));
-      await refusedOrAnswered(() => a.get(`course-access-groups/?limit=${big}&offset=${big}`));
-      const access = await refusedOrAnswered(() => s.get(`access/?course_id=${encodeURIComponent(wa.courseKey)}&action=course.enroll&user_id=${big}`));
+      await refusedOrAnswered(() => a.get(`memberships/?group=${big}`), undefined, false);
+      await refusedOrAnswered(() => a.get(`course-access-groups/?limit=${big}&offset=${big}`), undefined, false);
+      const access = await refusedOrAnswered(() => s.get(`access/?course_id=${encodeURIComponent(wa.courseKey)}&action=course.enroll&user_id=${big}`), undefined, false);
       expect(access.status).toBe(400);
     }
   });
@@ -215,8 +215,8 @@ describe('JSON edge cases', () => {
       await refusedOrAnswered(() => raw('PATCH', 'site-configuration/', '{"__proto__":{"polluted":"yes"}}'));
     }
     for (const q of ['__proto__[polluted]=yes', '__proto__.polluted=yes', 'constructor[prototype][polluted]=yes', '__proto__=x']) {
-      await refusedOrAnswered(() => a.get(`course-access-groups/?${q}`));
-      await refusedOrAnswered(() => a.get(`users/?${q}`));
+      await refusedOrAnswered(() => a.get(`course-access-groups/?${q}`), undefined, false);
+      await refusedOrAnswered(() => a.get(`users/?${q}`), undefined, false);
     }
     expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
     expect((Object.prototype as { isStaff?: unknown }).isStaff).toBeUndefined();
