@@ -274,5 +274,7 @@ test('two organizations, random operation sequences: nothing of one reaches the 
     }),
     { numRuns: RUNS },
   );
+  // eslint-disable-next-line no-console
+  console.log(`tenant-model: ${steps} commands in ${RUNS} runs (each followed by the model comparison)`);
   expect(steps).toBeGreaterThan(RUNS);
 }, 120_000);
