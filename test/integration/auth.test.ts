@@ -55,6 +55,21 @@ describe('401: missing, malformed, expired or badly signed token', () => {
     expect(res.body).toEqual({ detail: 'Token has expired.' });
   });
 
+  test('a token not yet valid (nbf an hour ahead): issue 6, a token cannot be used before its time', async () => {
+    const early = await token({ user_id: 1, administrator: true, nbf: inAnHour() });
+    const res = await status(early, `${PATH}?organization_uuid=org-a`);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ detail: expect.any(String) });
+  });
+
+  test('a payload tampered to raise its rights (administrator added, signature kept): issue 6', async () => {
+    const [h, , s] = (await siteAdminToken('org-a')).split('.');
+    const raised = `${h}.${b64({ user_id: 2, org: 'org-b', roles: ['site_admin'], administrator: true, exp: inAnHour() })}.${s}`;
+    const res = await status(raised, `${PATH}?organization_uuid=org-b`);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ detail: expect.any(String) });
+  });
+
   test('a token without exp (exp is required)', async () => {
     const noExp = await new SignJWT({ user_id: 1, administrator: true })
       .setProtectedHeader({ alg: 'HS256' })
