@@ -107,7 +107,7 @@ test('an imported active user matching a membership rule joins its group; an ina
   await runImport({ users });
   const members = (await a.get('memberships/')).body.results.map((m: { user: { id: number }; group: { id: number } }) => [m.user.id, m.group.id]);
   expect(members).toEqual([[31, group.id]]);
-  expect(await service.db.collection('memberships').findOne({ _id: '31' })).toMatchObject({ automatic: true });
+  expect(await service.db.collection<{ _id: string }>('memberships').findOne({ _id: '31' })).toMatchObject({ automatic: true });
 });
 
 test('the `cag` program imports into the database MONGO_DB names and exits 0; a missing file exits 1', async () => {
