@@ -111,3 +111,35 @@ export function jwtAlgorithm(config: Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY
   }
   return config.JWT_ALGORITHM ?? ('RS256' as const);
 }
+
+/** What the `cag` command line reads: the database and the log level, nothing of JWT or Kafka. */
+export const cliConfigSchema = {
+  type: 'object',
+  properties: {
+    MONGO_URL: configSchema.properties.MONGO_URL,
+    MONGO_DB: configSchema.properties.MONGO_DB,
+    LOG_LEVEL: configSchema.properties.LOG_LEVEL,
+  },
+  additionalProperties: false,
+  required: ['MONGO_URL', 'MONGO_DB', 'LOG_LEVEL'],
+} as const;
+
+export type CliConfig = Readonly<FromSchema<typeof cliConfigSchema>>;
+
+/**
+ * The service's own rules (same property schemas, same defaults) for the subset the command line
+ * needs: a backfill or an export on an operator's shell must not require the JWT key or brokers.
+ */
+export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
+  const raw: Record<string, string> = {};
+  for (const key of Object.keys(cliConfigSchema.properties)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const validate = new Ajv({ useDefaults: true, allErrors: true }).compile<CliConfig>(cliConfigSchema);
+  if (!validate(raw)) {
+    const problems = (validate.errors ?? []).map((e) => `${e.instancePath.replace(/^\//, '')}: ${e.message}`);
+    throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  return Object.freeze(raw as unknown as CliConfig);
+}

@@ -1,3 +1,4 @@
+import type { Db } from 'mongodb';
 import { Tenant } from '../../src/db/tenant';
 import { applyMembershipRules } from '../../src/domain/membership-rules';
 import { upsertUser } from '../../src/domain/users';
@@ -43,10 +44,15 @@ export type UserEventData = Infer<typeof userEventDataSchema>;
  * membership rules. Rules run even when the upsert was a duplicate or stale: a redelivery after
  * a crash between the two steps must still create the membership (creating it is idempotent).
  */
-export async function upsertUserEvent(
-  { db, event, data }: HandlerContext<UserEventData>,
-  opts: { forceActive: boolean; rules: boolean },
-) {
+export function upsertUserEvent({ db, event, data }: HandlerContext<UserEventData>, opts: { forceActive: boolean; rules: boolean }) {
+  return applyUserData(db, data, event.eventTime, opts);
+}
+
+/**
+ * What a user event does with its `data` as of `time`; the consumer's handlers and the backfill
+ * import (src/cli/import.ts) both come here, so an imported line is exactly a delivered event.
+ */
+export async function applyUserData(db: Db, data: UserEventData, time: string, opts: { forceActive: boolean; rules: boolean }) {
   const tenant = new Tenant(db, data.organization);
   const { user } = data;
   const { outcome, current } = await upsertUser(
@@ -60,7 +66,7 @@ export async function upsertUserEvent(
       is_staff: user.is_staff,
       is_site_admin: user.is_site_admin,
     },
-    event.eventTime,
+    time,
   );
   if (opts.rules && current) {
     await applyMembershipRules(current.org === tenant.org ? tenant : new Tenant(db, current.org), current);

@@ -41,3 +41,29 @@ export async function applyMembershipRules(
   }
   return created;
 }
+
+/**
+ * Applies one rule to the learners already registered: every active user of the organization
+ * whose email domain is the rule's and who has no membership becomes an automatic member of the
+ * rule's group. Returns how many memberships were created (0 when run again). Users are read a
+ * page at a time by public id, never all at once; each user goes through applyMembershipRules, so
+ * existing memberships are left to the primary key (insertMembershipIfAbsent), which also makes a concurrent event or admin safe.
+ */
+export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDoc, 'domain' | 'group'>, pageSize = 500): Promise<number> {
+  const users = tenant.collection<UserDoc>(COLLECTIONS.users);
+  let created = 0;
+  let after = 0;
+  for (;;) {
+    const page = await users
+      .find({ id: { $gt: after }, is_active: true }, { projection: { id: 1, email: 1, is_active: 1, event_time: 1 } })
+      .sort({ id: 1 })
+      .limit(pageSize)
+      .toArray();
+    if (page.length === 0) return created;
+    after = page[page.length - 1]!.id;
+    // The same function an event runs per user: it finds this rule by the user's domain.
+    const matching = page.filter((u) => emailDomain(u.email) === rule.domain);
+    const made = await Promise.all(matching.map((u) => applyMembershipRules(tenant, u)));
+    created += made.filter((m) => m !== null).length;
+  }
+}

@@ -5,11 +5,18 @@ import { HttpError, validationError } from './errors';
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
- * Parses a JSON object body for POST, PUT and PATCH into `ctx.state.body`, with DRF's answers:
+ * Parses a JSON object body for POST, PUT and PATCH into `ctx.state.body` (no body at all: `{}`), with DRF's answers:
  * 415 for another content type, 413 past 1 MiB, 400 for malformed JSON or a non-object.
  */
 export const jsonBody: Middleware = async function parseJsonBody(ctx, next) {
   if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
+  // No body at all (no type, no length, not chunked) is no data, as DRF's empty `request.data`:
+  // `{}`, which an action such as `membership-rules/<id>/apply/` accepts and a create refuses
+  // field by field. A body of any length still needs a JSON type.
+  if (!ctx.get('Content-Type') && !ctx.get('Transfer-Encoding') && !ctx.request.length) {
+    ctx.state.body = {};
+    return next();
+  }
   const type = ctx.get('Content-Type');
   if (!ctx.is('application/json')) {
     throw new HttpError(415, { detail: `Unsupported media type "${type.slice(0, 100)}" in request.` });

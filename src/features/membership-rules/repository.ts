@@ -3,6 +3,7 @@ import type { Tenant } from '../../db/tenant';
 import { doesNotExist, fieldError, isDuplicateKey } from '../../http/errors';
 import type { Page } from '../../http/pagination';
 import type { Infer } from '../../validation';
+import { applyRuleToExistingUsers } from '../../domain/membership-rules';
 import { groupsRepository } from '../groups/repository';
 import type { ruleCreateSchema, rulePatchSchema, ruleSchema } from './schema';
 
@@ -95,3 +96,9 @@ export function rulesRepository(tenant: Tenant) {
 }
 
 export type RulesRepository = ReturnType<typeof rulesRepository>;
+
+/** Applies rule `id` to the organization's existing users: the memberships created, or null for an unknown id. */
+export async function applyRule(tenant: Tenant, id: number): Promise<number | null> {
+  const rule = await tenant.collection<RuleDoc>(COLLECTIONS.rules).findOne({ id });
+  return rule && applyRuleToExistingUsers(tenant, rule);
+}

@@ -1,7 +1,9 @@
 import type Router from '@koa/router';
+import { notFound } from '../../http/errors';
+import { intId } from '../../http/params';
 import { resourceRoutes } from '../../http/resource-routes';
 import { validator } from '../../validation';
-import { rulesRepository } from './repository';
+import { applyRule, rulesRepository } from './repository';
 import { ruleCreateSchema, rulePatchSchema } from './schema';
 
 const parseCreate = validator(ruleCreateSchema);
@@ -13,5 +15,12 @@ export function registerRuleRoutes(router: Router): void {
     create: parseCreate,
     patch: parsePatch,
     remove: true,
+  });
+
+  // An action, not an edit: the body is ignored (none, or `{}`), the answer is how many joined.
+  router.post('/membership-rules/:id/apply', async (ctx) => {
+    const created = await applyRule(ctx.state.tenant, intId(ctx.params.id));
+    if (created === null) throw notFound();
+    ctx.body = { created };
   });
 }

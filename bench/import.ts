@@ -1,0 +1,79 @@
+/**
+ * `npm run bench:import -- [lines] [concurrency] [passes]`: generates a users JSON Lines file of `lines`
+ * lines (default 20,000) in a temp dir, imports it into a fresh database with the `cag import`
+ * code, and prints lines/s and the process's peak RSS, then imports it again (all unchanged).
+ * The file and the database are removed afterwards; nothing generated is kept.
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
+import { createMongoClient } from '../src/db/client';
+import { ensureIndexes } from '../src/db/collections';
+import { Tenant } from '../src/db/tenant';
+import { rulesRepository } from '../src/features/membership-rules/repository';
+import { groupsRepository } from '../src/features/groups/repository';
+import { importFiles } from '../src/cli/import';
+
+const ORG = 'bench-import';
+const lines = Number(process.argv[2] ?? 20000);
+const concurrency = Number(process.argv[3] ?? 16);
+
+async function generate(path: string) {
+  const out = createWriteStream(path);
+  for (let id = 1; id <= lines; id++) {
+    // One user in ten is at the rule's domain, one in twenty inactive: rules are applied too.
+    const domain = id % 10 === 0 ? 'partner.example' : 'example.com';
+    const line = JSON.stringify({
+      user: { id, is_active: id % 20 !== 0, pii: { username: `user${id}`, email: `user${id}@${domain}`, name: `User ${id}` } },
+      organization: ORG,
+    });
+    if (!out.write(`${line}\n`)) await once(out, 'drain');
+  }
+  out.end();
+  await once(out, 'finish');
+}
+
+async function main() {
+  const dir = await mkdtemp(join(tmpdir(), 'cag-bench-'));
+  const client = createMongoClient(process.env.MONGO_URL || 'mongodb://127.0.0.1:27017/');
+  const db = client.db(`bench_import_${Date.now().toString(36)}`);
+  let peakRss = 0;
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 250);
+  try {
+    const file = join(dir, 'users.jsonl');
+    await generate(file);
+    console.log(`generated ${lines} lines (${((await stat(file)).size / 1e6).toFixed(1)} MB); concurrency ${concurrency}`);
+    await ensureIndexes(db);
+    const tenant = new Tenant(db, ORG);
+    const group = await groupsRepository(tenant).create({ name: 'Partners', description: '' });
+    await rulesRepository(tenant).create({ name: 'partners', domain: 'partner.example', group: group.id });
+
+    const progress = Object.assign(new PassThrough(), { isTTY: false });
+    progress.on('data', (chunk) => process.stderr.write(chunk));
+    const passes = ["first import", "second import (all unchanged)"].slice(0, Number(process.argv[4] ?? 2));
+    for (const pass of passes) {
+      const started = process.hrtime.bigint();
+      const summary = await importFiles(db, { users: file, concurrency, out: progress });
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      peakRss = Math.max(peakRss, process.memoryUsage.rss());
+      const rate = summary.read / seconds;
+      console.log(
+        `${pass}: ${JSON.stringify(summary)} in ${seconds.toFixed(1)} s = ${rate.toFixed(0)} lines/s; ` +
+          `1,000,000 lines at this rate: ${(1e6 / rate / 60).toFixed(1)} min; peak RSS so far ${(peakRss / 1048576).toFixed(0)} MiB`,
+      );
+    }
+  } finally {
+    clearInterval(sampler);
+    await db.dropDatabase().catch(() => undefined);
+    await client.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});

@@ -1,0 +1,117 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, loadCliConfig } from '../config';
+import { createMongoClient } from '../db/client';
+import { ensureIndexes } from '../db/collections';
+import { createLogger } from '../log';
+import { exportConfiguration } from './export';
+import { FatalImportError, importFiles } from './import';
+import { ImportConfigError, importConfiguration } from './import-config';
+
+const USAGE = `usage:
+  cag import [--users users.jsonl] [--courses courses.jsonl] [--concurrency N] [--strict]
+  cag export --org ORG > config.json
+  cag import-config --org ORG [--merge] config.json
+environment: MONGO_URL, MONGO_DB, LOG_LEVEL (as the service reads them; nothing else)`;
+
+export interface CliIo {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * Runs one `cag` command and returns its exit code: 0 done, 1 fatal (unreadable file, database
+ * down, invalid configuration), 2 usage, 3 `import --strict` with refused lines.
+ */
+export async function runCli(argv: string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
+  const [command, ...rest] = argv;
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: rest,
+      allowPositionals: true,
+      options: {
+        users: { type: 'string' },
+        courses: { type: 'string' },
+        concurrency: { type: 'string' },
+        strict: { type: 'boolean' },
+        org: { type: 'string' },
+        merge: { type: 'boolean' },
+      },
+    });
+  } catch (err) {
+    io.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (!command || !['import', 'export', 'import-config'].includes(command) || (command !== 'import-config' && positionals.length > 0)) {
+    io.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  if ((command === 'export' || command === 'import-config') && !values.org) {
+    io.stderr.write(`--org is required\n${USAGE}\n`);
+    return 2;
+  }
+  if (command === 'import-config' && positionals.length !== 1) {
+    io.stderr.write(`give one config file\n${USAGE}\n`);
+    return 2;
+  }
+  const concurrency = values.concurrency === undefined ? 16 : Number(values.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256) {
+    io.stderr.write(`--concurrency must be an integer from 1 to 256\n`);
+    return 2;
+  }
+
+  let config;
+  try {
+    config = loadCliConfig(io.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      io.stderr.write(`${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  const log = createLogger(config.LOG_LEVEL, io.stderr as never);
+  const client = createMongoClient(config.MONGO_URL);
+  try {
+    const db = client.db(config.MONGO_DB);
+    await ensureIndexes(db);
+    if (command === 'import') {
+      const summary = await importFiles(db, { users: values.users, courses: values.courses, concurrency, out: io.stderr });
+      io.stderr.write(`read ${summary.read}, applied ${summary.applied}, unchanged ${summary.unchanged}, refused ${summary.refused}\n`);
+      log.info({ summary }, 'import finished');
+      return values.strict && summary.refused > 0 ? 3 : 0;
+    }
+    if (command === 'export') {
+      const document = await exportConfiguration(db, values.org!);
+      io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+      return 0;
+    }
+    const report = await importConfiguration(db, values.org!, positionals[0]!, { merge: values.merge === true });
+    io.stderr.write(`${JSON.stringify(report)}\n`);
+    return 0;
+  } catch (err) {
+    if (err instanceof FatalImportError || err instanceof ImportConfigError) {
+      io.stderr.write(`${err.message}\n`);
+      return 1;
+    }
+    log.error({ err }, `${command} failed`);
+    return 1;
+  } finally {
+    await client.close();
+  }
+}
+
+// Run as a program (bin/cag.js or `node dist/src/cli/main.js`), not when a test imports it.
+if (require.main === module) {
+  runCli(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
