@@ -148,18 +148,6 @@ export async function produceActivations(
   return ids;
 }
 
-/** Sum over partitions of the group's committed offsets of `topic` (-1, none yet, counts as 0). */
-export async function committedTotal(groupId: string, topic: string, on: Kafka = kafka): Promise<number> {
-  const admin = on.admin();
-  await admin.connect();
-  try {
-    const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
-    return (committed?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
-  } finally {
-    await admin.disconnect();
-  }
-}
-
 /** A group and a rule `domain -> group`, written through the organization's Tenant. */
 export async function seedRule(tenant: Tenant, domain: string, groupName = `group for ${domain}`): Promise<GroupDoc> {
   const id = await tenant.nextId('groups');
