@@ -104,6 +104,19 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
     if (n % 10 === 0) publics.push({ _id: key, id: publics.length + 1, org, course: key });
   }
 
+  // The highest id of each resource claimed, as src/db/counters.ts claims them: without it the
+  // service's next POST would be handed an id the seed already used (a write load collides).
+  const claims = (
+    [
+      ['groups', groups.length],
+      ['memberships', memberships.length],
+      ['group_courses', links.length],
+      ['public_courses', publics.length],
+    ] as const
+  )
+    .filter(([, n]) => n > 0)
+    .map(([resource, n]) => ({ _id: `${resource}:${n}`, resource, n }));
+
   const configs: SiteConfigurationDoc[] = [MAIN_ORG, OTHER_ORG].map((org) => ({ _id: org, org, ENABLE_COURSE_ACCESS_GROUPS: true }));
 
   await Promise.all([
@@ -114,6 +127,7 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
     insertAll(db, COLLECTIONS.groupCourses, links),
     insertAll(db, COLLECTIONS.publicCourses, publics),
     insertAll(db, COLLECTIONS.siteConfigurations, configs),
+    insertAll(db, COLLECTIONS.counters, claims),
   ]);
   return {
     userIds: Array.from({ length: scale.users }, (_, i) => i + 1),

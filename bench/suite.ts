@@ -33,20 +33,22 @@ export interface SuiteResult {
 const JWT_SECRET = `bench-${randomBytes(12).toString('hex')}`;
 const API = '/course_access_groups/api/v1';
 
-const sign = (claims: Record<string, unknown>) =>
+export const sign = (claims: Record<string, unknown>) =>
   new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('2h').sign(new TextEncoder().encode(JWT_SECRET));
 
-interface ServiceProcess {
+export interface ServiceProcess {
   serviceUrl: string;
   ceilingUrl: string;
   peakRss: () => number;
+  /** The latest resident-memory sample (bytes), taken every 100 ms. */
+  rss: () => number;
   /** Resolves once no request is being handled (abandoned ones included). */
   idle: () => Promise<void>;
   stop: () => Promise<void>;
 }
 
 /** Starts bench/server.ts as a child process (its own event loop, as in production) and waits for its ports. */
-async function startServiceProcess(opts: SuiteOptions, dbName: string, cache: 'on' | 'off'): Promise<ServiceProcess> {
+export async function startServiceProcess(opts: Pick<SuiteOptions, 'mongoUrl' | 'logLevel'>, dbName: string, cache: 'on' | 'off'): Promise<ServiceProcess> {
   const child: ChildProcess = fork(join(__dirname, 'server.ts'), [], {
     execArgv: ['--import', 'tsx'],
     // The access log is written (production cost) but to nowhere: a pipe back to us would add load.
@@ -65,11 +67,13 @@ async function startServiceProcess(opts: SuiteOptions, dbName: string, cache: 'o
     },
   });
   let peak = 0;
+  let latest = 0;
   let inFlight = 0;
   const ready = new Promise<{ servicePort: number; ceilingPort: number }>((resolve, reject) => {
     child.on('message', (m: ServerMessage) => {
       if (m.type === 'sample') {
         peak = Math.max(peak, m.rss);
+        latest = m.rss;
         inFlight = m.inFlight;
       }
       else if (m.type === 'ready') resolve(m);
@@ -81,6 +85,7 @@ async function startServiceProcess(opts: SuiteOptions, dbName: string, cache: 'o
     serviceUrl: `http://127.0.0.1:${ports.servicePort}`,
     ceilingUrl: `http://127.0.0.1:${ports.ceilingPort}`,
     peakRss: () => peak,
+    rss: () => latest,
     idle: async () => {
       const deadline = Date.now() + 120_000;
       // Two samples in a row at zero: one may predate the last abandoned request's start.

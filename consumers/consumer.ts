@@ -154,6 +154,10 @@ export function createEventConsumer(opts: {
             if (!(await process(payload, stillOurs))) return;
             resolveOffset(message.offset);
             await commitOffsetsIfNecessary();
+            // kafkajs heartbeats only between batches; a batch of a backlog (thousands of
+            // messages) takes longer than the session timeout, and the member would be evicted
+            // mid-batch. heartbeat() is throttled to the heartbeat interval, so this is cheap.
+            await heartbeat();
           }
         },
       });

@@ -130,6 +130,24 @@ export async function readTopic(topic: string, count: number, timeoutMs = 30000)
   return seen;
 }
 
+/**
+ * `count` activation events of new users of `org` whose emails match `domain`, produced in
+ * chunks (acks from all replicas). Returns the user ids. `send` defaults to the shared stack.
+ */
+export async function produceActivations(
+  topic: string,
+  org: string,
+  domain: string,
+  count: number,
+  send: (topic: string, messages: ReturnType<typeof structured>[]) => Promise<unknown> = produce,
+): Promise<number[]> {
+  const ids = Array.from({ length: count }, () => newUserId());
+  for (let i = 0; i < ids.length; i += 500) {
+    await send(topic, ids.slice(i, i + 500).map((id) => structured(cloudEvent(TYPES.activated, userData(org, { id, email: `u${id}@${domain}` })), id)));
+  }
+  return ids;
+}
+
 /** A group and a rule `domain -> group`, written through the organization's Tenant. */
 export async function seedRule(tenant: Tenant, domain: string, groupName = `group for ${domain}`): Promise<GroupDoc> {
   const id = await tenant.nextId('groups');
@@ -216,8 +234,8 @@ export async function waitCommitted(groupId: string, at: { topic: string; partit
 }
 
 /** Waits until the consumer group committed every message `topic` holds now (all partitions). */
-export async function waitCaughtUp(groupId: string, topic: string, timeoutMs = 30000): Promise<void> {
-  const admin = kafka.admin();
+export async function waitCaughtUp(groupId: string, topic: string, timeoutMs = 30000, on: Kafka = kafka): Promise<void> {
+  const admin = on.admin();
   await admin.connect();
   try {
     const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));

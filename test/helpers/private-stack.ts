@@ -1,0 +1,50 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const STACK = path.resolve(__dirname, '../../scripts/stack.sh');
+
+/**
+ * A server of the test's own (FerretDB or Kafka), on its own ports and data folder, for tests
+ * that stop and start it: the shared stack must stay up for every other test file. It is
+ * started and stopped through the project's stack script, as an operator would; data survive a
+ * stop and start (a restart, not a new server) until `remove`.
+ */
+function privateServer(kind: 'db' | 'kafka', prefix: string, env: Record<string, string>) {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  // Without MONGO_URL/KAFKA_BROKERS the script manages the processes itself.
+  const scriptEnv = { ...process.env, ...env, STACK_DIR: dir, MONGO_URL: '', KAFKA_BROKERS: '' };
+  const script = (cmd: string) => run('bash', [STACK, cmd], { env: scriptEnv, timeout: 120000 });
+  return {
+    start: () => script(`start-${kind}`).then(() => undefined),
+    stop: () => script(`stop-${kind}`).then(() => undefined),
+    async remove() {
+      await script(`stop-${kind}`).catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A private FerretDB on `port`, started. */
+export async function privateDatabase(port: number) {
+  const server = privateServer('db', 'cag-db-', { STACK_MONGO_PORT: String(port) });
+  await server.start();
+  return { url: `mongodb://127.0.0.1:${port}/`, ...server };
+}
+
+/**
+ * A private Kafka KRaft node (broker on `port`, controller on `controllerPort`), NOT started:
+ * tests start it when their scenario needs it (a service may come up before its broker). A
+ * small heap, as two of them may run beside the shared stack on a 2-core machine.
+ */
+export function privateKafka(port: number, controllerPort: number) {
+  const server = privateServer('kafka', 'cag-kafka-', {
+    STACK_KAFKA_PORT: String(port),
+    STACK_KAFKA_CONTROLLER_PORT: String(controllerPort),
+    STACK_KAFKA_HEAP: '256m',
+  });
+  return { brokers: `127.0.0.1:${port}`, ...server };
+}

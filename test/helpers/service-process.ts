@@ -1,0 +1,32 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { TEST_JWT_SECRET } from './stack';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  /** Everything the process wrote (stdout and stderr). */
+  output(): string;
+  /** Resolves with the exit code (or the signal's name) once the process is gone. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+}
+
+/**
+ * The service as production runs it: `src/main.ts` in a child process (through tsx), configured
+ * by environment only, so signals and SIGKILL hit a real process.
+ */
+export function spawnService(env: Record<string, string>): ServiceProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal, at: Date.now() })),
+  );
+  return { child, output: () => out, exited };
+}

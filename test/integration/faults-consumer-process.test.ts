@@ -1,0 +1,126 @@
+// Issue 6 (faults) on real processes (src/main.ts), over 5,000 activations (FAULTS_EVENTS; 1,500 by default):
+// - a consumer killed with SIGKILL mid-stream (no shutdown at all) and started again: SPEC §5
+//   "delivery is at least once ... applying any event twice changes nothing", "nothing is lost";
+// - the next instance (SERVICE_ROLE=all) stopped with SIGTERM while events flow: SPEC §6 "stop
+//   taking messages, finish what is in flight, commit offsets, exit 0 within 10 seconds": its
+//   committed offsets are exactly past every message it handled;
+// - a third instance finishes the stream: as many users and memberships as events, distinct ids.
+import { MongoClient } from 'mongodb';
+import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+import { closeProducer, kafka, produceActivations, seedRule, waitCaughtUp, waitFor } from '../helpers/events';
+import { spawnService, type ServiceProcess } from '../helpers/service-process';
+import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
+
+/**
+ * Issue 6 asks for 5,000 (FAULTS_EVENTS=5000, as the README's figures were made). The suite's
+ * default is 1,500: the consumer applies about 25 activations a second on the shared 2-core
+ * machine (FerretDB scans a table per read), and 5,000 would take minutes per test.
+ */
+const EVENTS = Number(process.env.FAULTS_EVENTS || 1500);
+/** Deadline for applying the whole stream: generous, in proportion to its size. */
+const DRAIN_MS = Math.max(120000, EVENTS * 60);
+const HTTP_PORT = 18741;
+const deployment = {
+  MONGO_URL,
+  MONGO_DB: uniqueName('kill'),
+  KAFKA_BROKERS,
+  KAFKA_GROUP_ID: uniqueName('g'),
+  KAFKA_TOPICS: uniqueName('activated'),
+};
+let mongo: MongoClient;
+const spawned: ServiceProcess[] = [];
+
+beforeAll(async () => {
+  mongo = await new MongoClient(MONGO_URL).connect();
+});
+afterAll(async () => {
+  for (const p of spawned) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+  await closeProducer();
+  await mongo.db(deployment.MONGO_DB).dropDatabase().catch(() => undefined);
+  await mongo.close();
+}, 30000);
+
+const start = (env: Record<string, string>) => {
+  const p = spawnService({ ...deployment, ...env });
+  spawned.push(p);
+  return p;
+};
+
+/** Waits for `n` memberships; on failure, says what the process logged last. */
+async function waitCount(count: () => Promise<number>, n: number, timeoutMs: number, p: ServiceProcess) {
+  await waitFor(count, (c) => c >= n, timeoutMs).catch((err: Error) => {
+    throw new Error(`${err.message}\nlast lines of the service:\n${p.output().split('\n').slice(-15).join('\n')}`);
+  });
+}
+
+/** Per partition, the highest offset an instance logged as handled (debug line 'event handled'). */
+function handledOffsets(output: string): Map<number, number> {
+  const max = new Map<number, number>();
+  for (const line of output.split('\n')) {
+    if (!line.includes('"event handled"')) continue;
+    const { partition, offset } = JSON.parse(line) as { partition: number; offset: string };
+    max.set(partition, Math.max(max.get(partition) ?? -1, Number(offset)));
+  }
+  return max;
+}
+
+test(`SIGKILL mid-stream, then SIGTERM under load: exit 0 within 10 s with offsets committed, and every one of ${EVENTS} events applied exactly once in effect`, async () => {
+  const org = uniqueName('org');
+  const tenant = new Tenant(mongo.db(deployment.MONGO_DB), org);
+  const group = await seedRule(tenant, 'kill.org');
+  const topic = deployment.KAFKA_TOPICS;
+  const ids = await produceActivations(topic, org, 'kill.org', EVENTS);
+  const memberships = () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
+  const count = () => memberships().countDocuments();
+
+  // 1. A consumer-only process, killed without warning in the middle of the stream.
+  const first = start({ SERVICE_ROLE: 'consumer' });
+  await waitCount(count, 400, 90000, first);
+  first.child.kill('SIGKILL');
+  expect((await first.exited).signal).toBe('SIGKILL');
+  const atKill = await count();
+  expect(atKill).toBeLessThan(EVENTS); // the premise: killed mid-stream
+
+  // 2. The next instance (HTTP and consumer) takes over; SIGTERM while events are flowing.
+  const second = start({ SERVICE_ROLE: 'all', PORT: String(HTTP_PORT), LOG_LEVEL: 'debug' });
+  const secondStarted = Date.now();
+  await waitCount(count, atKill + 300, 120000, second);
+  process.stderr.write(`[faults] killed at ${atKill}; second instance reached ${await count()} after ${Date.now() - secondStarted} ms\n`);
+  const signalledAt = Date.now();
+  second.child.kill('SIGTERM');
+  const { code, at } = await second.exited;
+  expect(code).toBe(0);
+  expect(at - signalledAt).toBeLessThan(10000); // the SPEC's bound
+  expect(second.output()).toMatch(/"msg":"stopped"/);
+  const atTerm = await count();
+  expect(atTerm).toBeLessThan(EVENTS); // the premise: stopped while events were still flowing
+
+  // Offsets committed on shutdown: on every partition it handled, the group's committed offset
+  // is exactly one past the last message it handled (nothing handled is left to re-apply).
+  const handled = handledOffsets(second.output());
+  expect(handled.size).toBeGreaterThan(0);
+  const admin = kafka.admin();
+  await admin.connect();
+  const [committed] = await admin.fetchOffsets({ groupId: deployment.KAFKA_GROUP_ID, topics: [topic] });
+  await admin.disconnect();
+  for (const [partition, last] of handled) {
+    const offset = committed!.partitions.find((p) => p.partition === partition)?.offset;
+    expect({ partition, committed: Number(offset) }).toEqual({ partition, committed: last + 1 });
+  }
+
+  // 3. A third instance finishes the stream.
+  const third = start({ SERVICE_ROLE: 'consumer' });
+  await waitCount(count, EVENTS, DRAIN_MS, third);
+  await waitCaughtUp(deployment.KAFKA_GROUP_ID, topic, 60000);
+  const all = await memberships().find({}).toArray();
+  expect(all).toHaveLength(EVENTS);
+  expect(new Set(all.map((m) => m.id)).size).toBe(EVENTS);
+  expect(new Set(all.map((m) => m.user))).toEqual(new Set(ids));
+  expect(all.every((m) => m.group === group.id && m.automatic)).toBe(true);
+  const users = await tenant.collection<UserDoc>(COLLECTIONS.users).find({}).toArray();
+  expect(users).toHaveLength(EVENTS);
+  expect(`${second.output()}${third.output()}`).not.toMatch(/event handler failed/);
+  third.child.kill('SIGTERM');
+  expect((await third.exited).code).toBe(0);
+}, 180000 + DRAIN_MS);
