@@ -15,11 +15,12 @@ if [[ -z "${MONGO_URL:-}" || -z "${KAFKA_BROKERS:-}" ]]; then
   if node scripts/ping-mongo.cjs "$MONGO_URL" && node scripts/ping-kafka.cjs "$KAFKA_BROKERS"; then
     echo "[test] using the stack already running on $MONGO_URL and $KAFKA_BROKERS" >&2
   else
-    bash scripts/stack.sh start
+    # Unset for the script: with both set, stack.sh would take them for external servers.
+    env -u MONGO_URL -u KAFKA_BROKERS bash scripts/stack.sh start
     started_stack=1
   fi
 fi
-cleanup() { if [[ $started_stack == 1 ]]; then bash scripts/stack.sh stop || true; fi; }
+cleanup() { if [[ $started_stack == 1 ]]; then env -u MONGO_URL -u KAFKA_BROKERS bash scripts/stack.sh stop || true; fi; }
 trap cleanup EXIT
 
 npx jest "$@"
