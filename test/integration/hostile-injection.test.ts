@@ -61,8 +61,12 @@ const HOSTILE_QUERY_SUFFIXES = ['[$ne]', '[$gt]', '[$regex]', '[]', '[0]'];
 /** Path ids: `$` names, and operators as JSON text. */
 const HOSTILE_IDS = ['$where', '$gt', '$ne', '{"$gt":""}', '{"$ne":null}', '[1]', '$'];
 
-/** Operators the service's own code writes (`$regex` only from escaped text, checked below). */
-const OWN_OPERATORS = ['$and', '$or', '$in', '$nin', '$ne', '$lte', '$regex', '$options', '$set', '$match', '$group', '$sum', '$db'];
+/**
+ * Operators the service's own code writes (`$regex` only from escaped text, checked below; `$gt`
+ * with a number it computed, paging users in src/domain/membership-rules.ts). An injected object
+ * such as `{"$gt": ""}` is still caught whole by isInjected().
+ */
+const OWN_OPERATORS = ['$and', '$or', '$in', '$nin', '$ne', '$gt', '$lte', '$regex', '$options', '$set', '$match', '$group', '$sum', '$db'];
 const WRITE_COMMANDS = ['insert', 'update', 'delete', 'findAndModify'];
 
 let hostileCount = 0;
