@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { MongoServerError } from 'mongodb';
+import { isDatabaseUnavailable, isDuplicateKey } from '../db/errors';
 import type { Logger } from '../log';
 
 /** An error with a status and a body in the contract's shape (DRF's). */
@@ -28,18 +28,7 @@ export const doesNotExist = (value: unknown) => `Invalid pk "${String(value)}" -
 export const serviceUnavailable = (detail = 'The database is unavailable; try again shortly.') =>
   new HttpError(503, { detail }, { 'Retry-After': '1' });
 
-/** MongoDB's E11000: a unique index (or `_id`) refused a write. */
-export function isDuplicateKey(err: unknown): boolean {
-  return err instanceof MongoServerError && err.code === 11000;
-}
-
-/** The driver's way of saying the database cannot be reached (selection, network, pool, timeout). */
-export function isDatabaseUnavailable(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  return /^Mongo(ServerSelection|Network|NetworkTimeout|PoolCleared|OperationTimeout|TopologyClosed|NotConnected)Error$/.test(
-    err.name,
-  );
-}
+export { isDatabaseUnavailable, isDuplicateKey };
 
 /**
  * Turns every error into a response in the contract's shape. A thrown bug becomes a 500 with a
