@@ -3,11 +3,10 @@ import type { Db, IndexDescription } from 'mongodb';
 /**
  * Every collection, with the document shapes the whole service stores.
  *
- * `_id` is always a string natural key (a user id, a course key, `course|group`): FerretDB v1
- * pushes only string `_id` equality down to its storage, so the LMS hot path (user, membership,
- * course, link, public record, site configuration) is primary-key lookups on FerretDB and
- * MongoDB alike, and a natural `_id` is also the uniqueness constraint that makes inserts
- * idempotent. Public integer ids live in `id`, unique per organization through an index.
+ * `_id` is a string natural key (a user id, a course key, `course|group`): the LMS hot path
+ * (user, membership, course, link, public record, site configuration) is primary-key lookups,
+ * and the natural key is also the uniqueness constraint that makes a repeated event or a race
+ * of two writers harmless. Public integer ids live in `id`, unique per organization.
  */
 export const COLLECTIONS = {
   groups: 'groups',
@@ -18,9 +17,8 @@ export const COLLECTIONS = {
   users: 'users',
   courses: 'courses',
   siteConfigurations: 'site_configurations',
-  counters: 'id_claims',
-  processedEvents: 'processed_events',
-  dataVersions: 'data_versions',
+  counters: 'counters',
+  changeLog: 'change_log',
   tombstones: 'tombstones',
 } as const;
 
@@ -103,20 +101,27 @@ export interface SiteConfigurationDoc extends TenantDoc {
   ENABLE_COURSE_ACCESS_GROUPS: boolean;
 }
 
-/**
- * `_id` is a collection name: `v` is a fresh random UUID written after every write to that
- * collection (src/db/data-version.ts), so caches in any process can tell whether what they hold
- * is current.
- */
-export interface DataVersionDoc {
+/** `_id` is a resource: `n` is the last integer id handed out (src/db/counters.ts). */
+export interface CounterDoc {
   _id: string;
-  v: string;
+  n: number;
+}
+
+/** One change of the change sequence: the record's `_id` (null: any record) and its organization. */
+export interface ChangeLogEntry {
+  k: string | null;
+  o: string;
+}
+
+/** `_id` is a collection: its change sequence and newest changes (src/db/change-log.ts). */
+export interface ChangeLogDoc {
+  _id: string;
+  seq: number;
+  log: ChangeLogEntry[];
 }
 
 /**
- * Indexes for every query the service makes (each line says which). On MongoDB they serve the
- * admin lists and filters; FerretDB v1 accepts and enforces them (the unique ones matter there
- * too) but plans only `{_id: <string>}` lookups, which is why hot paths read by `_id`.
+ * Indexes for every query the service makes (each line says which).
  *
  * `{org, id}` is unique where `_id` never changes. Rules and links are keyed by what they join
  * (`org|domain`, `course|group`), so a PATCH that changes that inserts the new document before
@@ -150,7 +155,6 @@ export const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.courses]: [
     { key: { org: 1, id: 1 }, unique: true }, // list and search by id
   ],
-  [COLLECTIONS.counters]: [{ key: { resource: 1, n: -1 } }],
 };
 
 /**

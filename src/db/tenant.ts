@@ -11,10 +11,10 @@ import type {
   UpdateOptions,
   WithId,
 } from 'mongodb';
-import { type CollectionName, type TenantDoc } from './collections';
-import { nextId } from './counters';
-import { isDuplicateKey } from '../http/errors';
-import { bumpAfterWrite } from './data-version';
+import { recordAfterWrite } from './change-log';
+import type { CollectionName, TenantDoc } from './collections';
+import { claimIds } from './counters';
+import { isDuplicateKey } from './errors';
 
 /**
  * Tenancy lives here and nowhere else. A `Tenant` is the only handle routes, domain functions
@@ -29,60 +29,67 @@ export class Tenant {
   ) {}
 
   collection<T extends TenantDoc>(name: CollectionName): TenantCollection<T> {
-    return new TenantCollection<T>(this.db.collection<T>(name), this.org, () => bumpAfterWrite(this.db, name));
+    return new TenantCollection<T>(this.db.collection<T>(name), this.org, (keys) =>
+      recordAfterWrite(
+        this.db,
+        name,
+        keys.map((k) => ({ k, o: this.org })),
+      ),
+    );
   }
 
   nextId(resource: string): Promise<number> {
-    return nextId(this.db, resource);
+    return claimIds(this.db, resource, 1);
+  }
+
+  /** Claims `count` ids at once; returns the last (the ids are `last - count + 1 … last`). */
+  claimIds(resource: string, count: number): Promise<number> {
+    return claimIds(this.db, resource, count);
   }
 }
 
-type Scoped<T> = Filter<T>;
-
-/** A projection that still returns `org`, so the organization can be checked. */
-function keepOrg(projection: Document | undefined): Document | undefined {
-  if (!projection) return projection;
-  const inclusive = Object.values(projection).some((v) => v === 1 || v === true);
-  if (inclusive) return { ...projection, org: 1 };
-  const { org: _dropped, ...rest } = projection;
-  return rest;
-}
+/** `_id`s deleted per round of a deleteMany: each round reads them, deletes them and records them. */
+const DELETE_BATCH = 1000;
 
 /**
- * Every write method that changed something bumps the data version after writing
- * (src/db/data-version.ts), also when the write failed part-way: this is the one place that keeps
- * caches of any process honest.
+ * Every write that changed something records which records it changed in the change sequence
+ * (src/db/change-log.ts), after writing, also when it failed part-way: this is the one place
+ * that keeps caches of every process honest.
  */
 export class TenantCollection<T extends TenantDoc> {
   constructor(
     private readonly inner: Collection<T>,
     readonly org: string,
-    private readonly changed: () => Promise<void> = async () => undefined,
+    private readonly changed: (keys: (string | null)[]) => Promise<void> = async () => undefined,
   ) {}
 
-  private scope(filter: Filter<T>): Scoped<T> {
+  private scope(filter: Filter<T>): Filter<T> {
     return { ...filter, org: this.org } as Filter<T>;
   }
 
   /**
-   * Runs a write, then bumps the data version if it may have changed something: it changed a
-   * document, or it failed other than by a duplicate key (cautious). A write that matched
-   * nothing, or that a unique key refused, leaves caches alone.
+   * Runs a write, then records the `_id`s it changed (null: it may have changed any). A write
+   * that a unique key refused changed nothing; one that failed otherwise may have written part
+   * of its work, so it records "anything".
    */
-  private async write<R>(operation: Promise<R>, changedSomething: (result: R) => boolean): Promise<R> {
+  private async write<R>(operation: Promise<R>, changedKeys: (result: R) => (string | null)[]): Promise<R> {
     let result: R;
     try {
       result = await operation;
     } catch (err) {
-      // A duplicate key refused the whole write; anything else may have written part of it.
-      if (!isDuplicateKey(err)) await this.changed().catch(() => undefined); // report the write's own error
+      if (!isDuplicateKey(err)) await this.changed([null]).catch(() => undefined); // report the write's own error
       throw err;
     }
-    if (changedSomething(result)) await this.changed();
+    const keys = changedKeys(result);
+    if (keys.length > 0) await this.changed(keys);
     return result;
   }
 
-  /** A primary-key read of this organization's document (see findOne for why it is fast). */
+  /** The `_id` a filter names, if it names exactly one. */
+  private static keyOf(filter: Document): string | null {
+    return typeof filter._id === 'string' ? filter._id : null;
+  }
+
   findById(id: string, options?: FindOptions): Promise<T | null> {
     // Our documents' `_id` is already a string, so WithId<T> is T.
     return this.findOne({ _id: id } as Filter<T>, options) as Promise<T | null>;
@@ -92,28 +99,16 @@ export class TenantCollection<T extends TenantDoc> {
     return this.inner.find(this.scope(filter), options);
   }
 
-  /**
-   * A filter that is exactly `{_id: <string>}` is sent as it is and the organization is checked
-   * on the one document it can return: FerretDB v1 pushes a filter down to its storage only when
-   * it is exactly that, so adding `org` to it would turn a key lookup into a collection scan.
-   * Reading one document is atomic, so this is the same answer as `{_id, org}`.
-   */
-  async findOne(filter: Filter<T>, options?: FindOptions): Promise<WithId<T> | null> {
-    const keys = Object.keys(filter);
-    if (keys.length === 1 && typeof filter._id === 'string') {
-      const doc = await this.inner.findOne({ _id: filter._id } as Filter<T>, { ...options, projection: keepOrg(options?.projection) });
-      return doc && doc.org === this.org ? doc : null;
-    }
+  findOne(filter: Filter<T>, options?: FindOptions): Promise<WithId<T> | null> {
     return this.inner.findOne(this.scope(filter), options);
   }
 
-  /** The documents of these `_id`s that belong to the organization, by key lookups (see findOne). */
+  /** The organization's documents of these `_id`s, by `_id`, in one query. */
   async findByIds(ids: Iterable<string>, options?: FindOptions): Promise<Map<string, WithId<T>>> {
     const unique = [...new Set(ids)];
-    const docs = await Promise.all(unique.map((_id) => this.findOne({ _id } as Filter<T>, options)));
-    const out = new Map<string, WithId<T>>();
-    for (const doc of docs) if (doc) out.set(doc._id as string, doc);
-    return out;
+    if (unique.length === 0) return new Map();
+    const docs = await this.find({ _id: { $in: unique } } as Filter<T>, options).toArray();
+    return new Map(docs.map((d) => [d._id as string, d]));
   }
 
   countDocuments(filter: Filter<T> = {}, options?: CountDocumentsOptions) {
@@ -127,24 +122,85 @@ export class TenantCollection<T extends TenantDoc> {
 
   async insertOne(doc: Omit<T, 'org'>): Promise<T> {
     const full = { ...doc, org: this.org } as T;
-    await this.write(this.inner.insertOne(full as OptionalUnlessRequiredId<T>), () => true);
+    await this.write(this.inner.insertOne(full as OptionalUnlessRequiredId<T>), () => [full._id]);
     return full;
   }
 
+  /**
+   * Inserts what it can of `docs` (unordered: a duplicate `_id` skips that document, not the
+   * rest) and returns the `_id`s refused as duplicates. Any other failure is thrown.
+   */
+  async insertMany(docs: Omit<T, 'org'>[]): Promise<Set<string>> {
+    if (docs.length === 0) return new Set();
+    const full = docs.map((d) => ({ ...d, org: this.org }) as OptionalUnlessRequiredId<T>);
+    const keys = docs.map((d) => d._id);
+    try {
+      await this.inner.insertMany(full, { ordered: false });
+      await this.changed(keys);
+      return new Set();
+    } catch (err) {
+      await this.changed(keys).catch(() => undefined);
+      const writeErrors = (err as { writeErrors?: { code: number; index: number }[] | { code: number; index: number } }).writeErrors;
+      const errors = writeErrors === undefined ? [] : Array.isArray(writeErrors) ? writeErrors : [writeErrors];
+      if (!isDuplicateKey(err) || errors.length === 0 || errors.some((e) => e.code !== 11000)) throw err;
+      return new Set(errors.map((e) => keys[e.index]!));
+    }
+  }
+
   updateOne(filter: Filter<T>, update: UpdateFilter<T>, options?: UpdateOptions) {
-    return this.write(this.inner.updateOne(this.scope(filter), update, options), (r) => r.matchedCount + r.upsertedCount > 0);
+    return this.write(this.inner.updateOne(this.scope(filter), update, options), (r) => {
+      if (r.upsertedId !== null && r.upsertedId !== undefined) return [String(r.upsertedId)];
+      return r.modifiedCount > 0 ? [TenantCollection.keyOf(filter)] : [];
+    });
   }
 
   findOneAndUpdate(filter: Filter<T>, update: UpdateFilter<T>, options: FindOneAndUpdateOptions = {}) {
-    return this.write(this.inner.findOneAndUpdate(this.scope(filter), update, { returnDocument: 'after', ...options }), (doc) => doc !== null);
+    return this.write(this.inner.findOneAndUpdate(this.scope(filter), update, { returnDocument: 'after', ...options }), (doc) =>
+      doc ? [doc._id as string] : [],
+    );
   }
 
-  deleteOne(filter: Filter<T>) {
-    return this.write(this.inner.deleteOne(this.scope(filter)), (r) => r.deletedCount > 0);
+  /**
+   * Updates the match or, when nothing matches, inserts (with the filter's equalities, `org`
+   * among them); says which. One atomic command. A filter that misses a record whose `_id` it
+   * names collides with it on insert: E11000, for the caller to read as "exists, not matching".
+   */
+  async upsertOne(filter: Filter<T>, update: UpdateFilter<T>): Promise<{ doc: T; inserted: boolean }> {
+    const result = await this.write(
+      this.inner.findOneAndUpdate(this.scope(filter), update, { upsert: true, returnDocument: 'after', includeResultMetadata: true }),
+      (r) => (r.value ? [r.value._id as string] : []),
+    );
+    return { doc: result.value as T, inserted: result.lastErrorObject?.updatedExisting === false };
   }
 
-  deleteMany(filter: Filter<T>) {
-    return this.write(this.inner.deleteMany(this.scope(filter)), (r) => r.deletedCount > 0);
+  findOneAndDelete(filter: Filter<T>) {
+    return this.write(this.inner.findOneAndDelete(this.scope(filter)), (doc) => (doc ? [doc._id as string] : []));
+  }
+
+  async deleteOne(filter: Filter<T>): Promise<{ deletedCount: number }> {
+    const doc = await this.findOneAndDelete(filter);
+    return { deletedCount: doc ? 1 : 0 };
+  }
+
+  /**
+   * Deletes every match, a batch at a time: read the `_id`s, delete those that still match,
+   * record them. So every deleted record is named in the change sequence, however it was
+   * found. A filter that names `_id` itself is one plain delete.
+   */
+  async deleteMany(filter: Filter<T>): Promise<{ deletedCount: number }> {
+    if ('_id' in filter) {
+      const r = await this.write(this.inner.deleteMany(this.scope(filter)), (r) => (r.deletedCount > 0 ? [TenantCollection.keyOf(filter)] : []));
+      return { deletedCount: r.deletedCount };
+    }
+    let deletedCount = 0;
+    for (;;) {
+      const ids = (await this.find(filter, { projection: { _id: 1 } }).limit(DELETE_BATCH).toArray()).map((d) => d._id as string);
+      if (ids.length === 0) return { deletedCount };
+      const r = await this.write(this.inner.deleteMany(this.scope({ ...filter, _id: { $in: ids } } as Filter<T>)), (r) =>
+        r.deletedCount > 0 ? ids : [],
+      );
+      deletedCount += r.deletedCount;
+    }
   }
 }
 

@@ -1,8 +1,9 @@
 // SPEC §4 "a change ... is visible to the very next decision": every write through a Tenant
-// moves its collection's data version, the signal caches in every process check.
+// records which records it changed in its collection's change sequence, which caches in every
+// process read.
 import { MongoClient, type Db } from 'mongodb';
+import { CHANGE_LOG_LENGTH, readChangeLog, recordChanges } from '../../src/db/change-log';
 import { COLLECTIONS, type GroupDoc } from '../../src/db/collections';
-import { readDataVersions } from '../../src/db/data-version';
 import { Tenant } from '../../src/db/tenant';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
@@ -11,40 +12,62 @@ let db: Db;
 
 beforeAll(async () => {
   client = new MongoClient(MONGO_URL);
-  db = client.db(uniqueName('versions'));
+  db = client.db(uniqueName('changes'));
 });
 afterAll(async () => {
   await db.dropDatabase();
   await client.close();
 });
 
-test('each Tenant write that changes something moves the version of its collection, and only of its collection', async () => {
+/** The keys recorded for `collection` since change `after`. */
+async function keysSince(collection: string, after: number) {
+  const changes = (await readChangeLog(db)).get(collection);
+  return { seq: changes?.seq ?? 0, keys: (changes?.recent ?? []).filter((c) => c.seq > after).map((c) => c.key) };
+}
+
+test('each Tenant write that changes something records its record, in its own collection only', async () => {
   const groups = new Tenant(db, 'org-a').collection<GroupDoc>(COLLECTIONS.groups);
-  const seen: (string | undefined)[] = [(await readDataVersions(db)).get(COLLECTIONS.groups)];
-  const after = async (write: () => Promise<unknown>) => {
+  let seq = 0;
+  const expectRecorded = async (write: () => Promise<unknown>, keys: (string | null)[]) => {
     await write();
-    const versions = await readDataVersions(db);
-    expect([...versions.keys()]).toEqual([COLLECTIONS.groups]);
-    const v = versions.get(COLLECTIONS.groups);
-    expect(seen).not.toContain(v); // a value never used before
-    seen.push(v);
+    const got = await keysSince(COLLECTIONS.groups, seq);
+    expect(got.keys).toEqual(keys);
+    seq = got.seq;
   };
-  await after(() => groups.insertOne({ _id: '1', id: 1, name: 'a', description: '' }));
-  await after(() => groups.updateOne({ _id: '1' }, { $set: { name: 'b' } }));
-  await after(() => groups.findOneAndUpdate({ _id: '1' }, { $set: { name: 'c' } }));
-  await after(() => groups.deleteOne({ _id: '1' }));
-  await groups.insertOne({ _id: '3', id: 3, name: 'a', description: '' });
-  seen.push((await readDataVersions(db)).get(COLLECTIONS.groups));
-  await after(() => groups.deleteMany({}));
-  // A write that matched nothing leaves caches alone: the version stays.
-  const unchanged = (await readDataVersions(db)).get(COLLECTIONS.groups);
-  await groups.deleteOne({ _id: 'missing' });
-  await groups.updateOne({ _id: 'missing' }, { $set: { name: 'x' } });
-  await groups.findOneAndUpdate({ _id: 'missing' }, { $set: { name: 'x' } });
-  expect((await readDataVersions(db)).get(COLLECTIONS.groups)).toBe(unchanged);
-  // a refused write may have changed nothing, but moving the version then is harmless
-  await groups.insertOne({ _id: '2', id: 2, name: 'a', description: '' });
-  await after(() => groups.insertOne({ _id: '2', id: 2, name: 'a', description: '' }).catch(() => undefined));
+  await expectRecorded(() => groups.insertOne({ _id: '1', id: 1, name: 'a', description: '' }), ['1']);
+  await expectRecorded(() => groups.updateOne({ _id: '1' }, { $set: { name: 'b' } }), ['1']);
+  await expectRecorded(() => groups.findOneAndUpdate({ id: 1 }, { $set: { name: 'c' } }), ['1']);
+  await expectRecorded(() => groups.upsertOne({ _id: '2' }, { $set: { name: 'u', id: 2, description: '' } }), ['2']);
+  await expectRecorded(() => groups.deleteOne({ id: 1 }), ['1']);
+  await expectRecorded(() => groups.insertMany([{ _id: '3', id: 3, name: 'x', description: '' }, { _id: '4', id: 4, name: 'y', description: '' }]), ['3', '4']);
+  // deleteMany names every record it deleted, however the filter found them.
+  await expectRecorded(() => groups.deleteMany({ name: { $in: ['x', 'y'] } }), ['3', '4']);
+  // Writes that change nothing record nothing: a miss, a no-op $set, a duplicate refused.
+  await expectRecorded(async () => {
+    await groups.deleteOne({ _id: 'missing' });
+    await groups.updateOne({ _id: 'missing' }, { $set: { name: 'x' } });
+    await groups.updateOne({ _id: '2' }, { $set: { name: 'u' } });
+    await groups.insertOne({ _id: '2', id: 2, name: 'a', description: '' }).catch(() => undefined);
+  }, []);
+  expect([...(await readChangeLog(db)).keys()]).toEqual([COLLECTIONS.groups]);
+});
+
+test('the log keeps the newest changes, numbered without gaps, under concurrent writers', async () => {
+  const collection = uniqueName('c');
+  // Two clients stand for two service processes.
+  const other = new MongoClient(MONGO_URL);
+  try {
+    const otherDb = other.db(db.databaseName);
+    const total = CHANGE_LOG_LENGTH + 22;
+    await Promise.all(Array.from({ length: total }, (_, i) => recordChanges(i % 2 ? db : otherDb, collection, [{ k: `k${i}`, o: 'org' }])));
+    const changes = (await readChangeLog(db)).get(collection)!;
+    expect(changes.seq).toBe(total);
+    expect(changes.recent).toHaveLength(CHANGE_LOG_LENGTH);
+    expect(changes.recent.map((c) => c.seq)).toEqual(Array.from({ length: CHANGE_LOG_LENGTH }, (_, i) => total - CHANGE_LOG_LENGTH + 1 + i));
+    expect(new Set(changes.recent.map((c) => c.key)).size).toBe(CHANGE_LOG_LENGTH);
+  } finally {
+    await other.close();
+  }
 });
 
 test('findById answers another organization\'s document as missing', async () => {
@@ -53,6 +76,5 @@ test('findById answers another organization\'s document as missing', async () =>
   expect(await new Tenant(db, 'org-a').collection<GroupDoc>(COLLECTIONS.groups).findById('9', { projection: { name: 1 } })).toEqual({
     _id: '9',
     name: 'a',
-    org: 'org-a',
   });
 });

@@ -1,62 +1,119 @@
-// SPEC §4 "a change ... is visible to the very next decision": the access cache uses an entry
-// only while its collection's stored data version is the one read before the entry was.
+// SPEC §4 "a change ... is visible to the very next decision": the access cache keeps a fact
+// until the change sequence names its record, and drops only what changed.
 import type { Db } from 'mongodb';
-import { COLLECTIONS } from '../../src/db/collections';
+import { CHANGE_LOG_LENGTH } from '../../src/db/change-log';
+import { COLLECTIONS, type ChangeLogDoc } from '../../src/db/collections';
 import { createFactsCache } from '../../src/features/access/cache';
 
-/** A database whose data_versions collection holds `versions`, and nothing else. */
-function fakeDb(versions: Record<string, string>): Db {
-  const collection = () => ({ find: () => ({ toArray: async () => Object.entries(versions).map(([_id, v]) => ({ _id, v })) }) });
-  return { collection } as unknown as Db;
+/** An in-memory change_log collection with the server's `$inc` + `$push … $slice` semantics. */
+function fakeLog() {
+  const docs = new Map<string, ChangeLogDoc>();
+  let reads = 0;
+  const db = {
+    collection: () => ({
+      find: () => ({
+        toArray: async () => {
+          reads++;
+          return [...docs.values()].map((d) => ({ ...d, log: [...d.log] }));
+        },
+      }),
+    }),
+  } as unknown as Db;
+  return {
+    db,
+    reads: () => reads,
+    change(collection: string, key: string | null, org = 'org') {
+      const doc = docs.get(collection) ?? { _id: collection, seq: 0, log: [] };
+      doc.seq += 1;
+      doc.log = [...doc.log, { k: key, o: org }].slice(-CHANGE_LOG_LENGTH);
+      docs.set(collection, doc);
+    },
+  };
 }
 
-test('an entry is served while its collection version stands, and dropped once it moves', async () => {
-  const versions: Record<string, string> = { [COLLECTIONS.users]: 'u1' };
-  const cache = createFactsCache(fakeDb(versions), { enabled: true });
-  (await cache.current()).set(COLLECTIONS.users, 'org|1', 'alice');
+test('a fact is served until its record changes, and the change drops only that record', async () => {
+  const log = fakeLog();
+  const cache = createFactsCache(log.db, { enabled: true });
+  const view = await cache.current();
+  view.set(COLLECTIONS.users, 'org|1', 'alice');
+  view.set(COLLECTIONS.users, 'org|2', 'bob');
   expect((await cache.current()).get(COLLECTIONS.users, 'org|1')).toBe('alice');
-  versions[COLLECTIONS.users] = 'u2';
-  expect((await cache.current()).get(COLLECTIONS.users, 'org|1')).toBeUndefined();
+  log.change(COLLECTIONS.users, '1');
+  const next = await cache.current();
+  expect(next.get(COLLECTIONS.users, 'org|1')).toBeUndefined();
+  expect(next.get(COLLECTIONS.users, 'org|2')).toBe('bob');
 });
 
-test('a write to one collection keeps what is cached of the others', async () => {
-  const versions: Record<string, string> = {};
-  const cache = createFactsCache(fakeDb(versions), { enabled: true });
+test('a change of one collection keeps what is cached of the others', async () => {
+  const log = fakeLog();
+  const cache = createFactsCache(log.db, { enabled: true });
   const view = await cache.current();
   view.set(COLLECTIONS.groupCourses, 'org|c|1', true);
   view.set(COLLECTIONS.users, 'org|1', 'alice');
-  versions[COLLECTIONS.users] = 'u1'; // the first write ever to users
+  log.change(COLLECTIONS.users, '1');
   const next = await cache.current();
   expect(next.get(COLLECTIONS.groupCourses, 'org|c|1')).toBe(true);
   expect(next.get(COLLECTIONS.users, 'org|1')).toBeUndefined();
 });
 
-test('what a request read before a write cannot reach requests that read the new version', async () => {
-  const versions: Record<string, string> = { [COLLECTIONS.memberships]: 'm1' };
-  const cache = createFactsCache(fakeDb(versions), { enabled: true });
-  const before = await cache.current(); // read the version, then (slowly) the data
-  versions[COLLECTIONS.memberships] = 'm2'; // meanwhile a write lands
-  const after = await cache.current();
-  before.set(COLLECTIONS.memberships, 'org|1', 5); // the old read finishes and caches
-  expect(after.get(COLLECTIONS.memberships, 'org|1')).toBeUndefined();
-  expect((await cache.current()).get(COLLECTIONS.memberships, 'org|1')).toBeUndefined();
-});
-
-test('a request that read an older version, finishing late, does not throw away the newer generation', async () => {
-  const versions: Record<string, string> = { [COLLECTIONS.users]: 'u1' };
-  const cache = createFactsCache(fakeDb(versions), { enabled: true });
-  const before = await cache.current();
-  versions[COLLECTIONS.users] = 'u2';
-  const after = await cache.current();
-  after.set(COLLECTIONS.users, 'org|2', 'bob');
-  before.set(COLLECTIONS.users, 'org|1', 'stale alice');
-  expect(before.get(COLLECTIONS.users, 'org|2')).toBeUndefined();
+test("a change drops the record's bare key and its organization's aggregate, not another organization's", async () => {
+  const log = fakeLog();
+  const cache = createFactsCache(log.db, { enabled: true });
+  const view = await cache.current();
+  view.set(COLLECTIONS.courses, 'course-v1:A+1+1', 'org-a');
+  view.set(COLLECTIONS.groupCourses, 'org-a|*', 'table a');
+  view.set(COLLECTIONS.groupCourses, 'org-b|*', 'table b');
+  log.change(COLLECTIONS.courses, 'course-v1:A+1+1', 'org-a');
+  log.change(COLLECTIONS.groupCourses, 'course-v1:A+1+1|7', 'org-a');
   const next = await cache.current();
-  expect(next.get(COLLECTIONS.users, 'org|2')).toBe('bob');
-  expect(next.get(COLLECTIONS.users, 'org|1')).toBeUndefined();
+  expect(next.get(COLLECTIONS.courses, 'course-v1:A+1+1')).toBeUndefined();
+  expect(next.get(COLLECTIONS.groupCourses, 'org-a|*')).toBeUndefined();
+  expect(next.get(COLLECTIONS.groupCourses, 'org-b|*')).toBe('table b');
 });
 
-test('with the cache off nothing is kept and no version is read', async () => {
+test('a change of "any record" drops the whole collection', async () => {
+  const log = fakeLog();
+  const cache = createFactsCache(log.db, { enabled: true });
+  const view = await cache.current();
+  view.set(COLLECTIONS.memberships, 'org|1', 3);
+  view.set(COLLECTIONS.memberships, 'org|2', 4);
+  log.change(COLLECTIONS.memberships, null);
+  const next = await cache.current();
+  expect([next.get(COLLECTIONS.memberships, 'org|1'), next.get(COLLECTIONS.memberships, 'org|2')]).toEqual([undefined, undefined]);
+});
+
+test('what a decision read before a change cannot be kept once the change is seen', async () => {
+  const log = fakeLog();
+  const cache = createFactsCache(log.db, { enabled: true });
+  const before = await cache.current(); // read the log, then (slowly) the data
+  log.change(COLLECTIONS.memberships, '1'); // meanwhile a write lands
+  const after = await cache.current();
+  before.set(COLLECTIONS.memberships, 'org|1', 5); // the old read finishes and tries to keep it
+  before.set(COLLECTIONS.memberships, 'org|2', 6); // a record that did not change may be kept
+  expect(after.get(COLLECTIONS.memberships, 'org|1')).toBeUndefined();
+  const next = await cache.current();
+  expect(next.get(COLLECTIONS.memberships, 'org|1')).toBeUndefined();
+  expect(next.get(COLLECTIONS.memberships, 'org|2')).toBe(6);
+});
+
+test('a reader further behind than the log reaches drops everything of that collection', async () => {
+  const log = fakeLog();
+  const cache = createFactsCache(log.db, { enabled: true });
+  (await cache.current()).set(COLLECTIONS.users, 'org|1', 'alice');
+  // More changes than the log keeps, none of them naming user 1: the one naming it may be among the forgotten.
+  for (let i = 0; i <= CHANGE_LOG_LENGTH; i++) log.change(COLLECTIONS.users, String(1000 + i));
+  expect((await cache.current()).get(COLLECTIONS.users, 'org|1')).toBeUndefined();
+});
+
+test('decisions that arrive while the log is being read share the next read', async () => {
+  const log = fakeLog();
+  const cache = createFactsCache(log.db, { enabled: true });
+  await Promise.all(Array.from({ length: 20 }, () => cache.current()));
+  // One read under way when the rest arrive, then one more for all of them.
+  expect(log.reads()).toBe(2);
+});
+
+test('with the cache off nothing is kept and no log is read', async () => {
   const db = { collection: () => { throw new Error('no read expected'); } } as unknown as Db;
   const view = await createFactsCache(db, { enabled: false }).current();
   view.set(COLLECTIONS.users, 'org|1', 'alice');
@@ -65,7 +122,7 @@ test('with the cache off nothing is kept and no version is read', async () => {
 });
 
 test('each collection keeps at most maxEntriesPerCollection entries, the oldest leaving first', async () => {
-  const cache = createFactsCache(fakeDb({}), { enabled: true, maxEntriesPerCollection: 2 });
+  const cache = createFactsCache(fakeLog().db, { enabled: true, maxEntriesPerCollection: 2 });
   const view = await cache.current();
   view.set(COLLECTIONS.users, 'a', 1);
   view.set(COLLECTIONS.users, 'b', 2);

@@ -1,14 +1,18 @@
 import type { Db } from 'mongodb';
+import { readChangeLog, type CollectionChanges } from '../../db/change-log';
 import type { CollectionName } from '../../db/collections';
-import { readDataVersions } from '../../db/data-version';
 
 /**
- * Facts read for earlier decisions, each valid only while the data version of the collection it
- * came from (src/db/data-version.ts) is still the one read before it was: every decision first
- * reads the stored versions (one read of a tiny collection), and drops what it holds of every
- * collection whose version moved. So an entry is never older than the last write any process
- * made to its collection, which keeps SPEC §4's "visible to the very next decision" across
- * processes sharing the database.
+ * Facts read for earlier decisions, kept until the change sequence (src/db/change-log.ts) says
+ * their record changed. Every decision first reads the change log (one small read, shared by
+ * the decisions that arrive while one is under way) and drops what the cache holds of each
+ * record changed since, by any process. So a kept fact is never older than the last write to
+ * its record, which is SPEC §4's "visible to the very next decision" across processes, and a
+ * stream of user events drops only the users it names.
+ *
+ * Keys: a record's `_id`, or `<org>|<_id>`; `<org>|*` is something built from many records of
+ * the organization (its link table). A change of record `k` of organization `o` drops `k`,
+ * `o|k` and `o|*`; a change of "any record" drops the whole collection.
  */
 export interface FactsView {
   /** False when caching is off: nothing set is kept, so loading more than asked for never pays. */
@@ -18,58 +22,123 @@ export interface FactsView {
   delete(collection: CollectionName, key: string): void;
 }
 
-const NOTHING: FactsView = { caching: false, get: () => undefined, set: () => undefined, delete: () => undefined };
-
-/**
- * What is cached of one collection at one version. One Map per version rather than a stamp per
- * entry. `seq` orders the requests that read versions, so that a request that read an older
- * version, finishing late, neither replaces a newer generation nor fills it.
- */
-class Generation {
-  readonly entries = new Map<string, unknown>();
-  constructor(
-    readonly version: string | undefined,
-    readonly seq: number,
-  ) {}
-}
-
 export interface FactsCache {
   /** The facts valid now. Must be called before reading any data for a decision. */
   current(): Promise<FactsView>;
 }
 
+const NOTHING: FactsView = { caching: false, get: () => undefined, set: () => undefined, delete: () => undefined };
+
+/**
+ * How long a dropped key is remembered. A decision reads the log, then data, then keeps what it
+ * read; a change landing in between drops the key before the decision keeps it, and must win.
+ * A decision older than this keeps nothing, so the memory can be bounded by time.
+ */
+const REMEMBER_MS = 10_000;
+
+/** What is cached of one collection, and how far its change sequence has been read. */
+class CollectionCache {
+  /** The last change applied; -1 before the first read. */
+  private seq = -1;
+  /** The change at which everything was last dropped. */
+  private flushedAt = -1;
+  readonly entries = new Map<string, unknown>();
+  /** Recently dropped keys with the change that dropped them, oldest first. */
+  private readonly dropped = new Map<string, { seq: number; at: number }>();
+
+  constructor(private readonly maxEntries: number) {}
+
+  catchUp(changes: CollectionChanges | undefined, now: number): void {
+    const seq = changes?.seq ?? 0;
+    if (seq <= this.seq) return; // a read that finished after a newer one
+    const recent = changes?.recent ?? [];
+    if (this.seq < 0 || seq - recent.length >= this.seq + 1) {
+      this.flush(seq); // first read, or further behind than the log reaches
+    } else {
+      for (const change of recent) {
+        if (change.seq <= this.seq) continue;
+        if (change.key === null) this.flush(change.seq);
+        else for (const key of [change.key, `${change.org}|${change.key}`, `${change.org}|*`]) this.drop(key, change.seq, now);
+      }
+    }
+    this.seq = seq;
+    for (const [key, { at }] of this.dropped) {
+      if (now - at < REMEMBER_MS) break;
+      this.dropped.delete(key);
+    }
+  }
+
+  /** Whether a value read by a decision that saw the log at change `seq` may be kept under `key`. */
+  mayKeep(key: string, seq: number): boolean {
+    return this.flushedAt <= seq && (this.dropped.get(key)?.seq ?? -1) <= seq;
+  }
+
+  keep(key: string, value: unknown): void {
+    // Oldest first out: a bound on memory, not an eviction policy worth more.
+    if (this.entries.size >= this.maxEntries && !this.entries.has(key)) this.entries.delete(this.entries.keys().next().value as string);
+    this.entries.set(key, value);
+  }
+
+  private flush(seq: number): void {
+    this.entries.clear();
+    this.dropped.clear();
+    this.flushedAt = seq;
+  }
+
+  private drop(key: string, seq: number, now: number): void {
+    this.entries.delete(key);
+    this.dropped.delete(key); // re-inserted last, so the map stays oldest first
+    this.dropped.set(key, { seq, at: now });
+  }
+}
+
 export function createFactsCache(db: Db, opts: { enabled: boolean; maxEntriesPerCollection?: number }): FactsCache {
   if (!opts.enabled) return { current: async () => NOTHING };
   const maxEntries = opts.maxEntriesPerCollection ?? 200_000;
-  const generations = new Map<string, Generation>();
-  let lastSeq = 0;
+  const caches = new Map<string, CollectionCache>();
+
+  // One read of the log at a time. A decision that arrives while one is under way waits for the
+  // next, which starts after it arrived: it sees every write finished before it began.
+  let running: Promise<Map<string, CollectionChanges>> | null = null;
+  let queued: Promise<Map<string, CollectionChanges>> | null = null;
+  const readLog = (): Promise<Map<string, CollectionChanges>> => {
+    if (!running) {
+      running = readChangeLog(db).finally(() => (running = null));
+      return running;
+    }
+    queued ??= running
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .then(() => {
+        queued = null;
+        return readLog();
+      });
+    return queued;
+  };
+
   return {
     async current() {
-      const versions = await readDataVersions(db);
-      const seq = ++lastSeq;
-      // The generations this request may use: exactly those stamped with the versions it read.
-      const valid = new Map<string, Generation | null>();
-      const generationOf = (collection: string): Generation | null => {
-        let g = valid.get(collection);
-        if (g !== undefined) return g;
-        const version = versions.get(collection);
-        g = generations.get(collection) ?? null;
-        if (!g || (g.version !== version && seq > g.seq)) generations.set(collection, (g = new Generation(version, seq)));
-        else if (g.version !== version) g = null; // a newer request already moved on: cache nothing here
-        valid.set(collection, g);
-        return g;
+      const startedAt = Date.now();
+      const log = await readLog();
+      const now = Date.now();
+      // Every use catches the collection up with this decision's read (a no-op once it has).
+      const cacheOf = (name: CollectionName) => {
+        let cache = caches.get(name);
+        if (!cache) caches.set(name, (cache = new CollectionCache(maxEntries)));
+        cache.catchUp(log.get(name), now);
+        return cache;
       };
+      const seen = (name: CollectionName) => log.get(name)?.seq ?? 0;
       return {
         caching: true,
-        get: <V>(collection: CollectionName, key: string) => generationOf(collection)?.entries.get(key) as V | undefined,
+        get: <V>(collection: CollectionName, key: string) => cacheOf(collection).entries.get(key) as V | undefined,
         set: <V>(collection: CollectionName, key: string, value: V) => {
-          const entries = generationOf(collection)?.entries;
-          if (!entries) return;
-          // Oldest first out: a bound on memory, not an eviction policy worth more.
-          if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
-          entries.set(key, value);
+          const cache = cacheOf(collection);
+          if (Date.now() - startedAt < REMEMBER_MS && cache.mayKeep(key, seen(collection))) cache.keep(key, value);
         },
-        delete: (collection: CollectionName, key: string) => void generationOf(collection)?.entries.delete(key),
+        delete: (collection: CollectionName, key: string) => void cacheOf(collection).entries.delete(key),
       };
     },
   };

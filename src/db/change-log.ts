@@ -1,0 +1,89 @@
+import type { Db } from 'mongodb';
+import { COLLECTIONS, type ChangeLogDoc, type ChangeLogEntry } from './collections';
+import { isClientClosed } from './errors';
+
+/**
+ * The change sequence: one document per collection counting the writes that changed it (`seq`)
+ * and keeping the newest of them (`log`: which record, of which organization). Every write
+ * through a Tenant records itself here after it lands (src/db/tenant.ts), so any process can
+ * learn, in one read of this small collection, exactly which records changed since it last
+ * looked: caches drop only those (src/features/access/cache.ts).
+ *
+ * One atomic update (`$inc` with `$push … $slice`) moves the sequence and appends the entry, so
+ * `log[i]` is always change number `seq - log.length + 1 + i`: no gaps, no second write, and
+ * the log trims itself. A reader that fell further behind than the log reaches starts afresh.
+ */
+export const CHANGE_LOG_LENGTH = 128;
+
+export interface Change {
+  seq: number;
+  /** The record's `_id`; null when the write may have touched any record of the collection. */
+  key: string | null;
+  org: string;
+}
+
+export interface CollectionChanges {
+  seq: number;
+  /** The newest changes, oldest first; every change up to `seq` not listed is forgotten. */
+  recent: Change[];
+}
+
+const changeLog = (db: Db) => db.collection<ChangeLogDoc>(COLLECTIONS.changeLog);
+
+/** Where every collection's sequence stands, with its recent changes: one read. */
+export async function readChangeLog(db: Db): Promise<Map<string, CollectionChanges>> {
+  const docs = await changeLog(db).find({}).toArray();
+  return new Map(
+    docs.map((d) => {
+      const first = d.seq - d.log.length + 1;
+      return [d._id, { seq: d.seq, recent: d.log.map((e, i) => ({ seq: first + i, key: e.k, org: e.o })) }];
+    }),
+  );
+}
+
+/** Records that `entries` of `collection` changed. Many entries at once become one "anything may have changed". */
+export async function recordChanges(db: Db, collection: string, entries: ChangeLogEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  const log = entries.length > CHANGE_LOG_LENGTH / 4 ? [{ k: null, o: entries[0]!.o }] : entries;
+  await changeLog(db).updateOne(
+    { _id: collection },
+    { $inc: { seq: log.length }, $push: { log: { $each: log, $slice: -CHANGE_LOG_LENGTH } } },
+    { upsert: true },
+  );
+}
+
+/**
+ * The record of a write that landed. If it fails (the database went away between the two), the
+ * caller gets the error and "anything of this collection may have changed" is recorded in the
+ * background until it succeeds. A process killed in that gap leaves caches stale until the next
+ * change of the record: the one window of this design.
+ */
+export async function recordAfterWrite(db: Db, collection: string, entries: ChangeLogEntry[]): Promise<void> {
+  try {
+    await recordChanges(db, collection, entries);
+  } catch (err) {
+    recordInBackground(db, collection, entries[0]?.o ?? '');
+    throw err;
+  }
+}
+
+/** Collections whose record is being retried, per database: one retry loop each, however many writes failed. */
+const retrying = new WeakMap<Db, Set<string>>();
+
+function recordInBackground(db: Db, collection: string, org: string): void {
+  let pending = retrying.get(db);
+  if (!pending) retrying.set(db, (pending = new Set()));
+  if (pending.has(collection)) return;
+  pending.add(collection);
+  const attempt = (delay: number) =>
+    setTimeout(() => {
+      recordChanges(db, collection, [{ k: null, o: org }]).then(
+        () => pending.delete(collection),
+        (err: unknown) => {
+          if (isClientClosed(err)) pending.delete(collection);
+          else attempt(Math.min(delay * 2, 5000));
+        },
+      );
+    }, delay).unref();
+  attempt(100);
+}
