@@ -13,11 +13,9 @@ export const courseTombstone = (courseKey: string) => `course:${courseKey}`;
 
 /** Deletes a course's group links and public record: what hangs off a course in its organization. */
 async function deleteCourseDependents(tenant: Tenant, courseKey: string): Promise<number> {
-  const publicCourses = tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);
   const [links, publicRecord] = await Promise.all([
     tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: courseKey }),
-    // Read before deleting: a delete that matches nothing scans the collection on FerretDB.
-    publicCourses.findById(courseKey, { projection: { _id: 1 } }).then((found) => (found ? publicCourses.deleteOne({ _id: courseKey }) : { deletedCount: 0 })),
+    tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: courseKey }),
   ]);
   return links.deletedCount + publicRecord.deletedCount;
 }

@@ -1,6 +1,6 @@
 import { COLLECTIONS, type MembershipDoc } from '../db/collections';
 import type { Tenant } from '../db/tenant';
-import { isDuplicateKey } from '../http/errors';
+import { isDuplicateKey } from '../db/errors';
 
 /**
  * Creates a user's membership unless they already have one; returns it, or null when one exists.
@@ -15,9 +15,9 @@ export async function insertMembershipIfAbsent(
   input: { user: number; group: number; automatic: boolean },
 ): Promise<MembershipDoc | null> {
   const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
-  // No look first: on FerretDB v1 a lookup by `_id` that misses (the usual case here) scans the
-  // whole collection, while the insert is constant-time. An existing member costs an unused id;
-  // ids are never reused, gaps are allowed.
+  // A look first spares an id for an existing member (the usual case of a redelivery); the
+  // insert still settles a race, at the cost of an unused id (gaps are allowed).
+  if (await memberships.findById(String(input.user), { projection: { _id: 1 } })) return null;
   const id = await tenant.nextId('memberships');
   try {
     return await memberships.insertOne({ _id: String(input.user), id, ...input });

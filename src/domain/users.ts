@@ -63,11 +63,7 @@ export async function retireUser(tenant: Tenant, userId: number, time: string): 
   const user = await users.findById(String(userId), { projection: { event_time: 1 } });
   if (user && user.event_time > time) return 'stale';
   // Membership first: a crash in between leaves the user, and the redelivered event finishes.
-  // Each delete only when the read found something: a delete that matches nothing scans on FerretDB.
-  let deleted = 0;
-  if (await memberships.findById(String(userId), { projection: { _id: 1 } })) {
-    deleted += (await memberships.deleteOne({ _id: String(userId) })).deletedCount;
-  }
+  let deleted = (await memberships.deleteOne({ _id: String(userId) })).deletedCount;
   if (user) deleted += (await users.deleteOne({ _id: String(userId), event_time: { $lte: time } })).deletedCount;
   if (deleted > 0) return 'applied';
   return tombstoned;

@@ -1,7 +1,7 @@
-import type { Filter, MatchKeysAndValues } from 'mongodb';
+import type { Filter, MatchKeysAndValues, UpdateFilter } from 'mongodb';
 import { COLLECTIONS, type CollectionName, type TenantDoc, type TombstoneDoc } from '../db/collections';
+import { isDuplicateKey } from '../db/errors';
 import { Tenant } from '../db/tenant';
-import { isDuplicateKey } from '../http/errors';
 import { outcomeAgainst, type ApplyOutcome } from './event-time';
 
 /** A record filled from events: it remembers the `time` of the newest event applied. */
@@ -27,31 +27,30 @@ export interface VersionedUpsert<T extends VersionedDoc> {
  * Writes an event's version of a record unless the record already reflects an event at least
  * as new, and says which it was.
  *
- * Insert first: on FerretDB v1 (SQLite) a unique-key insert is the only constant-time
- * operation (a lookup by `_id`, hit or miss, scans the table), it is atomic, and it is what
- * happens for every new record. E11000 means the record exists: read it, and if it is older,
- * compare-and-set on the `event_time` read (FerretDB applies conditional updates as
- * read-then-write; that is safe here since one partition's messages, which carry one record
- * key, are handled in order, and the condition catches a writer from another topic, which
- * makes the loop go round). Or it lives in another organization, and moves here when the event
- * is newer. An insert is checked against the record's tombstone afterwards, so a deletion
- * running at the same moment is never undone.
+ * One conditional upsert: "this `_id`, older than the event" is updated, or inserted when no
+ * record has the `_id`. When a record has it but is not older (or lives in another
+ * organization), the insert collides with its `_id` (E11000), and we read it: a newer or equal
+ * record wins; a record of another organization moves here when the event is newer. An
+ * insert is checked against the record's tombstone afterwards, so a deletion running at the
+ * same moment is never undone.
  */
 export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: VersionedUpsert<T>): Promise<{ outcome: ApplyOutcome; current: T | null }> {
   const records = tenant.collection<T>(op.collection);
   const time = op.doc.event_time;
   const id = op.doc._id;
   const { _id: _ignored, ...fields } = op.doc;
-  const set = (op.set ?? fields) as MatchKeysAndValues<T>;
+  const set = (op.set ?? fields) as Record<string, unknown>;
+  const onInsert = Object.fromEntries(Object.entries(fields).filter(([k]) => !(k in set)));
+  const update = { $set: set, ...(Object.keys(onInsert).length > 0 ? { $setOnInsert: onInsert } : {}) } as UpdateFilter<T>;
   // A few rounds at most: each one that loops saw a concurrent change it now accounts for.
   for (let round = 0; round < 5; round++) {
     try {
-      const inserted = await records.insertOne(op.doc);
-      if (await deletedSince(tenant, op.tombstone, time)) {
+      const { doc, inserted } = await records.upsertOne({ _id: id, event_time: { $lt: time } } as Filter<T>, update);
+      if (inserted && (await deletedSince(tenant, op.tombstone, time))) {
         await records.deleteOne({ _id: id, event_time: time } as Filter<T>);
         return { outcome: 'stale', current: null };
       }
-      return { outcome: 'applied', current: inserted };
+      return { outcome: 'applied', current: doc };
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
@@ -59,9 +58,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     if (existing) {
       const cmp = outcomeAgainst(existing.event_time, time);
       if (cmp !== 'newer') return { outcome: cmp, current: existing };
-      const updated = await records.findOneAndUpdate({ _id: id, event_time: existing.event_time } as Filter<T>, { $set: set });
-      if (updated) return { outcome: 'applied', current: updated as T };
-      continue;
+      continue; // it changed between the two: try again
     }
     const owner = await op.ownerOrg();
     if (owner === null || owner === tenant.org) continue; // deleted meanwhile: insert again
@@ -80,23 +77,22 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
 
 /**
  * Tombstones: a deletion by event leaves `{_id, event_time}` so that an older event arriving
- * later (from another topic, or redelivered) does not bring the record back.
+ * later (from another topic, or redelivered) does not bring the record back. The same
+ * conditional upsert as records: moved forward only, never back.
  */
 export async function recordDeletion(tenant: Tenant, tombstone: string, time: string): Promise<ApplyOutcome> {
   const stones = tenant.collection<TombstoneDoc>(COLLECTIONS.tombstones);
   for (let round = 0; round < 5; round++) {
+    try {
+      await stones.upsertOne({ _id: tombstone, event_time: { $lt: time } }, { $set: { event_time: time } });
+      return 'applied';
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+    }
     const existing = await stones.findById(tombstone);
     if (existing) {
       const cmp = outcomeAgainst(existing.event_time, time);
       if (cmp !== 'newer') return cmp;
-      if (await stones.findOneAndUpdate({ _id: tombstone, event_time: existing.event_time }, { $set: { event_time: time } })) return 'applied';
-      continue;
-    }
-    try {
-      await stones.insertOne({ _id: tombstone, event_time: time });
-      return 'applied';
-    } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
     }
   }
   throw new Error(`tombstone ${tombstone} kept changing`);

@@ -1,6 +1,5 @@
 import { COLLECTIONS, type SiteConfigurationDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
-import { isDuplicateKey } from '../../http/errors';
 import type { Infer } from '../../validation';
 import type { siteConfigurationPatchSchema, siteConfigurationSchema } from './schema';
 
@@ -21,21 +20,10 @@ export function siteConfigurationRepository(tenant: Tenant) {
   return {
     get,
 
-    /**
-     * Update, else insert; an insert that loses a race to another one (E11000) is followed by
-     * the update it should have been. No upsert: FerretDB v1 does not make one atomic.
-     */
+    /** One atomic upsert: the document is created by the first change. */
     async update(patch: Infer<typeof siteConfigurationPatchSchema>): Promise<SiteConfiguration> {
       if (patch.ENABLE_COURSE_ACCESS_GROUPS === undefined) return get();
-      const set = { ENABLE_COURSE_ACCESS_GROUPS: patch.ENABLE_COURSE_ACCESS_GROUPS };
-      if ((await configurations.updateOne({ _id }, { $set: set })).matchedCount === 0) {
-        try {
-          await configurations.insertOne({ _id, ...DEFAULTS, ...set });
-        } catch (err) {
-          if (!isDuplicateKey(err)) throw err;
-          await configurations.updateOne({ _id }, { $set: set });
-        }
-      }
+      await configurations.updateOne({ _id }, { $set: { ENABLE_COURSE_ACCESS_GROUPS: patch.ENABLE_COURSE_ACCESS_GROUPS } }, { upsert: true });
       return get();
     },
   };
