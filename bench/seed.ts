@@ -104,9 +104,9 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
     if (n % 10 === 0) publics.push({ _id: key, id: publics.length + 1, org, course: key });
   }
 
-  // The highest id of each resource claimed, as src/db/counters.ts claims them: without it the
-  // service's next POST would be handed an id the seed already used (a write load collides).
-  const claims = (
+  // Each resource's counter at the highest id the seed used, as src/db/counters.ts keeps it:
+  // without it the service's next POST would be handed an id the seed already used.
+  const counters = (
     [
       ['groups', groups.length],
       ['memberships', memberships.length],
@@ -115,7 +115,7 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
     ] as const
   )
     .filter(([, n]) => n > 0)
-    .map(([resource, n]) => ({ _id: `${resource}:${n}`, resource, n }));
+    .map(([resource, n]) => ({ _id: resource, n }));
 
   const configs: SiteConfigurationDoc[] = [MAIN_ORG, OTHER_ORG].map((org) => ({ _id: org, org, ENABLE_COURSE_ACCESS_GROUPS: true }));
 
@@ -127,7 +127,7 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
     insertAll(db, COLLECTIONS.groupCourses, links),
     insertAll(db, COLLECTIONS.publicCourses, publics),
     insertAll(db, COLLECTIONS.siteConfigurations, configs),
-    insertAll(db, COLLECTIONS.counters, claims),
+    insertAll(db, COLLECTIONS.counters, counters),
   ]);
   return {
     userIds: Array.from({ length: scale.users }, (_, i) => i + 1),
