@@ -4,7 +4,9 @@
 # ~/.cache/course-access-groups/stack), so a fresh clone on the same machine starts fast;
 # data, logs and pid files live under $STACK_DIR (default .stack/, git-ignored).
 #
-#   install  fetch Kafka jars (Maven Central) and build FerretDB (Go module proxy); cached
+#   install  fetch Kafka jars (Maven Central) and build FerretDB (Go module proxy) with the
+#            patches in scripts/ferretdb/, after their own SQLite backend tests pass; cached
+#   test-ferretdb   run FerretDB's SQLite backend tests on the patched source again
 #   start    start both in the background and wait until each answers
 #   stop     stop exactly the processes `start` started (pid files)
 #   status   say what runs
@@ -24,7 +26,12 @@ KAFKA_HEAP="${STACK_KAFKA_HEAP:-512m}"
 
 STACK_CACHE="${STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/course-access-groups/stack}"
 KAFKA_HOME="$STACK_CACHE/kafka-$KAFKA_VERSION"
-FERRET_BIN="$STACK_CACHE/bin/ferretdb-$FERRETDB_VERSION"
+# The build is named after the patches' content, so a binary built without them (or with an
+# older version of them) is never reused.
+FERRET_PATCHES=("$ROOT"/scripts/ferretdb/*.patch)
+FERRET_BUILD="ferretdb-$FERRETDB_VERSION-$(cat "${FERRET_PATCHES[@]}" | sha256sum | cut -c1-12)"
+FERRET_BIN="$STACK_CACHE/bin/$FERRET_BUILD"
+FERRET_SRC="$STACK_CACHE/src/$FERRET_BUILD"
 RUN_DIR="$STACK_DIR/run"
 LOG_DIR="$STACK_DIR/logs"
 
@@ -41,21 +48,37 @@ install_kafka() {
   touch "$KAFKA_HOME/.installed"
 }
 
-install_ferretdb() {
-  if [[ -x "$FERRET_BIN" ]]; then return; fi
-  say "building FerretDB $FERRETDB_VERSION from the Go module proxy"
-  local mod src
+# Copies the module source to $1 with the generated build/version/version.txt and our patches.
+ferretdb_source() {
+  local mod
   mod="$(go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   [[ -d "$mod" ]] || { say "go mod download gave no source directory"; exit 1; }
   # `go install …@version` cannot be used: the proxy refuses the version list it reads for
   # deprecation notices, and a binary built from the bare module panics for want of the
   # generated build/version/version.txt. So build a copy of the same source with that file.
-  src="$STACK_CACHE/src/ferretdb-$FERRETDB_VERSION"
-  rm -rf "$src"; mkdir -p "$(dirname "$src")" "$STACK_CACHE/bin"
-  cp -r "$mod" "$src"; chmod -R u+w "$src"
-  echo "$FERRETDB_VERSION" > "$src/build/version/version.txt"
-  (cd "$src" && GOFLAGS=-buildvcs=false go build -o "$FERRET_BIN.tmp" ./cmd/ferretdb)
+  rm -rf "$1"; mkdir -p "$(dirname "$1")"
+  cp -r "$mod" "$1"; chmod -R u+w "$1"
+  echo "$FERRETDB_VERSION" > "$1/build/version/version.txt"
+  local p
+  for p in "${FERRET_PATCHES[@]}"; do patch -p1 --fuzz=0 --batch --silent -d "$1" <"$p"; done
+}
+
+# FerretDB's own tests of the backend the patches change, on the patched source.
+test_ferretdb() {
+  say "go test ./internal/backends/sqlite/... on the patched FerretDB source"
+  mkdir -p "$FERRET_SRC/.git" # FerretDB's testutil finds the module root by its .git
+  (cd "$FERRET_SRC" && GOFLAGS=-buildvcs=false go test -count=1 ./internal/backends/sqlite/... >&2)
+}
+
+install_ferretdb() {
+  if [[ -x "$FERRET_BIN" ]]; then return; fi
+  say "building FerretDB $FERRETDB_VERSION from the Go module proxy, patched ($FERRET_BUILD)"
+  ferretdb_source "$FERRET_SRC"
+  mkdir -p "$STACK_CACHE/bin"
+  (cd "$FERRET_SRC" && GOFLAGS=-buildvcs=false go build -o "$FERRET_BIN.tmp" ./cmd/ferretdb)
+  # The binary is cached only once the tests pass, so every cached binary has passed them.
+  test_ferretdb
   mv "$FERRET_BIN.tmp" "$FERRET_BIN"
 }
 
@@ -148,6 +171,7 @@ stop_one() { # name
 
 case "${1:-}" in
   install) install_kafka; install_ferretdb ;;
+  test-ferretdb) ferretdb_source "$FERRET_SRC"; test_ferretdb ;;
   start)
     if external; then say "MONGO_URL and KAFKA_BROKERS are set: using them, starting nothing"; exit 0; fi
     install_kafka; install_ferretdb; start_ferretdb; start_kafka ;;
@@ -162,5 +186,5 @@ case "${1:-}" in
     for p in ferretdb kafka; do
       if pid_alive "$RUN_DIR/$p.pid"; then echo "$p running (pid $(cat "$RUN_DIR/$p.pid"))"; else echo "$p stopped"; fi
     done ;;
-  *) echo "usage: $0 install|start|stop|status|stop-db|start-db|stop-kafka|start-kafka" >&2; exit 2 ;;
+  *) echo "usage: $0 install|test-ferretdb|start|stop|status|stop-db|start-db|stop-kafka|start-kafka" >&2; exit 2 ;;
 esac
