@@ -3,11 +3,11 @@ import { Partitioners, type Consumer, type EachMessagePayload, type IHeaders, ty
 import type { Config } from '../src/config';
 import type { Metrics } from '../src/http/metrics';
 import type { Logger } from '../src/log';
+import { retry, type Backoff } from '../src/retry';
 import { InvalidMessage } from './cloudevents';
-import { HandlerFailure } from './dispatch';
+import { HandlerFailure, type MessageHandler } from './dispatch';
 
-/** What the consumer does with one message; resolves when the message is fully handled. */
-export type MessageHandler = (payload: EachMessagePayload) => Promise<void>;
+export type { MessageHandler };
 
 export interface EventConsumer {
   start(): Promise<void>;
@@ -16,12 +16,8 @@ export interface EventConsumer {
   healthy(): boolean;
 }
 
-export interface RetryPolicy {
-  /** First pause after a failure; doubled after each further one. */
-  initialMs: number;
-  /** The cap of the pause. */
-  maxMs: number;
-}
+/** How a failing handler is retried (src/retry.ts). */
+export type RetryPolicy = Backoff;
 
 export const DEFAULT_RETRY: RetryPolicy = { initialMs: 200, maxMs: 10000 };
 /** The longest stretch without a heartbeat while waiting to retry (session timeout is 30 s). */
@@ -55,7 +51,7 @@ export function createEventConsumer(opts: {
   partitionsConsumedConcurrently?: number;
 }): EventConsumer {
   const { kafka, config, log, handle, metrics } = opts;
-  const retry = opts.retry ?? DEFAULT_RETRY;
+  const backoff = opts.retry ?? DEFAULT_RETRY;
   let consumer: Consumer | null = null;
   let producer: Producer | null = null;
   let stopping = new AbortController();
@@ -97,41 +93,41 @@ export function createEventConsumer(opts: {
   async function process(payload: EachMessagePayload, stillOurs: () => boolean): Promise<boolean> {
     const { topic, partition, message } = payload;
     const key = `${topic}/${partition}`;
-    for (let attempt = 1; ; attempt++) {
+    const attemptOnce = async (attempt: number) => {
       try {
-        try {
-          await handle(payload);
-        } catch (err) {
-          if (!(err instanceof InvalidMessage)) throw err;
-          await deadLetter(topic, partition, message, err);
-        }
-        if (failing.delete(key)) log.info({ topic, partition, offset: message.offset, attempts: attempt }, 'handler recovered');
-        return true;
+        await handle(payload);
       } catch (err) {
-        failing.add(key);
-        const delay = Math.min(retry.initialMs * 2 ** (attempt - 1), retry.maxMs);
-        const failure = err instanceof HandlerFailure ? err : null;
-        const cause = (failure?.cause ?? err) as Error;
-        metrics?.eventsHandled.inc({ type: failure?.eventType ?? 'other', outcome: 'retried' });
-        log.error(
-          {
-            topic,
-            partition,
-            offset: message.offset,
-            event_id: failure?.eventId,
-            event_type: failure?.eventType,
-            ...failure?.subject,
-            attempt,
-            retry_in_ms: delay,
-            err: { name: cause?.name, message: cause?.message, code: (cause as { code?: unknown })?.code, stack: cause?.stack },
-          },
-          'event handler failed; retrying',
-        );
-        if (!(await pause(delay, payload.heartbeat, stillOurs))) {
-          failing.delete(key); // no longer ours to retry: whoever gets it next reports on it
-          return false;
-        }
+        if (!(err instanceof InvalidMessage)) throw err;
+        await deadLetter(topic, partition, message, err);
       }
+      if (failing.delete(key)) log.info({ topic, partition, offset: message.offset, attempts: attempt }, 'handler recovered');
+    };
+    const reportFailure = (err: unknown, attempt: number, delay: number) => {
+      failing.add(key);
+      const failure = err instanceof HandlerFailure ? err : null;
+      const cause = (failure?.cause ?? err) as Error;
+      metrics?.eventsHandled.inc({ type: failure?.eventType ?? 'other', outcome: 'retried' });
+      log.error(
+        {
+          topic,
+          partition,
+          offset: message.offset,
+          event_id: failure?.eventId,
+          event_type: failure?.eventType,
+          ...failure?.subject,
+          attempt,
+          retry_in_ms: delay,
+          err: { name: cause?.name, message: cause?.message, code: (cause as { code?: unknown })?.code, stack: cause?.stack },
+        },
+        'event handler failed; retrying',
+      );
+    };
+    try {
+      await retry(attemptOnce, { backoff, onFailure: reportFailure, wait: (ms) => pause(ms, payload.heartbeat, stillOurs) });
+      return true;
+    } catch {
+      failing.delete(key); // no longer ours to retry: whoever gets it next reports on it
+      return false;
     }
   }
 

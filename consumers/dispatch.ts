@@ -1,10 +1,13 @@
+import type { EachMessagePayload } from 'kafkajs';
 import type { Db } from 'mongodb';
 import type { Metrics } from '../src/http/metrics';
 import type { Logger } from '../src/log';
 import { decodeCloudEvent, InvalidMessage } from './cloudevents';
-import type { MessageHandler } from './consumer';
 import { HANDLERS } from './handlers';
 import type { Subject } from './handlers/handler';
+
+/** What the consumer does with one message; resolves when the message is fully handled. */
+export type MessageHandler = (payload: EachMessagePayload) => Promise<void>;
 
 /**
  * A handler that failed for a reason that may pass (the database, a bug): the consumer retries

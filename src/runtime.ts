@@ -10,6 +10,7 @@ import { createApp } from './http/app';
 import { createMetrics, type Metrics } from './http/metrics';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
+import { retry } from './retry';
 
 export interface Running {
   db: Db;
@@ -52,19 +53,18 @@ async function closeGracefully(server: Server): Promise<void> {
  * Runs `step` until it succeeds, with capped exponential backoff: a service started before its
  * database or broker waits for them (logging each try) instead of exiting.
  */
-async function withRetry(what: string, step: () => Promise<void>, log: Logger, signal: AbortSignal): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await step();
-      return;
-    } catch (err) {
-      if (signal.aborted) throw err;
-      const delay = Math.min(500 * 2 ** (attempt - 1), 10000);
+function withRetry(what: string, step: () => Promise<void>, log: Logger, signal: AbortSignal): Promise<void> {
+  return retry(step, {
+    backoff: { initialMs: 500, maxMs: 10000 },
+    onFailure: (err, attempt, delay) => {
+      if (signal.aborted) return false;
       log.warn({ attempt, delay_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } }, `${what} not reachable yet; retrying`);
-      await sleep(delay);
-      if (signal.aborted) throw err;
-    }
-  }
+    },
+    wait: async (ms) => {
+      await sleep(ms);
+      return !signal.aborted;
+    },
+  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type ChangeLogDoc, type ChangeLogEntry } from './collections';
+import { retry } from '../retry';
 import { isClientClosed } from './errors';
 
 /**
@@ -75,15 +76,11 @@ function recordInBackground(db: Db, collection: string, org: string): void {
   if (!pending) retrying.set(db, (pending = new Set()));
   if (pending.has(collection)) return;
   pending.add(collection);
-  const attempt = (delay: number) =>
-    setTimeout(() => {
-      recordChanges(db, collection, [{ k: null, o: org }]).then(
-        () => pending.delete(collection),
-        (err: unknown) => {
-          if (isClientClosed(err)) pending.delete(collection);
-          else attempt(Math.min(delay * 2, 5000));
-        },
-      );
-    }, delay).unref();
-  attempt(100);
+  // A client closed on purpose (shutdown) will not come back; anything else may.
+  void retry(() => recordChanges(db, collection, [{ k: null, o: org }]), {
+    backoff: { initialMs: 100, maxMs: 5000 },
+    onFailure: (err) => !isClientClosed(err),
+  })
+    .catch(() => undefined)
+    .finally(() => pending.delete(collection));
 }
