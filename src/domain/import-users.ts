@@ -1,5 +1,5 @@
 import { COLLECTIONS, type MembershipDoc, type RuleDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
-import type { Tenant } from '../db/tenant';
+import { ownerLookup, type Tenant } from '../db/tenant';
 import type { ApplyOutcome } from './event-time';
 import { emailDomain, ruleId } from './membership-rules';
 import { userRecord, userTombstone, type UserFacts } from './users';
@@ -47,17 +47,13 @@ function firstLineOfEachId(batch: readonly UserFacts[]): Map<UserFacts, number> 
 const deletedSince = (stone: Pick<TombstoneDoc, 'event_time'> | undefined, time: string) => stone !== undefined && stone.event_time >= time;
 
 /**
- * The users worth a plain insert: those this organization does not have, with no tombstone at
- * least as new as `time` (a retired user is the per-event path's: it decides what the deletion
- * leaves). Another organization's user is not looked for: the insert refuses its `_id`, which
- * sends it per event.
+ * The users worth a plain insert: those no organization has, with no tombstone here at least as
+ * new as `time` (a retired user is the per-event path's: it decides what the deletion leaves).
+ * One created meanwhile is caught by the insert, which refuses its `_id`.
  */
 async function usersToInsert(tenant: Tenant, users: readonly UserFacts[], time: string): Promise<UserFacts[]> {
-  const [present, stones] = await Promise.all([
-    tenant.collection<UserDoc>(COLLECTIONS.users).findByIds(users.map((u) => String(u.id)), { projection: { _id: 1 } }),
-    tombstonesOf(tenant, users),
-  ]);
-  return users.filter((u) => !present.has(String(u.id)) && !deletedSince(stones.get(userTombstone(u.id)), time));
+  const [known, stones] = await Promise.all([ownerLookup(tenant.db).userOrgs(users.map((u) => u.id)), tombstonesOf(tenant, users)]);
+  return users.filter((u) => !known.has(u.id) && !deletedSince(stones.get(userTombstone(u.id)), time));
 }
 
 function tombstonesOf(tenant: Tenant, users: readonly UserFacts[]) {
