@@ -1,7 +1,9 @@
 /**
- * `npm run bench:import -- [lines] [concurrency] [passes]`: generates a users JSON Lines file of `lines`
- * lines (default 20,000) in a temp dir, imports it into a fresh database with the `cag import`
- * code, and prints lines/s and the process's peak RSS, then imports it again (all unchanged).
+ * `npm run bench:import -- [lines] [concurrency] [passes] [chunk]`: generates a users JSON Lines file
+ * of `lines` lines (default 20,000) in a temp dir, imports it into a fresh database with the `cag import`
+ * code (`chunk` lines at a time, default the command's; `concurrency` lines one by one at once where
+ * a line goes per event), and prints lines/s and the process's peak RSS, then imports it again
+ * (all unchanged) unless `passes` is 1.
  * The file and the database are removed afterwards; nothing generated is kept.
  */
 import { createWriteStream } from 'node:fs';
@@ -15,11 +17,12 @@ import { ensureIndexes } from '../src/db/collections';
 import { Tenant } from '../src/db/tenant';
 import { rulesRepository } from '../src/features/membership-rules/repository';
 import { groupsRepository } from '../src/features/groups/repository';
-import { importFiles } from '../src/cli/import';
+import { DEFAULT_CHUNK_SIZE, importFiles } from '../src/cli/import';
 
 const ORG = 'bench-import';
 const lines = Number(process.argv[2] ?? 20000);
 const concurrency = Number(process.argv[3] ?? 16);
+const chunkSize = Number(process.argv[5] ?? DEFAULT_CHUNK_SIZE);
 
 async function generate(path: string) {
   const out = createWriteStream(path);
@@ -45,7 +48,7 @@ async function main() {
   try {
     const file = join(dir, 'users.jsonl');
     await generate(file);
-    console.log(`generated ${lines} lines (${((await stat(file)).size / 1e6).toFixed(1)} MB); concurrency ${concurrency}`);
+    console.log(`generated ${lines} lines (${((await stat(file)).size / 1e6).toFixed(1)} MB); concurrency ${concurrency}, chunks of ${chunkSize}`);
     await ensureIndexes(db);
     const tenant = new Tenant(db, ORG);
     const group = await groupsRepository(tenant).create({ name: 'Partners', description: '' });
@@ -56,7 +59,7 @@ async function main() {
     const passes = ["first import", "second import (all unchanged)"].slice(0, Number(process.argv[4] ?? 2));
     for (const pass of passes) {
       const started = process.hrtime.bigint();
-      const summary = await importFiles(db, { users: file, concurrency, out: progress });
+      const summary = await importFiles(db, { users: file, concurrency, chunkSize, out: progress });
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       peakRss = Math.max(peakRss, process.memoryUsage.rss());
       const rate = summary.read / seconds;

@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import { Tenant } from '../../src/db/tenant';
 import { applyMembershipRules } from '../../src/domain/membership-rules';
-import { upsertUser } from '../../src/domain/users';
+import { upsertUser, type UserFacts } from '../../src/domain/users';
 import type { Infer } from '../../src/validation';
 import type { HandlerContext } from './handler';
 
@@ -54,22 +54,23 @@ export function upsertUserEvent({ db, event, data }: HandlerContext<UserEventDat
  */
 export async function applyUserData(db: Db, data: UserEventData, time: string, opts: { forceActive: boolean; rules: boolean }) {
   const tenant = new Tenant(db, data.organization);
-  const { user } = data;
-  const { outcome, current } = await upsertUser(
-    tenant,
-    {
-      id: user.id,
-      username: user.pii.username,
-      name: user.pii.name,
-      email: user.pii.email,
-      is_active: opts.forceActive || user.is_active,
-      is_staff: user.is_staff,
-      is_site_admin: user.is_site_admin,
-    },
-    time,
-  );
+  const { outcome, current } = await upsertUser(tenant, userFacts(data, opts), time);
   if (opts.rules && current) {
     await applyMembershipRules(current.org === tenant.org ? tenant : new Tenant(db, current.org), current);
   }
   return outcome;
+}
+
+/** The user an event's `data` describes (the import's batch path reads lines with it too). */
+export function userFacts(data: UserEventData, opts: { forceActive: boolean }): UserFacts {
+  const { user } = data;
+  return {
+    id: user.id,
+    username: user.pii.username,
+    name: user.pii.name,
+    email: user.pii.email,
+    is_active: opts.forceActive || user.is_active,
+    is_staff: user.is_staff,
+    is_site_admin: user.is_site_admin,
+  };
 }

@@ -4,10 +4,12 @@ import { createInterface } from 'node:readline';
 import type { Db } from 'mongodb';
 import { applyCatalogInfo, catalogInfoChanged, catalogInfoChangedDataSchema } from '../../consumers/handlers/catalog-info-changed';
 import { registrationCompleted } from '../../consumers/handlers/registration-completed';
-import { applyUserData, type UserEventData } from '../../consumers/handlers/user-event-data';
+import { applyUserData, userFacts, type UserEventData } from '../../consumers/handlers/user-event-data';
 import { InvalidMessage } from '../../consumers/cloudevents';
 import type { Infer } from '../validation';
+import { Tenant } from '../db/tenant';
 import { normalizeEventTime, type ApplyOutcome } from '../domain/event-time';
+import { registerNewUsers } from '../domain/import-users';
 import { progressReporter, type ProgressCounts } from './progress';
 
 /**
@@ -24,26 +26,87 @@ export class FatalImportError extends Error {}
 export interface ImportOptions {
   users?: string;
   courses?: string;
-  /** Lines applied at once; the file is read only as fast as they finish, so memory stays flat. */
+  /** Lines applied one by one at once (courses, and users the batch leaves to the per-event path). */
   concurrency?: number;
+  /** Lines read, validated and applied together; one chunk is applied while the next is read, so memory stays flat. */
+  chunkSize?: number;
   /** Progress, refused lines and the summary (stderr in the command). */
   out: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
 type CourseLine = Infer<typeof catalogInfoChangedDataSchema>;
 
-/** How one line of each file is validated and applied: the consumer's schemas and functions. */
+/** A line that passed its schema, with its number for reports. */
+interface Line<D> {
+  lineNo: number;
+  data: D;
+}
+
+/** What applying a chunk needs: the counts to move and how to refuse a line. */
+interface ChunkContext {
+  db: Db;
+  concurrency: number;
+  count(outcome: ApplyOutcome): void;
+  refuse(lineNo: number, reason: string): void;
+}
+
+/** How one line of each file is validated and a chunk applied: the consumer's schemas and functions. */
 const KINDS = {
   // A line is a registration: the user is upserted, and membership rules apply if it is active.
   users: {
     parse: (data: unknown) => registrationCompleted.parse(data).data as UserEventData,
-    apply: (db: Db, data: UserEventData) => applyUserData(db, data, IMPORT_TIME, { forceActive: false, rules: data.user.is_active }),
+    applyChunk: (ctx: ChunkContext, lines: Line<UserEventData>[]) => applyUsersChunk(ctx, lines),
   },
+  // Courses are few: one by one, as events.
   courses: {
     parse: (data: unknown) => catalogInfoChanged.parse(data).data as CourseLine,
-    apply: (db: Db, data: CourseLine) => applyCatalogInfo(db, data, IMPORT_TIME),
+    applyChunk: (ctx: ChunkContext, lines: Line<CourseLine>[]) => applyEachLine(ctx, lines, (data) => applyCatalogInfo(ctx.db, data, IMPORT_TIME)),
   },
 } as const;
+
+const registration = (data: UserEventData) => ({ forceActive: false, rules: data.user.is_active });
+
+/**
+ * Users of a chunk, organization by organization: new users in one batch (registerNewUsers),
+ * then every line the batch left (a user that exists, a repeat, a tombstone) as an event, in
+ * file order. Both write what applying each line as a registration event would.
+ */
+async function applyUsersChunk(ctx: ChunkContext, lines: Line<UserEventData>[]): Promise<void> {
+  const perEvent: Line<UserEventData>[] = [];
+  for (const [org, ofOrg] of byOrganization(lines)) {
+    const outcomes = await registerNewUsers(new Tenant(ctx.db, org), ofOrg.map((l) => userFacts(l.data, registration(l.data))), IMPORT_TIME);
+    outcomes.forEach((outcome, i) => (outcome === 'per-event' ? perEvent.push(ofOrg[i]!) : ctx.count(outcome)));
+  }
+  perEvent.sort((x, y) => x.lineNo - y.lineNo);
+  await applyEachLine(ctx, perEvent, (data) => applyUserData(ctx.db, data, IMPORT_TIME, registration(data)));
+}
+
+function byOrganization(lines: Line<UserEventData>[]): Map<string, Line<UserEventData>[]> {
+  const groups = new Map<string, Line<UserEventData>[]>();
+  for (const line of lines) {
+    const group = groups.get(line.data.organization);
+    if (group) group.push(line);
+    else groups.set(line.data.organization, [line]);
+  }
+  return groups;
+}
+
+/** Applies lines one by one, `ctx.concurrency` at once; a line the handler refuses is reported, a database failure thrown. */
+async function applyEachLine<D>(ctx: ChunkContext, lines: Line<D>[], apply: (data: D) => Promise<ApplyOutcome>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < lines.length) {
+      const { lineNo, data } = lines[next++]!;
+      try {
+        ctx.count(await apply(data));
+      } catch (err) {
+        if (!(err instanceof InvalidMessage)) throw err; // the database failed: fatal, the import can be run again
+        ctx.refuse(lineNo, err.message);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(ctx.concurrency, lines.length) }, worker));
+}
 
 /** Imports the users file, then the courses file; every bad line is reported and skipped. */
 export async function importFiles(db: Db, opts: ImportOptions): Promise<ImportSummary> {
@@ -65,32 +128,51 @@ export async function importFiles(db: Db, opts: ImportOptions): Promise<ImportSu
   return total;
 }
 
+export const DEFAULT_CHUNK_SIZE = 2000;
+
 async function importFile(db: Db, kind: keyof typeof KINDS, path: string, opts: ImportOptions): Promise<ImportSummary> {
   const counts: ImportSummary = { read: 0, applied: 0, unchanged: 0, refused: 0 };
-  const concurrency = Math.max(1, opts.concurrency ?? 16);
   const progress = progressReporter(opts.out, `${kind} ${path}`, () => counts);
-  // Never an email or a line's content here: the line number and what is wrong with it.
-  const refuse = (lineNo: number, reason: string) => {
-    counts.refused++;
-    progress.note(`${path}:${lineNo}: refused: ${reason}`);
+  const ctx: ChunkContext = {
+    db,
+    concurrency: Math.max(1, opts.concurrency ?? 16),
+    count: (outcome) => void (outcome === 'applied' ? counts.applied++ : counts.unchanged++),
+    // Never an email or a line's content here: the line number and what is wrong with it.
+    refuse: (lineNo, reason) => {
+      counts.refused++;
+      progress.note(`${path}:${lineNo}: refused: ${reason}`);
+    },
   };
-  const inFlight = new Set<Promise<void>>();
-
-  async function applyLine(lineNo: number, data: unknown) {
-    let outcome: ApplyOutcome;
-    try {
-      outcome = await (KINDS[kind].apply as (db: Db, data: unknown) => Promise<ApplyOutcome>)(db, data);
-    } catch (err) {
-      if (err instanceof InvalidMessage) return refuse(lineNo, err.message);
-      throw err; // the database failed: fatal, the import can be run again
+  const { parse, applyChunk } = KINDS[kind] as unknown as { parse(data: unknown): unknown; applyChunk(ctx: ChunkContext, lines: Line<unknown>[]): Promise<void> };
+  // One chunk is applied while the next is read and validated: two chunks in memory at most.
+  let applying: Promise<void> = Promise.resolve();
+  let failure: unknown = null;
+  try {
+    for await (const chunk of validLines(path, parse, Math.max(1, opts.chunkSize ?? DEFAULT_CHUNK_SIZE), counts, ctx.refuse)) {
+      await applying;
+      if (failure) break;
+      // Caught at once: a failure while the next chunk is read must not be an unhandled rejection.
+      applying = applyChunk(ctx, chunk).catch((err: unknown) => void (failure ??= err));
     }
-    if (outcome === 'applied') counts.applied++;
-    else counts.unchanged++;
+    await applying;
+  } finally {
+    progress.stop();
   }
+  if (failure) throw failure;
+  return counts;
+}
 
+/** The file's lines that are JSON and pass `parse`, `size` at a time; the others are refused as they are read. */
+async function* validLines<D>(
+  path: string,
+  parse: (data: unknown) => D,
+  size: number,
+  counts: ImportSummary,
+  refuse: (lineNo: number, reason: string) => void,
+): AsyncGenerator<Line<D>[]> {
   const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
   let lineNo = 0;
-  let failure: unknown = null;
+  let chunk: Line<D>[] = [];
   try {
     for await (const text of lines) {
       lineNo++;
@@ -104,27 +186,18 @@ async function importFile(db: Db, kind: keyof typeof KINDS, path: string, opts: 
         continue;
       }
       try {
-        data = KINDS[kind].parse(data);
+        chunk.push({ lineNo, data: parse(data) });
       } catch (err) {
         refuse(lineNo, (err as Error).message);
         continue;
       }
-      const task: Promise<void> = applyLine(lineNo, data).then(
-        () => void inFlight.delete(task),
-        (err: unknown) => {
-          inFlight.delete(task);
-          failure ??= err;
-        },
-      );
-      inFlight.add(task);
-      if (inFlight.size >= concurrency) await Promise.race(inFlight);
-      if (failure) break;
+      if (chunk.length >= size) {
+        yield chunk;
+        chunk = [];
+      }
     }
-    await Promise.all(inFlight);
+    if (chunk.length > 0) yield chunk;
   } finally {
     lines.close();
-    progress.stop();
   }
-  if (failure) throw failure;
-  return counts;
 }

@@ -18,11 +18,11 @@ export interface UserFacts {
 export const userTombstone = (id: number) => `user:${id}`;
 
 /**
- * Records a user in the tenant's organization as of `time` (normalized, see event-time.ts),
- * unless the record already reflects a newer event. `current` is the record as it now stands
- * (null when a newer deletion wins), in whichever organization holds it.
+ * The record an event writes for a user as of `time`: the whole document for a new user, and the
+ * fields it changes on an existing one (flags the event does not carry are left as they are).
+ * The per-event upsert and the import's batch insert (import-users.ts) both write this.
  */
-export async function upsertUser(tenant: Tenant, facts: UserFacts, time: string): Promise<{ outcome: ApplyOutcome; current: UserDoc | null }> {
+export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc, 'org'>; set: Partial<UserDoc> } {
   const profile = {
     id: facts.id,
     username: facts.username,
@@ -36,10 +36,20 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, time: string)
     ...(facts.is_staff === undefined ? {} : { is_staff: facts.is_staff }),
     ...(facts.is_site_admin === undefined ? {} : { is_site_admin: facts.is_site_admin }),
   };
+  return { doc: { _id: String(facts.id), ...profile, is_staff: false, is_site_admin: false, ...flags }, set: { ...profile, ...flags } };
+}
+
+/**
+ * Records a user in the tenant's organization as of `time` (normalized, see event-time.ts),
+ * unless the record already reflects a newer event. `current` is the record as it now stands
+ * (null when a newer deletion wins), in whichever organization holds it.
+ */
+export async function upsertUser(tenant: Tenant, facts: UserFacts, time: string): Promise<{ outcome: ApplyOutcome; current: UserDoc | null }> {
+  const { doc, set } = userRecord(facts, time);
   return upsertIfNewer<UserDoc>(tenant, {
     collection: COLLECTIONS.users,
-    doc: { _id: String(facts.id), ...profile, is_staff: false, is_site_admin: false, ...flags },
-    set: { ...profile, ...flags },
+    doc,
+    set,
     tombstone: userTombstone(facts.id),
     ownerOrg: () => ownerLookup(tenant.db).userOrg(facts.id),
     // A membership belongs to a group of the old organization: it does not travel.

@@ -1,0 +1,117 @@
+import { COLLECTIONS, type MembershipDoc, type RuleDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
+import { ownerLookup, type Tenant } from '../db/tenant';
+import type { ApplyOutcome } from './event-time';
+import { emailDomain, ruleId } from './membership-rules';
+import { userRecord, userTombstone, type UserFacts } from './users';
+
+/**
+ * What the batch did with one user: the outcome applying it as an event would have had, or
+ * `per-event` when the batch left it alone and the caller must apply it as an event (one by one).
+ */
+export type BatchOutcome = ApplyOutcome | 'per-event';
+
+/**
+ * Registers many users of one organization at once, as registration events of `time` would
+ * (upsert the user; if active, apply membership rules), for the users that no organization has
+ * yet: those are plain inserts, and batching them turns ~5 round trips per user into a handful
+ * per batch. Every other user (present here or elsewhere, tombstoned, or a second line for the
+ * same id) is answered `per-event`: the per-event path alone knows event-time ordering, moves
+ * between organizations and deletions, so the caller applies those with it, after this returns.
+ * Returns one outcome per user of `batch`, in order.
+ */
+export async function registerNewUsers(tenant: Tenant, batch: readonly UserFacts[], time: string): Promise<BatchOutcome[]> {
+  const firsts = firstLineOfEachId(batch);
+  const fresh = await usersToInsert(tenant, [...firsts.keys()], time);
+  const inserted = await insertUsers(tenant, fresh, time);
+  const memberships = await insertRuleMemberships(tenant, inserted);
+  const retired = await retiredSince(tenant, inserted, time);
+  await takeBackRetired(tenant, retired, memberships, time);
+  const outcomes: BatchOutcome[] = batch.map(() => 'per-event');
+  for (const u of inserted) outcomes[firsts.get(u)!] = retired.has(u.id) ? 'stale' : 'applied';
+  return outcomes;
+}
+
+/** The first line of each user id, with its index: a repeat of an id is applied per event, after the first. */
+function firstLineOfEachId(batch: readonly UserFacts[]): Map<UserFacts, number> {
+  const seen = new Set<number>();
+  const firsts = new Map<UserFacts, number>();
+  batch.forEach((u, i) => {
+    if (seen.has(u.id)) return;
+    seen.add(u.id);
+    firsts.set(u, i);
+  });
+  return firsts;
+}
+
+/** True when the user's tombstone is at least as new as `time` (versioned-records' deletedSince, on a read already made). */
+const deletedSince = (stone: Pick<TombstoneDoc, 'event_time'> | undefined, time: string) => stone !== undefined && stone.event_time >= time;
+
+/**
+ * The users worth a plain insert: those no organization has, with no tombstone here at least as
+ * new as `time` (a retired user is the per-event path's: it decides what the deletion leaves).
+ * One created meanwhile is caught by the insert, which refuses its `_id`.
+ */
+async function usersToInsert(tenant: Tenant, users: readonly UserFacts[], time: string): Promise<UserFacts[]> {
+  const [known, stones] = await Promise.all([ownerLookup(tenant.db).userOrgs(users.map((u) => u.id)), tombstonesOf(tenant, users)]);
+  return users.filter((u) => !known.has(u.id) && !deletedSince(stones.get(userTombstone(u.id)), time));
+}
+
+function tombstonesOf(tenant: Tenant, users: readonly UserFacts[]) {
+  return tenant.collection<TombstoneDoc>(COLLECTIONS.tombstones).findByIds(users.map((u) => userTombstone(u.id)), { projection: { event_time: 1 } });
+}
+
+/** Inserts the users' records in one unordered insert; returns those inserted (a refused `_id` exists somewhere). */
+async function insertUsers(tenant: Tenant, users: readonly UserFacts[], time: string): Promise<UserFacts[]> {
+  const refused = await tenant.collection<UserDoc>(COLLECTIONS.users).insertMany(users.map((u) => userRecord(u, time).doc));
+  return users.filter((u) => !refused.has(String(u.id)));
+}
+
+/**
+ * applyMembershipRules for new users, at once: the organization's rules are read once, the ids
+ * of all the memberships claimed in one `$inc`, and the memberships inserted in one unordered
+ * insert. A user who is already a member keeps their membership: the primary key (the user id)
+ * refuses the new one, whose id is then unused (ids may have gaps). Returns those created.
+ */
+async function insertRuleMemberships(tenant: Tenant, users: readonly UserFacts[]): Promise<MembershipDoc[]> {
+  const active = users.filter((u) => u.is_active);
+  if (active.length === 0) return [];
+  const groupOf = await ruleGroups(tenant);
+  const matches = active.flatMap((u) => {
+    const domain = emailDomain(u.email);
+    const group = domain === null ? undefined : groupOf.get(ruleId(tenant.org, domain));
+    return group === undefined ? [] : [{ user: u.id, group }];
+  });
+  if (matches.length === 0) return [];
+  const last = await tenant.claimIds('memberships', matches.length);
+  const docs = matches.map((m, i) => ({ _id: String(m.user), id: last - matches.length + 1 + i, user: m.user, group: m.group, automatic: true }));
+  const refused = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).insertMany(docs);
+  return docs.filter((d) => !refused.has(d._id)).map((d) => ({ ...d, org: tenant.org }));
+}
+
+/** The group of each of the organization's rules, by the rule's `_id` (`org|domain`): rules are few. */
+async function ruleGroups(tenant: Tenant): Promise<Map<string, number>> {
+  const rules = await tenant.collection<RuleDoc>(COLLECTIONS.rules).find({}, { projection: { _id: 1, group: 1 } }).toArray();
+  return new Map(rules.map((r) => [r._id, r.group]));
+}
+
+/**
+ * The users of `users` whose tombstone is at least as new as `time`: retired while we inserted.
+ * A retirement writes its tombstone before deleting, so either it deleted what we inserted or
+ * this read sees the tombstone (as upsertIfNewer and applyMembershipRules check per event).
+ */
+async function retiredSince(tenant: Tenant, users: readonly UserFacts[], time: string): Promise<Set<number>> {
+  const stones = await tombstonesOf(tenant, users);
+  return new Set(users.filter((u) => deletedSince(stones.get(userTombstone(u.id)), time)).map((u) => u.id));
+}
+
+/** Deletes what the batch wrote for users retired meanwhile: the membership it made, then the record of `time`. */
+async function takeBackRetired(tenant: Tenant, retired: Set<number>, memberships: readonly MembershipDoc[], time: string): Promise<void> {
+  if (retired.size === 0) return;
+  // Membership first, as a retirement does: a crash in between leaves only the user.
+  for (const m of memberships.filter((m) => retired.has(m.user))) {
+    await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: m._id, id: m.id });
+  }
+  for (const id of retired) {
+    await tenant.collection<UserDoc>(COLLECTIONS.users).deleteOne({ _id: String(id), event_time: time });
+  }
+}

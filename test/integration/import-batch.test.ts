@@ -1,0 +1,213 @@
+// Issue 11: `cag import` registers new users in batches (registerNewUsers) and leaves every other
+// line to the per-event path. Proved against the real server by comparison: the same lines,
+// applied one by one as events in a second database, leave the same users, memberships and
+// tombstones, and the same applied / unchanged counts.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { MongoClient, type Db } from 'mongodb';
+import { registrationCompleted } from '../../consumers/handlers/registration-completed';
+import { applyUserData, userFacts, type UserEventData } from '../../consumers/handlers/user-event-data';
+import { IMPORT_TIME, importFiles, type ImportSummary } from '../../src/cli/import';
+import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
+import { ownerLookup, Tenant } from '../../src/db/tenant';
+import { normalizeEventTime } from '../../src/domain/event-time';
+import { registerNewUsers } from '../../src/domain/import-users';
+import { insertMembershipIfAbsent } from '../../src/domain/memberships';
+import { retireUser, userTombstone } from '../../src/domain/users';
+import { recordDeletion } from '../../src/domain/versioned-records';
+import { groupsRepository } from '../../src/features/groups/repository';
+import { rulesRepository } from '../../src/features/membership-rules/repository';
+import { seeder } from '../helpers/seed';
+import { MONGO_URL, uniqueName } from '../helpers/stack';
+
+const LATER = normalizeEventTime('2024-01-01T00:00:00Z');
+const EVEN_LATER = normalizeEventTime('2025-01-01T00:00:00Z');
+
+let client: MongoClient;
+let dir: string;
+const databases: Db[] = [];
+
+beforeAll(async () => {
+  client = new MongoClient(MONGO_URL);
+  dir = await mkdtemp(join(tmpdir(), 'cag-import-batch-'));
+});
+afterAll(async () => {
+  for (const db of databases) await db.dropDatabase().catch(() => undefined);
+  await client.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const line = (id: number, email: string, opts: { org?: string; active?: boolean; staff?: boolean } = {}) =>
+  JSON.stringify({
+    user: { id, is_active: opts.active ?? true, pii: { username: `u${id}`, email, name: `User ${id}` }, ...(opts.staff ? { is_staff: true, is_site_admin: true } : {}) },
+    organization: opts.org ?? 'org-a',
+  });
+
+/**
+ * A database with what every case needs: in org-a and org-b a rule for partner.org, users that
+ * exist (org-a at a later time, at the import's own time, org-b), a tombstone, members.
+ */
+async function world(): Promise<Db> {
+  const db = client.db(uniqueName('batch'));
+  databases.push(db);
+  await ensureIndexes(db);
+  for (const org of ['org-a', 'org-b']) {
+    const tenant = new Tenant(db, org);
+    const partners = await groupsRepository(tenant).create({ name: 'Partners', description: '' });
+    await groupsRepository(tenant).create({ name: 'Staff', description: '' });
+    await rulesRepository(tenant).create({ name: 'p', domain: 'partner.org', group: partners.id });
+  }
+  const a = seeder(db, 'org-a');
+  const tenantA = a.tenant;
+  const staff = 2; // the second group created: org-a's Staff
+  await a.user(101, { email: 'u101@partner.org', event_time: LATER }); // exists, no membership: rules still apply
+  await a.user(102, { email: 'u102@partner.org', event_time: LATER }); // exists, already a member of Staff
+  await insertMembershipIfAbsent(tenantA, { user: 102, group: staff, automatic: false });
+  await seeder(db, 'org-b').user(103, { email: 'u103@partner.org', event_time: LATER }); // another organization's user
+  await recordDeletion(tenantA, userTombstone(104), LATER); // retired after the import's time
+  await insertMembershipIfAbsent(tenantA, { user: 105, group: staff, automatic: false }); // a member, not yet a user
+  await a.user(106, { email: 'u106@partner.org', event_time: IMPORT_TIME }); // imported before: a duplicate
+  await recordDeletion(tenantA, userTombstone(107), IMPORT_TIME); // retired at the import's time (older than EVEN_LATER)
+  return db;
+}
+
+const LINES = [
+  line(1, 'one@Partner.ORG'), // new, active, matching: joins Partners
+  line(2, 'two@elsewhere.org'), // new, no rule
+  line(3, 'three@partner.org', { active: false }), // new, inactive: no membership
+  line(101, 'u101@partner.org'),
+  line(102, 'u102@partner.org'),
+  line(103, 'u103@partner.org'), // org-a line for org-b's user
+  line(104, 'u104@partner.org'), // tombstoned
+  line(105, 'u105@partner.org'), // already a member: keeps Staff
+  line(106, 'u106@partner.org'),
+  line(7, 'seven@partner.org', { org: 'org-b' }), // new in org-b: joins org-b's Partners
+  line(8, 'eight@partner.org'), // the same id twice: the first line wins
+  line(8, 'eight@elsewhere.org'),
+  line(9, 'nine@partner.org', { staff: true }), // flags are kept
+  line(10, 'ten@partner.org'), // the same id in two organizations in one chunk
+  line(10, 'ten@partner.org', { org: 'org-b' }),
+  line(11, 'weird@x@partner.org'), // the last `@` decides
+  line(107, 'u107@partner.org'),
+];
+
+const parse = (text: string) => registrationCompleted.parse(JSON.parse(text)).data as UserEventData;
+const registration = (data: UserEventData) => ({ forceActive: false, rules: data.user.is_active });
+
+/** Applies each line as a registration event, one after the other; counts as the import does. */
+async function applyOneByOne(db: Db, lines: string[], time: string): Promise<ImportSummary> {
+  const counts: ImportSummary = { read: lines.length, applied: 0, unchanged: 0, refused: 0 };
+  for (const text of lines) {
+    const data = parse(text);
+    const outcome = await applyUserData(db, data, time, registration(data));
+    if (outcome === 'applied') counts.applied++;
+    else counts.unchanged++;
+  }
+  return counts;
+}
+
+/** What the stores hold, without what may legitimately differ: the integer ids of memberships (claim order). */
+async function state(db: Db) {
+  const all = (name: string) => db.collection(name).find({}).sort({ org: 1, _id: 1 }).toArray();
+  const memberships = await all(COLLECTIONS.memberships);
+  return {
+    users: await all(COLLECTIONS.users),
+    memberships: memberships.map(({ id: _id, ...m }) => m),
+    tombstones: await all(COLLECTIONS.tombstones),
+  };
+}
+
+async function membershipIdsAreUnique(db: Db) {
+  const docs = await db.collection(COLLECTIONS.memberships).find({}).toArray();
+  for (const org of ['org-a', 'org-b']) {
+    const ids = docs.filter((m) => m.org === org).map((m) => m.id);
+    expect(new Set(ids).size).toBe(ids.length);
+  }
+}
+
+test.each([3, 2000])('the import in chunks of %i leaves what applying each line as an event leaves', async (chunkSize) => {
+  const oneByOne = await world();
+  const expectedCounts = await applyOneByOne(oneByOne, LINES, IMPORT_TIME);
+
+  const batched = await world();
+  const path = join(dir, `users-${chunkSize}.jsonl`);
+  await writeFile(path, `${LINES.join('\n')}\n`);
+  const summary = await importFiles(batched, { users: path, chunkSize, concurrency: 4, out: new PassThrough() });
+
+  expect(summary).toEqual(expectedCounts);
+  expect(await state(batched)).toEqual(await state(oneByOne));
+  await membershipIdsAreUnique(batched);
+  // The comparison is not vacuous: the batch made memberships and left the existing ones alone.
+  const members = await batched.collection(COLLECTIONS.memberships).find({}, { projection: { _id: 0, org: 1, user: 1, automatic: 1 } }).sort({ org: 1, user: 1 }).toArray();
+  expect(members.map((m) => `${m.org}:${m.user}:${m.automatic}`)).toEqual([
+    ...['1:true', '8:true', '9:true', '10:true', '11:true', '101:true', '102:false', '105:false', '106:true'].map((m) => `org-a:${m}`),
+    ...['7:true', '103:true'].map((m) => `org-b:${m}`),
+  ]);
+  expect(summary).toEqual({ read: 17, applied: 9, unchanged: 8, refused: 0 });
+});
+
+/** The import's composition at any time: the batch, then what it leaves, one by one in order. */
+async function applyInBatches(db: Db, lines: string[], time: string): Promise<ImportSummary> {
+  const counts: ImportSummary = { read: lines.length, applied: 0, unchanged: 0, refused: 0 };
+  const count = (outcome: string) => (outcome === 'applied' ? counts.applied++ : counts.unchanged++);
+  const datas = lines.map(parse);
+  const perEvent: UserEventData[] = [];
+  for (const org of new Set(datas.map((d) => d.organization))) {
+    const ofOrg = datas.filter((d) => d.organization === org);
+    const outcomes = await registerNewUsers(new Tenant(db, org), ofOrg.map((d) => userFacts(d, registration(d))), time);
+    outcomes.forEach((outcome, i) => (outcome === 'per-event' ? perEvent.push(ofOrg[i]!) : count(outcome)));
+  }
+  for (const data of perEvent) count(await applyUserData(db, data, time, registration(data)));
+  return counts;
+}
+
+test('at a time newer than the stored users, the batch leaves moves and updates to the per-event path with the same result', async () => {
+  // At EVEN_LATER, 101/102 are updated, 103 moves from org-b to org-a, 104 stays retired, 107's older tombstone lets it in.
+  const lines = [...LINES, line(103, 'u103@partner.org', { org: 'org-b' })];
+  const oneByOne = await world();
+  const expectedCounts = await applyOneByOne(oneByOne, lines, EVEN_LATER);
+  const batched = await world();
+  const counts = await applyInBatches(batched, lines, EVEN_LATER);
+  expect(counts).toEqual(expectedCounts);
+  expect(await state(batched)).toEqual(await state(oneByOne));
+  const users = batched.collection<{ _id: string }>(COLLECTIONS.users);
+  expect(await users.findOne({ _id: '101' })).toMatchObject({ event_time: EVEN_LATER });
+  expect(await users.findOne({ _id: '103' })).toMatchObject({ org: 'org-a' });
+  expect(await users.findOne({ _id: '107' })).toMatchObject({ org: 'org-a' });
+});
+
+test('a user retired while the batch inserts keeps neither record nor membership', async () => {
+  const db = await world();
+  const tenant = new Tenant(db, 'org-a');
+  const ids = Array.from({ length: 120 }, (_, i) => 5000 + i);
+  const datas = ids.map((id) => parse(line(id, `r${id}@partner.org`)));
+  const outcomes = registerNewUsers(tenant, datas.map((d) => userFacts(d, registration(d))), IMPORT_TIME);
+  // Retirements (newer than the import), 16 at once, land before, during and after the batch's steps.
+  let next = 0;
+  const retire = async () => {
+    while (next < ids.length) await retireUser(tenant, ids[next++]!, LATER);
+  };
+  await Promise.all(Array.from({ length: 16 }, retire));
+  const done = await outcomes;
+  const leftPerEvent = done.flatMap((o, i) => (o === 'per-event' ? [datas[i]!] : []));
+  for (const data of leftPerEvent) await applyUserData(db, data, IMPORT_TIME, registration(data));
+  const idStrings = ids.map(String);
+  expect(await db.collection<{ _id: string }>(COLLECTIONS.users).countDocuments({ _id: { $in: idStrings } })).toBe(0);
+  expect(await db.collection<{ _id: string }>(COLLECTIONS.memberships).countDocuments({ _id: { $in: idStrings } })).toBe(0);
+  expect(await db.collection<{ _id: string }>(COLLECTIONS.tombstones).countDocuments({ _id: { $in: ids.map(userTombstone) } })).toBe(120);
+}, 60_000);
+
+test('a chunk of more than 1000 users of one organization is looked up whole (the $in goes 1000 at a time)', async () => {
+  const db = await world();
+  const tenant = new Tenant(db, 'org-a');
+  const facts = Array.from({ length: 1500 }, (_, i) => userFacts(parse(line(20000 + i, `m${i}@partner.org`)), { forceActive: false }));
+  expect(new Set(await registerNewUsers(tenant, facts, IMPORT_TIME))).toEqual(new Set(['applied']));
+  const known = await ownerLookup(db).userOrgs(facts.map((f) => f.id));
+  expect(known.size).toBe(1500);
+  expect((await tenant.collection(COLLECTIONS.tombstones).findByIds(facts.map((f) => userTombstone(f.id)))).size).toBe(0);
+  expect(await db.collection(COLLECTIONS.memberships).countDocuments({ org: 'org-a', automatic: true })).toBe(1500);
+  // Again: every user is known, so the batch writes nothing and leaves them all to the per-event path.
+  expect(new Set(await registerNewUsers(tenant, facts, IMPORT_TIME))).toEqual(new Set(['per-event']));
+}, 60_000);
