@@ -1,6 +1,6 @@
 /**
  * `npm run bench`. Scale and load come from the environment; the defaults are the data set the
- * README's Performance section reports. Prints one Markdown table and the targets, asserts nothing.
+ * README's Performance table reports. Prints one Markdown table and the targets, asserts nothing.
  */
 import { runBenchSuite } from './suite';
 

@@ -13,7 +13,7 @@ export interface BenchRow {
 
 const fmt = (n: number | null, digits = 1) => (n === null ? '–' : n.toFixed(digits));
 
-/** The table as Markdown, so it can be pasted into the README's Performance section. */
+/** The table as Markdown, so it can be pasted into the README's Performance table. */
 export function formatTable(rows: BenchRow[]): string {
   const lines = [
     '| row | per second | p50 ms | p99 ms | ratio to ceiling | note |',
