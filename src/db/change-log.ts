@@ -14,7 +14,7 @@ import { isClientClosed } from './errors';
  * `log[i]` is always change number `seq - log.length + 1 + i`: no gaps, no second write, and
  * the log trims itself. A reader that fell further behind than the log reaches starts afresh.
  */
-export const CHANGE_LOG_LENGTH = 128;
+export const CHANGE_LOG_LENGTH = 32;
 
 export interface Change {
   seq: number;
@@ -31,9 +31,11 @@ export interface CollectionChanges {
 
 const changeLog = (db: Db) => db.collection<ChangeLogDoc>(COLLECTIONS.changeLog);
 
-/** Where every collection's sequence stands, with its recent changes: one read. */
-export async function readChangeLog(db: Db): Promise<Map<string, CollectionChanges>> {
-  const docs = await changeLog(db).find({}).toArray();
+/** Where the sequences of `collections` stand, with their recent changes: one read. */
+export async function readChangeLog(db: Db, collections: readonly string[]): Promise<Map<string, CollectionChanges>> {
+  const docs = await changeLog(db)
+    .find({ _id: { $in: [...collections] } })
+    .toArray();
   return new Map(
     docs.map((d) => {
       const first = d.seq - d.log.length + 1;

@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { readChangeLog, type CollectionChanges } from '../../db/change-log';
-import type { CollectionName } from '../../db/collections';
+import { COLLECTIONS, type CollectionName } from '../../db/collections';
 
 /**
  * Facts read for earlier decisions, kept until the change sequence (src/db/change-log.ts) says
@@ -26,6 +26,16 @@ export interface FactsCache {
   /** The facts valid now. Must be called before reading any data for a decision. */
   current(): Promise<FactsView>;
 }
+
+/** The collections decisions read, whose changes the cache follows. */
+const CACHED_COLLECTIONS = [
+  COLLECTIONS.courses,
+  COLLECTIONS.siteConfigurations,
+  COLLECTIONS.publicCourses,
+  COLLECTIONS.users,
+  COLLECTIONS.memberships,
+  COLLECTIONS.groupCourses,
+];
 
 const NOTHING: FactsView = { caching: false, get: () => undefined, set: () => undefined, delete: () => undefined };
 
@@ -103,7 +113,7 @@ export function createFactsCache(db: Db, opts: { enabled: boolean; maxEntriesPer
   let queued: Promise<Map<string, CollectionChanges>> | null = null;
   const readLog = (): Promise<Map<string, CollectionChanges>> => {
     if (!running) {
-      running = readChangeLog(db).finally(() => (running = null));
+      running = readChangeLog(db, CACHED_COLLECTIONS).finally(() => (running = null));
       return running;
     }
     queued ??= running
