@@ -121,10 +121,11 @@ export async function dialogText(page: Page): Promise<string> {
   return dialog.innerText();
 }
 
-export async function screenshot(page: Page, name: string): Promise<string> {
+/** A PNG under .artifacts/screenshots/ (git-ignored): the whole page, or the window only (`fullPage: false`, for modals). */
+export async function screenshot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<string> {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const file = path.join(SCREENSHOTS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
+  await page.screenshot({ path: file, fullPage: opts.fullPage ?? true });
   return file;
 }
 
