@@ -144,6 +144,17 @@ test('writes a membership rule and applies it to existing learners: the page say
   const members = (await rest.get(`memberships/?group=${ids.a}`)).body.results.map((m: { user: { id: number } }) => m.user.id);
   expect(members.sort()).toEqual([101, 102, 104]);
   expect(await membershipOf(103)).toBeNull();
+
+  // Edit: the row becomes a form; the new name is saved and shown.
+  await page.getByRole('button', { name: 'Edit rule Learn domain' }).click();
+  const edit = page.getByRole('form', { name: 'Edit rule Learn domain' });
+  expect(await edit.getByLabel('Domain').inputValue()).toBe('learn.example.org');
+  await edit.getByLabel('Name').fill('Learners');
+  await edit.getByRole('button', { name: 'Save rule' }).click();
+  await flashed(page, 'Rule “Learners” saved.');
+  await settled(page);
+  expect(await page.locator('td[data-label="Name"]').allInnerTexts()).toEqual(['Learners']);
+  expect((await rest.get(`membership-rules/${rules[0].id}/`)).body).toMatchObject({ name: 'Learners', domain: 'learn.example.org', group: { id: ids.a } });
 });
 
 test('adds a learner to a group and moves another, after searching for them', async () => {
@@ -244,6 +255,17 @@ test('deletes a group: the confirmation counts the memberships, rules and links 
   expect((await rest.get('membership-rules/')).body.count).toBe(0);
   expect((await rest.get(`courses/?group=${ids.a}`)).body.count).toBe(0);
   expect(await membershipOf(102)).toBeNull();
+});
+
+test('turns the flag off after a confirmation that says every learner will see every course', async () => {
+  await go(page, '#/overview');
+  await page.getByRole('button', { name: 'Turn off course access groups…' }).click();
+  const text = await dialogText(page);
+  expect(text).toContain('Every learner of org-a will see and may enroll in every course.');
+  expect(text).toContain('Groups, links and rules are kept');
+  await page.getByRole('dialog').getByRole('button', { name: 'Turn off' }).click();
+  await flashed(page, 'Course access groups are off.');
+  expect((await rest.get('site-configuration/')).body).toEqual({ ENABLE_COURSE_ACCESS_GROUPS: false });
 });
 
 test('no dialog, script error or CSP violation happened; no token or email reached a log line', async () => {

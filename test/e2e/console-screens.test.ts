@@ -112,6 +112,21 @@ describe.each([1280, 390])('at %i px', (width) => {
   });
 });
 
+test('a list pages through its count: 24 users are 20, then 4', async () => {
+  await go(page, '#/users');
+  const summary = page.locator('.pager-summary');
+  expect(await summary.innerText()).toBe('1–20 of 24 users');
+  expect(await page.locator('table.data tbody tr').count()).toBe(20);
+  expect(await page.getByRole('button', { name: 'Previous page of users' }).isDisabled()).toBe(true);
+  await page.getByRole('button', { name: 'Next page of users' }).click();
+  await page.waitForFunction(() => document.querySelector('.pager-summary')?.textContent === '21–24 of 24 users');
+  expect(await page.locator('td[data-label="User"]').first().innerText()).toContain('#520');
+  expect(await page.locator('table.data tbody tr').count()).toBe(4);
+  expect(await page.getByRole('button', { name: 'Next page of users' }).isDisabled()).toBe(true);
+  await page.getByRole('button', { name: 'Previous page of users' }).click();
+  await page.waitForFunction(() => document.querySelector('.pager-summary')?.textContent === '1–20 of 24 users');
+});
+
 test('no dialog, script error or CSP violation on the way', async () => {
   expect(watched.dialogs).toEqual([]);
   expect(watched.errors).toEqual([]);

@@ -27,7 +27,10 @@ export function groupPage(id: number): HTMLElement {
   void (async () => {
     try {
       const group = await api.get<Group>(`course-access-groups/${id}/`);
+      // The heading that had the focus is replaced: its successor takes it.
+      const hadFocus = root.contains(document.activeElement) || document.activeElement === document.body;
       replace(root, ...render(group));
+      if (hadFocus) root.querySelector<HTMLElement>('h1')?.focus();
       document.title = `${group.name} · Course Access Groups console`;
     } catch (err) {
       if (err instanceof ApiError && err.status === 404) {

@@ -177,7 +177,11 @@ export function button(label: string, onclick: (e: Event) => void, o: { kind?: '
 export const submit = (label: string, kind: 'primary' | 'danger' | 'plain' = 'primary', ariaLabel?: string) =>
   h('button', { type: 'submit', class: `btn btn-${kind}`, 'aria-label': ariaLabel }, label);
 
-/** Runs a row action with its button disabled meanwhile; failures go to the notice line. */
+/**
+ * Runs a row action with its button disabled meanwhile (no double submission); failures go to
+ * the notice line. A disabled button loses the focus, so a keyboard user gets it back after, or
+ * the page's heading when the row is gone (e.g. deleted).
+ */
 export async function busy(el: HTMLButtonElement, action: () => Promise<void>): Promise<void> {
   el.disabled = true;
   try {
@@ -186,6 +190,9 @@ export async function busy(el: HTMLButtonElement, action: () => Promise<void>): 
     reportFailure(err);
   } finally {
     el.disabled = false;
+    const lost = document.activeElement === null || document.activeElement === document.body;
+    if (lost && el.isConnected) el.focus();
+    else if (lost) document.querySelector<HTMLElement>('main h1')?.focus();
   }
 }
 
@@ -277,7 +284,10 @@ export function listView<T>(o: { noun: [string, string]; empty: string; fetchPag
       }
     },
   };
+  // Loading from the start: some pages fetch their pickers before the list's first request.
   pager.hidden = true;
+  el.setAttribute('aria-busy', 'true');
+  replace(status, `Loading ${o.noun[1]}…`);
   return view;
 }
 
