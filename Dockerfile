@@ -7,6 +7,8 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY consumers ./consumers
+# The admin console's builder: tsc compiles src/console/app into dist/console, copied below with dist.
+COPY scripts/build-console.cjs ./scripts/
 RUN npm run build
 
 # Runtime stage: production dependencies and the compiled JavaScript only, as a non-root user.

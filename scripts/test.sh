@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 npx tsc --noEmit
+# The admin console (type-checked by its own tsconfig while it builds) and the browser that
+# test/e2e drives: Debian's Chromium, installed when missing.
+node scripts/build-console.cjs
+bash scripts/browser.sh
 
 started_stack=0
 if [[ -z "${MONGO_URL:-}" || -z "${KAFKA_BROKERS:-}" ]]; then

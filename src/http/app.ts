@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import Koa from 'koa';
+import { consoleRoutes } from '../console/route';
 import { adminFeatures, openFeatures } from '../features';
 import { authenticate, createTokenVerifier } from './auth';
 import { accessLog } from './access-log';
@@ -45,6 +46,10 @@ export function createApp(deps: AppDeps): Koa {
   const health = healthRoutes(deps);
   app.use(health.routes());
 
+  // The admin console's page and modules (no token: the page asks for one).
+  const consoleRouter = consoleRoutes();
+  app.use(consoleRouter.routes());
+
   const api = new Router({ prefix: API_PREFIX });
   api.get('/openapi.json', (ctx) => {
     ctx.body = openapi;
@@ -61,6 +66,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(methodNotAllowedBody);
   app.use(api.routes());
   app.use(api.allowedMethods());
+  app.use(consoleRouter.allowedMethods());
   // Set, not thrown: allowedMethods() above turns this 404 into a 405 when the path exists.
   app.use((ctx) => {
     const { status, body } = notFound();

@@ -1,7 +1,7 @@
 import type { Feature } from '../../http/feature';
 import { commonResponses, itemParameters, operations, responses } from '../../http/openapi';
 import { registerRuleRoutes } from './routes';
-import { ruleCreateSchema, rulePatchSchema, ruleSchema } from './schema';
+import { ruleCreateSchema, ruleListQuerySchema, rulePatchSchema, ruleSchema } from './schema';
 
 const tags = ['membership-rules'];
 
@@ -9,7 +9,7 @@ export const rulesFeature: Feature = {
   register: registerRuleRoutes,
   openapi: {
     '/membership-rules/': {
-      get: operations.list(tags, 'listMembershipRules', ruleSchema),
+      get: operations.list(tags, 'listMembershipRules', ruleSchema, ruleListQuerySchema),
       post: {
         ...operations.create(tags, 'createMembershipRule', ruleCreateSchema, ruleSchema),
         description: 'A domain has at most one rule per organization (400 on `domain`).',

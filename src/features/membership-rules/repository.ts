@@ -2,12 +2,14 @@ import { COLLECTIONS, type RuleDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { doesNotExist, fieldError, isDuplicateKey } from '../../http/errors';
 import type { Page } from '../../http/pagination';
+import { toInteger } from '../../http/query';
 import type { Infer } from '../../validation';
 import { applyRuleToExistingUsers } from '../../domain/membership-rules';
 import { groupsRepository } from '../groups/repository';
-import type { ruleCreateSchema, rulePatchSchema, ruleSchema } from './schema';
+import type { ruleCreateSchema, ruleListQuerySchema, rulePatchSchema, ruleSchema } from './schema';
 
 export type Rule = Infer<typeof ruleSchema>;
+export type RuleListQuery = Infer<typeof ruleListQuerySchema>;
 
 const domainTaken = () => fieldError('domain', 'A membership rule for this domain already exists.');
 
@@ -41,10 +43,12 @@ export function rulesRepository(tenant: Tenant) {
   }
 
   return {
-    async list(page: Page): Promise<{ count: number; results: Rule[] }> {
+    async list(page: Page, query: RuleListQuery = {}): Promise<{ count: number; results: Rule[] }> {
+      const group = toInteger(query.group);
+      const filter = group === undefined ? {} : { group };
       const [count, docs] = await Promise.all([
-        rules.countDocuments(),
-        rules.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+        rules.countDocuments(filter),
+        rules.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
       ]);
       return { count, results: await present(docs) };
     },

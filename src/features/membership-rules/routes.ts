@@ -1,17 +1,20 @@
 import type Router from '@koa/router';
 import { notFound } from '../../http/errors';
 import { intId } from '../../http/params';
+import { queryParser } from '../../http/query';
 import { resourceRoutes } from '../../http/resource-routes';
 import { validator } from '../../validation';
 import { applyRule, rulesRepository } from './repository';
-import { ruleCreateSchema, rulePatchSchema } from './schema';
+import { ruleCreateSchema, ruleListQuerySchema, rulePatchSchema } from './schema';
 
 const parseCreate = validator(ruleCreateSchema);
 const parsePatch = validator(rulePatchSchema);
+const parseListQuery = queryParser(ruleListQuerySchema);
 
 export function registerRuleRoutes(router: Router): void {
   resourceRoutes(router, '/membership-rules', {
     repository: rulesRepository,
+    query: parseListQuery,
     create: parseCreate,
     patch: parsePatch,
     remove: true,

@@ -1,4 +1,5 @@
 /** JSON Schemas of the `membership-rules` resource: a learner whose email has `domain` joins `group`. */
+import { integerParam, organizationProperties, pageProperties } from '../../http/query';
 import { groupIdSchema, groupRefSchema } from '../groups/schema';
 
 /**
@@ -36,5 +37,16 @@ export const ruleCreateSchema = {
 export const rulePatchSchema = {
   type: 'object',
   properties: ruleCreateSchema.properties,
+  additionalProperties: false,
+} as const;
+
+/** The list's query string: `group` lets a console count and show one group's rules. */
+export const ruleListQuerySchema = {
+  type: 'object',
+  properties: {
+    ...pageProperties,
+    ...organizationProperties,
+    group: { ...integerParam, description: 'Only the rules of this group.' },
+  },
   additionalProperties: false,
 } as const;

@@ -1,7 +1,7 @@
 import type { Feature } from '../../http/feature';
 import { itemParameters, operations } from '../../http/openapi';
 import { registerMembershipRoutes } from './routes';
-import { membershipCreateSchema, membershipPatchSchema, membershipSchema } from './schema';
+import { membershipCreateSchema, membershipListQuerySchema, membershipPatchSchema, membershipSchema } from './schema';
 
 const tags = ['memberships'];
 
@@ -9,7 +9,7 @@ export const membershipsFeature: Feature = {
   register: registerMembershipRoutes,
   openapi: {
     '/memberships/': {
-      get: operations.list(tags, 'listMemberships', membershipSchema),
+      get: operations.list(tags, 'listMemberships', membershipSchema, membershipListQuerySchema),
       post: {
         ...operations.create(tags, 'createMembership', membershipCreateSchema, membershipSchema),
         description: 'A user has at most one membership: a second one is a 400 on `user`.',

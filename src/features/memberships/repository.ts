@@ -3,12 +3,14 @@ import type { Tenant } from '../../db/tenant';
 import { insertMembershipIfAbsent } from '../../domain/memberships';
 import { doesNotExist, fieldError, validationError, type FieldErrors } from '../../http/errors';
 import type { Page } from '../../http/pagination';
+import { toInteger } from '../../http/query';
 import type { Infer } from '../../validation';
 import { groupsRepository } from '../groups/repository';
 import { usersRepository } from '../users/repository';
-import type { membershipCreateSchema, membershipPatchSchema, membershipSchema } from './schema';
+import type { membershipCreateSchema, membershipListQuerySchema, membershipPatchSchema, membershipSchema } from './schema';
 
 export type Membership = Infer<typeof membershipSchema>;
+export type MembershipListQuery = Infer<typeof membershipListQuerySchema>;
 
 const ALREADY_MEMBER = 'This user already has a membership.';
 
@@ -33,10 +35,12 @@ export function membershipsRepository(tenant: Tenant) {
   }
 
   return {
-    async list(page: Page): Promise<{ count: number; results: Membership[] }> {
+    async list(page: Page, query: MembershipListQuery = {}): Promise<{ count: number; results: Membership[] }> {
+      const group = toInteger(query.group);
+      const filter = group === undefined ? {} : { group };
       const [count, docs] = await Promise.all([
-        memberships.countDocuments(),
-        memberships.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+        memberships.countDocuments(filter),
+        memberships.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
       ]);
       return { count, results: await present(docs) };
     },

@@ -1,4 +1,5 @@
 /** JSON Schemas of the `memberships` resource: validation, types and OpenAPI. */
+import { integerParam, organizationProperties, pageProperties } from '../../http/query';
 import { groupIdSchema, groupRefSchema } from '../groups/schema';
 import { userIdSchema, userRefSchema } from '../users/schema';
 
@@ -20,5 +21,19 @@ export const membershipCreateSchema = {
 export const membershipPatchSchema = {
   type: 'object',
   properties: { group: groupIdSchema },
+  additionalProperties: false,
+} as const;
+
+/**
+ * The list's query string: `group` gives a group's members, site administrators included
+ * (`users/?group=` leaves them out), so a console can list and count what a group deletion removes.
+ */
+export const membershipListQuerySchema = {
+  type: 'object',
+  properties: {
+    ...pageProperties,
+    ...organizationProperties,
+    group: { ...integerParam, description: 'Only the memberships of this group.' },
+  },
   additionalProperties: false,
 } as const;

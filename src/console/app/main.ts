@@ -1,0 +1,201 @@
+/** The console's shell: sign-in, the header (who is signed in, until when), navigation, pages. */
+import * as api from './api.js';
+import { ApiError, SignedOut } from './api.js';
+import { h, replace } from './dom.js';
+import { accessPage } from './page-access.js';
+import { coursesPage } from './page-courses.js';
+import { groupPage } from './page-group.js';
+import { groupsPage } from './page-groups.js';
+import { overviewPage } from './page-overview.js';
+import { rulesPage } from './page-rules.js';
+import { usersPage } from './page-users.js';
+import * as session from './session.js';
+import { relativeExpiry, roleLabel, tokenFromFragment } from './token.js';
+import { actionForm, clearFlash, field, submit, text, textArea } from './ui.js';
+
+interface Route {
+  title: string;
+  nav: string;
+  page: (match: RegExpMatchArray) => HTMLElement;
+}
+
+const ROUTES: [RegExp, Route][] = [
+  [/^#\/overview$/, { title: 'Overview', nav: 'overview', page: overviewPage }],
+  [/^#\/groups$/, { title: 'Groups', nav: 'groups', page: groupsPage }],
+  [/^#\/groups\/(\d{1,15})$/, { title: 'Group', nav: 'groups', page: (m) => groupPage(Number(m[1])) }],
+  [/^#\/courses$/, { title: 'Courses', nav: 'courses', page: coursesPage }],
+  [/^#\/users$/, { title: 'Users', nav: 'users', page: usersPage }],
+  [/^#\/rules$/, { title: 'Membership rules', nav: 'rules', page: rulesPage }],
+  [/^#\/access$/, { title: 'Access check', nav: 'access', page: accessPage }],
+];
+const NAV: [string, string][] = [
+  ['overview', 'Overview'],
+  ['groups', 'Groups'],
+  ['courses', 'Courses'],
+  ['users', 'Users'],
+  ['rules', 'Rules'],
+  ['access', 'Access check'],
+];
+
+const root = document.getElementById('app')!;
+let identityTimer: number | undefined;
+
+function route(): { route: Route; match: RegExpMatchArray } {
+  for (const [pattern, r] of ROUTES) {
+    const match = location.hash.match(pattern);
+    if (match) return { route: r, match };
+  }
+  return { route: ROUTES[0]![1], match: ['#/overview'] as unknown as RegExpMatchArray };
+}
+
+// --- signed out ------------------------------------------------------------------------------
+
+function showSignIn(message: string | null): void {
+  window.clearInterval(identityTimer);
+  document.title = 'Sign in · Course Access Groups console';
+  const form = actionForm(
+    { label: 'Sign in' },
+    [
+      textArea({ name: 'token', label: 'Access token', rows: 4, help: 'The JWT the LMS gives you. It stays in this tab only (sessionStorage) until you sign out or close it.' }),
+      h('div', { class: 'actions' }, submit('Sign in')),
+    ],
+    async (data, f) => {
+      const problem = session.start(text(data, 'token'));
+      if (problem) throw new ApiError(400, { token: [problem] }, problem);
+      f.reset();
+      await enter();
+    },
+  );
+  replace(
+    root,
+    h(
+      'main',
+      { id: 'main', class: 'signin', tabindex: '-1' },
+      h('h1', null, 'Course Access Groups console'),
+      message ? h('p', { class: 'flash flash-error', role: 'alert' }, message) : null,
+      h('p', null, 'Open the console from the LMS (it passes your token in the link), or paste a token to sign in.'),
+      h('section', { class: 'card' }, form),
+      h('p', { class: 'muted small' }, 'Developers: ', h('code', null, 'npm run token -- --site-admin <org>'), ' prints a sign-in link for the local service.'),
+    ),
+  );
+}
+
+/**
+ * Whether the stored token can administer its organization: 'ok', 'gone' (a 401 already put
+ * the sign-in page up with the service's reason), or why not.
+ */
+async function verify(): Promise<'ok' | 'gone' | string> {
+  const claims = session.claims();
+  if (!claims) return 'gone';
+  if (!claims.staff && !claims.siteAdmin) return 'This token is neither a site administrator’s nor platform staff’s; the console cannot use it.';
+  if (!session.organization()) return 'ok'; // staff choose an organization first
+  try {
+    await api.get('site-configuration/');
+    return 'ok';
+  } catch (err) {
+    if (err instanceof SignedOut) return 'gone';
+    if (err instanceof ApiError && err.status === 403) return `The service refused this token for ${session.organization()}: ${err.report.general.join(' ')}`;
+    return 'ok'; // the service is down or slow: the pages will say so
+  }
+}
+
+/** After a token was stored: the console, or the sign-in page saying why not. */
+async function enter(): Promise<void> {
+  const verdict = await verify();
+  if (verdict === 'gone') return;
+  if (verdict !== 'ok') return session.end(verdict);
+  showConsole(true);
+}
+
+// --- signed in -------------------------------------------------------------------------------
+
+function identity(): HTMLElement {
+  const c = session.claims()!;
+  const org = session.organization();
+  const expiry = new Date(c.exp * 1000);
+  const line = h('p', { class: 'who' });
+  const update = () =>
+    replace(
+      line,
+      h('span', null, `User ${c.userId}`),
+      h('span', null, c.staff ? roleLabel(c) : `${roleLabel(c)} of ${org ?? '(no organization)'}`),
+      h('span', null, 'Token expires ', h('time', { datetime: expiry.toISOString() }, expiry.toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' })), ` (${relativeExpiry(c.exp, Date.now() / 1000)})`),
+    );
+  update();
+  window.clearInterval(identityTimer);
+  identityTimer = window.setInterval(update, 30000);
+  return line;
+}
+
+function organizationPicker(): HTMLElement {
+  return actionForm(
+    { label: 'Organization', class: 'org-picker' },
+    [
+      field({ name: 'organization', label: 'Organization', value: session.organization() ?? '', help: 'Platform staff: the organization to work on.' }),
+      h('div', { class: 'actions' }, submit('Switch', 'plain', 'Switch organization')),
+    ],
+    async (data) => {
+      session.chooseOrganization(text(data, 'organization').trim());
+      showConsole(false);
+    },
+  );
+}
+
+function showConsole(focusHeading: boolean): void {
+  const c = session.claims();
+  if (!c) return showSignIn(null);
+  const current = route();
+  const signOut = h('button', { type: 'button', class: 'btn btn-plain', onclick: () => session.end('You signed out.') }, 'Sign out');
+  const skip = h('button', { type: 'button', class: 'skip', onclick: () => document.querySelector<HTMLElement>('main h1')?.focus() }, 'Skip to content');
+  const nav = h(
+    'nav',
+    { class: 'nav', 'aria-label': 'Sections' },
+    h('ul', null, NAV.map(([key, label]) => h('li', null, h('a', { href: `#/${key}`, 'aria-current': key === current.route.nav ? 'page' : null }, label)))),
+  );
+  const main = h('main', { id: 'main', tabindex: '-1' }, h('p', { id: 'flash', class: 'flash', role: 'status', 'aria-live': 'polite' }));
+  if (c.staff && !session.organization()) {
+    main.append(h('h1', { tabindex: '-1' }, 'Choose an organization'), h('p', null, 'Platform staff work on one organization at a time: enter its id above.'));
+  } else {
+    main.append(current.route.page(current.match));
+  }
+  document.title = `${current.route.title} · Course Access Groups console`;
+  replace(
+    root,
+    skip,
+    h(
+      'header',
+      { class: 'top' },
+      h('div', { class: 'bar' }, h('a', { class: 'brand', href: '#/overview' }, 'Course Access Groups'), identity(), signOut),
+      c.staff ? organizationPicker() : null,
+      nav,
+    ),
+    main,
+  );
+  if (focusHeading) main.querySelector<HTMLElement>('h1')?.focus();
+}
+
+// --- start -----------------------------------------------------------------------------------
+
+session.onEnd((message) => showSignIn(message));
+window.addEventListener('hashchange', () => {
+  if (tokenFromFragment(location.hash) !== null) return void start();
+  if (!session.token()) return;
+  clearFlash();
+  showConsole(true);
+});
+
+async function start(): Promise<void> {
+  const linked = tokenFromFragment(location.hash);
+  if (linked !== null) {
+    // The token leaves the address bar (and so the history) before anything else happens.
+    history.replaceState(null, '', `${location.pathname}${location.search}#/overview`);
+    const problem = session.start(linked);
+    if (problem) return showSignIn(problem);
+    return enter();
+  }
+  const resumed = session.resume();
+  if (!resumed.ok) return showSignIn(resumed.message);
+  showConsole(false);
+}
+
+void start();

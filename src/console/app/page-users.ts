@@ -1,0 +1,105 @@
+/** Users: search, exact email, group filters; add to a group, move, remove. */
+import * as api from './api.js';
+import { h, uid } from './dom.js';
+import type { GroupRef, Membership, Page, User } from './types.js';
+import { busy, button, confirmDialog, field, flash, groupChoices, groupOptions, heading, listView, reportFailure, selectField, submit, table } from './ui.js';
+
+export function usersPage(): HTMLElement {
+  // Kept in memory only: the console's own URL never carries a search or an email.
+  const filters = { search: '', email_exact: '', group: '', no_group: '' };
+  let groups: GroupRef[] = [];
+
+  const list = listView<User>({
+    noun: ['user', 'users'],
+    label: 'Users',
+    empty: 'No user matches.',
+    fetchPage: (limit, offset) => api.get<Page<User>>('users/', { ...filters, limit, offset }),
+    render: (users) =>
+      table(
+        'Users',
+        ['User', 'Email', 'Group', 'Membership'],
+        users.map((u) => [
+          h('span', { class: 'user' }, h('span', null, u.name || u.username), h('span', { class: 'muted' }, `${u.username} · #${u.id}`)),
+          u.email,
+          u.membership ? h('a', { href: `#/groups/${u.membership.group.id}` }, u.membership.group.name) : h('span', { class: 'muted' }, 'no group'),
+          membershipCell(u),
+        ]),
+      ),
+  });
+
+  function membershipCell(u: User): HTMLElement {
+    const who = u.username || `user ${u.id}`;
+    const m = u.membership;
+    const choices = groups.filter((g) => g.id !== m?.group.id);
+    const select = h('select', { id: uid('user-group'), 'aria-label': m ? `Group to move ${who} to` : `Group to add ${who} to` }, groupChoices(choices, 'Choose a group').map(([value, label]) => h('option', { value }, label)));
+    const go = button(m ? 'Move' : 'Add', () => void busy(go, async () => {
+      if (!select.value) {
+        select.focus();
+        flash('Choose a group first.', 'error');
+        return;
+      }
+      const group = Number(select.value);
+      const saved = m ? await api.patch<Membership>(`memberships/${m.id}/`, { group }) : await api.post<Membership>('memberships/', { user: u.id, group });
+      flash(m ? `${who} moved to “${saved.group.name}”.` : `${who} added to “${saved.group.name}”.`);
+      await list.load();
+    }), { kind: 'primary', ariaLabel: m ? `Move ${who} to the chosen group` : `Add ${who} to the chosen group` });
+    const parts: Node[] = [select, go];
+    if (m) {
+      const out = button('Remove…', () => void busy(out, async () => {
+        const ok = await confirmDialog({
+          title: `Remove ${who} from “${m.group.name}”?`,
+          body: [h('p', null, 'They lose access to the courses linked only to that group.')],
+          confirm: 'Remove',
+          danger: true,
+        });
+        if (!ok) return;
+        await api.del(`memberships/${m.id}/`);
+        flash(`${who} removed from “${m.group.name}”.`);
+        await list.load();
+      }), { kind: 'danger', ariaLabel: `Remove ${who} from ${m.group.name}…` });
+      parts.push(out);
+    }
+    return h('span', { class: 'cell-actions' }, parts);
+  }
+
+  const groupFilter = h('div', { class: 'field-slot' });
+  const form = h(
+    'form',
+    { class: 'filters', role: 'search', 'aria-label': 'Filter users', novalidate: true },
+    field({ name: 'search', label: 'Search', type: 'search', help: 'Username, name or email; every word must match.' }),
+    field({ name: 'email_exact', label: 'Exact email', type: 'email', help: 'The whole address, any case.' }),
+    groupFilter,
+    selectField({ name: 'no_group', label: 'Membership', options: [['', 'Any'], ['false', 'In a group'], ['true', 'In no group']], onchange: () => apply() }),
+    h('div', { class: 'actions' }, submit('Search'), button('Clear', () => {
+      form.reset();
+      apply();
+    })),
+  );
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    apply();
+  });
+  function apply(): void {
+    const data = new FormData(form);
+    for (const key of Object.keys(filters) as (keyof typeof filters)[]) filters[key] = String(data.get(key) ?? '').trim();
+    void list.load(0);
+  }
+
+  void (async () => {
+    try {
+      groups = (await groupOptions()).groups;
+      groupFilter.replaceWith(selectField({ name: 'group', label: 'Group', options: groupChoices(groups, 'Any group'), onchange: () => apply() }));
+    } catch (err) {
+      reportFailure(err);
+    }
+    await list.load(0);
+  })();
+
+  return h(
+    'div',
+    null,
+    heading('Users', h('p', { class: 'lead' }, 'Learners of the organization (site administrators are not listed). A learner belongs to at most one group.')),
+    h('section', { class: 'card', 'aria-label': 'Filters' }, form),
+    h('section', { class: 'card', 'aria-label': 'User list' }, list.el),
+  );
+}

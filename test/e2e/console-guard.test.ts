@@ -1,0 +1,336 @@
+// SPEC §9 and §2 in the browser: field errors beside their fields with nothing written, one
+// organization's administrator seeing nothing of another's, tokens that expire or are refused,
+// hostile names shown as text, and a group created with the keyboard alone.
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { dialogText, fieldErrorText, flashed, focused, go, launchBrowser, openConsole, settled, watch, type PageWatch } from '../helpers/browser';
+import { client } from '../helpers/http';
+import { seeder, snapshot } from '../helpers/seed';
+import { startTestService, type TestService } from '../helpers/stack';
+import { learnerToken, siteAdminToken, staffToken, token as signToken } from '../helpers/tokens';
+
+// Browser globals used inside page.evaluate callbacks (the Node program has no DOM types).
+declare const document: any;
+declare const sessionStorage: any;
+
+const SCRIPT = '<script>alert(1)</script>';
+const IMG = '"><img src=x onerror=alert(1)>';
+const A_COURSE = 'course-v1:org-a+SAFE+1';
+const XSS_COURSE = 'course-v1:org-a+XSS+1';
+
+let service: TestService;
+let browser: Browser;
+let a: ReturnType<typeof client>;
+let b: ReturnType<typeof client>;
+const contexts: BrowserContext[] = [];
+const watches: PageWatch[] = [];
+const groups: Record<string, number> = {};
+
+beforeAll(async () => {
+  service = await startTestService();
+  a = client(service.baseUrl, await siteAdminToken('org-a'));
+  b = client(service.baseUrl, await siteAdminToken('org-b'));
+  const seedA = seeder(service.db, 'org-a');
+  await seedA.user(301, { username: 'alice', name: 'Alice of A', email: 'alice@a.example.com' });
+  await seedA.user(302, { username: IMG, name: SCRIPT, email: 'x@a.example.com' });
+  await seedA.course(A_COURSE, 'Secret course of A');
+  await seedA.course(XSS_COURSE, IMG);
+  const seedB = seeder(service.db, 'org-b');
+  await seedB.user(401, { username: 'bruno', name: 'Bruno of B', email: 'bruno@b.example.com' });
+  await seedB.course('course-v1:org-b+B1+1', 'Course of B');
+  for (const [key, api, name] of [['secret', a, 'Secret group of A'], ['script', a, SCRIPT], ['img', a, IMG], ['b', b, 'Group of B']] as const) {
+    groups[key] = (await api.post('course-access-groups/', { name, description: key === 'script' ? IMG : '' })).body.id;
+  }
+  expect((await a.post('membership-rules/', { name: SCRIPT, domain: 'a.example.com', group: groups.script })).status).toBe(201);
+  expect((await a.post('memberships/', { user: 302, group: groups.script })).status).toBe(201);
+  expect((await a.post('group-courses/', { course: XSS_COURSE, group: groups.img })).status).toBe(201);
+  browser = await launchBrowser();
+}, 60000);
+
+afterAll(async () => {
+  await browser?.close();
+  await service?.close();
+});
+
+/** A fresh browser context (its own sessionStorage) with one watched page. */
+async function newPage(width = 1280): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width, height: 900 } });
+  contexts.push(context);
+  const page = await context.newPage();
+  watches.push(await watch(page));
+  return page;
+}
+
+/** Runs a refused action in the page and checks the database did not change. */
+async function withoutWrites(action: () => Promise<void>): Promise<void> {
+  const before = await snapshot(service.db);
+  await action();
+  expect(await snapshot(service.db)).toEqual(before);
+}
+
+describe('field errors appear next to their fields and nothing is written', () => {
+  let page: Page;
+  beforeAll(async () => {
+    page = await newPage();
+    await openConsole(page, service.baseUrl, await siteAdminToken('org-a'));
+  });
+
+  test('a group with an empty name', async () => {
+    await go(page, '#/groups');
+    await withoutWrites(async () => {
+      await page.getByRole('form', { name: 'New group' }).getByRole('button', { name: 'Create group' }).click();
+      await page.locator('[aria-invalid="true"]').waitFor();
+    });
+    expect(await fieldErrorText(page, 'New group', 'name')).toBe('This field may not be blank.');
+    expect(await focused(page)).toBe('Name');
+    expect(await page.getByRole('form', { name: 'New group' }).getByLabel('Name').getAttribute('aria-describedby')).toMatch(/-error$/);
+  });
+
+  test('a rule with a bad domain and no group: both fields say why', async () => {
+    await go(page, '#/rules');
+    const form = page.getByRole('form', { name: 'New membership rule' });
+    await form.getByLabel('Name').fill('Bad');
+    await form.getByLabel('Domain').fill('@example.com');
+    await withoutWrites(async () => {
+      await form.getByRole('button', { name: 'Create rule' }).click();
+      await form.locator('.field[data-field="group"] .field-error:not(:empty)').waitFor();
+    });
+    expect(await fieldErrorText(page, 'New membership rule', 'domain')).toBe('Enter a valid domain name, such as example.com.');
+    expect(await fieldErrorText(page, 'New membership rule', 'group')).toBe('This field is required.');
+    expect(await fieldErrorText(page, 'New membership rule', 'name')).toBe('');
+  });
+
+  test('a duplicate rule: the domain already has one', async () => {
+    const form = page.getByRole('form', { name: 'New membership rule' });
+    await form.getByLabel('Domain').fill('A.example.com');
+    await form.getByLabel('Group').selectOption({ label: 'Secret group of A' });
+    await withoutWrites(async () => {
+      await form.getByRole('button', { name: 'Create rule' }).click();
+      await page.waitForFunction(() => document.querySelector('.field[data-field="domain"] .field-error')?.textContent?.includes('already'));
+    });
+    expect(await fieldErrorText(page, 'New membership rule', 'domain')).toBe('A membership rule for this domain already exists.');
+    expect(await fieldErrorText(page, 'New membership rule', 'group')).toBe('');
+    expect((await a.get('membership-rules/')).body.count).toBe(1);
+  });
+
+  test('a member who does not exist, and an access check with a bad user id and an unknown course', async () => {
+    await go(page, `#/groups/${groups.secret}`);
+    const add = page.getByRole('form', { name: 'Add a member' });
+    await add.getByLabel('User id or email').fill('999');
+    await withoutWrites(async () => {
+      await add.getByRole('button', { name: 'Add member' }).click();
+      await add.locator('[aria-invalid="true"]').waitFor();
+    });
+    expect(await fieldErrorText(page, 'Add a member', 'user')).toBe('Invalid pk "999" - object does not exist.');
+    await add.getByLabel('User id or email').fill('nobody@a.example.com');
+    await add.getByRole('button', { name: 'Add member' }).click();
+    await page.waitForFunction(() => document.querySelector('.field[data-field="user"] .field-error')?.textContent?.includes('email'));
+    expect(await fieldErrorText(page, 'Add a member', 'user')).toBe('No user of this organization has this email.');
+
+    await go(page, '#/access');
+    const check = page.getByRole('form', { name: 'Access check' });
+    await check.getByLabel("Learner's user id").fill('abc');
+    await check.getByLabel('Course id').fill(A_COURSE);
+    await check.getByRole('button', { name: 'Check access' }).click();
+    await check.locator('[aria-invalid="true"]').waitFor();
+    expect(await fieldErrorText(page, 'Access check', 'user_id')).toBe('A valid integer is required.');
+    await check.getByLabel("Learner's user id").fill('301');
+    await check.getByLabel('Course id').fill('course-v1:nowhere+X+1');
+    await check.getByRole('button', { name: 'Check access' }).click();
+    await page.waitForFunction(() => document.querySelector('.field[data-field="course_id"] .field-error')?.textContent !== '');
+    expect(await fieldErrorText(page, 'Access check', 'course_id')).toBe('No course with this id in your organization.');
+    expect(await page.getByRole('region', { name: 'Decision' }).isHidden()).toBe(true);
+  });
+});
+
+test('names with <script> and <img onerror> are shown as written, and no dialog fires', async () => {
+  const page = await newPage();
+  const watched = watches[watches.length - 1]!;
+  await openConsole(page, service.baseUrl, await siteAdminToken('org-a'));
+  await go(page, '#/groups');
+  await page.getByRole('link', { name: SCRIPT, exact: true }).waitFor();
+  await page.getByRole('link', { name: IMG, exact: true }).waitFor();
+  expect(await page.getByRole('table', { name: 'Groups' }).innerText()).toContain(`${SCRIPT}\t${IMG}`);
+
+  await page.getByRole('button', { name: `Delete group ${SCRIPT}…` }).click();
+  expect(await dialogText(page)).toContain(`Delete the group “${SCRIPT}”?`);
+  await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+
+  await go(page, '#/users');
+  expect(await page.locator('td[data-label="User"]').allInnerTexts()).toContain(`${SCRIPT}\n${IMG} · #302`);
+  await go(page, '#/courses');
+  expect(await page.locator('td[data-label="Course"]').allInnerTexts()).toContain(`${IMG}\n${XSS_COURSE}`);
+  await page.getByRole('button', { name: `Unlink ${IMG} from ${IMG}` }).waitFor();
+  await go(page, '#/rules');
+  expect(await page.locator('td[data-label="Name"]').allInnerTexts()).toEqual([SCRIPT]);
+  await go(page, `#/groups/${groups.script}`);
+  expect(await page.getByRole('heading', { level: 1 }).innerText()).toBe(SCRIPT);
+  expect(await page.getByRole('form', { name: 'Edit the group' }).getByLabel('Description').inputValue()).toBe(IMG);
+  expect(await page.locator('td[data-label="User"]').allInnerTexts()).toEqual([`${IMG} #302`]);
+  expect(await page.title()).toBe(`${SCRIPT} · Course Access Groups console`);
+
+  expect(await page.locator('img').count()).toBe(0);
+  expect(await page.locator('body script').count()).toBe(0);
+  expect(watched.dialogs).toEqual([]);
+  expect(watched.errors).toEqual([]);
+  expect(await watched.violations()).toEqual([]);
+});
+
+test('an administrator of organization B sees nothing of organization A', async () => {
+  const page = await newPage();
+  await openConsole(page, service.baseUrl, await siteAdminToken('org-b'));
+  const seen: string[] = [];
+  const look = async () => seen.push(await page.locator('body').innerText());
+  expect(await page.locator('.stats').innerText()).toMatch(/Groups\s+1\s+Courses\s+1[\s\S]*Users\s+1[\s\S]*Membership rules\s+0/);
+  await look();
+  for (const hash of ['#/groups', '#/users', '#/courses', '#/rules']) {
+    await go(page, hash);
+    await look();
+  }
+  await go(page, '#/groups');
+  expect(await page.locator('table.data tbody tr').count()).toBe(1);
+  await go(page, '#/users');
+  const filters = page.getByRole('search', { name: 'Filter users' });
+  await filters.getByLabel('Search').fill('alice');
+  await filters.getByRole('button', { name: 'Search' }).click();
+  await settled(page);
+  expect(await page.locator('.list-status').innerText()).toBe('No user matches.');
+  await go(page, `#/groups/${groups.secret}`);
+  await page.getByRole('heading', { name: 'Group not found' }).waitFor();
+  await look();
+  await go(page, '#/access');
+  const check = page.getByRole('form', { name: 'Access check' });
+  await check.getByLabel('Course id').fill(A_COURSE);
+  await check.getByRole('button', { name: 'Check access' }).click();
+  await check.locator('[aria-invalid="true"]').waitFor();
+  expect(await fieldErrorText(page, 'Access check', 'course_id')).toBe('No course with this id in your organization.');
+  await look();
+  const text = seen.join('\n');
+  expect(text).toContain('Group of B');
+  expect(text).toContain('bruno@b.example.com');
+  for (const word of ['Secret', 'alice', 'Alice', 'a.example.com', SCRIPT, IMG, 'org-a']) expect(text).not.toContain(word);
+});
+
+describe('tokens', () => {
+  const signInMessage = (page: Page) => page.locator('.signin > p.flash').innerText();
+
+  test('an expired token in the link goes to sign-in, saying so; the token leaves the address bar', async () => {
+    const page = await newPage();
+    const expired = await signToken({ user_id: 2, org: 'org-a', roles: ['site_admin'] }, { exp: Math.floor(Date.now() / 1000) - 60 });
+    await page.goto(`${service.baseUrl}/course_access_groups/console/#token=${expired}`);
+    await page.getByRole('heading', { name: 'Course Access Groups console' }).waitFor();
+    expect(await signInMessage(page)).toMatch(/^Your token expired at .+\. Sign in again with a new one\.$/);
+    expect(page.url()).not.toContain(expired);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  test('a token that expires while the console is open returns to sign-in', async () => {
+    const page = await newPage();
+    const short = await signToken({ user_id: 2, org: 'org-a', roles: ['site_admin'] }, { exp: Math.floor(Date.now() / 1000) + 3 });
+    await openConsole(page, service.baseUrl, short);
+    expect(await page.locator('.who').innerText()).toContain('in less than a minute');
+    await page.locator('.signin').waitFor({ timeout: 6000 });
+    expect(await signInMessage(page)).toMatch(/^Your token expired at /);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  test('a token the service refuses (401) returns to sign-in with its reason; a pasted good token signs in', async () => {
+    const page = await newPage();
+    const forged = await signToken({ user_id: 2, org: 'org-a', roles: ['site_admin'] }, { secret: 'another-secret-that-is-long-enough' });
+    await page.goto(`${service.baseUrl}/course_access_groups/console/#token=${forged}`);
+    await page.locator('.signin > p.flash').waitFor();
+    expect(await signInMessage(page)).toBe('The service ended your session (Invalid token.). Sign in again.');
+
+    const form = page.getByRole('form', { name: 'Sign in' });
+    await form.getByLabel('Access token').fill(await learnerToken('org-a'));
+    await form.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForFunction(() => document.querySelector('.signin > p.flash')?.textContent?.includes('neither'));
+    expect(await signInMessage(page)).toBe('This token is neither a site administrator’s nor platform staff’s; the console cannot use it.');
+
+    await form.getByLabel('Access token').fill('not a token');
+    await form.getByRole('button', { name: 'Sign in' }).click();
+    await form.locator('[aria-invalid="true"]').waitFor();
+    expect(await fieldErrorText(page, 'Sign in', 'token')).toBe('This is not a token: a JWT is three parts separated by dots.');
+
+    await form.getByLabel('Access token').fill(`Bearer ${await siteAdminToken('org-a', 7)}`);
+    await form.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+    expect(await page.locator('.who').innerText()).toContain('User 7');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    expect(await signInMessage(page)).toBe('You signed out.');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  test('platform staff choose the organization; every call names it', async () => {
+    const page = await newPage();
+    const calls: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/api/v1/')) calls.push(r.url());
+    });
+    await page.goto(`${service.baseUrl}/course_access_groups/console/#token=${await staffToken(9)}`);
+    await page.getByRole('heading', { name: 'Choose an organization' }).waitFor();
+    expect(await page.locator('.who').innerText()).toContain('platform staff');
+    const picker = page.getByRole('form', { name: 'Organization' });
+    await picker.getByRole('textbox', { name: 'Organization' }).fill('org-b');
+    await picker.getByRole('button', { name: 'Switch organization' }).click();
+    await settled(page);
+    await go(page, '#/groups');
+    expect(await page.locator('table.data tbody td[data-label="Name"]').allInnerTexts()).toEqual(['Group of B']);
+    expect(calls.length).toBeGreaterThan(5);
+    for (const url of calls) expect(new URL(url).searchParams.get('organization_uuid')).toBe('org-b');
+  });
+});
+
+test('keyboard only: go to Groups, create a group, open and cancel its deletion, then delete it', async () => {
+  const page = await newPage();
+  await openConsole(page, service.baseUrl, await siteAdminToken('org-a'));
+  const tabTo = async (name: string, limit = 30) => {
+    for (let i = 0; i < limit; i++) {
+      await page.keyboard.press('Tab');
+      if ((await focused(page)) === name) return;
+    }
+    throw new Error(`"${name}" never got the focus`);
+  };
+  await tabTo('Groups');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.activeElement?.tagName === 'H1' && document.activeElement.textContent === 'Groups');
+  await settled(page);
+  await page.keyboard.press('Tab');
+  expect(await focused(page)).toBe('Name');
+  await page.keyboard.type('Made by keyboard');
+  await page.keyboard.press('Tab');
+  expect(await focused(page)).toBe('Description');
+  await page.keyboard.type('No mouse was used');
+  await page.keyboard.press('Tab');
+  expect(await focused(page)).toBe('Create group');
+  await page.keyboard.press('Enter');
+  await flashed(page, 'Group “Made by keyboard” created.');
+  const made = (await a.get('course-access-groups/?limit=100')).body.results.find((g: { name: string }) => g.name === 'Made by keyboard');
+  expect(made).toEqual({ id: expect.any(Number), name: 'Made by keyboard', description: 'No mouse was used' });
+
+  await settled(page);
+  await tabTo('Delete group Made by keyboard…');
+  await page.keyboard.press('Enter');
+  await page.getByRole('dialog').waitFor();
+  expect(await focused(page)).toBe('Cancel');
+  await page.keyboard.press('Escape');
+  await page.getByRole('dialog').waitFor({ state: 'detached' });
+  expect(await focused(page)).toBe('Delete group Made by keyboard…');
+  expect((await a.get(`course-access-groups/${made.id}/`)).status).toBe(200);
+
+  await page.keyboard.press('Enter');
+  await page.getByRole('dialog').waitFor();
+  await page.keyboard.press('Tab');
+  expect(await focused(page)).toBe('Delete group');
+  await page.keyboard.press('Enter');
+  await flashed(page, 'Group “Made by keyboard” deleted.');
+  expect((await a.get(`course-access-groups/${made.id}/`)).status).toBe(404);
+});
+
+test('no page of this file saw a dialog, a script error or a CSP violation', async () => {
+  expect(watches.length).toBeGreaterThan(5);
+  for (const w of watches) {
+    expect(w.dialogs).toEqual([]);
+    expect(w.errors).toEqual([]);
+    expect(await w.violations()).toEqual([]);
+  }
+});
