@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, type IHeaders, type KafkaMessage, type Producer } from 'kafkajs';
 import { MongoClient } from 'mongodb';
 import type { RetryPolicy } from '../../consumers/consumer';
-import { COLLECTIONS, type GroupDoc, type RuleDoc } from '../../src/db/collections';
+import { COLLECTIONS, type GroupDoc, type MembershipDoc, type RuleDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { createLogger } from '../../src/log';
 import { startService } from '../../src/runtime';
@@ -250,4 +250,19 @@ export async function waitCaughtUp(groupId: string, topic: string, timeoutMs = 3
   } finally {
     await admin.disconnect();
   }
+}
+
+/**
+ * Every activation of `ids` landed exactly once in effect: one active user each, and one
+ * automatic membership each in the rule's group, with distinct ids (none lost, none applied twice).
+ */
+export async function expectEachActivationAppliedOnce(tenant: Tenant, ids: readonly number[], groupId: number): Promise<void> {
+  const all = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).find({}).toArray();
+  expect(all).toHaveLength(ids.length);
+  expect(new Set(all.map((m) => m.id)).size).toBe(ids.length);
+  expect(new Set(all.map((m) => m.user))).toEqual(new Set(ids));
+  expect(all.every((m) => m.group === groupId && m.automatic)).toBe(true);
+  const users = await tenant.collection<UserDoc>(COLLECTIONS.users).find({}).toArray();
+  expect(new Set(users.map((u) => u.id))).toEqual(new Set(ids));
+  expect(users.every((u) => u.is_active)).toBe(true);
 }
