@@ -4,6 +4,7 @@
  * status class, socket errors, latency and resident memory after the first 10 s and at the end
  * (a leak shows as growth between the two). Measures; asserts nothing.
  */
+import { API_PREFIX as API } from '../src/http/openapi';
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { MongoClient } from 'mongodb';
@@ -44,7 +45,6 @@ export interface MixedReport {
   rssEndMiB: number;
 }
 
-const API = '/course_access_groups/api/v1';
 const WORDS = ['amber', 'birch', 'cedar', 'delta', 'ember', 'fjord', 'gamma', 'heron'];
 
 /** The traffic mix, in percent: what an admin dashboard and an LMS do together. */

@@ -1,3 +1,4 @@
+import { API_PREFIX as API } from '../src/http/openapi';
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -33,7 +34,6 @@ export interface SuiteResult {
 }
 
 const JWT_SECRET = `bench-${randomBytes(12).toString('hex')}`;
-const API = '/course_access_groups/api/v1';
 
 export const sign = (claims: Record<string, unknown>) =>
   new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('2h').sign(new TextEncoder().encode(JWT_SECRET));

@@ -1,4 +1,6 @@
-export const API = '/course_access_groups/api/v1';
+export { API_PREFIX as API } from '../../src/http/openapi';
+import { API_PREFIX as API } from '../../src/http/openapi';
+
 
 export interface Reply<T = any> {
   status: number;
