@@ -2,12 +2,15 @@
  * `npx tsx bench/ferretdb.ts`: the reads and writes the FerretDB patch (scripts/ferretdb/) is
  * about, timed against the server at MONGO_URL. Seeds FERRET_BENCH_DOCS documents of about 190
  * bytes into a scratch database, prints one Markdown table, and drops the database.
+ * The list rows (patch 0004) seed another collection: FERRET_BENCH_ORG_DOCS documents of one
+ * organization and a quarter as many of another, indexed {org, id} and {org, group, id}.
  */
 import { randomBytes } from 'node:crypto';
 import { BSON, MongoClient } from 'mongodb';
 
 const url = process.env.MONGO_URL || 'mongodb://127.0.0.1:27017/';
 const total = Number(process.env.FERRET_BENCH_DOCS || 100_000);
+const orgTotal = Number(process.env.FERRET_BENCH_ORG_DOCS || 100_000);
 const orgs = 4;
 
 /** A user-like document of about 190 bytes of BSON. */
@@ -56,6 +59,28 @@ async function main(): Promise<void> {
       ['find {_id: {$in: [20 keys]}}', await time((i) => users.find({ _id: { $in: Array.from({ length: 20 }, (_, j) => doc(key(i * 20 + j))._id) } }).toArray())],
       ['updateOne {_id} $set', await time((i) => users.updateOne({ _id: doc(key(i))._id }, { $set: { note: randomBytes(20).toString('hex') } }))],
     ];
+
+    // An admin list: a page of one organization's records by id, and the count beside it.
+    const members = db.collection<{ _id: string; org: string; group: number; id: number }>('members');
+    await members.createIndex({ org: 1, id: 1 }, { unique: true });
+    await members.createIndex({ org: 1, group: 1, id: 1 });
+    const seededOrg = Date.now();
+    const orgDocs = (org: string, n: number) => Array.from({ length: n }, (_, i) => ({ _id: `${org}-${i}`, org, group: i % 10, id: i }));
+    for (const [org, n] of [['big', orgTotal], ['small', Math.ceil(orgTotal / 4)]] as const) {
+      const all = orgDocs(org, n);
+      for (let i = 0; i < n; i += 1000) await members.insertMany(all.slice(i, i + 1000), { ordered: false });
+    }
+    process.stderr.write(`seeded ${orgTotal} + ${Math.ceil(orgTotal / 4)} list documents in ${((Date.now() - seededOrg) / 1000).toFixed(1)} s\n`);
+    const deep = Math.max(0, orgTotal - 1000);
+    const pageOf = (skip: number) => members.find({ org: 'big' }).sort({ id: 1 }).skip(skip).limit(20).toArray();
+    const first = await pageOf(deep);
+    if (first.length !== 20 || first[0]!.id !== deep) throw new Error(`page at ${deep} starts at ${first[0]?.id}`);
+    rows.push(
+      [`page of 20 of {org} (${orgTotal}) sorted by id, offset 0`, await time(() => pageOf(0))],
+      [`page of 20 of {org} sorted by id, offset ${deep}`, await time(() => pageOf(deep))],
+      [`count command {org, group} (${orgTotal / 10})`, await time((i) => db.command({ count: 'members', query: { org: 'big', group: i % 10 } }))],
+      ['countDocuments {org, group}', await time((i) => members.countDocuments({ org: 'big', group: i % 10 }))],
+    );
 
     const counters = db.collection<{ _id: string; n: number }>('counters');
     await counters.insertOne({ _id: 'inc', n: 0 });
