@@ -5,6 +5,7 @@ import type { Metrics } from '../src/http/metrics';
 import type { Logger } from '../src/log';
 import { InvalidMessage } from './cloudevents';
 import { HandlerFailure } from './dispatch';
+import { backoffDelay, DEFAULT_RETRY, type RetryPolicy } from '../src/retry';
 
 /** What the consumer does with one message; resolves when the message is fully handled. */
 export type MessageHandler = (payload: EachMessagePayload) => Promise<void>;
@@ -16,14 +17,8 @@ export interface EventConsumer {
   healthy(): boolean;
 }
 
-export interface RetryPolicy {
-  /** First pause after a failure; doubled after each further one. */
-  initialMs: number;
-  /** The cap of the pause. */
-  maxMs: number;
-}
-
-export const DEFAULT_RETRY: RetryPolicy = { initialMs: 200, maxMs: 10000 };
+export type { RetryPolicy };
+export { DEFAULT_RETRY };
 /** The longest stretch without a heartbeat while waiting to retry (session timeout is 30 s). */
 const HEARTBEAT_EVERY_MS = 1000;
 const DLQ_REASON_MAX = 1000;
@@ -109,7 +104,7 @@ export function createEventConsumer(opts: {
         return true;
       } catch (err) {
         failing.add(key);
-        const delay = Math.min(retry.initialMs * 2 ** (attempt - 1), retry.maxMs);
+        const delay = backoffDelay(attempt, retry);
         const failure = err instanceof HandlerFailure ? err : null;
         const cause = (failure?.cause ?? err) as Error;
         metrics?.eventsHandled.inc({ type: failure?.eventType ?? 'other', outcome: 'retried' });

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db, MongoClient } from 'mongodb';
-import { createEventConsumer, type EventConsumer, type MessageHandler, type RetryPolicy } from '../consumers/consumer';
+import { createEventConsumer, type EventConsumer, type MessageHandler } from '../consumers/consumer';
 import { createDispatcher } from '../consumers/dispatch';
 import type { Config } from './config';
 import { createMongoClient, ping } from './db/client';
@@ -10,6 +10,7 @@ import { createApp } from './http/app';
 import { createMetrics, type Metrics } from './http/metrics';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
+import { retryUntilDone, type RetryPolicy } from './retry';
 
 export interface Running {
   db: Db;
@@ -25,6 +26,8 @@ export interface Running {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+/** Start-up waits for the database and the broker from 0.5 s up to 10 s between tries. */
+const STARTUP_RETRY: RetryPolicy = { initialMs: 500, maxMs: 10000 };
 
 /** How long connections already open may still bring a request after shutdown begins. */
 const DRAIN_GRACE_MS = 1000;
@@ -49,22 +52,16 @@ async function closeGracefully(server: Server): Promise<void> {
 }
 
 /**
- * Runs `step` until it succeeds, with capped exponential backoff: a service started before its
+ * Runs `step` until it succeeds, with the service's backoff: a service started before its
  * database or broker waits for them (logging each try) instead of exiting.
  */
-async function withRetry(what: string, step: () => Promise<void>, log: Logger, signal: AbortSignal): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await step();
-      return;
-    } catch (err) {
-      if (signal.aborted) throw err;
-      const delay = Math.min(500 * 2 ** (attempt - 1), 10000);
-      log.warn({ attempt, delay_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } }, `${what} not reachable yet; retrying`);
-      await sleep(delay);
-      if (signal.aborted) throw err;
-    }
-  }
+function withRetry(what: string, step: () => Promise<void>, log: Logger, signal: AbortSignal): Promise<void> {
+  return retryUntilDone(step, {
+    policy: STARTUP_RETRY,
+    signal,
+    onFailure: (err, attempt, delay) =>
+      log.warn({ attempt, delay_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } }, `${what} not reachable yet; retrying`),
+  });
 }
 
 /**
