@@ -3,6 +3,7 @@ import Koa from 'koa';
 import { adminFeatures, openFeatures } from '../features';
 import { authenticate, createTokenVerifier } from './auth';
 import { accessLog } from './access-log';
+import { attributeChanges } from './change-context';
 import { jsonBody } from './body';
 import { errorMapping, notFound } from './errors';
 import type { AppDeps } from './feature';
@@ -54,7 +55,7 @@ export function createApp(deps: AppDeps): Koa {
   for (const feature of openFeatures) feature.register(api, deps);
 
   const admin = new Router();
-  admin.use(adminTenant(deps.db));
+  admin.use(adminTenant(deps.db), attributeChanges);
   for (const feature of adminFeatures) feature.register(admin, deps);
   api.use(admin.routes(), admin.allowedMethods());
 
