@@ -151,7 +151,7 @@ export async function deleteIntents(db: Db, ids: string[]): Promise<void> {
  * for every organization, and a record may have moved). Key lookups, one per record: the only
  * filter FerretDB v1 pushes down.
  */
-export async function readRecords(db: Db, wanted: Iterable<[CollectionName, string]>): Promise<Map<string, Document | null>> {
+export async function readRecords(db: Db, wanted: Iterable<readonly [CollectionName, string]>): Promise<Map<string, Document | null>> {
   const out = new Map<string, Document | null>();
   const unique = new Map<string, [CollectionName, string]>();
   for (const [c, k] of wanted) unique.set(recordKey(c, k), [c, k]);
