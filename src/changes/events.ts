@@ -4,6 +4,9 @@ import type { FromSchema } from 'json-schema-to-ts';
 import type { Document } from 'mongodb';
 import { CAUSES, type Actor } from '../db/change-context';
 import { COLLECTIONS, type CollectionName, type OutboxDoc } from '../db/collections';
+import { TRACKED_RESOURCES } from '../db/outbox';
+
+const resourceOf = (c: CollectionName) => TRACKED_RESOURCES.get(c)!;
 
 /**
  * The change events the service publishes (SPEC §7): CloudEvents 1.0 in structured mode (the
@@ -129,42 +132,42 @@ function kind<S>(k: ChangeKind<S>): ChangeKind<S> {
 export const CHANGE_KINDS: Record<string, ChangeKind<unknown>> = {
   [COLLECTIONS.memberships]: kind<MembershipState>({
     type: `${EVENT_TYPE_PREFIX}.membership.changed.v1`,
-    resource: 'memberships',
+    resource: resourceOf(COLLECTIONS.memberships),
     field: 'membership',
     dataSchema: membershipChangedDataSchema,
     state: (d) => ({ id: d.id, user_id: d.user, group_id: d.group, automatic: d.automatic === true }),
   }),
   [COLLECTIONS.groups]: kind<GroupState>({
     type: `${EVENT_TYPE_PREFIX}.group.changed.v1`,
-    resource: 'course-access-groups',
+    resource: resourceOf(COLLECTIONS.groups),
     field: 'group',
     dataSchema: groupChangedDataSchema,
     state: (d) => ({ id: d.id, name: d.name, description: d.description }),
   }),
   [COLLECTIONS.groupCourses]: kind<GroupCourseState>({
     type: `${EVENT_TYPE_PREFIX}.group_course.changed.v1`,
-    resource: 'group-courses',
+    resource: resourceOf(COLLECTIONS.groupCourses),
     field: 'group_course',
     dataSchema: groupCourseChangedDataSchema,
     state: (d) => ({ id: d.id, course_id: d.course, group_id: d.group }),
   }),
   [COLLECTIONS.publicCourses]: kind<PublicCourseState>({
     type: `${EVENT_TYPE_PREFIX}.public_course.changed.v1`,
-    resource: 'public-courses',
+    resource: resourceOf(COLLECTIONS.publicCourses),
     field: 'public_course',
     dataSchema: publicCourseChangedDataSchema,
     state: (d) => ({ id: d.id, course_id: d.course }),
   }),
   [COLLECTIONS.rules]: kind<MembershipRuleState>({
     type: `${EVENT_TYPE_PREFIX}.membership_rule.changed.v1`,
-    resource: 'membership-rules',
+    resource: resourceOf(COLLECTIONS.rules),
     field: 'membership_rule',
     dataSchema: membershipRuleChangedDataSchema,
     state: (d) => ({ id: d.id, name: d.name, domain: d.domain, group_id: d.group }),
   }),
   [COLLECTIONS.siteConfigurations]: kind<SiteConfigurationState>({
     type: `${EVENT_TYPE_PREFIX}.site_configuration.changed.v1`,
-    resource: 'site-configuration',
+    resource: resourceOf(COLLECTIONS.siteConfigurations),
     field: 'site_configuration',
     dataSchema: siteConfigurationChangedDataSchema,
     state: (d) => ({ ENABLE_COURSE_ACCESS_GROUPS: d.ENABLE_COURSE_ACCESS_GROUPS === true }),

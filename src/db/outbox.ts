@@ -21,15 +21,20 @@ import { COLLECTIONS, type CollectionName, type OutboxDoc } from './collections'
  * A write refused by a unique key, or that changed nothing, deletes its intent at once.
  */
 
-/** The collections whose changes are published (SPEC §7) and audited (SPEC §8). */
-export const TRACKED: ReadonlySet<CollectionName> = new Set([
-  COLLECTIONS.groups,
-  COLLECTIONS.memberships,
-  COLLECTIONS.rules,
-  COLLECTIONS.groupCourses,
-  COLLECTIONS.publicCourses,
-  COLLECTIONS.siteConfigurations,
+/**
+ * The collections whose changes are published (SPEC §7) and audited (SPEC §8), with the name the
+ * API gives their records (the audit log's `resource`, the first part of an event's `subject`).
+ */
+export const TRACKED_RESOURCES: ReadonlyMap<CollectionName, string> = new Map<CollectionName, string>([
+  [COLLECTIONS.groups, 'course-access-groups'],
+  [COLLECTIONS.memberships, 'memberships'],
+  [COLLECTIONS.rules, 'membership-rules'],
+  [COLLECTIONS.groupCourses, 'group-courses'],
+  [COLLECTIONS.publicCourses, 'public-courses'],
+  [COLLECTIONS.siteConfigurations, 'site-configuration'],
 ]);
+
+export const TRACKED: ReadonlySet<CollectionName> = new Set(TRACKED_RESOURCES.keys());
 
 /**
  * After this, an intent that the change log has not named done is resolved anyway. A write
