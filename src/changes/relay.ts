@@ -61,7 +61,7 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
   const { db, log, metrics, topic } = opts;
   const graceMs = opts.graceMs ?? INTENT_GRACE_MS;
   const batchSize = opts.batchSize ?? 200;
-  const batchEveryMs = opts.batchEveryMs ?? 100;
+  const batchEveryMs = opts.batchEveryMs ?? 500;
   const idleMs = opts.idleMs ?? 1000;
   const leaseMs = opts.leaseMs ?? 15_000;
   const retry = opts.retry ?? DEFAULT_RETRY;
