@@ -14,6 +14,8 @@ import { buildAuditRecords } from './audit';
 import { buildChangeEvent, changeKind, toMessage } from './events';
 
 export const RELAY_LEASE = 'change-relay';
+/** How many "done" intent ids the relay remembers (a few MiB at most). */
+const DONE_MEMORY = 100_000;
 
 export interface RelayOptions {
   db: Db;
@@ -75,6 +77,20 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
   let loop: Promise<void> | null = null;
   let renewer: NodeJS.Timeout | undefined;
 
+  /**
+   * Intents the change log has named done, gathered at every step and every lease renewal: the
+   * log keeps only each collection's newest changes, and a relay held up (a broker down) would
+   * otherwise see the older ones only after the grace period. Bounded; resolved ones leave.
+   */
+  const done = new Set<string>();
+  const collectDone = async () => {
+    for (const changes of (await readChangeLog(db)).values()) for (const c of changes.recent) if (c.intent) done.add(c.intent);
+    for (const id of done) {
+      if (done.size <= DONE_MEMORY) break;
+      done.delete(id); // the oldest first: a forgotten one is resolved after the grace period
+    }
+  };
+
   const onDone = (dbName: string) => {
     if (dbName === db.databaseName) wake?.abort();
   };
@@ -87,9 +103,7 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
 
   /** One batch; true when it resolved something (so another may follow at once). */
   async function step(): Promise<boolean> {
-    const [pending, changeLog] = await Promise.all([readOutbox(db, batchSize), readChangeLog(db)]);
-    const done = new Set<string>();
-    for (const changes of changeLog.values()) for (const c of changes.recent) if (c.intent) done.add(c.intent);
+    const [pending] = await Promise.all([readOutbox(db, batchSize), collectDone()]);
     const now = Date.now();
     metrics.changesPending.set(pending.length < batchSize ? pending.length : await countOutbox(db));
     metrics.changesLag.set(pending.length > 0 ? Math.max(0, now - pending[0]!.t.getTime()) / 1000 : 0);
@@ -158,6 +172,7 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
       db,
       ready.map((e) => e._id),
     );
+    for (const e of ready) done.delete(e._id);
     log.debug({ intents: ready.length, events: count, types: [...new Set(ready.map((e) => changeKind(e.c).type))] }, 'changes relayed');
     return true;
   }
@@ -192,7 +207,8 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
     start() {
       if (loop || stopping.signal.aborted) return;
       outboxSignals.on('done', onDone);
-      // Renewed apart from the steps: a send waiting for a broker that is down must not lose the lease.
+      // Renewed apart from the steps: a send waiting for a broker that is down must not lose the
+      // lease, and the backlog it leaves must show in the gauges meanwhile.
       renewer = setInterval(() => {
         if (!leader) return;
         renewLease(db, RELAY_LEASE, owner, leaseMs).then(
@@ -200,6 +216,14 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
             if (seq === null) setLeader(false);
           },
           () => undefined, // the database is away: the steps report it
+        );
+        collectDone().catch(() => undefined);
+        Promise.all([countOutbox(db), readOutbox(db, 1)]).then(
+          ([pending, [oldest]]) => {
+            metrics.changesPending.set(pending);
+            metrics.changesLag.set(oldest ? Math.max(0, Date.now() - oldest.t.getTime()) / 1000 : 0);
+          },
+          () => undefined,
         );
       }, leaseMs / 3);
       renewer.unref();

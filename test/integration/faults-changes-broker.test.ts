@@ -82,6 +82,15 @@ test(`the broker down (stopped, ${DOWN_MS / 1000} s, started again) while admini
   // The premise: changes piled up in the outbox while the broker was away.
   const piled = await service.db.collection(COLLECTIONS.outbox).countDocuments({});
   expect(piled).toBeGreaterThan(0);
+  // And /metrics shows the backlog and its age while the relay waits for the broker.
+  await waitFor(
+    async () => {
+      const text = (await client(service!.baseUrl).get('/metrics')).body as string;
+      return [Number(/^changes_pending (\S+)$/m.exec(text)?.[1]), Number(/^changes_lag_seconds (\S+)$/m.exec(text)?.[1])];
+    },
+    ([pending, lag]) => pending! > 0 && lag! > 1,
+    15000,
+  );
   await broker.start();
   const downFor = Date.now() - stoppedAt;
   const ackedDuringOutage = ackedSoFar() - ackedAtStop;
