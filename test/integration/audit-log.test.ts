@@ -193,7 +193,8 @@ test('`cag` writes are audited with the operator (CAG_OPERATOR) and the run id',
     ),
   );
   expect(run.code).toBe(0);
-  const byCag = await auditOf(b, 1, '&actor=cag:alice');
+  await settled(); // cag's intents are resolved by the service's relay, at its next poll
+  const byCag = await auditOf(b, 4, '&actor=cag:alice');
   expect(new Set(byCag.map((r) => r.resource))).toEqual(new Set(['course-access-groups', 'group-courses', 'memberships', 'site-configuration']));
   for (const r of byCag) expect(r).toMatchObject({ actor: { type: 'cag', operator: 'alice' }, cause: 'import', request_id: expect.stringMatching(/^cag-/) });
   expect(byCag.find((r) => r.resource === 'memberships')).toMatchObject({ action: 'create', after: { user: 201, automatic: false } });
