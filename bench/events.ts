@@ -136,6 +136,8 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
       KAFKA_TOPICS: topic,
       KAFKA_GROUP_ID: `bench-service-${run}`,
       SERVICE_ROLE: 'consumer',
+      // Memberships made by rules are published, as deployed, to a topic of this run.
+      CHANGES_TOPIC: `bench-changes-${run}`,
       LOG_LEVEL: 'silent',
       JWT_SECRET: 'bench-secret-not-used-0123456789',
     });

@@ -10,7 +10,7 @@ export interface LoadOptions {
 export interface Target {
   row: string;
   baseUrl: string;
-  method?: 'GET' | 'POST';
+  method?: 'GET' | 'POST' | 'PATCH';
   headers?: Record<string, string>;
   /** A fresh path (and body, for POST) for every request: random pairs, not one cached answer. */
   request: () => { path: string; body?: string };

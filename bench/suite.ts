@@ -59,6 +59,7 @@ export async function startServiceProcess(
   dbName: string,
   cache: 'on' | 'off',
   topic?: string,
+  env: Record<string, string> = {},
 ): Promise<ServiceProcess> {
   const child: ChildProcess = fork(join(__dirname, 'server.ts'), [], {
     execArgv: ['--import', 'tsx'],
@@ -77,6 +78,9 @@ export async function startServiceProcess(
       ...(topic ? { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: `bench-${dbName}` } : {}),
       LOG_LEVEL: opts.logLevel,
       ACCESS_CACHE: cache,
+      // Change events and the audit trail as deployed (on) unless a row says otherwise.
+      CHANGES_TOPIC: `bench-changes-${dbName}`,
+      ...env,
     },
   });
   let peak = 0;
@@ -225,9 +229,24 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
       { row: 'courses by group', baseUrl: cached.serviceUrl, headers: admin, request: () => ({ path: `${API}/courses/?group=${any(data.groupIds)}` }) },
       ceiling.rate,
     );
-    // The events rows measure their own consumer: the HTTP service stops first, and the rows
-    // start once the stack is idle again.
+    // The rows below run their own processes: the HTTP service stops first (handing back the
+    // change relay's lease), and each row starts once the stack is idle again.
     await cached.stop();
+
+    // Admin writes (issue 14): membership moves with change events and the audit trail on (as
+    // deployed), against the same writes with both off, each on a fresh service process.
+    const adminWriteRow = async (row: string, env: Record<string, string>, ceilingRate: number | null) => {
+      const service = await startServiceProcess(opts, dbName, 'on', undefined, env);
+      processes.push(service);
+      current = service;
+      try {
+        return await run(membershipMoves(service.serviceUrl, admin, data, row), ceilingRate);
+      } finally {
+        await service.stop();
+      }
+    };
+    const writesOff = await adminWriteRow('admin writes: events and audit off (ceiling)', { CHANGES_TOPIC: '', AUDIT_LOG: 'off' }, null);
+    const writesOn = await adminWriteRow('admin writes: events and audit on', { AUDIT_LOG: 'on' }, writesOff.rate);
     opts.progress?.(`events: ${opts.events} activations`);
     const eventsBusy = await idleNote();
     const eventRows = await benchEvents({ events: opts.events, mongoUrl: opts.mongoUrl, kafkaBrokers: opts.kafkaBrokers });
@@ -254,6 +273,7 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
       `cache hits while 50 user events/s flow ≥ 3,000 requests/s: ${underEvents.rate.toFixed(0)}/s`,
       `users search p99 < 100 ms: ${search?.failed ? 'FAILED row' : `${fmt(search?.p99, 1)} ms`}`,
       `events ≥ 0.5 × their ceiling: ${fmt(events && events.ceilingRate ? events.rate / events.ceilingRate : undefined)} × ceiling`,
+      `admin writes with change events and audit ≥ 0.7 × without: ${writesOn.failed || writesOff.failed ? 'FAILED row' : `${fmt(writesOn.rate / writesOff.rate)} ×`}`,
       `service peak RSS < 300 MiB: ${peakRssMiB.toFixed(0)} MiB`,
     ];
     return { rows, peakRssMiB, table: formatTable(rows), targets };
@@ -316,6 +336,17 @@ function accessSingle(baseUrl: string, headers: Record<string, string>, data: Se
     request: () => ({
       path: `${API}/access/?course_id=${encodeURIComponent(any(data.courseKeys))}&action=course.enroll&user_id=${any(data.userIds)}`,
     }),
+  };
+}
+
+/** PATCH memberships/<id>/: a seeded membership (its id is its user's) moved to a random group. */
+function membershipMoves(baseUrl: string, headers: Record<string, string>, data: Seeded, row: string): Target {
+  return {
+    row,
+    baseUrl,
+    method: 'PATCH',
+    headers,
+    request: () => ({ path: `${API}/memberships/${any(data.userIds)}/`, body: JSON.stringify({ group: any(data.groupIds) }) }),
   };
 }
 

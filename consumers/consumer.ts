@@ -3,7 +3,7 @@ import { Partitioners, type Consumer, type EachMessagePayload, type IHeaders, ty
 import type { Config } from '../src/config';
 import type { Metrics } from '../src/http/metrics';
 import type { Logger } from '../src/log';
-import { retry, type Backoff } from '../src/retry';
+import { DEFAULT_RETRY, retry, type RetryPolicy } from '../src/retry';
 import { InvalidMessage } from './cloudevents';
 import { HandlerFailure, type MessageHandler } from './dispatch';
 
@@ -16,10 +16,8 @@ export interface EventConsumer {
   healthy(): boolean;
 }
 
-/** How a failing handler is retried (src/retry.ts). */
-export type RetryPolicy = Backoff;
-
-export const DEFAULT_RETRY: RetryPolicy = { initialMs: 200, maxMs: 10000 };
+export type { RetryPolicy };
+export { DEFAULT_RETRY };
 /** The longest stretch without a heartbeat while waiting to retry (session timeout is 30 s). */
 const HEARTBEAT_EVERY_MS = 1000;
 const DLQ_REASON_MAX = 1000;
@@ -51,7 +49,7 @@ export function createEventConsumer(opts: {
   partitionsConsumedConcurrently?: number;
 }): EventConsumer {
   const { kafka, config, log, handle, metrics } = opts;
-  const backoff = opts.retry ?? DEFAULT_RETRY;
+  const policy = opts.retry ?? DEFAULT_RETRY;
   let consumer: Consumer | null = null;
   let producer: Producer | null = null;
   let stopping = new AbortController();
@@ -123,7 +121,7 @@ export function createEventConsumer(opts: {
       );
     };
     try {
-      await retry(attemptOnce, { backoff, onFailure: reportFailure, wait: (ms) => pause(ms, payload.heartbeat, stillOurs) });
+      await retry(attemptOnce, { policy, onFailure: reportFailure, wait: (ms) => pause(ms, payload.heartbeat, stillOurs) });
       return true;
     } catch {
       failing.delete(key); // no longer ours to retry: whoever gets it next reports on it

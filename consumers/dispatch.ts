@@ -1,5 +1,6 @@
 import type { EachMessagePayload } from 'kafkajs';
 import type { Db } from 'mongodb';
+import { runInChangeContext } from '../src/db/change-context';
 import type { Metrics } from '../src/http/metrics';
 import type { Logger } from '../src/log';
 import { decodeCloudEvent, InvalidMessage } from './cloudevents';
@@ -53,7 +54,10 @@ export function createDispatcher(deps: { db: Db; log: Logger; metrics: Metrics }
     const stopTimer = metrics.eventDuration.startTimer({ type: handler.type });
     let outcome;
     try {
-      outcome = await handler.apply(db, event, parsed.data);
+      // What the event changes is the LMS's doing (not audited); the event id traces it.
+      outcome = await runInChangeContext({ cause: 'event', actor: { type: 'lms' }, requestId: event.id, audit: false }, () =>
+        handler.apply(db, event, parsed.data),
+      );
     } catch (err) {
       if (err instanceof InvalidMessage) {
         err.eventType = handler.type;

@@ -25,9 +25,26 @@ export const configSchema = {
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     SERVICE_ROLE: { type: 'string', enum: ['all', 'api', 'consumer'], default: 'all' },
     ACCESS_CACHE: { type: 'string', enum: ['on', 'off'], default: 'on' },
+    /** Where change events go; empty turns them off (see loadConfig: empty is not "unset" here). */
+    CHANGES_TOPIC: { type: 'string', pattern: '^[A-Za-z0-9._-]{0,249}$', default: 'course-access-groups.changes' },
+    AUDIT_LOG: { type: 'string', enum: ['on', 'off'], default: 'on' },
+    AUDIT_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36500, default: 365 },
   },
   additionalProperties: false,
-  required: ['PORT', 'MONGO_URL', 'MONGO_DB', 'KAFKA_BROKERS', 'KAFKA_GROUP_ID', 'KAFKA_TOPICS', 'LOG_LEVEL', 'SERVICE_ROLE', 'ACCESS_CACHE'],
+  required: [
+    'PORT',
+    'MONGO_URL',
+    'MONGO_DB',
+    'KAFKA_BROKERS',
+    'KAFKA_GROUP_ID',
+    'KAFKA_TOPICS',
+    'LOG_LEVEL',
+    'SERVICE_ROLE',
+    'ACCESS_CACHE',
+    'CHANGES_TOPIC',
+    'AUDIT_LOG',
+    'AUDIT_RETENTION_DAYS',
+  ],
 } as const;
 
 type RawConfig = FromSchema<typeof configSchema>;
@@ -51,6 +68,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const value = env[key];
     if (value !== undefined && value !== '') raw[key] = value;
   }
+  // CHANGES_TOPIC= (set, empty) is how change events are turned off.
+  if (env.CHANGES_TOPIC === '') raw.CHANGES_TOPIC = '';
   const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true });
   const validate = ajv.compile<RawConfig>(configSchema);
   if (!validate(raw)) {

@@ -1,36 +1,56 @@
 /**
  * The one retry loop of the service: capped exponential backoff, used wherever something must
- * eventually succeed (start-up against a database or broker that is not there yet, an event
- * handler whose database went away, the change record after a write).
+ * eventually succeed: start-up against a database or broker that is not there yet, an event
+ * handler whose database went away, the change record after a write, the change relay while the
+ * database or broker is down.
  */
 
 /** The pause after failure n is `initialMs × 2^(n-1)`, never more than `maxMs`. */
-export interface Backoff {
+export interface RetryPolicy {
   initialMs: number;
   maxMs: number;
 }
 
-export const backoffDelay = (attempt: number, backoff: Backoff): number => Math.min(backoff.initialMs * 2 ** (attempt - 1), backoff.maxMs);
+export const DEFAULT_RETRY: RetryPolicy = { initialMs: 200, maxMs: 10000 };
+
+export const backoffDelay = (attempt: number, policy: RetryPolicy): number => Math.min(policy.initialMs * 2 ** (attempt - 1), policy.maxMs);
+
+/** Waits `ms`, or less when `signal` aborts; resolves false when aborted. Does not keep the process alive. */
+export function pause(ms: number, signal?: AbortSignal): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (value: boolean) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(value);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    timer.unref();
+    signal?.addEventListener('abort', onAbort);
+  });
+}
 
 export interface RetryOptions {
-  backoff: Backoff;
+  policy: RetryPolicy;
+  /** Stops the retries: the last error is thrown. */
+  signal?: AbortSignal;
   /** Called after each failure with the pause to come (to log, count); false gives up and throws the error. */
   onFailure?: (err: unknown, attempt: number, delayMs: number) => boolean | void;
-  /** Waits before the next try; resolving false stops retrying and throws the last error. Default: a timer that does not keep the process alive. */
+  /** Waits before the next try; resolving false stops retrying and throws the last error. Default: `pause`. */
   wait?: (ms: number) => Promise<boolean>;
 }
 
-const sleep = (ms: number) => new Promise<boolean>((resolve) => setTimeout(() => resolve(true), ms).unref());
-
-/** Runs `operation` until it succeeds, or until `onFailure` or `wait` says to stop. */
+/** Runs `operation` until it succeeds, or until the signal, `onFailure` or `wait` says to stop. */
 export async function retry<T>(operation: (attempt: number) => Promise<T>, opts: RetryOptions): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await operation(attempt);
     } catch (err) {
-      const delay = backoffDelay(attempt, opts.backoff);
+      if (opts.signal?.aborted) throw err;
+      const delay = backoffDelay(attempt, opts.policy);
       if (opts.onFailure?.(err, attempt, delay) === false) throw err;
-      if (!(await (opts.wait ?? sleep)(delay))) throw err;
+      if (!(await (opts.wait ?? ((ms) => pause(ms, opts.signal)))(delay))) throw err;
     }
   }
 }

@@ -1,16 +1,19 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db, MongoClient } from 'mongodb';
-import { createEventConsumer, type EventConsumer, type MessageHandler, type RetryPolicy } from '../consumers/consumer';
+import { createEventConsumer, type EventConsumer, type MessageHandler } from '../consumers/consumer';
 import { createDispatcher } from '../consumers/dispatch';
+import { createChangeRelay, type ChangeRelay } from './changes/relay';
 import type { Config } from './config';
 import { createMongoClient, ping } from './db/client';
+import { PURGE_EVERY_MS, purgeExpiredAudit, setUpAuditRetention } from './db/audit';
 import { ensureIndexes } from './db/collections';
+import { configureChanges } from './db/outbox';
 import { createApp } from './http/app';
 import { createMetrics, type Metrics } from './http/metrics';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
-import { retry } from './retry';
+import { retry, type RetryPolicy } from './retry';
 
 export interface Running {
   db: Db;
@@ -20,12 +23,16 @@ export interface Running {
   server: Server | null;
   port: number | null;
   consumer: EventConsumer | null;
+  /** Publishes change events and writes audit records (every role runs one; one per database leads). */
+  relay: ChangeRelay;
   /** Resolves once the database is connected, indexes exist and the consumer (if any) runs. */
   ready: Promise<void>;
   stop(): Promise<void>;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+/** Start-up waits for the database and the broker from 0.5 s up to 10 s between tries. */
+const STARTUP_RETRY: RetryPolicy = { initialMs: 500, maxMs: 10000 };
 
 /** How long connections already open may still bring a request after shutdown begins. */
 const DRAIN_GRACE_MS = 1000;
@@ -50,20 +57,15 @@ async function closeGracefully(server: Server): Promise<void> {
 }
 
 /**
- * Runs `step` until it succeeds, with capped exponential backoff: a service started before its
+ * Runs `step` until it succeeds, with the service's backoff: a service started before its
  * database or broker waits for them (logging each try) instead of exiting.
  */
 function withRetry(what: string, step: () => Promise<void>, log: Logger, signal: AbortSignal): Promise<void> {
   return retry(step, {
-    backoff: { initialMs: 500, maxMs: 10000 },
-    onFailure: (err, attempt, delay) => {
-      if (signal.aborted) return false;
-      log.warn({ attempt, delay_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } }, `${what} not reachable yet; retrying`);
-    },
-    wait: async (ms) => {
-      await sleep(ms);
-      return !signal.aborted;
-    },
+    policy: STARTUP_RETRY,
+    signal,
+    onFailure: (err, attempt, delay) =>
+      log.warn({ attempt, delay_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } }, `${what} not reachable yet; retrying`),
   });
 }
 
@@ -93,11 +95,35 @@ export async function startService(
     consumer = createEventConsumer({ kafka, config, log, handle, metrics, retry: opts.retry });
   }
 
+  const events = config.CHANGES_TOPIC !== '';
+  const audit = config.AUDIT_LOG === 'on';
+  configureChanges(db, { events, audit });
+  const relay = createChangeRelay({
+    db,
+    kafka: events ? kafka : null,
+    topic: events ? config.CHANGES_TOPIC : null,
+    audit,
+    log: log.child({ component: 'change-relay' }),
+    metrics,
+  });
+  let purgeTimer: NodeJS.Timeout | undefined;
+  /** A TTL index on MongoDB; on FerretDB (no TTL) a purge now and every hour. */
+  const keepRetention = async () => {
+    if ((await setUpAuditRetention(db, config.AUDIT_RETENTION_DAYS)) === 'ttl') return;
+    const purge = () =>
+      purgeExpiredAudit(db, config.AUDIT_RETENTION_DAYS).catch((err: Error) => log.warn({ err: { name: err.name, message: err.message } }, 'audit purge failed'));
+    await purge();
+    purgeTimer = setInterval(purge, PURGE_EVERY_MS);
+    purgeTimer.unref();
+  };
+
   const ready = (async () => {
     await withRetry('database', async () => {
       await client.connect();
       await ensureIndexes(db);
     }, log, stopping.signal);
+    relay.start();
+    await keepRetention().catch((err: Error) => log.warn({ err: { name: err.name, message: err.message } }, 'audit retention not set up'));
     if (consumer) await withRetry('broker', () => consumer!.start(), log, stopping.signal);
     started = true;
   })();
@@ -137,12 +163,16 @@ export async function startService(
     server,
     port: server ? (server.address() as AddressInfo).port : null,
     consumer,
+    relay,
     ready,
     /** Stop taking requests and messages, finish what is in flight, commit, close. */
     async stop() {
       stopping.abort();
       draining = true;
       await Promise.all([server ? closeGracefully(server) : undefined, consumer?.stop()]);
+      // After the doors: what they wrote last is relayed now or by the next lease holder.
+      await relay.stop();
+      clearInterval(purgeTimer);
       await broker.close();
       await client.close();
     },

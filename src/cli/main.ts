@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import type { Db } from 'mongodb';
 import { ConfigError, loadCliConfig } from '../config';
+import { runInChangeContext } from '../db/change-context';
 import { createMongoClient } from '../db/client';
 import { ensureIndexes } from '../db/collections';
-import { createLogger } from '../log';
+import { createLogger, type Logger } from '../log';
 import { exportConfiguration } from './export';
 import { FatalImportError, importFiles } from './import';
 import { ImportConfigError, importConfiguration } from './import-config';
@@ -11,7 +14,13 @@ const USAGE = `usage:
   cag import [--users users.jsonl] [--courses courses.jsonl] [--concurrency N] [--strict]
   cag export --org ORG > config.json
   cag import-config --org ORG [--merge] config.json
-environment: MONGO_URL, MONGO_DB, LOG_LEVEL (as the service reads them; nothing else)`;
+environment: MONGO_URL, MONGO_DB, LOG_LEVEL (as the service reads them); CAG_OPERATOR (else USER) names you in the audit log`;
+
+/** Who runs `cag`, for the audit log: CAG_OPERATOR, else the login name; printable, bounded. */
+export function operatorName(env: NodeJS.ProcessEnv): string {
+  const raw = env.CAG_OPERATOR || env.USER || env.LOGNAME || 'unknown';
+  return raw.replace(/[^\w.@+-]/g, '_').slice(0, 100) || 'unknown';
+}
 
 export interface CliIo {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
@@ -74,23 +83,12 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
   }
   const log = createLogger(config.LOG_LEVEL, io.stderr as never);
   const client = createMongoClient(config.MONGO_URL);
+  // Every write of this run is the operator's and audited; the service's relay publishes it.
+  const context = { cause: 'import' as const, actor: { type: 'cag' as const, operator: operatorName(io.env) }, requestId: `cag-${randomUUID()}`, audit: true };
   try {
     const db = client.db(config.MONGO_DB);
     await ensureIndexes(db);
-    if (command === 'import') {
-      const summary = await importFiles(db, { users: values.users, courses: values.courses, concurrency, out: io.stderr });
-      io.stderr.write(`read ${summary.read}, applied ${summary.applied}, unchanged ${summary.unchanged}, refused ${summary.refused}\n`);
-      log.info({ summary }, 'import finished');
-      return values.strict && summary.refused > 0 ? 3 : 0;
-    }
-    if (command === 'export') {
-      const document = await exportConfiguration(db, values.org!);
-      io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
-      return 0;
-    }
-    const report = await importConfiguration(db, values.org!, positionals[0]!, { merge: values.merge === true });
-    io.stderr.write(`${JSON.stringify(report)}\n`);
-    return 0;
+    return await runInChangeContext(context, () => runCommand(db, command, values, positionals, concurrency, io, log));
   } catch (err) {
     if (err instanceof FatalImportError || err instanceof ImportConfigError) {
       io.stderr.write(`${err.message}\n`);
@@ -101,6 +99,31 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
   } finally {
     await client.close();
   }
+}
+
+async function runCommand(
+  db: Db,
+  command: string,
+  values: { users?: string; courses?: string; strict?: boolean; org?: string; merge?: boolean },
+  positionals: string[],
+  concurrency: number,
+  io: CliIo,
+  log: Logger,
+): Promise<number> {
+  if (command === 'import') {
+    const summary = await importFiles(db, { users: values.users, courses: values.courses, concurrency, out: io.stderr });
+    io.stderr.write(`read ${summary.read}, applied ${summary.applied}, unchanged ${summary.unchanged}, refused ${summary.refused}\n`);
+    log.info({ summary }, 'import finished');
+    return values.strict && summary.refused > 0 ? 3 : 0;
+  }
+  if (command === 'export') {
+    const document = await exportConfiguration(db, values.org!);
+    io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+    return 0;
+  }
+  const report = await importConfiguration(db, values.org!, positionals[0]!, { merge: values.merge === true });
+  io.stderr.write(`${JSON.stringify(report)}\n`);
+  return 0;
 }
 
 // Run as a program (bin/cag.js or `node dist/src/cli/main.js`), not when a test imports it.

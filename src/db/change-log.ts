@@ -13,14 +13,19 @@ import { isClientClosed } from './errors';
  * One atomic update (`$inc` with `$push … $slice`) moves the sequence and appends the entry, so
  * `log[i]` is always change number `seq - log.length + 1 + i`: no gaps, no second write, and
  * the log trims itself. A reader that fell further behind than the log reaches starts afresh.
+ *
+ * An entry also names the outbox intent its write carried out (src/db/outbox.ts): this log is
+ * how the change relay learns, without a write of its own, that an intent's write is done.
  */
-export const CHANGE_LOG_LENGTH = 32;
+export const CHANGE_LOG_LENGTH = 64;
 
 export interface Change {
   seq: number;
   /** The record's `_id`; null when the write may have touched any record of the collection. */
   key: string | null;
   org: string;
+  /** The outbox intent the write carried out, if it had one. */
+  intent?: string;
 }
 
 export interface CollectionChanges {
@@ -39,15 +44,19 @@ export async function readChangeLog(db: Db, collections: readonly string[]): Pro
   return new Map(
     docs.map((d) => {
       const first = d.seq - d.log.length + 1;
-      return [d._id, { seq: d.seq, recent: d.log.map((e, i) => ({ seq: first + i, key: e.k, org: e.o })) }];
+      return [d._id, { seq: d.seq, recent: d.log.map((e, i) => ({ seq: first + i, key: e.k, org: e.o, ...(e.i ? { intent: e.i } : {}) })) }];
     }),
   );
 }
 
-/** Records that `entries` of `collection` changed. Many entries at once become one "anything may have changed". */
+/**
+ * Records that `entries` of `collection` changed. Many entries at once become one "anything may
+ * have changed" (still naming their intent: one write, one intent).
+ */
 export async function recordChanges(db: Db, collection: string, entries: ChangeLogEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  const log = entries.length > CHANGE_LOG_LENGTH / 4 ? [{ k: null, o: entries[0]!.o }] : entries;
+  const first = entries[0]!;
+  const log = entries.length > CHANGE_LOG_LENGTH / 4 ? [{ k: null, o: first.o, ...(first.i ? { i: first.i } : {}) }] : entries;
   await changeLog(db).updateOne(
     { _id: collection },
     { $inc: { seq: log.length }, $push: { log: { $each: log, $slice: -CHANGE_LOG_LENGTH } } },
@@ -80,7 +89,7 @@ function recordInBackground(db: Db, collection: string, org: string): void {
   pending.add(collection);
   // A client closed on purpose (shutdown) will not come back; anything else may.
   void retry(() => recordChanges(db, collection, [{ k: null, o: org }]), {
-    backoff: { initialMs: 100, maxMs: 5000 },
+    policy: { initialMs: 100, maxMs: 5000 },
     onFailure: (err) => !isClientClosed(err),
   })
     .catch(() => undefined)

@@ -1,4 +1,5 @@
-import type { Db, IndexDescription } from 'mongodb';
+import type { Db, Document, IndexDescription } from 'mongodb';
+import type { Actor, Cause } from './change-context';
 
 /**
  * Every collection, with the document shapes the whole service stores.
@@ -20,6 +21,9 @@ export const COLLECTIONS = {
   counters: 'counters',
   changeLog: 'change_log',
   tombstones: 'tombstones',
+  outbox: 'outbox',
+  auditLog: 'audit_log',
+  leases: 'leases',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];
@@ -107,10 +111,11 @@ export interface CounterDoc {
   n: number;
 }
 
-/** One change of the change sequence: the record's `_id` (null: any record) and its organization. */
+/** One change of the change sequence: the record's `_id` (null: any record), its organization, and the outbox intent the write carried out, if any. */
 export interface ChangeLogEntry {
   k: string | null;
   o: string;
+  i?: string;
 }
 
 /** `_id` is a collection: its change sequence and newest changes (src/db/change-log.ts). */
@@ -118,6 +123,54 @@ export interface ChangeLogDoc {
   _id: string;
   seq: number;
   log: ChangeLogEntry[];
+}
+
+/**
+ * An outbox intent (src/db/outbox.ts): written before a write of a tracked collection, naming the
+ * records it may change and why; the change relay resolves it once the change log says the write
+ * is done (or after a grace period, when its process died), then deletes it.
+ */
+export interface OutboxDoc {
+  /** Sortable: the time of the intent, then a per-process counter, then the process. */
+  _id: string;
+  /** The collection written. */
+  c: CollectionName;
+  /** The organization of the write. */
+  o: string;
+  /** The `_id`s of the records the write may change. */
+  k: string[];
+  t: Date;
+  cause: Cause;
+  actor: Actor;
+  rid: string | null;
+  audit: boolean;
+  /** When audited: each record of `k` as it was before the write (null: none), in `k`'s order. */
+  b?: (Document | null)[];
+}
+
+/** One audited change of one record (`_id`: the intent's id and the record's index in it). */
+export interface AuditDoc extends TenantDoc {
+  time: Date;
+  actor: Actor;
+  /** The actor as the audit log filters it: the user id, or `cag:<operator>`. */
+  actor_id: string;
+  cause: Cause;
+  request_id: string | null;
+  action: 'create' | 'update' | 'delete';
+  /** The API's name of the resource (`memberships`, `course-access-groups`, ...). */
+  resource: string;
+  /** Its public id (the integer id; the organization for the site configuration). */
+  resource_id: string;
+  before: Document | null;
+  after: Document | null;
+}
+
+/** A lease (`_id`: what it is for): one holder at a time until `expires`; `seq` numbers what holders publish. */
+export interface LeaseDoc {
+  _id: string;
+  owner: string;
+  expires: Date;
+  seq: number;
 }
 
 /**
@@ -154,6 +207,9 @@ export const INDEXES: Record<string, IndexDescription[]> = {
   ],
   [COLLECTIONS.courses]: [
     { key: { org: 1, id: 1 }, unique: true }, // list and search by id
+  ],
+  [COLLECTIONS.auditLog]: [
+    { key: { org: 1, time: -1 } }, // audit-log/, newest first (its TTL index: src/db/audit.ts)
   ],
 };
 

@@ -9,9 +9,11 @@ import type {
   OptionalUnlessRequiredId,
   UpdateFilter,
   UpdateOptions,
+  UpdateResult,
   WithId,
 } from 'mongodb';
 import { recordAfterWrite } from './change-log';
+import { dropIntent, intentPolicy, INTENT_GRACE_MS, narrowIntent, openIntent, reopenIntent, signalDone, type Intent } from './outbox';
 import type { CollectionName, TenantDoc } from './collections';
 import { claimIds } from './counters';
 import { isDuplicateKey } from './errors';
@@ -29,13 +31,7 @@ export class Tenant {
   ) {}
 
   collection<T extends TenantDoc>(name: CollectionName): TenantCollection<T> {
-    return new TenantCollection<T>(this.db.collection<T>(name), this.org, (keys) =>
-      recordAfterWrite(
-        this.db,
-        name,
-        keys.map((k) => ({ k, o: this.org })),
-      ),
-    );
+    return new TenantCollection<T>(this.db, name, this.org);
   }
 
   nextId(resource: string): Promise<number> {
@@ -51,6 +47,20 @@ export class Tenant {
 /** `_id`s deleted per round of a deleteMany: each round reads them, deletes them and records them. */
 const DELETE_BATCH = 1000;
 
+/** What a tracked write knows before it runs: the records it may change and, when audited, how they are. */
+interface Plan {
+  keys: string[];
+  before?: (Document | null)[];
+}
+
+/** The record a tracked write aims at, found before it runs (null: nothing matches, nothing to do). */
+interface Target<T> {
+  key: string;
+  before: T | null;
+}
+
+const NO_MATCH: UpdateResult = { acknowledged: true, matchedCount: 0, modifiedCount: 0, upsertedCount: 0, upsertedId: null };
+
 /**
  * Values per `$in` read: the patched FerretDB turns an `$in` of at most 1000 values into an
  * indexed SQL lookup, and a longer one into a scan of the whole table (seconds at 40,000 rows).
@@ -65,42 +75,94 @@ async function readInPieces<V, D>(values: readonly V[], read: (piece: V[]) => Pr
 }
 
 /**
- * Every write that changed something records which records it changed in the change sequence
- * (src/db/change-log.ts), after writing, also when it failed part-way: this is the one place
- * that keeps caches of every process honest.
+ * Every write passes here, and every write that changed something records which records it
+ * changed in the change sequence (src/db/change-log.ts), after writing, also when it failed
+ * part-way: this is the one place that keeps caches of every process honest.
+ *
+ * Writes of the tracked collections (src/db/outbox.ts) also open an outbox intent first, naming
+ * the records they may change, so a change cannot be committed and then forgotten by a process
+ * that dies before publishing it. That needs the records' `_id`s before the write: a filter that
+ * names no `_id` is resolved by one read first, and the write then aims at what it found.
  */
 export class TenantCollection<T extends TenantDoc> {
+  private readonly inner: Collection<T>;
+
   constructor(
-    private readonly inner: Collection<T>,
+    private readonly db: Db,
+    private readonly name: CollectionName,
     readonly org: string,
-    private readonly changed: (keys: (string | null)[]) => Promise<void> = async () => undefined,
-  ) {}
+  ) {
+    this.inner = db.collection<T>(name);
+  }
 
   private scope(filter: Filter<T>): Filter<T> {
     return { ...filter, org: this.org } as Filter<T>;
   }
 
+  /** Records the change (naming the intent the write carried out) for caches and the relay. */
+  private async changed(keys: (string | null)[], intent: Intent | null): Promise<void> {
+    const i = intent ? { i: intent.id } : {};
+    await recordAfterWrite(
+      this.db,
+      this.name,
+      keys.map((k) => ({ k, o: this.org, ...i })),
+    );
+    if (intent) signalDone(this.db);
+  }
+
   /**
-   * Runs a write, then records the `_id`s it changed (null: it may have changed any). A write
-   * that a unique key refused changed nothing; one that failed otherwise may have written part
-   * of its work, so it records "anything".
+   * Opens the intent (when `plan`), runs the write, then records the `_id`s it changed (null: it
+   * may have changed any). A write that a unique key refused changed nothing: its intent goes.
+   * One that failed otherwise may have written part of its work: it records "anything", and its
+   * intent stays for the relay to resolve after the grace period (the write may still land).
    */
-  private async write<R>(operation: Promise<R>, changedKeys: (result: R) => (string | null)[]): Promise<R> {
+  private async write<R>(plan: Plan | null, operation: () => Promise<R>, changedKeys: (result: R) => (string | null)[]): Promise<R> {
+    let intent = plan && plan.keys.length > 0 ? await openIntent(this.db, this.name, this.org, plan.keys, plan.before) : null;
     let result: R;
     try {
-      result = await operation;
+      result = await operation();
     } catch (err) {
-      if (!isDuplicateKey(err)) await this.changed([null]).catch(() => undefined); // report the write's own error
+      if (isDuplicateKey(err)) {
+        if (intent) await dropIntent(this.db, intent).catch(() => undefined);
+      } else {
+        await this.changed([null], null).catch(() => undefined); // report the write's own error
+      }
       throw err;
     }
     const keys = changedKeys(result);
-    if (keys.length > 0) await this.changed(keys);
+    if (keys.length === 0) {
+      if (intent) await dropIntent(this.db, intent).catch(() => undefined); // else resolved after the grace, as unchanged
+      return result;
+    }
+    // The relay may have resolved an intent this old already, reading the record before the
+    // write landed: a fresh one, written after the write, makes sure the change is published.
+    if (intent && Date.now() - intent.at > INTENT_GRACE_MS / 2) intent = await reopenIntent(this.db, intent);
+    await this.changed(keys, intent);
     return result;
   }
 
   /** The `_id` a filter names, if it names exactly one. */
   private static keyOf(filter: Document): string | null {
     return typeof filter._id === 'string' ? filter._id : null;
+  }
+
+  /** This organization's record of `_id` `key`, as it is (null: none here). One key lookup. */
+  private async current(key: string): Promise<T | null> {
+    const doc = (await this.inner.findOne({ _id: key } as Filter<T>)) as T | null;
+    return doc && doc.org === this.org ? doc : null;
+  }
+
+  /** For a tracked write: the record `filter` aims at (one read when it names no `_id`). */
+  private async target(filter: Filter<T>, audit: boolean, upsert = false): Promise<Target<T> | null> {
+    const key = TenantCollection.keyOf(filter);
+    if (key !== null) return { key, before: audit ? await this.current(key) : null };
+    if (upsert) throw new Error(`an upsert of ${this.name} must name its _id`);
+    const doc = (await this.inner.findOne(this.scope(filter))) as T | null;
+    return doc && { key: doc._id, before: doc };
+  }
+
+  private plan(policy: { audit: boolean }, keys: string[], before: (T | null)[]): Plan {
+    return { keys, ...(policy.audit ? { before } : {}) };
   }
 
   findById(id: string, options?: FindOptions): Promise<T | null> {
@@ -135,7 +197,10 @@ export class TenantCollection<T extends TenantDoc> {
 
   async insertOne(doc: Omit<T, 'org'>): Promise<T> {
     const full = { ...doc, org: this.org } as T;
-    await this.write(this.inner.insertOne(full as OptionalUnlessRequiredId<T>), () => [full._id]);
+    const policy = intentPolicy(this.db, this.name);
+    // A new record had no "before"; an existing `_id` makes the insert fail, and its intent go.
+    const plan = policy && this.plan(policy, [full._id], [null]);
+    await this.write(plan, () => this.inner.insertOne(full as OptionalUnlessRequiredId<T>), () => [full._id]);
     return full;
   }
 
@@ -147,29 +212,54 @@ export class TenantCollection<T extends TenantDoc> {
     if (docs.length === 0) return new Set();
     const full = docs.map((d) => ({ ...d, org: this.org }) as OptionalUnlessRequiredId<T>);
     const keys = docs.map((d) => d._id);
+    const policy = intentPolicy(this.db, this.name);
+    const intent = policy && (await openIntent(this.db, this.name, this.org, keys, policy.audit ? keys.map(() => null) : undefined));
     try {
       await this.inner.insertMany(full, { ordered: false });
-      await this.changed(keys);
+      await this.changed(keys, intent);
       return new Set();
     } catch (err) {
-      await this.changed(keys).catch(() => undefined);
       const writeErrors = (err as { writeErrors?: { code: number; index: number }[] | { code: number; index: number } }).writeErrors;
       const errors = writeErrors === undefined ? [] : Array.isArray(writeErrors) ? writeErrors : [writeErrors];
-      if (!isDuplicateKey(err) || errors.length === 0 || errors.some((e) => e.code !== 11000)) throw err;
-      return new Set(errors.map((e) => keys[e.index]!));
+      const onlyDuplicates = isDuplicateKey(err) && errors.length > 0 && errors.every((e) => e.code === 11000);
+      const refused = new Set(errors.map((e) => keys[e.index]!));
+      if (intent && onlyDuplicates) {
+        const inserted = keys.filter((k) => !refused.has(k));
+        // The intent names only what this call created: an existing record is not its change.
+        await (inserted.length === 0 ? dropIntent(this.db, intent) : narrowIntent(this.db, intent, inserted)).catch(() => undefined);
+        if (inserted.length > 0) await this.changed(inserted, intent).catch(() => undefined);
+      } else {
+        await this.changed(keys, null).catch(() => undefined);
+      }
+      if (!onlyDuplicates) throw err;
+      return refused;
     }
   }
 
-  updateOne(filter: Filter<T>, update: UpdateFilter<T>, options?: UpdateOptions) {
-    return this.write(this.inner.updateOne(this.scope(filter), update, options), (r) => {
-      if (r.upsertedId !== null && r.upsertedId !== undefined) return [String(r.upsertedId)];
-      return r.modifiedCount > 0 ? [TenantCollection.keyOf(filter)] : [];
-    });
+  async updateOne(filter: Filter<T>, update: UpdateFilter<T>, options?: UpdateOptions): Promise<UpdateResult<T>> {
+    const policy = intentPolicy(this.db, this.name);
+    const target = policy && (await this.target(filter, policy.audit, options?.upsert === true));
+    if (policy && !target) return NO_MATCH as UpdateResult<T>;
+    const aimed = target ? ({ ...filter, _id: target.key } as Filter<T>) : filter;
+    return this.write(
+      policy && target && this.plan(policy, [target.key], [target.before]),
+      () => this.inner.updateOne(this.scope(aimed), update, options),
+      (r) => {
+        if (r.upsertedId !== null && r.upsertedId !== undefined) return [String(r.upsertedId)];
+        return r.modifiedCount > 0 ? [TenantCollection.keyOf(aimed)] : [];
+      },
+    );
   }
 
-  findOneAndUpdate(filter: Filter<T>, update: UpdateFilter<T>, options: FindOneAndUpdateOptions = {}) {
-    return this.write(this.inner.findOneAndUpdate(this.scope(filter), update, { returnDocument: 'after', ...options }), (doc) =>
-      doc ? [doc._id as string] : [],
+  async findOneAndUpdate(filter: Filter<T>, update: UpdateFilter<T>, options: FindOneAndUpdateOptions = {}): Promise<WithId<T> | null> {
+    const policy = intentPolicy(this.db, this.name);
+    const target = policy && (await this.target(filter, policy.audit, options.upsert === true));
+    if (policy && !target) return null;
+    const aimed = target ? ({ ...filter, _id: target.key } as Filter<T>) : filter;
+    return this.write(
+      policy && target && this.plan(policy, [target.key], [target.before]),
+      () => this.inner.findOneAndUpdate(this.scope(aimed), update, { returnDocument: 'after', ...options }),
+      (doc) => (doc ? [doc._id as string] : []),
     );
   }
 
@@ -179,15 +269,26 @@ export class TenantCollection<T extends TenantDoc> {
    * names collides with it on insert: E11000, for the caller to read as "exists, not matching".
    */
   async upsertOne(filter: Filter<T>, update: UpdateFilter<T>): Promise<{ doc: T; inserted: boolean }> {
+    const policy = intentPolicy(this.db, this.name);
+    const target = policy && (await this.target(filter, policy.audit, true));
     const result = await this.write(
-      this.inner.findOneAndUpdate(this.scope(filter), update, { upsert: true, returnDocument: 'after', includeResultMetadata: true }),
+      policy && target && this.plan(policy, [target.key], [target.before]),
+      () => this.inner.findOneAndUpdate(this.scope(filter), update, { upsert: true, returnDocument: 'after', includeResultMetadata: true }),
       (r) => (r.value ? [r.value._id as string] : []),
     );
     return { doc: result.value as T, inserted: result.lastErrorObject?.updatedExisting === false };
   }
 
-  findOneAndDelete(filter: Filter<T>) {
-    return this.write(this.inner.findOneAndDelete(this.scope(filter)), (doc) => (doc ? [doc._id as string] : []));
+  async findOneAndDelete(filter: Filter<T>): Promise<WithId<T> | null> {
+    const policy = intentPolicy(this.db, this.name);
+    const target = policy && (await this.target(filter, policy.audit));
+    if (policy && !target) return null;
+    const aimed = target ? ({ ...filter, _id: target.key } as Filter<T>) : filter;
+    return this.write(
+      policy && target && this.plan(policy, [target.key], [target.before]),
+      () => this.inner.findOneAndDelete(this.scope(aimed)),
+      (doc) => (doc ? [doc._id as string] : []),
+    );
   }
 
   async deleteOne(filter: Filter<T>): Promise<{ deletedCount: number }> {
@@ -197,20 +298,27 @@ export class TenantCollection<T extends TenantDoc> {
 
   /**
    * Deletes every match, a batch at a time: read the `_id`s, delete those that still match,
-   * record them. So every deleted record is named in the change sequence, however it was
-   * found. A filter that names `_id` itself is one plain delete.
+   * record them. So every deleted record is named in the change sequence (and in its intent),
+   * however it was found. A filter that names `_id` itself is one plain delete.
    */
   async deleteMany(filter: Filter<T>): Promise<{ deletedCount: number }> {
-    if ('_id' in filter) {
-      const r = await this.write(this.inner.deleteMany(this.scope(filter)), (r) => (r.deletedCount > 0 ? [TenantCollection.keyOf(filter)] : []));
+    const policy = intentPolicy(this.db, this.name);
+    if (typeof filter._id === 'string' || (!policy && '_id' in filter)) {
+      const key = TenantCollection.keyOf(filter);
+      const plan = policy && key !== null ? this.plan(policy, [key], [policy.audit ? await this.current(key) : null]) : null;
+      const r = await this.write(plan, () => this.inner.deleteMany(this.scope(filter)), (r) => (r.deletedCount > 0 ? [key] : []));
       return { deletedCount: r.deletedCount };
     }
     let deletedCount = 0;
     for (;;) {
-      const ids = (await this.find(filter, { projection: { _id: 1 } }).limit(DELETE_BATCH).toArray()).map((d) => d._id as string);
+      // Audited: whole records, for the intent's "before"; else their `_id`s.
+      const docs = (await this.find(filter, policy?.audit ? {} : { projection: { _id: 1 } }).limit(DELETE_BATCH).toArray()) as T[];
+      const ids = docs.map((d) => d._id);
       if (ids.length === 0) return { deletedCount };
-      const r = await this.write(this.inner.deleteMany(this.scope({ ...filter, _id: { $in: ids } } as Filter<T>)), (r) =>
-        r.deletedCount > 0 ? ids : [],
+      const r = await this.write(
+        policy && this.plan(policy, ids, docs),
+        () => this.inner.deleteMany(this.scope({ ...filter, _id: { $in: ids } } as Filter<T>)),
+        (r) => (r.deletedCount > 0 ? ids : []),
       );
       deletedCount += r.deletedCount;
     }

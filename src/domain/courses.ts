@@ -1,4 +1,5 @@
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../db/collections';
+import { withCause } from '../db/change-context';
 import { ownerLookup, Tenant } from '../db/tenant';
 import type { ApplyOutcome } from './event-time';
 import { recordDeletion, upsertIfNewer } from './versioned-records';
@@ -13,10 +14,12 @@ export const courseTombstone = (courseKey: string) => `course:${courseKey}`;
 
 /** Deletes a course's group links and public record: what hangs off a course in its organization. */
 async function deleteCourseDependents(tenant: Tenant, courseKey: string): Promise<number> {
-  const [links, publicRecord] = await Promise.all([
-    tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: courseKey }),
-    tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: courseKey }),
-  ]);
+  const [links, publicRecord] = await withCause('cascade', () =>
+    Promise.all([
+      tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: courseKey }),
+      tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: courseKey }),
+    ]),
+  );
   return links.deletedCount + publicRecord.deletedCount;
 }
 

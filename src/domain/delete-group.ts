@@ -1,4 +1,5 @@
 import { COLLECTIONS, type GroupCourseDoc, type GroupDoc, type MembershipDoc, type RuleDoc } from '../db/collections';
+import { withCause } from '../db/change-context';
 import type { Tenant } from '../db/tenant';
 
 /**
@@ -9,11 +10,13 @@ import type { Tenant } from '../db/tenant';
  */
 export async function deleteGroup(tenant: Tenant, id: number): Promise<boolean> {
   const sweep = () =>
-    Promise.all([
-      tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteMany({ group: id }),
-      tenant.collection<RuleDoc>(COLLECTIONS.rules).deleteMany({ group: id }),
-      tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ group: id }),
-    ]);
+    withCause('cascade', () =>
+      Promise.all([
+        tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteMany({ group: id }),
+        tenant.collection<RuleDoc>(COLLECTIONS.rules).deleteMany({ group: id }),
+        tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ group: id }),
+      ]),
+    );
   const groups = tenant.collection<GroupDoc>(COLLECTIONS.groups);
   if (!(await groups.findOne({ _id: String(id) }, { projection: { _id: 1 } }))) return false;
   await sweep();

@@ -1,4 +1,5 @@
 import { COLLECTIONS, type MembershipDoc, type RuleDoc, type UserDoc } from '../db/collections';
+import { withCause } from '../db/change-context';
 import type { Tenant } from '../db/tenant';
 import { insertMembershipIfAbsent } from './memberships';
 import { userTombstone } from './users';
@@ -30,13 +31,14 @@ export async function applyMembershipRules(
   // The rule's `_id` is `org|domain`: a primary-key lookup, not a scan of the rules.
   const rule = await tenant.collection<RuleDoc>(COLLECTIONS.rules).findById(ruleId(tenant.org, domain));
   if (!rule) return null;
-  const created = await insertMembershipIfAbsent(tenant, { user: user.id, group: rule.group, automatic: true });
+  // The rule's doing, whoever's request or event ran it (change events and the audit say so).
+  const created = await withCause('rule', () => insertMembershipIfAbsent(tenant, { user: user.id, group: rule.group, automatic: true }));
   if (!created) return null;
   // A retirement that ran while we inserted must not leave a membership of a user who is gone.
   // Its tombstone is written before it deletes the membership, so one of the two sees the
   // other; take back only the membership this call made. (Tombstones, unlike users, are few.)
   if (await deletedSince(tenant, userTombstone(user.id), user.event_time)) {
-    await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: created._id, id: created.id });
+    await withCause('rule', () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: created._id, id: created.id }));
     return null;
   }
   return created;

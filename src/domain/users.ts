@@ -1,4 +1,5 @@
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections';
+import { withCause } from '../db/change-context';
 import { ownerLookup, Tenant } from '../db/tenant';
 import type { ApplyOutcome } from './event-time';
 import { recordDeletion, upsertIfNewer } from './versioned-records';
@@ -54,7 +55,7 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, time: string)
     ownerOrg: () => ownerLookup(tenant.db).userOrg(facts.id),
     // A membership belongs to a group of the old organization: it does not travel.
     moveOut: async (old) => {
-      await old.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(facts.id) });
+      await withCause('cascade', () => old.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(facts.id) }));
     },
   });
 }

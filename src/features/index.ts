@@ -1,5 +1,6 @@
 import type { Feature } from '../http/feature';
 import { accessFeature } from './access';
+import { auditLogFeature } from './audit-log';
 import { coursesFeature } from './courses';
 import { groupCoursesFeature } from './group-courses';
 import { groupsFeature } from './groups';
@@ -19,6 +20,7 @@ export const adminFeatures: Feature[] = [
   usersFeature,
   rulesFeature,
   siteConfigurationFeature,
+  auditLogFeature,
 ];
 
 /** Endpoints with their own permission rules (they resolve the organization themselves). */

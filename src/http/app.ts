@@ -4,6 +4,7 @@ import { consoleRoutes } from '../console/route';
 import { adminFeatures, openFeatures } from '../features';
 import { authenticate, createTokenVerifier } from './auth';
 import { accessLog } from './access-log';
+import { attributeChanges } from './change-context';
 import { jsonBody } from './body';
 import { errorMapping, notFound } from './errors';
 import type { AppDeps } from './feature';
@@ -59,7 +60,7 @@ export function createApp(deps: AppDeps): Koa {
   for (const feature of openFeatures) feature.register(api, deps);
 
   const admin = new Router();
-  admin.use(adminTenant(deps.db));
+  admin.use(adminTenant(deps.db), attributeChanges);
   for (const feature of adminFeatures) feature.register(admin, deps);
   api.use(admin.routes(), admin.allowedMethods());
 

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** One registry per process: default Node metrics plus what the service adds. */
 export function createMetrics() {
@@ -24,7 +24,38 @@ export function createMetrics() {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   });
-  return { registry, httpDuration, eventsHandled, eventDuration };
+  const changesPublished = new Counter({
+    name: 'changes_published_total',
+    help: 'Change events published to CHANGES_TOPIC, by CloudEvents type (re-publications after a crash count again).',
+    labelNames: ['type'] as const,
+    registers: [registry],
+  });
+  const changesPending = new Gauge({
+    name: 'changes_pending',
+    help: 'Outbox intents not yet resolved (published and audited), as the change relay last counted them.',
+    registers: [registry],
+  });
+  const changesLag = new Gauge({
+    name: 'changes_lag_seconds',
+    help: 'Age of the oldest unresolved outbox intent when the change relay last looked (0: none).',
+    registers: [registry],
+  });
+  const auditRecorded = new Counter({
+    name: 'audit_records_total',
+    help: 'Audit records written by the change relay.',
+    registers: [registry],
+  });
+  const relayFailures = new Counter({
+    name: 'change_relay_failures_total',
+    help: 'Change relay steps that failed (database or broker away) and were retried with backoff.',
+    registers: [registry],
+  });
+  const relayLeader = new Gauge({
+    name: 'change_relay_leader',
+    help: '1 when this process holds the change relay lease (one process per database does).',
+    registers: [registry],
+  });
+  return { registry, httpDuration, eventsHandled, eventDuration, changesPublished, changesPending, changesLag, auditRecorded, relayFailures, relayLeader };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

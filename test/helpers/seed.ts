@@ -32,9 +32,22 @@ export function seeder(db: Db, org: string) {
   };
 }
 
-/** Every document of every collection of `db`, by collection then `_id`: "was anything written?" */
+/**
+ * Every document of every collection of `db`, by collection then `_id`: "was anything written?".
+ * Taken once the change relay has resolved the outbox (it writes audit records and deletes
+ * intents in the background, for earlier writes); the relay's lease, renewed on a timer, is left
+ * out. A refused request that left an intent keeps the outbox busy and shows in the snapshot.
+ */
 export async function snapshot(db: Db): Promise<Record<string, unknown[]>> {
-  const names = (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
+  const deadline = Date.now() + 5000;
+  const relayLive = async () => (await db.collection(COLLECTIONS.leases).countDocuments({ expires: { $gt: new Date() } })) > 0;
+  while (Date.now() < deadline && (await db.collection(COLLECTIONS.outbox).countDocuments({})) > 0 && (await relayLive())) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const names = (await db.listCollections({}, { nameOnly: true }).toArray())
+    .map((c) => c.name)
+    .filter((n) => n !== COLLECTIONS.leases)
+    .sort();
   const out: Record<string, unknown[]> = {};
   for (const name of names) out[name] = await db.collection(name).find().sort({ _id: 1 }).toArray();
   return out;

@@ -27,6 +27,8 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
     JWT_SECRET: TEST_JWT_SECRET,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     SERVICE_ROLE: 'api',
+    // Change events off unless a test names its topic; the audit trail is on, as by default.
+    CHANGES_TOPIC: '',
     ...env,
   });
 }

@@ -25,6 +25,8 @@ test('the bench suite runs at a tiny scale and reports every row with a positive
     'access single, 100 returning users, 50 user events/s',
     'users search',
     'courses by group',
+    'admin writes: events and audit off (ceiling)',
+    'admin writes: events and audit on',
     'events: kafkajs + one upsert per message (ceiling)',
     'events: activation -> user + membership (service consumer)',
     'access single (cache off)',
@@ -40,5 +42,5 @@ test('the bench suite runs at a tiny scale and reports every row with a positive
   }
   expect(result.peakRssMiB).toBeGreaterThan(0);
   expect(result.table.split('\n')).toHaveLength(2 + result.rows.length);
-  expect(result.targets).toHaveLength(7);
+  expect(result.targets).toHaveLength(8);
 }, 180_000);

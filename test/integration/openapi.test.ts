@@ -70,7 +70,7 @@ test('every route the API registers is documented with its methods, and nothing 
     for (const method of ['get', 'post', 'put', 'patch', 'delete']) if (item[method]) operations.add(`${method.toUpperCase()} ${p}`);
   }
   expect([...operations].sort()).toEqual([...routes].sort());
-  expect(operations.size).toBe(33); // 5 + 2 + 5 + 4 + 5 + 2 + 6 (rules: apply) + 2 + access 2
+  expect(operations.size).toBe(34); // 5 + 2 + 5 + 4 + 5 + 2 + 6 (rules: apply) + 2 + access 2 + audit-log 1
 });
 
 test('the bearer scheme applies to every operation; each answers 401/403 and has a unique operationId', () => {

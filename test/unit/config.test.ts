@@ -15,6 +15,14 @@ test('defaults follow the SPEC', () => {
   expect(Object.isFrozen(c)).toBe(true);
 });
 
+test('change events go to course-access-groups.changes unless CHANGES_TOPIC is set; set empty, they are off; audit on, 365 days', () => {
+  const c = loadConfig(base);
+  expect([c.CHANGES_TOPIC, c.AUDIT_LOG, c.AUDIT_RETENTION_DAYS]).toEqual(['course-access-groups.changes', 'on', 365]);
+  expect(loadConfig({ ...base, CHANGES_TOPIC: '' }).CHANGES_TOPIC).toBe('');
+  expect(loadConfig({ ...base, CHANGES_TOPIC: 'lms.changes' }).CHANGES_TOPIC).toBe('lms.changes');
+  expect(loadConfig({ ...base, AUDIT_RETENTION_DAYS: '30' }).AUDIT_RETENTION_DAYS).toBe(30);
+});
+
 test('no JWT key at all is refused, naming the three settings', () => {
   expect(() => loadConfig({})).toThrow(ConfigError);
   expect(() => loadConfig({})).toThrow(/JWT_SECRET.*JWT_PUBLIC_KEY.*JWT_JWKS_URL/);
@@ -27,6 +35,10 @@ test.each([
   ['MONGO_URL', 'postgres://x'],
   ['KAFKA_TOPICS', 'a,,b'],
   ['LOG_LEVEL', 'loud'],
+  ['CHANGES_TOPIC', 'two words'],
+  ['AUDIT_LOG', 'maybe'],
+  ['AUDIT_RETENTION_DAYS', '0'],
+  ['AUDIT_RETENTION_DAYS', 'a year'],
 ])('an invalid %s (%s) is refused by name', (key, value) => {
   expect(() => loadConfig({ ...base, [key]: value })).toThrow(new RegExp(key));
 });

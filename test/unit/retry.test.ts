@@ -4,8 +4,8 @@ import { backoffDelay, retry } from '../../src/retry';
 const noWait = async () => true;
 
 test('the pause doubles after each failure and stops growing at the cap', () => {
-  const backoff = { initialMs: 200, maxMs: 1000 };
-  expect([1, 2, 3, 4, 5].map((n) => backoffDelay(n, backoff))).toEqual([200, 400, 800, 1000, 1000]);
+  const policy = { initialMs: 200, maxMs: 1000 };
+  expect([1, 2, 3, 4, 5].map((n) => backoffDelay(n, policy))).toEqual([200, 400, 800, 1000, 1000]);
 });
 
 test('an operation is tried until it succeeds, and each failure is reported with the pause to come', async () => {
@@ -17,7 +17,7 @@ test('an operation is tried until it succeeds, and each failure is reported with
       if (attempt < 4) throw new Error(`fail ${attempt}`);
       return 'done';
     },
-    { backoff: { initialMs: 10, maxMs: 25 }, onFailure: (_err, attempt, delay) => void seen.push([attempt, delay]), wait: noWait },
+    { policy: { initialMs: 10, maxMs: 25 }, onFailure: (_err, attempt, delay) => void seen.push([attempt, delay]), wait: noWait },
   );
   expect(result).toBe('done');
   expect(calls).toBe(4);
@@ -35,7 +35,7 @@ test('onFailure returning false gives up with the error at once', async () => {
       calls++;
       throw new Error('permanent');
     },
-    { backoff: { initialMs: 1, maxMs: 1 }, onFailure: () => false, wait: noWait },
+    { policy: { initialMs: 1, maxMs: 1 }, onFailure: () => false, wait: noWait },
   );
   await expect(failing).rejects.toThrow('permanent');
   expect(calls).toBe(1);
@@ -49,7 +49,7 @@ test('a wait that resolves false stops retrying with the last error', async () =
       calls++;
       throw new Error(`fail ${calls}`);
     },
-    { backoff: { initialMs: 1, maxMs: 1 }, wait: async () => ++waits < 3 },
+    { policy: { initialMs: 1, maxMs: 1 }, wait: async () => ++waits < 3 },
   );
   await expect(failing).rejects.toThrow('fail 3');
   expect(calls).toBe(3);
@@ -62,7 +62,7 @@ test('the default wait is a real timer', async () => {
     async () => {
       if (++calls === 1) throw new Error('once');
     },
-    { backoff: { initialMs: 30, maxMs: 30 } },
+    { policy: { initialMs: 30, maxMs: 30 } },
   );
   expect(Date.now() - started).toBeGreaterThanOrEqual(25);
 });

@@ -1,0 +1,245 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Kafka, Producer } from 'kafkajs';
+import type { Db, Document } from 'mongodb';
+import { insertAuditRecords } from '../db/audit';
+import { readChangeLog } from '../db/change-log';
+import type { OutboxDoc } from '../db/collections';
+import { acquireLease, releaseLease, renewLease } from '../db/lease';
+import { countOutbox, deleteIntents, INTENT_GRACE_MS, outboxSignals, readOutbox, readRecords, recordKey, TRACKED } from '../db/outbox';
+import type { Metrics } from '../http/metrics';
+import type { Logger } from '../log';
+import { backoffDelay, DEFAULT_RETRY, pause, type RetryPolicy } from '../retry';
+import { buildAuditRecords } from './audit';
+import { buildChangeEvent, changeKind, toMessage } from './events';
+
+export const RELAY_LEASE = 'change-relay';
+/** How many "done" intent ids the relay remembers (a few MiB at most). */
+const DONE_MEMORY = 100_000;
+
+export interface RelayOptions {
+  db: Db;
+  /** The broker and topic change events go to; null: change events are off. */
+  kafka: Kafka | null;
+  topic: string | null;
+  /** Whether to write audit records for audited intents (AUDIT_LOG). */
+  audit: boolean;
+  log: Logger;
+  metrics: Metrics;
+  /** An intent the change log has not named done is resolved after this (its process died). */
+  graceMs?: number;
+  /** Intents resolved per step. */
+  batchSize?: number;
+  /** The pause after a step that did something: later changes gather into the next batch. */
+  batchEveryMs?: number;
+  /** The pause after a step that found nothing (a write in this process wakes the relay sooner). */
+  idleMs?: number;
+  leaseMs?: number;
+  retry?: RetryPolicy;
+}
+
+export interface ChangeRelay {
+  start(): void;
+  stop(): Promise<void>;
+  isLeader(): boolean;
+}
+
+/**
+ * The change relay: resolves outbox intents (src/db/outbox.ts) in their order, publishing the
+ * change events and writing the audit records, then deletes them. One relay at a time per
+ * database, by a lease (src/db/lease.ts); every process runs one, the others stand by and take
+ * over within a lease's length when the holder dies (a clean stop hands the lease back at once).
+ *
+ * A step: read the outbox's head and the change log (which names the intents whose writes are
+ * done); take the intents that are done, or older than the grace period, in `_id` order, skipping
+ * any record that has an earlier intent still in flight (so a record's events leave in outbox
+ * order); reserve their versions from the lease's counter (which also proves the lease is still
+ * ours); read the records as they are now; publish one event per record, keyed by record, in one
+ * send; write the audit records; delete the intents. A crash anywhere repeats the step: events may
+ * be published twice (same id, maybe a newer state and version), audit records are not (their
+ * `_id` is their change's). Failures back off with the service's retry policy, forever.
+ */
+export function createChangeRelay(opts: RelayOptions): ChangeRelay {
+  const { db, log, metrics, topic } = opts;
+  const graceMs = opts.graceMs ?? INTENT_GRACE_MS;
+  const batchSize = opts.batchSize ?? 200;
+  const batchEveryMs = opts.batchEveryMs ?? 500;
+  const idleMs = opts.idleMs ?? 1000;
+  const leaseMs = opts.leaseMs ?? 15_000;
+  const retry = opts.retry ?? DEFAULT_RETRY;
+  const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const producer: Producer | null =
+    opts.kafka && topic ? opts.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true }) : null;
+  let producerConnected = false;
+  let leader = false;
+  const stopping = new AbortController();
+  let wake: AbortController | null = null;
+  let loop: Promise<void> | null = null;
+  let renewer: NodeJS.Timeout | undefined;
+
+  /**
+   * Intents the change log has named done, gathered at every step and every lease renewal: the
+   * log keeps only each collection's newest changes, and a relay held up (a broker down) would
+   * otherwise see the older ones only after the grace period. Bounded; resolved ones leave.
+   */
+  const done = new Set<string>();
+  const collectDone = async () => {
+    for (const changes of (await readChangeLog(db, [...TRACKED])).values()) for (const c of changes.recent) if (c.intent) done.add(c.intent);
+    for (const id of done) {
+      if (done.size <= DONE_MEMORY) break;
+      done.delete(id); // the oldest first: a forgotten one is resolved after the grace period
+    }
+  };
+
+  const onDone = (dbName: string) => {
+    if (dbName === db.databaseName) wake?.abort();
+  };
+
+  const setLeader = (value: boolean) => {
+    if (value !== leader) log.info({ owner }, value ? 'change relay holds the lease' : 'change relay lost the lease');
+    leader = value;
+    metrics.relayLeader.set(value ? 1 : 0);
+  };
+
+  /** One batch; true when it resolved something (so another may follow at once). */
+  async function step(): Promise<boolean> {
+    const [pending] = await Promise.all([readOutbox(db, batchSize), collectDone()]);
+    const now = Date.now();
+    metrics.changesPending.set(pending.length < batchSize ? pending.length : await countOutbox(db));
+    metrics.changesLag.set(pending.length > 0 ? Math.max(0, now - pending[0]!.t.getTime()) / 1000 : 0);
+
+    const blocked = new Set<string>();
+    const ready: OutboxDoc[] = [];
+    for (const entry of pending) {
+      const keys = entry.k.map((k) => recordKey(entry.c, k));
+      const resolvable = done.has(entry._id) || now - entry.t.getTime() > graceMs;
+      if (!resolvable || keys.some((k) => blocked.has(k))) {
+        for (const k of keys) blocked.add(k);
+        continue;
+      }
+      ready.push(entry);
+    }
+    if (ready.length === 0) return false;
+
+    const count = producer ? ready.reduce((n, e) => n + e.k.length, 0) : 0;
+    let version = 0;
+    const reservedAt = Date.now();
+    if (count > 0) {
+      // Versions come before the reads: a record read later never gets a lower version.
+      const top = await renewLease(db, RELAY_LEASE, owner, leaseMs, count);
+      if (top === null) {
+        setLeader(false);
+        return false;
+      }
+      version = top - count;
+    }
+    const states = await readRecords(
+      db,
+      ready.flatMap((e) => e.k.map((k) => [e.c, k] as const)),
+    );
+    const state = (e: OutboxDoc, k: string) => states.get(recordKey(e.c, k)) ?? null;
+
+    if (producer && count > 0) {
+      const built = ready.flatMap((e) => e.k.map((k, i) => buildChangeEvent({ entry: e, index: i, doc: state(e, k), version: ++version })));
+      // A relay paused past half its lease may have been replaced: its reads may be older than the new holder's.
+      if (Date.now() - reservedAt > leaseMs / 2) throw new Error('reading the records outlasted half the lease; the step starts again');
+      if (!producerConnected) {
+        await producer.connect();
+        producerConnected = true;
+      }
+      await producer.send({ topic: topic!, acks: -1, messages: built.map(toMessage) });
+      for (const b of built) metrics.changesPublished.inc({ type: b.event.type });
+    }
+
+    if (opts.audit) {
+      // A record's "after" is what the next intent of the same record saw before its write, when
+      // there is one in this batch, else the record as read now.
+      const nextBefore = new Map<string, Document | null>();
+      const records = [];
+      for (let j = ready.length - 1; j >= 0; j--) {
+        const e = ready[j]!;
+        const after = e.k.map((k) => {
+          const rk = recordKey(e.c, k);
+          return nextBefore.has(rk) ? nextBefore.get(rk)! : state(e, k);
+        });
+        records.unshift(...buildAuditRecords(e, after));
+        if (e.b) e.k.forEach((k, i) => nextBefore.set(recordKey(e.c, k), e.b![i] ?? null));
+      }
+      metrics.auditRecorded.inc(await insertAuditRecords(db, records));
+    }
+
+    await deleteIntents(
+      db,
+      ready.map((e) => e._id),
+    );
+    for (const e of ready) done.delete(e._id);
+    log.debug({ intents: ready.length, events: count, types: [...new Set(ready.map((e) => changeKind(e.c).type))] }, 'changes relayed');
+    return true;
+  }
+
+  async function run(): Promise<void> {
+    let failures = 0;
+    while (!stopping.signal.aborted) {
+      try {
+        if (!leader) {
+          setLeader(await acquireLease(db, RELAY_LEASE, owner, leaseMs));
+          if (!leader) {
+            await pause(leaseMs / 3, stopping.signal);
+            continue;
+          }
+        }
+        wake = new AbortController();
+        const worked = await step();
+        failures = 0;
+        await pause(worked ? batchEveryMs : idleMs, worked ? stopping.signal : AbortSignal.any([stopping.signal, wake.signal]));
+      } catch (err) {
+        if (stopping.signal.aborted) break;
+        failures++;
+        metrics.relayFailures.inc();
+        const delay = backoffDelay(failures, retry);
+        log.warn({ attempt: failures, retry_in_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } }, 'change relay step failed; retrying');
+        await pause(delay, stopping.signal);
+      }
+    }
+  }
+
+  return {
+    start() {
+      if (loop || stopping.signal.aborted) return;
+      outboxSignals.on('done', onDone);
+      // Renewed apart from the steps: a send waiting for a broker that is down must not lose the
+      // lease, and the backlog it leaves must show in the gauges meanwhile.
+      renewer = setInterval(() => {
+        if (!leader) return;
+        renewLease(db, RELAY_LEASE, owner, leaseMs).then(
+          (seq) => {
+            if (seq === null) setLeader(false);
+          },
+          () => undefined, // the database is away: the steps report it
+        );
+        collectDone().catch(() => undefined);
+        Promise.all([countOutbox(db), readOutbox(db, 1)]).then(
+          ([pending, [oldest]]) => {
+            metrics.changesPending.set(pending);
+            metrics.changesLag.set(oldest ? Math.max(0, Date.now() - oldest.t.getTime()) / 1000 : 0);
+          },
+          () => undefined,
+        );
+      }, leaseMs / 3);
+      renewer.unref();
+      loop = run();
+    },
+    async stop() {
+      stopping.abort();
+      clearInterval(renewer);
+      outboxSignals.off('done', onDone);
+      // A step in flight (a send) gets a moment; what it leaves undone the next holder redoes.
+      const finished = await Promise.race([loop?.then(() => true), pause(3000).then(() => false)]);
+      if (producerConnected || !finished) await producer?.disconnect().catch(() => undefined);
+      await Promise.race([loop, pause(2000)]);
+      if (leader) await releaseLease(db, RELAY_LEASE, owner).catch(() => undefined);
+      setLeader(false);
+    },
+    isLeader: () => leader,
+  };
+}

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import type { ChangeEvent } from '../../src/changes/events';
+import { waitFor } from './events';
+import { KAFKA_BROKERS } from './stack';
+
+/** One change event as a consumer received it. */
+export interface Received {
+  partition: number;
+  offset: number;
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+  event: ChangeEvent;
+}
+
+/**
+ * Reads a change topic from its beginning, the way an LMS would (its own consumer group), and
+ * keeps every message in arrival order (per partition: offset order).
+ */
+export async function changeReader(topic: string, brokers = KAFKA_BROKERS) {
+  const kafka = new Kafka({ clientId: 'changes-reader', brokers: brokers.split(','), logLevel: logLevel.NOTHING, retry: { retries: 30, maxRetryTime: 5000 } });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+  await admin.disconnect();
+  const consumer = kafka.consumer({ groupId: `changes-reader-${randomUUID()}`, retry: { retries: 30, maxRetryTime: 5000 } });
+  const received: Received[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ partition, message }) => {
+      const value = message.value!.toString('utf8');
+      const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]));
+      received.push({ partition, offset: Number(message.offset), key: message.key!.toString('utf8'), value, headers, event: JSON.parse(value) as ChangeEvent });
+    },
+  });
+  return {
+    received,
+    /** Waits until some received event satisfies `match`; returns the first that does. */
+    async find(match: (e: ChangeEvent) => boolean, timeoutMs = 30000): Promise<Received> {
+      const hit = await waitFor(async () => received.find((r) => match(r.event)), Boolean, timeoutMs);
+      return hit!;
+    },
+    /** The newest event (highest version) of each subject. */
+    latest(): Map<string, ChangeEvent> {
+      const out = new Map<string, ChangeEvent>();
+      for (const r of received) {
+        const seen = out.get(r.event.subject);
+        if (!seen || (seen.data.version as number) < (r.event.data.version as number)) out.set(r.event.subject, r.event);
+      }
+      return out;
+    },
+    close: () => consumer.disconnect(),
+  };
+}
+
+export type ChangeReader = Awaited<ReturnType<typeof changeReader>>;
+
+/**
+ * The ordering promise, checked on what a consumer received: every subject's events are on one
+ * partition and their versions only grow along it.
+ */
+export function orderViolations(received: Received[]): string[] {
+  const bySubject = new Map<string, Received[]>();
+  for (const r of received) bySubject.set(r.event.subject, [...(bySubject.get(r.event.subject) ?? []), r]);
+  const problems: string[] = [];
+  for (const [subject, list] of bySubject) {
+    if (new Set(list.map((r) => r.partition)).size > 1) problems.push(`${subject}: on several partitions`);
+    const sorted = [...list].sort((a, b) => a.offset - b.offset);
+    for (let i = 1; i < sorted.length; i++) {
+      const prev = sorted[i - 1]!.event;
+      const cur = sorted[i]!.event;
+      // Every publication (a re-publication too) takes a fresh, higher version.
+      if ((cur.data.version as number) <= (prev.data.version as number)) problems.push(`${subject}: version ${cur.data.version} after ${prev.data.version}`);
+    }
+  }
+  return problems;
+}
