@@ -6,7 +6,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { COLLECTIONS } from '../../src/db/collections';
-import { changeReader, orderViolations, type ChangeReader } from '../helpers/changes';
+import { changeReader, expectInOrderPerRecord, type ChangeReader } from '../helpers/changes';
 import { newUserId, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
@@ -142,15 +142,7 @@ test('SIGKILL between writes and their publication: every acknowledged change is
 
   // In order per record: versions grow along the partition, and the first event of each
   // acknowledged write comes in the order the writes were made.
-  expect(orderViolations(reader.received)).toEqual([]);
-  for (const [subject, rids] of acked) {
-    const seen: string[] = [];
-    for (const r of reader.received.filter((x) => x.event.subject === subject).sort((a, b) => a.offset - b.offset)) {
-      const rid = r.event.data.request_id as string;
-      if (rids.includes(rid) && !seen.includes(rid)) seen.push(rid);
-    }
-    expect({ subject, order: seen }).toEqual({ subject, order: rids });
-  }
+  expectInOrderPerRecord(reader.received, acked);
 
   // Every intent resolved (a write that landed late was published again from a fresh intent):
   // then the newest event of every record is the record as the API shows it, once the reader
