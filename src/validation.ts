@@ -1,7 +1,7 @@
 import Ajv, { type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
-import { validationError, type FieldErrors } from './http/errors';
+import { Invalid, type FieldErrors } from './errors';
 
 /**
  * The one ajv instance. Schemas are the single source of truth: they validate request bodies,
@@ -69,11 +69,11 @@ export function toFieldErrors(errors: ErrorObject[]): FieldErrors {
   return out;
 }
 
-/** A validator that returns the typed value or throws a DRF-shaped 400. */
+/** A validator that returns the typed value or throws Invalid with DRF's field messages (a 400 over HTTP). */
 export function validator<const S extends JSONSchema>(schema: S): (data: unknown) => FromSchema<S> {
   const validate = ajv.compile(schema as object);
   return (data) => {
-    if (!validate(data)) throw validationError(toFieldErrors(validate.errors ?? []));
+    if (!validate(data)) throw new Invalid(toFieldErrors(validate.errors ?? []));
     return data as FromSchema<S>;
   };
 }

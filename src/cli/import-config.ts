@@ -3,7 +3,7 @@ import type { Db } from 'mongodb';
 import { COLLECTIONS, type TenantDoc } from '../db/collections';
 import { Tenant } from '../db/tenant';
 import { insertMembershipIfAbsent } from '../domain/memberships';
-import { HttpError } from '../http/errors';
+import { Invalid } from '../errors';
 import { groupCoursesRepository } from '../features/group-courses/repository';
 import { groupsRepository } from '../features/groups/repository';
 import { rulesRepository } from '../features/membership-rules/repository';
@@ -32,8 +32,8 @@ const validateDocument = ajv.compile<ConfigDocument>(configDocumentSchema);
 /** The collections whose documents make an organization "not empty" (its site configuration does not). */
 const CONFIGURED = [COLLECTIONS.groups, COLLECTIONS.rules, COLLECTIONS.groupCourses, COLLECTIONS.publicCourses, COLLECTIONS.memberships] as const;
 
-/** A 400 of the REST API's repositories: the target refused this item, the import goes on. */
-const refused = (err: unknown) => err instanceof HttpError && err.status === 400;
+/** What the REST API answers with a 400: the target refused this item, the import goes on. */
+const refused = (err: unknown) => err instanceof Invalid;
 
 /**
  * Restores an exported configuration into `org` through the same repositories as the REST API:
@@ -76,7 +76,7 @@ export async function importConfiguration(db: Db, org: string, path: string, opt
   for (const r of config.membership_rules) {
     const target = group(r.group);
     try {
-      if (target === undefined) throw new HttpError(400, {});
+      if (target === undefined) throw new Invalid({});
       await rules.create({ name: r.name, domain: r.domain, group: target });
       report.created.membership_rules++;
     } catch (err) {
@@ -96,7 +96,7 @@ export async function importConfiguration(db: Db, org: string, path: string, opt
     const target = group(l.group);
     if (!(await courseKnown(l.course))) continue;
     try {
-      if (target === undefined) throw new HttpError(400, {});
+      if (target === undefined) throw new Invalid({});
       await links.create({ course: l.course, group: target });
       report.created.group_courses++;
     } catch (err) {

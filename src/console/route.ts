@@ -3,7 +3,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { HttpError, notFound } from '../http/errors';
+import { NotFound } from '../errors';
+import { HttpError } from '../http/errors';
 
 export const CONSOLE_PREFIX = '/course_access_groups/console';
 
@@ -99,7 +100,7 @@ export function consoleRoutes(opts: { dir?: string } = {}): Router {
   const send = (ctx: Context, name: string) => {
     ctx.set(CONSOLE_HEADERS);
     const found = asset(name);
-    if (!found) throw notFound();
+    if (!found) throw new NotFound();
     ctx.type = found.type;
     ctx.etag = found.etag;
     ctx.status = 200;

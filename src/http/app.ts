@@ -6,7 +6,8 @@ import { authenticate, createTokenVerifier } from './auth';
 import { accessLog } from './access-log';
 import { attributeChanges } from './change-context';
 import { jsonBody } from './body';
-import { errorMapping, notFound } from './errors';
+import { NotFound } from '../errors';
+import { errorMapping, toHttpError } from './errors';
 import type { AppDeps } from './feature';
 import { healthRoutes } from './health';
 import { API_PREFIX, openApiDocument } from './openapi';
@@ -70,7 +71,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(consoleRouter.allowedMethods());
   // Set, not thrown: allowedMethods() above turns this 404 into a 405 when the path exists.
   app.use((ctx) => {
-    const { status, body } = notFound();
+    const { status, body } = toHttpError(new NotFound(), deps.log);
     ctx.status = status;
     ctx.body = body;
   });

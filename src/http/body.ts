@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import getRawBody from 'raw-body';
-import { HttpError, validationError } from './errors';
+import { Invalid } from '../errors';
+import { HttpError } from './errors';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -47,7 +48,7 @@ export const jsonBody: Middleware = async function parseJsonBody(ctx, next) {
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     const got = value === null ? 'null' : Array.isArray(value) ? 'list' : typeof value;
-    throw validationError({ non_field_errors: [`Invalid data. Expected a dictionary, but got ${got}.`] });
+    throw new Invalid({ non_field_errors: [`Invalid data. Expected a dictionary, but got ${got}.`] });
   }
   ctx.state.body = value;
   return next();

@@ -1,8 +1,9 @@
 import type { Middleware } from 'koa';
 import { isDatabaseUnavailable, isDuplicateKey } from '../db/errors';
+import { Invalid, NotFound } from '../errors';
 import type { Logger } from '../log';
 
-/** An error with a status and a body in the contract's shape (DRF's). */
+/** An error with a status and a body in the contract's shape (DRF's): what only HTTP can refuse (401, 403, 413, 415, a malformed body). */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -13,42 +14,39 @@ export class HttpError extends Error {
   }
 }
 
-export type FieldErrors = Record<string, string[]>;
-
-export const notFound = () => new HttpError(404, { detail: 'Not found.' });
 export const unauthorized = (detail = 'Authentication credentials were not provided.') =>
   new HttpError(401, { detail }, { 'WWW-Authenticate': 'Bearer' });
 export const forbidden = (detail = 'You do not have permission to perform this action.') =>
   new HttpError(403, { detail });
-/** A 400 in DRF's validation shape: `{"field": ["message"]}` or `{"non_field_errors": [...]}`. */
-export const validationError = (errors: FieldErrors) => new HttpError(400, errors);
-export const fieldError = (field: string, message: string) => validationError({ [field]: [message] });
-/** DRF's message for a reference to a record that does not exist (in the request's organization). */
-export const doesNotExist = (value: unknown) => `Invalid pk "${String(value)}" - object does not exist.`;
 export const serviceUnavailable = (detail = 'The database is unavailable; try again shortly.') =>
   new HttpError(503, { detail }, { 'Retry-After': '1' });
 
-export { isDatabaseUnavailable, isDuplicateKey };
-
 /**
- * Turns every error into a response in the contract's shape. A thrown bug becomes a 500 with a
- * fixed body; its stack goes to the log, never to the client.
+ * The one place an error becomes a response in the contract's shape: the service's own errors
+ * (src/errors.ts) by their meaning, the database's by their kind. Anything else is a bug: a 500
+ * with a fixed body, its stack in the log, never to the client.
  */
+export function toHttpError(err: unknown, log: Logger): HttpError {
+  if (err instanceof HttpError) return err;
+  if (err instanceof NotFound) return new HttpError(404, { detail: 'Not found.' });
+  // A 400 in DRF's validation shape: `{"field": ["message"]}` or `{"non_field_errors": [...]}`.
+  if (err instanceof Invalid) return new HttpError(400, err.fields);
+  if (isDuplicateKey(err)) return new HttpError(400, { non_field_errors: ['This record already exists.'] });
+  if (isDatabaseUnavailable(err)) {
+    log.warn({ err: { name: (err as Error).name } }, 'database unavailable');
+    return serviceUnavailable();
+  }
+  log.error({ err }, 'unhandled error');
+  return new HttpError(500, { detail: 'Internal server error.' });
+}
+
+/** Turns every error thrown below it into its response (toHttpError). */
 export function errorMapping(log: Logger): Middleware {
   return async function mapErrors(ctx, next) {
     try {
       await next();
     } catch (err) {
-      let error: HttpError;
-      if (err instanceof HttpError) error = err;
-      else if (isDuplicateKey(err)) error = validationError({ non_field_errors: ['This record already exists.'] });
-      else if (isDatabaseUnavailable(err)) {
-        error = serviceUnavailable();
-        (ctx.state.log ?? log).warn({ err: { name: (err as Error).name } }, 'database unavailable');
-      } else {
-        error = new HttpError(500, { detail: 'Internal server error.' });
-        (ctx.state.log ?? log).error({ err }, 'unhandled error');
-      }
+      const error = toHttpError(err, ctx.state.log ?? log);
       ctx.status = error.status;
       ctx.body = error.body;
       ctx.set(error.headers);

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { validationError } from './errors';
+import { Invalid } from '../errors';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 1000;
@@ -19,7 +19,7 @@ export interface PageEnvelope<T> {
 function nonNegativeInteger(name: string, raw: unknown): number | undefined {
   if (raw === undefined) return undefined;
   if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) {
-    throw validationError({ [name]: ['A valid non-negative integer is required.'] });
+    throw new Invalid({ [name]: ['A valid non-negative integer is required.'] });
   }
   return Number(raw);
 }

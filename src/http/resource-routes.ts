@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { ParsedUrlQuery } from 'node:querystring';
 import type { Tenant } from '../db/tenant';
-import { notFound } from './errors';
+import { NotFound } from '../errors';
 import { pageEnvelope, parsePage, type Page } from './pagination';
 import { intId } from './params';
 import { listQuerySchema, queryParser } from './query';
@@ -61,7 +61,7 @@ export function resourceRoutes<Id, Query extends { limit?: string; offset?: stri
 
   router.get(`${base}/:id`, async (ctx) => {
     const item = await repository(ctx).get(id(ctx.params.id));
-    if (!item) throw notFound();
+    if (!item) throw new NotFound();
     ctx.body = item;
   });
 
@@ -70,16 +70,16 @@ export function resourceRoutes<Id, Query extends { limit?: string; offset?: stri
     router.patch(`${base}/:id`, async (ctx) => {
       const key = id(ctx.params.id);
       const records = repository(ctx);
-      if (!(await records.exists!(key))) throw notFound();
+      if (!(await records.exists!(key))) throw new NotFound();
       const item = await records.update!(key, patch(ctx.state.body));
-      if (!item) throw notFound();
+      if (!item) throw new NotFound();
       ctx.body = item;
     });
   }
 
   if (spec.remove) {
     router.delete(`${base}/:id`, async (ctx) => {
-      if (!(await repository(ctx).delete!(id(ctx.params.id)))) throw notFound();
+      if (!(await repository(ctx).delete!(id(ctx.params.id)))) throw new NotFound();
       ctx.status = 204;
     });
   }

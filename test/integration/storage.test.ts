@@ -3,7 +3,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../../src/db/collections';
 import { nextId } from '../../src/db/counters';
 import { Tenant } from '../../src/db/tenant';
-import { isDuplicateKey } from '../../src/http/errors';
+import { isDuplicateKey } from '../../src/db/errors';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 let client: MongoClient;

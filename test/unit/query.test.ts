@@ -2,7 +2,9 @@
 // a repeated parameter counts with its last value.
 import fc from 'fast-check';
 import { lastValues, literalPattern, queryParser, searchFilter, searchTerms, toBoolean } from '../../src/http/query';
-import { HttpError } from '../../src/http/errors';
+import { Invalid } from '../../src/errors';
+import { toHttpError } from '../../src/http/errors';
+import { createLogger } from '../../src/log';
 import { userListQuerySchema } from '../../src/features/users/schema';
 
 test('a literal pattern matches exactly its text, whatever characters it holds', () => {
@@ -47,11 +49,13 @@ test('the query schema validates, keeps the last of repeated values and ignores 
     } catch (err) {
       return err;
     }
-  })() as HttpError;
-  expect(refused).toBeInstanceOf(HttpError);
-  expect(refused.body).toEqual({
+  })() as Invalid;
+  expect(refused).toBeInstanceOf(Invalid);
+  expect(refused.fields).toEqual({
     group: ['A valid integer is required.'],
     no_group: ['Must be a valid boolean.'],
     limit: ['A valid non-negative integer is required.'],
   });
+  // Over HTTP: a 400 whose body is those field errors.
+  expect(toHttpError(refused, createLogger('silent'))).toMatchObject({ status: 400, body: refused.fields });
 });

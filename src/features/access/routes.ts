@@ -1,7 +1,8 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { isService, type Principal } from '../../http/auth';
-import { forbidden, notFound } from '../../http/errors';
+import { NotFound } from '../../errors';
+import { forbidden } from '../../http/errors';
 import type { AppDeps } from '../../http/feature';
 import { validator, type Infer } from '../../validation';
 import { createFactsCache } from './cache';
@@ -44,7 +45,7 @@ export function registerAccessRoutes(router: Router, deps: AppDeps): void {
     const mayAsk = callerScope(ctx.state.principal);
     const query = parseQuery(queryObject(ctx));
     const facts = (await access.facts([query.course_id], query.user_id ?? null, mayAsk)).get(query.course_id);
-    if (!facts) throw notFound();
+    if (!facts) throw new NotFound();
     ctx.body = decide(facts);
   });
 

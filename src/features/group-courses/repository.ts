@@ -1,6 +1,7 @@
 import { COLLECTIONS, type GroupCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
-import { doesNotExist, isDuplicateKey, validationError, type FieldErrors } from '../../http/errors';
+import { isDuplicateKey } from '../../db/errors';
+import { Conflict, doesNotExist, Invalid, type FieldErrors } from '../../errors';
 import type { Page } from '../../http/pagination';
 import type { Infer } from '../../validation';
 import { coursesRepository } from '../courses/repository';
@@ -11,7 +12,7 @@ export type GroupCourse = Infer<typeof groupCourseSchema>;
 
 /** A (course, group) link is unique: it is the document's `_id`. */
 const linkKey = (course: string, group: number) => `${course}|${group}`;
-const notUnique = () => validationError({ non_field_errors: ['The fields course, group must make a unique set.'] });
+const notUnique = () => new Conflict({ non_field_errors: ['The fields course, group must make a unique set.'] });
 
 export function groupCoursesRepository(tenant: Tenant) {
   const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
@@ -38,7 +39,7 @@ export function groupCoursesRepository(tenant: Tenant) {
     ]);
     if (!courseOk) errors.course = [doesNotExist(input.course)];
     if (!groupOk) errors.group = [doesNotExist(input.group)];
-    if (Object.keys(errors).length > 0) throw validationError(errors);
+    if (Object.keys(errors).length > 0) throw new Invalid(errors);
   }
 
   /** Inserts a link, refusing an existing (course, group) pair with DRF's unique-together 400. */

@@ -1,6 +1,7 @@
 import { COLLECTIONS, type RuleDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
-import { doesNotExist, fieldError, isDuplicateKey } from '../../http/errors';
+import { isDuplicateKey } from '../../db/errors';
+import { Conflict, doesNotExist, fieldError } from '../../errors';
 import type { Page } from '../../http/pagination';
 import { toInteger } from '../../http/query';
 import type { Infer } from '../../validation';
@@ -11,7 +12,7 @@ import type { ruleCreateSchema, ruleListQuerySchema, rulePatchSchema, ruleSchema
 export type Rule = Infer<typeof ruleSchema>;
 export type RuleListQuery = Infer<typeof ruleListQuerySchema>;
 
-const domainTaken = () => fieldError('domain', 'A membership rule for this domain already exists.');
+const domainTaken = () => new Conflict({ domain: ['A membership rule for this domain already exists.'] });
 
 export function rulesRepository(tenant: Tenant) {
   const rules = tenant.collection<RuleDoc>(COLLECTIONS.rules);

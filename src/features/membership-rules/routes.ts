@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import { notFound } from '../../http/errors';
+import { NotFound } from '../../errors';
 import { intId } from '../../http/params';
 import { queryParser } from '../../http/query';
 import { resourceRoutes } from '../../http/resource-routes';
@@ -23,7 +23,7 @@ export function registerRuleRoutes(router: Router): void {
   // An action, not an edit: the body is ignored (none, or `{}`), the answer is how many joined.
   router.post('/membership-rules/:id/apply', async (ctx) => {
     const created = await applyRule(ctx.state.tenant, intId(ctx.params.id));
-    if (created === null) throw notFound();
+    if (created === null) throw new NotFound();
     ctx.body = { created };
   });
 }

@@ -1,7 +1,7 @@
 import { COLLECTIONS, type MembershipDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { insertMembershipIfAbsent } from '../../domain/memberships';
-import { doesNotExist, fieldError, validationError, type FieldErrors } from '../../http/errors';
+import { Conflict, doesNotExist, Invalid, type FieldErrors } from '../../errors';
 import type { Page } from '../../http/pagination';
 import { toInteger } from '../../http/query';
 import type { Infer } from '../../validation';
@@ -62,16 +62,16 @@ export function membershipsRepository(tenant: Tenant) {
       // check still settles a race with a concurrent creation.
       else if (await memberships.findById(String(input.user), { projection: { _id: 1 } })) errors.user = [ALREADY_MEMBER];
       await checkGroup(input.group, errors);
-      if (Object.keys(errors).length > 0) throw validationError(errors);
+      if (Object.keys(errors).length > 0) throw new Invalid(errors);
       const doc = await insertMembershipIfAbsent(tenant, { user: input.user, group: input.group, automatic: false });
-      if (!doc) throw fieldError('user', ALREADY_MEMBER);
+      if (!doc) throw new Conflict({ user: [ALREADY_MEMBER] });
       return (await present([doc]))[0]!;
     },
 
     async update(id: number, patch: Infer<typeof membershipPatchSchema>): Promise<Membership | null> {
       const errors: FieldErrors = {};
       await checkGroup(patch.group, errors);
-      if (Object.keys(errors).length > 0) throw validationError(errors);
+      if (Object.keys(errors).length > 0) throw new Invalid(errors);
       const doc =
         patch.group === undefined
           ? await memberships.findOne({ id })

@@ -1,6 +1,7 @@
 import { COLLECTIONS, type PublicCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
-import { doesNotExist, fieldError, isDuplicateKey } from '../../http/errors';
+import { isDuplicateKey } from '../../db/errors';
+import { Conflict, doesNotExist, fieldError } from '../../errors';
 import type { Page } from '../../http/pagination';
 import type { Infer } from '../../validation';
 import { coursesRepository } from '../courses/repository';
@@ -8,7 +9,7 @@ import type { publicCourseCreateSchema, publicCourseSchema } from './schema';
 
 export type PublicCourse = Infer<typeof publicCourseSchema>;
 
-const alreadyPublic = () => fieldError('course', 'This course is already public.');
+const alreadyPublic = () => new Conflict({ course: ['This course is already public.'] });
 
 export function publicCoursesRepository(tenant: Tenant) {
   const records = tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);

@@ -1,0 +1,44 @@
+/**
+ * The service's own errors, thrown by storage, domain rules, validation and repositories, and
+ * known by no door. Each door says what they mean to its users in one place: the HTTP error
+ * middleware (src/http/errors.ts: the contract's status and DRF-shaped body) and `cag`
+ * (src/cli: an item skipped, or an exit code and a message); the consumer dead-letters an event
+ * a domain rule refuses (consumers/dispatch.ts).
+ */
+
+/** Messages per field, in DRF's validation shape: `{"field": ["message"]}` or `{"non_field_errors": [...]}`. */
+export type FieldErrors = Record<string, string[]>;
+
+/** One line naming every message (fields other than `non_field_errors` by name), for logs and reasons. */
+function summary(fields: FieldErrors): string {
+  return Object.entries(fields)
+    .map(([field, messages]) => (field === 'non_field_errors' ? messages.join(' ') : `${field}: ${messages.join(' ')}`))
+    .join('; ');
+}
+
+/** Input the rules refuse, with a message per field (the API answers 400 with `fields` as its body). */
+export class Invalid extends Error {
+  override readonly name: string = 'Invalid';
+  constructor(readonly fields: FieldErrors) {
+    super(summary(fields));
+  }
+}
+
+/** Refused because the record, or the one the change would make, already exists: DRF answers it as invalid input (400). */
+export class Conflict extends Invalid {
+  override readonly name: string = 'Conflict';
+}
+
+/** No such record (in the organization asked about): the API answers 404. */
+export class NotFound extends Error {
+  override readonly name: string = 'NotFound';
+  constructor() {
+    super('Not found.');
+  }
+}
+
+/** Input refused on one field. */
+export const fieldError = (field: string, message: string) => new Invalid({ [field]: [message] });
+
+/** DRF's message for a reference to a record that does not exist (in the request's organization). */
+export const doesNotExist = (value: unknown) => `Invalid pk "${String(value)}" - object does not exist.`;
