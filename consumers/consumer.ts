@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Partitioners, type Consumer, type EachMessagePayload, type IHeaders, type Kafka, type Producer } from 'kafkajs';
 import type { Config } from '../src/config';
-import type { Metrics } from '../src/http/metrics';
+import type { Metrics } from '../src/metrics';
 import type { Logger } from '../src/log';
 import { DEFAULT_RETRY, retry, type RetryPolicy } from '../src/retry';
 import { InvalidMessage } from './cloudevents';

@@ -1,7 +1,7 @@
 import type { EachMessagePayload } from 'kafkajs';
 import type { Db } from 'mongodb';
 import { runInChangeContext } from '../src/db/change-context';
-import type { Metrics } from '../src/http/metrics';
+import type { Metrics } from '../src/metrics';
 import type { Logger } from '../src/log';
 import { decodeCloudEvent, InvalidMessage } from './cloudevents';
 import { HANDLERS } from './handlers';

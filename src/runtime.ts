@@ -10,7 +10,7 @@ import { PURGE_EVERY_MS, purgeExpiredAudit, setUpAuditRetention } from './db/aud
 import { ensureIndexes } from './db/collections';
 import { configureChanges } from './db/outbox';
 import { createApp } from './http/app';
-import { createMetrics, type Metrics } from './http/metrics';
+import { createMetrics, type Metrics } from './metrics';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
 import { retry, type RetryPolicy } from './retry';

@@ -78,6 +78,13 @@ export function validator<const S extends JSONSchema>(schema: S): (data: unknown
   };
 }
 
+/** A query string's boolean, in a spelling its schema accepted (src/http/query.ts, booleanParam). */
+export const toBoolean = (raw: string | undefined): boolean | undefined =>
+  raw === undefined ? undefined : raw === 'true' || raw === 'True' || raw === '1';
+
+/** A query string's integer, as its schema accepted it (digits only). */
+export const toInteger = (raw: string | undefined): number | undefined => (raw === undefined ? undefined : Number(raw));
+
 /** One line naming what failed, for logs and dead-letter reasons. */
 export function describeErrors(errors: ErrorObject[] | null | undefined): string {
   return (errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? e.keyword}`).join('; ');

@@ -7,7 +7,7 @@ import { readChangeLog } from '../db/change-log';
 import type { OutboxDoc } from '../db/collections';
 import { acquireLease, releaseLease, renewLease } from '../db/lease';
 import { countOutbox, deleteIntents, INTENT_GRACE_MS, outboxSignals, readOutbox, readRecords, recordKey, TRACKED } from '../db/outbox';
-import type { Metrics } from '../http/metrics';
+import type { Metrics } from '../metrics';
 import type { Logger } from '../log';
 import { backoffDelay, DEFAULT_RETRY, pause, type RetryPolicy } from '../retry';
 import { buildAuditRecords } from './audit';

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import type { Metrics } from './metrics';
+import type { Metrics } from '../metrics';
 
 /**
  * One log line and one histogram sample per request. It records the route pattern, never the

@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { Db } from 'mongodb';
 import type { Config } from '../config';
 import type { Logger } from '../log';
-import type { Metrics } from './metrics';
+import type { Metrics } from '../metrics';
 
 /** What the HTTP side of the service is built from. */
 export interface AppDeps {

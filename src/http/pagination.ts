@@ -1,13 +1,9 @@
 import type { Context } from 'koa';
+import type { Page } from '../db/records';
 import { Invalid } from '../errors';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 1000;
-
-export interface Page {
-  limit: number;
-  offset: number;
-}
 
 export interface PageEnvelope<T> {
   count: number;

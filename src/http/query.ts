@@ -15,7 +15,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination';
 const nonNegativeInteger = (message: string) =>
   ({ type: 'string', pattern: '^[0-9]{1,15}$', 'x-message': message }) as const;
 
-/** The spellings of a boolean the contract accepts (SPEC section 3, filters). */
+/** The spellings of a boolean the contract accepts (SPEC section 3, filters); toBoolean (src/validation.ts) reads them. */
 export const booleanParam = {
   type: 'string',
   enum: ['true', 'false', 'True', 'False', '1', '0'],
@@ -83,35 +83,6 @@ export function lastValues(query: ParsedUrlQuery | Record<string, unknown>): Rec
 export function queryParser<const S extends JSONSchema & QuerySchema>(schema: S) {
   const validate = validator(schema);
   return (query: ParsedUrlQuery) => validate(lastValues(query));
-}
-
-export const toBoolean = (raw: string | undefined): boolean | undefined =>
-  raw === undefined ? undefined : raw === 'true' || raw === 'True' || raw === '1';
-
-export const toInteger = (raw: string | undefined): number | undefined => (raw === undefined ? undefined : Number(raw));
-
-/** Search terms: split on spaces and commas, empty ones dropped. */
-export function searchTerms(raw: string | undefined): string[] {
-  return (raw ?? '').split(/[\s,]+/).filter(Boolean);
-}
-
-/** `text` as a regular expression that matches exactly those characters, on MongoDB (PCRE) and FerretDB (Go RE2). */
-export function literalPattern(text: string): string {
-  return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&').replace(/\0/g, '\\x00');
-}
-
-/**
- * The filter for a multi-term search: every term must match (case-insensitively, as a literal
- * substring) at least one of `fields`. No terms, no condition.
- */
-export function searchFilter(fields: readonly string[], raw: string | undefined): Record<string, unknown> {
-  const terms = searchTerms(raw);
-  if (terms.length === 0) return {};
-  return {
-    $and: terms.map((term) => ({
-      $or: fields.map((field) => ({ [field]: { $regex: literalPattern(term), $options: 'i' } })),
-    })),
-  };
 }
 
 /** OpenAPI 3.1 query parameters made from a query schema. */

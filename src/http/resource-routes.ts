@@ -1,8 +1,9 @@
 import type Router from '@koa/router';
 import type { ParsedUrlQuery } from 'node:querystring';
+import type { Page } from '../db/records';
 import type { Tenant } from '../db/tenant';
 import { NotFound } from '../errors';
-import { pageEnvelope, parsePage, type Page } from './pagination';
+import { pageEnvelope, parsePage } from './pagination';
 import { intId } from './params';
 import { listQuerySchema, queryParser } from './query';
 

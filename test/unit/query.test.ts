@@ -1,7 +1,9 @@
 // SPEC §3 filters: search terms are literal text, split on spaces and commas; booleans' spellings;
 // a repeated parameter counts with its last value.
 import fc from 'fast-check';
-import { lastValues, literalPattern, queryParser, searchFilter, searchTerms, toBoolean } from '../../src/http/query';
+import { literalPattern, searchFilter, searchTerms } from '../../src/db/search';
+import { lastValues, queryParser } from '../../src/http/query';
+import { toBoolean } from '../../src/validation';
 import { Invalid } from '../../src/errors';
 import { toHttpError } from '../../src/http/errors';
 import { createLogger } from '../../src/log';

@@ -1,8 +1,8 @@
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
-import type { Page } from '../../http/pagination';
-import { searchFilter, toBoolean, toInteger } from '../../http/query';
-import type { Infer } from '../../validation';
+import type { Page } from '../../db/records';
+import { searchFilter } from '../../db/search';
+import { toBoolean, toInteger, type Infer } from '../../validation';
 import { groupsRepository } from '../groups/repository';
 import type { courseListQuerySchema, courseRefSchema, courseSchema } from './schema';
 

@@ -2,7 +2,7 @@ import { COLLECTIONS, type GroupCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { isDuplicateKey } from '../../db/errors';
 import { Conflict, doesNotExist, Invalid, type FieldErrors } from '../../errors';
-import type { Page } from '../../http/pagination';
+import type { Page } from '../../db/records';
 import type { Infer } from '../../validation';
 import { coursesRepository } from '../courses/repository';
 import { groupsRepository } from '../groups/repository';

@@ -2,7 +2,7 @@ import { COLLECTIONS, type PublicCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { isDuplicateKey } from '../../db/errors';
 import { Conflict, doesNotExist, fieldError } from '../../errors';
-import type { Page } from '../../http/pagination';
+import type { Page } from '../../db/records';
 import type { Infer } from '../../validation';
 import { coursesRepository } from '../courses/repository';
 import type { publicCourseCreateSchema, publicCourseSchema } from './schema';
