@@ -1,6 +1,7 @@
 import type { EachMessagePayload } from 'kafkajs';
 import type { Db } from 'mongodb';
 import { runInChangeContext } from '../src/db/change-context';
+import { Invalid } from '../src/errors';
 import type { Metrics } from '../src/metrics';
 import type { Logger } from '../src/log';
 import { decodeCloudEvent, InvalidMessage } from './cloudevents';
@@ -59,9 +60,11 @@ export function createDispatcher(deps: { db: Db; log: Logger; metrics: Metrics }
         handler.apply(db, event, parsed.data),
       );
     } catch (err) {
-      if (err instanceof InvalidMessage) {
-        err.eventType = handler.type;
-        throw err;
+      if (err instanceof InvalidMessage || err instanceof Invalid) {
+        // A domain rule's refusal can never pass either: dead-lettered with its message.
+        const invalid = err instanceof InvalidMessage ? err : new InvalidMessage(err.message);
+        invalid.eventType = handler.type;
+        throw invalid;
       }
       throw new HandlerFailure(event.id, handler.type, subject, err);
     }

@@ -1,10 +1,10 @@
 import { defineHandler } from './handler';
-import { upsertUserEvent, userEventDataSchema } from './user-event-data';
+import { applyUserData, userEventDataSchema } from '../../src/domain/user-event-data';
 
 /** The learner confirmed their email: the user is active now, and membership rules apply. */
 export const accountActivated = defineHandler({
   type: 'org.openedx.learning.user.account.activated.v1',
   schema: userEventDataSchema,
   subject: (data) => ({ user_id: String(data.user.id) }),
-  apply: (ctx) => upsertUserEvent(ctx, { forceActive: true, rules: true }),
+  apply: (ctx) => applyUserData(ctx.db, ctx.data, ctx.event.eventTime, { forceActive: true, rules: true }),
 });

@@ -1,10 +1,10 @@
 import { defineHandler } from './handler';
-import { upsertUserEvent, userEventDataSchema } from './user-event-data';
+import { applyUserData, userEventDataSchema } from '../../src/domain/user-event-data';
 
 /** Profile and flags change; membership rules are not applied (SPEC section 5). */
 export const userUpdated = defineHandler({
   type: 'org.openedx.learning.user.updated.v1',
   schema: userEventDataSchema,
   subject: (data) => ({ user_id: String(data.user.id) }),
-  apply: (ctx) => upsertUserEvent(ctx, { forceActive: false, rules: false }),
+  apply: (ctx) => applyUserData(ctx.db, ctx.data, ctx.event.eventTime, { forceActive: false, rules: false }),
 });

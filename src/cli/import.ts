@@ -2,12 +2,12 @@ import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Db } from 'mongodb';
-import { applyCatalogInfo, catalogInfoChanged, catalogInfoChangedDataSchema } from '../../consumers/handlers/catalog-info-changed';
+import { catalogInfoChanged } from '../../consumers/handlers/catalog-info-changed';
 import { registrationCompleted } from '../../consumers/handlers/registration-completed';
-import { applyUserData, userFacts, type UserEventData } from '../../consumers/handlers/user-event-data';
-import { InvalidMessage } from '../../consumers/cloudevents';
-import type { Infer } from '../validation';
 import { Tenant } from '../db/tenant';
+import { applyCatalogInfo, type CatalogInfoData } from '../domain/course-event-data';
+import { applyUserData, userFacts, type UserEventData } from '../domain/user-event-data';
+import { Invalid } from '../errors';
 import { normalizeEventTime, type ApplyOutcome } from '../domain/event-time';
 import { registerNewUsers } from '../domain/import-users';
 import { progressReporter, type ProgressCounts } from './progress';
@@ -34,8 +34,6 @@ export interface ImportOptions {
   out: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
-type CourseLine = Infer<typeof catalogInfoChangedDataSchema>;
-
 /** A line that passed its schema, with its number for reports. */
 interface Line<D> {
   lineNo: number;
@@ -59,8 +57,8 @@ const KINDS = {
   },
   // Courses are few: one by one, as events.
   courses: {
-    parse: (data: unknown) => catalogInfoChanged.parse(data).data as CourseLine,
-    applyChunk: (ctx: ChunkContext, lines: Line<CourseLine>[]) => applyEachLine(ctx, lines, (data) => applyCatalogInfo(ctx.db, data, IMPORT_TIME)),
+    parse: (data: unknown) => catalogInfoChanged.parse(data).data as CatalogInfoData,
+    applyChunk: (ctx: ChunkContext, lines: Line<CatalogInfoData>[]) => applyEachLine(ctx, lines, (data) => applyCatalogInfo(ctx.db, data, IMPORT_TIME)),
   },
 } as const;
 
@@ -100,7 +98,7 @@ async function applyEachLine<D>(ctx: ChunkContext, lines: Line<D>[], apply: (dat
       try {
         ctx.count(await apply(data));
       } catch (err) {
-        if (!(err instanceof InvalidMessage)) throw err; // the database failed: fatal, the import can be run again
+        if (!(err instanceof Invalid)) throw err; // the database failed: fatal, the import can be run again
         ctx.refuse(lineNo, err.message);
       }
     }

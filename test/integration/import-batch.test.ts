@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { MongoClient, type Db } from 'mongodb';
 import { registrationCompleted } from '../../consumers/handlers/registration-completed';
-import { applyUserData, userFacts, type UserEventData } from '../../consumers/handlers/user-event-data';
+import { applyUserData, userFacts, type UserEventData } from '../../src/domain/user-event-data';
 import { IMPORT_TIME, importFiles, type ImportSummary } from '../../src/cli/import';
 import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
 import { ownerLookup, Tenant } from '../../src/db/tenant';

@@ -1,9 +1,8 @@
 import type { Db } from 'mongodb';
-import { Tenant } from '../../src/db/tenant';
-import { applyMembershipRules } from '../../src/domain/membership-rules';
-import { upsertUser, type UserFacts } from '../../src/domain/users';
-import type { Infer } from '../../src/validation';
-import type { HandlerContext } from './handler';
+import { Tenant } from '../db/tenant';
+import type { Infer } from '../validation';
+import { applyMembershipRules } from './membership-rules';
+import { upsertUser, type UserFacts } from './users';
 
 /**
  * `data` of the three user events that carry a whole user (activated, registration completed,
@@ -40,17 +39,11 @@ export const userEventDataSchema = {
 export type UserEventData = Infer<typeof userEventDataSchema>;
 
 /**
- * Upserts the event's user; then, when `rules` says so and the stored user is active, applies
- * membership rules. Rules run even when the upsert was a duplicate or stale: a redelivery after
- * a crash between the two steps must still create the membership (creating it is idempotent).
- */
-export function upsertUserEvent({ db, event, data }: HandlerContext<UserEventData>, opts: { forceActive: boolean; rules: boolean }) {
-  return applyUserData(db, data, event.eventTime, opts);
-}
-
-/**
  * What a user event does with its `data` as of `time`; the consumer's handlers and the backfill
  * import (src/cli/import.ts) both come here, so an imported line is exactly a delivered event.
+ * Upserts the user; then, when `rules` says so and the stored user is active, applies
+ * membership rules. Rules run even when the upsert was a duplicate or stale: a redelivery after
+ * a crash between the two steps must still create the membership (creating it is idempotent).
  */
 export async function applyUserData(db: Db, data: UserEventData, time: string, opts: { forceActive: boolean; rules: boolean }) {
   const tenant = new Tenant(db, data.organization);
