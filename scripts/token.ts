@@ -8,6 +8,7 @@
  *   --expires SPAN     lifetime: 30m, 1h, 2d... (default 1h)
  */
 import { SignJWT } from 'jose';
+import { CONSOLE_PREFIX } from '../src/console/route';
 
 export const DEV_SECRET = 'dev-secret-change-me-0123456789';
 
@@ -63,7 +64,7 @@ async function main(): Promise<void> {
     .sign(new TextEncoder().encode(secret));
   const port = process.env.PORT || '8000';
   // The token travels in the fragment: browsers never send it to the server.
-  process.stdout.write(`${token}\nhttp://127.0.0.1:${port}/course_access_groups/console/#token=${token}\n`);
+  process.stdout.write(`${token}\nhttp://127.0.0.1:${port}${CONSOLE_PREFIX}/#token=${token}\n`);
   if (!process.env.JWT_SECRET) process.stderr.write('(signed with the development secret of `npm run dev`)\n');
 }
 

@@ -1,5 +1,41 @@
+import type { Filter, WithId } from 'mongodb';
+import type { TenantDoc } from './collections';
+import type { TenantCollection } from './tenant';
+
 /** One page of a list: `limit` records after the first `offset` (the API's `limit` and `offset`). */
 export interface Page {
   limit: number;
   offset: number;
+}
+
+/** How a resource shows its documents (adding what they reference). */
+type Present<D, R> = (docs: WithId<D>[]) => R[] | Promise<R[]>;
+
+/**
+ * The reads every resource's repository makes the same way, so that a repository holds only
+ * what is its own: the page of `records` that `filter` selects, in id order, with how many it
+ * selects in all.
+ */
+export async function listPage<D extends TenantDoc, R>(
+  records: TenantCollection<D>,
+  page: Page,
+  filter: Filter<D>,
+  present: Present<D, R>,
+): Promise<{ count: number; results: R[] }> {
+  const [count, docs] = await Promise.all([
+    records.countDocuments(filter),
+    records.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+  ]);
+  return { count, results: await present(docs) };
+}
+
+/** The record `filter` names, as the resource shows it (null: none in this organization). */
+export async function getOne<D extends TenantDoc, R>(records: TenantCollection<D>, filter: Filter<D>, present: Present<D, R>): Promise<R | null> {
+  const doc = await records.findOne(filter);
+  return doc && (await present([doc]))[0]!;
+}
+
+/** Whether this organization has the record `filter` names (its `_id` alone is read). */
+export async function hasOne<D extends TenantDoc>(records: TenantCollection<D>, filter: Filter<D>): Promise<boolean> {
+  return (await records.findOne(filter, { projection: { _id: 1 } })) !== null;
 }

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { CONSOLE_PREFIX } from '../../src/console/route';
 
 /**
  * The end-to-end tests' browser: Debian's Chromium (scripts/browser.sh installs it), driven by
@@ -14,7 +15,7 @@ declare const document: any;
 declare const location: any;
 
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-export const CONSOLE_PATH = '/course_access_groups/console/';
+export const CONSOLE_PATH = `${CONSOLE_PREFIX}/`;
 const root = path.resolve(__dirname, '../..');
 export const SCREENSHOTS = path.join(root, '.artifacts/screenshots');
 

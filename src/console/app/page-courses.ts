@@ -2,7 +2,7 @@
 import * as api from './api.js';
 import { h, uid } from './dom.js';
 import type { Course, GroupRef, Page, PublicRecord } from './types.js';
-import { busy, button, field, flash, groupChoices, groupOptions, heading, listView, reportFailure, selectField, submit, table } from './ui.js';
+import { busy, button, field, filterForm, flash, groupChoices, heading, listView, selectField, table } from './ui.js';
 
 export function coursesPage(): HTMLElement {
   const filters = { search: '', is_public: '', group: '', no_group: '' };
@@ -68,39 +68,21 @@ export function coursesPage(): HTMLElement {
     return h('span', { class: 'cell-actions' }, select, go);
   }
 
-  const groupFilter = h('div', { class: 'field-slot' });
-  const form = h(
-    'form',
-    { class: 'filters', role: 'search', 'aria-label': 'Filter courses', novalidate: true },
-    field({ name: 'search', label: 'Search', type: 'search', help: 'Course id or name; every word must match.' }),
-    selectField({ name: 'is_public', label: 'Public', options: [['', 'Any'], ['true', 'Public'], ['false', 'Private']], onchange: () => apply() }),
-    groupFilter,
-    selectField({ name: 'no_group', label: 'Links', options: [['', 'Any'], ['false', 'Linked to a group'], ['true', 'In no group']], onchange: () => apply() }),
-    h('div', { class: 'actions' }, submit('Search'), button('Clear', () => {
-      form.reset();
-      apply();
-    })),
-  );
-  form.addEventListener('submit', (e) => {
-    e.preventDefault();
-    apply();
+  const form = filterForm({
+    label: 'Filter courses',
+    filters,
+    list,
+    trim: false,
+    fields: (groupFilter, apply) => [
+      field({ name: 'search', label: 'Search', type: 'search', help: 'Course id or name; every word must match.' }),
+      selectField({ name: 'is_public', label: 'Public', options: [['', 'Any'], ['true', 'Public'], ['false', 'Private']], onchange: () => apply() }),
+      groupFilter,
+      selectField({ name: 'no_group', label: 'Links', options: [['', 'Any'], ['false', 'Linked to a group'], ['true', 'In no group']], onchange: () => apply() }),
+    ],
+    groupsLoaded: (loaded) => {
+      groups = loaded;
+    },
   });
-  function apply(): void {
-    const data = new FormData(form);
-    for (const key of Object.keys(filters) as (keyof typeof filters)[]) filters[key] = String(data.get(key) ?? '');
-    void list.load(0);
-  }
-
-  void (async () => {
-    try {
-      const options = await groupOptions();
-      groups = options.groups;
-      groupFilter.replaceWith(selectField({ name: 'group', label: 'Group', options: groupChoices(groups, 'Any group'), onchange: () => apply() }));
-    } catch (err) {
-      reportFailure(err);
-    }
-    await list.load(0);
-  })();
 
   return h(
     'div',

@@ -2,7 +2,7 @@
 import * as api from './api.js';
 import { h, uid } from './dom.js';
 import type { GroupRef, Membership, Page, User } from './types.js';
-import { busy, button, confirmDialog, field, flash, groupChoices, groupOptions, heading, listView, reportFailure, selectField, submit, table } from './ui.js';
+import { busy, button, confirmDialog, field, filterForm, flash, groupChoices, heading, listView, selectField, table } from './ui.js';
 
 export function usersPage(): HTMLElement {
   // Kept in memory only: the console's own URL never carries a search or an email.
@@ -62,38 +62,21 @@ export function usersPage(): HTMLElement {
     return h('span', { class: 'cell-actions' }, parts);
   }
 
-  const groupFilter = h('div', { class: 'field-slot' });
-  const form = h(
-    'form',
-    { class: 'filters', role: 'search', 'aria-label': 'Filter users', novalidate: true },
-    field({ name: 'search', label: 'Search', type: 'search', help: 'Username, name or email; every word must match.' }),
-    field({ name: 'email_exact', label: 'Exact email', type: 'email', help: 'The whole address, any case.' }),
-    groupFilter,
-    selectField({ name: 'no_group', label: 'Membership', options: [['', 'Any'], ['false', 'In a group'], ['true', 'In no group']], onchange: () => apply() }),
-    h('div', { class: 'actions' }, submit('Search'), button('Clear', () => {
-      form.reset();
-      apply();
-    })),
-  );
-  form.addEventListener('submit', (e) => {
-    e.preventDefault();
-    apply();
+  const form = filterForm({
+    label: 'Filter users',
+    filters,
+    list,
+    trim: true,
+    fields: (groupFilter, apply) => [
+      field({ name: 'search', label: 'Search', type: 'search', help: 'Username, name or email; every word must match.' }),
+      field({ name: 'email_exact', label: 'Exact email', type: 'email', help: 'The whole address, any case.' }),
+      groupFilter,
+      selectField({ name: 'no_group', label: 'Membership', options: [['', 'Any'], ['false', 'In a group'], ['true', 'In no group']], onchange: () => apply() }),
+    ],
+    groupsLoaded: (loaded) => {
+      groups = loaded;
+    },
   });
-  function apply(): void {
-    const data = new FormData(form);
-    for (const key of Object.keys(filters) as (keyof typeof filters)[]) filters[key] = String(data.get(key) ?? '').trim();
-    void list.load(0);
-  }
-
-  void (async () => {
-    try {
-      groups = (await groupOptions()).groups;
-      groupFilter.replaceWith(selectField({ name: 'group', label: 'Group', options: groupChoices(groups, 'Any group'), onchange: () => apply() }));
-    } catch (err) {
-      reportFailure(err);
-    }
-    await list.load(0);
-  })();
 
   return h(
     'div',

@@ -291,6 +291,56 @@ export function listView<T>(o: { noun: [string, string]; empty: string; fetchPag
   return view;
 }
 
+/**
+ * A list's filter form: `fields` (with `groupFilter`, where the group picker appears once the
+ * organization's groups are loaded), Search and Clear. Search, Clear and a picker's change copy
+ * the form into `filters` (trimmed when `trim`) and reload the list from its first page. The
+ * list's first load waits for the groups (a failure to load them is reported, the list still loads).
+ */
+export function filterForm<F extends Record<string, string>>(o: {
+  label: string;
+  filters: F;
+  list: ListView<unknown>;
+  trim: boolean;
+  fields: (groupFilter: HTMLElement, apply: () => void) => Child[];
+  groupsLoaded: (groups: GroupRef[]) => void;
+}): HTMLFormElement {
+  const groupFilter = h('div', { class: 'field-slot' });
+  const form = h(
+    'form',
+    { class: 'filters', role: 'search', 'aria-label': o.label, novalidate: true },
+    o.fields(groupFilter, () => apply()),
+    h('div', { class: 'actions' }, submit('Search'), button('Clear', () => {
+      form.reset();
+      apply();
+    })),
+  );
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    apply();
+  });
+  function apply(): void {
+    const data = new FormData(form);
+    for (const key of Object.keys(o.filters) as (keyof F)[]) {
+      const value = String(data.get(key as string) ?? '');
+      o.filters[key] = (o.trim ? value.trim() : value) as F[keyof F];
+    }
+    void o.list.load(0);
+  }
+
+  void (async () => {
+    try {
+      const groups = (await groupOptions()).groups;
+      o.groupsLoaded(groups);
+      groupFilter.replaceWith(selectField({ name: 'group', label: 'Group', options: groupChoices(groups, 'Any group'), onchange: () => apply() }));
+    } catch (err) {
+      reportFailure(err);
+    }
+    await o.list.load(0);
+  })();
+  return form;
+}
+
 /** A table that becomes a list of cards on a narrow screen (each cell labelled by its column). */
 export function table(caption: string, head: string[], rows: Child[][], o: { captionHidden?: boolean } = {}): HTMLTableElement {
   return h(

@@ -1,6 +1,6 @@
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
-import type { Page } from '../../db/records';
+import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import { searchFilter } from '../../db/search';
 import { toBoolean, toInteger, type Infer } from '../../validation';
 import { groupsRepository } from '../groups/repository';
@@ -90,20 +90,15 @@ export function coursesRepository(tenant: Tenant) {
       const filter: Record<string, unknown> = { ...search };
       if (included !== null) filter._id = { $in: [...included].filter((k) => !exclude.has(k)) };
       else if (exclude.size > 0) filter._id = { $nin: [...exclude] };
-      const [count, docs] = await Promise.all([
-        courses.countDocuments(filter),
-        courses.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
-      ]);
-      return { count, results: await present(docs) };
+      return listPage(courses, page, filter, present);
     },
 
-    async get(key: string): Promise<Course | null> {
-      const doc = await courses.findOne({ _id: key });
-      return doc ? (await present([doc]))[0]! : null;
+    get(key: string): Promise<Course | null> {
+      return getOne(courses, { _id: key }, present);
     },
 
-    async exists(key: string): Promise<boolean> {
-      return (await courses.findOne({ _id: key }, { projection: { _id: 1 } })) !== null;
+    exists(key: string): Promise<boolean> {
+      return hasOne(courses, { _id: key });
     },
 
     /** `{id, name}` of each of `keys` that exists in this organization, for embedding in other resources. */

@@ -2,7 +2,7 @@ import { COLLECTIONS, type GroupCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { isDuplicateKey } from '../../db/errors';
 import { Conflict, doesNotExist, Invalid, type FieldErrors } from '../../errors';
-import type { Page } from '../../db/records';
+import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import type { Infer } from '../../validation';
 import { coursesRepository } from '../courses/repository';
 import { groupsRepository } from '../groups/repository';
@@ -53,28 +53,23 @@ export function groupCoursesRepository(tenant: Tenant) {
   }
 
   return {
-    async list(page: Page): Promise<{ count: number; results: GroupCourse[] }> {
-      const [count, docs] = await Promise.all([
-        links.countDocuments(),
-        links.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
-      ]);
-      return { count, results: await present(docs) };
+    list(page: Page): Promise<{ count: number; results: GroupCourse[] }> {
+      return listPage(links, page, {}, present);
     },
 
-    async get(id: number): Promise<GroupCourse | null> {
-      const doc = await links.findOne({ id });
-      return doc && (await present([doc]))[0]!;
+    get(id: number): Promise<GroupCourse | null> {
+      return getOne(links, { id }, present);
     },
 
-    async exists(id: number): Promise<boolean> {
-      return (await links.findOne({ id }, { projection: { _id: 1 } })) !== null;
+    exists(id: number): Promise<boolean> {
+      return hasOne(links, { id });
     },
 
     async create(input: Infer<typeof groupCourseCreateSchema>): Promise<GroupCourse> {
       await checkReferences(input);
       const _id = linkKey(input.course, input.group);
       // Checked first so that a refused request claims no id.
-      if (await links.findOne({ _id }, { projection: { _id: 1 } })) throw notUnique();
+      if (await hasOne(links, { _id })) throw notUnique();
       const id = await tenant.nextId('group_courses');
       return (await present([await insert({ _id, id, course: input.course, group: input.group })]))[0]!;
     },

@@ -1,7 +1,7 @@
 import { COLLECTIONS, type GroupDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { deleteGroup } from '../../domain/delete-group';
-import type { Page } from '../../db/records';
+import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import type { Infer } from '../../validation';
 import type { groupCreateSchema, groupPatchSchema, groupSchema } from './schema';
 
@@ -9,21 +9,17 @@ export type Group = Infer<typeof groupSchema>;
 export type GroupRef = Pick<Group, 'id' | 'name'>;
 
 const toGroup = (d: GroupDoc): Group => ({ id: d.id, name: d.name, description: d.description });
+const toGroups = (docs: GroupDoc[]) => docs.map(toGroup);
 
 export function groupsRepository(tenant: Tenant) {
   const groups = tenant.collection<GroupDoc>(COLLECTIONS.groups);
   return {
-    async list(page: Page): Promise<{ count: number; results: Group[] }> {
-      const [count, docs] = await Promise.all([
-        groups.countDocuments(),
-        groups.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
-      ]);
-      return { count, results: docs.map(toGroup) };
+    list(page: Page): Promise<{ count: number; results: Group[] }> {
+      return listPage(groups, page, {}, toGroups);
     },
 
-    async get(id: number): Promise<Group | null> {
-      const doc = await groups.findOne({ _id: String(id) });
-      return doc && toGroup(doc);
+    get(id: number): Promise<Group | null> {
+      return getOne(groups, { _id: String(id) }, toGroups);
     },
 
     async create(input: Infer<typeof groupCreateSchema>): Promise<Group> {
@@ -41,8 +37,8 @@ export function groupsRepository(tenant: Tenant) {
       return deleteGroup(tenant, id);
     },
 
-    async exists(id: number): Promise<boolean> {
-      return (await groups.findOne({ _id: String(id) }, { projection: { _id: 1 } })) !== null;
+    exists(id: number): Promise<boolean> {
+      return hasOne(groups, { _id: String(id) });
     },
 
     /** `{id, name}` of each of `ids` that exists in this organization, for embedding in other resources. */

@@ -2,7 +2,7 @@ import { COLLECTIONS, type RuleDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { isDuplicateKey } from '../../db/errors';
 import { Conflict, doesNotExist, fieldError } from '../../errors';
-import type { Page } from '../../db/records';
+import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import { toInteger, type Infer } from '../../validation';
 import { applyRuleToExistingUsers } from '../../domain/membership-rules';
 import { groupsRepository } from '../groups/repository';
@@ -38,28 +38,22 @@ export function rulesRepository(tenant: Tenant) {
     }
   }
 
-  async function taken(domain: string) {
-    return (await rules.findOne({ _id: ruleKey(domain) }, { projection: { _id: 1 } })) !== null;
+  function taken(domain: string) {
+    return hasOne(rules, { _id: ruleKey(domain) });
   }
 
   return {
-    async list(page: Page, query: RuleListQuery = {}): Promise<{ count: number; results: Rule[] }> {
+    list(page: Page, query: RuleListQuery = {}): Promise<{ count: number; results: Rule[] }> {
       const group = toInteger(query.group);
-      const filter = group === undefined ? {} : { group };
-      const [count, docs] = await Promise.all([
-        rules.countDocuments(filter),
-        rules.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
-      ]);
-      return { count, results: await present(docs) };
+      return listPage(rules, page, group === undefined ? {} : { group }, present);
     },
 
-    async get(id: number): Promise<Rule | null> {
-      const doc = await rules.findOne({ id });
-      return doc && (await present([doc]))[0]!;
+    get(id: number): Promise<Rule | null> {
+      return getOne(rules, { id }, present);
     },
 
-    async exists(id: number): Promise<boolean> {
-      return (await rules.findOne({ id }, { projection: { _id: 1 } })) !== null;
+    exists(id: number): Promise<boolean> {
+      return hasOne(rules, { id });
     },
 
     async create(input: Infer<typeof ruleCreateSchema>): Promise<Rule> {

@@ -2,7 +2,7 @@ import { COLLECTIONS, type MembershipDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { insertMembershipIfAbsent } from '../../domain/memberships';
 import { Conflict, doesNotExist, Invalid, type FieldErrors } from '../../errors';
-import type { Page } from '../../db/records';
+import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import { toInteger, type Infer } from '../../validation';
 import { groupsRepository } from '../groups/repository';
 import { usersRepository } from '../users/repository';
@@ -34,23 +34,17 @@ export function membershipsRepository(tenant: Tenant) {
   }
 
   return {
-    async list(page: Page, query: MembershipListQuery = {}): Promise<{ count: number; results: Membership[] }> {
+    list(page: Page, query: MembershipListQuery = {}): Promise<{ count: number; results: Membership[] }> {
       const group = toInteger(query.group);
-      const filter = group === undefined ? {} : { group };
-      const [count, docs] = await Promise.all([
-        memberships.countDocuments(filter),
-        memberships.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
-      ]);
-      return { count, results: await present(docs) };
+      return listPage(memberships, page, group === undefined ? {} : { group }, present);
     },
 
-    async get(id: number): Promise<Membership | null> {
-      const doc = await memberships.findOne({ id });
-      return doc && (await present([doc]))[0]!;
+    get(id: number): Promise<Membership | null> {
+      return getOne(memberships, { id }, present);
     },
 
-    async exists(id: number): Promise<boolean> {
-      return (await memberships.findOne({ id }, { projection: { _id: 1 } })) !== null;
+    exists(id: number): Promise<boolean> {
+      return hasOne(memberships, { id });
     },
 
     /** 400 on `user` or `group` when either is unknown here, or when the user already has a membership. */

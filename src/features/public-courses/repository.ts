@@ -2,7 +2,7 @@ import { COLLECTIONS, type PublicCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { isDuplicateKey } from '../../db/errors';
 import { Conflict, doesNotExist, fieldError } from '../../errors';
-import type { Page } from '../../db/records';
+import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import type { Infer } from '../../validation';
 import { coursesRepository } from '../courses/repository';
 import type { publicCourseCreateSchema, publicCourseSchema } from './schema';
@@ -21,24 +21,19 @@ export function publicCoursesRepository(tenant: Tenant) {
   }
 
   return {
-    async list(page: Page): Promise<{ count: number; results: PublicCourse[] }> {
-      const [count, docs] = await Promise.all([
-        records.countDocuments(),
-        records.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
-      ]);
-      return { count, results: await present(docs) };
+    list(page: Page): Promise<{ count: number; results: PublicCourse[] }> {
+      return listPage(records, page, {}, present);
     },
 
-    async get(id: number): Promise<PublicCourse | null> {
-      const doc = await records.findOne({ id });
-      return doc && (await present([doc]))[0]!;
+    get(id: number): Promise<PublicCourse | null> {
+      return getOne(records, { id }, present);
     },
 
     /** The record's `_id` is the course key: a second record for a course is refused (400 on `course`). */
     async create(input: Infer<typeof publicCourseCreateSchema>): Promise<PublicCourse> {
       if (!(await coursesRepository(tenant).exists(input.course))) throw fieldError('course', doesNotExist(input.course));
       // Checked first so that a refused request claims no id.
-      if (await records.findOne({ _id: input.course }, { projection: { _id: 1 } })) throw alreadyPublic();
+      if (await hasOne(records, { _id: input.course })) throw alreadyPublic();
       const id = await tenant.nextId('public_courses');
       try {
         return (await present([await records.insertOne({ _id: input.course, id, course: input.course })]))[0]!;

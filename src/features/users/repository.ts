@@ -1,6 +1,6 @@
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
-import type { Page } from '../../db/records';
+import { hasOne, listPage, type Page } from '../../db/records';
 import { searchFilter } from '../../db/search';
 import { toBoolean, toInteger, type Infer } from '../../validation';
 import { groupsRepository } from '../groups/repository';
@@ -53,11 +53,7 @@ export function usersRepository(tenant: Tenant) {
         else ids.$in ??= members; // a group's members are members
       }
       if (ids.$in || ids.$nin) filter._id = ids;
-      const [count, docs] = await Promise.all([
-        users.countDocuments(filter),
-        users.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
-      ]);
-      return { count, results: await present(docs) };
+      return listPage(users, page, filter, present);
     },
 
     async get(id: number): Promise<User | null> {
@@ -66,8 +62,8 @@ export function usersRepository(tenant: Tenant) {
     },
 
     /** Whether the user exists in this organization (site administrators included). */
-    async exists(id: number): Promise<boolean> {
-      return (await users.findOne({ _id: String(id) }, { projection: { _id: 1 } })) !== null;
+    exists(id: number): Promise<boolean> {
+      return hasOne(users, { _id: String(id) });
     },
 
     /** `{id, username, email}` of each of `ids` that exists in this organization. */
