@@ -149,7 +149,14 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
       return metric.values.filter((v) => v.labels.type === ACTIVATED && v.labels.outcome !== 'retried').reduce((sum, v) => sum + v.value, 0);
     };
     let applied = 0;
-    await until(async () => (applied = await handled()) >= opts.events, 'the service consumer', () => `${applied} of ${opts.events}`);
+    await until(
+      async () => {
+        applied = await handled();
+        return applied >= opts.events;
+      },
+      'the service consumer',
+      () => `${applied} of ${opts.events}`,
+    );
     const serviceSeconds = (performance.now() - serviceStart) / 1000;
     const histogram = (await service.metrics.eventDuration.get()).values.filter((v) => v.labels.type === ACTIVATED);
     const durations = histogram.find((v) => v.metricName === 'event_handler_duration_seconds_sum');

@@ -74,7 +74,10 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
 
     const pickKind = () => {
       let roll = next() * 100;
-      for (const [kind, percent] of MIX) if ((roll -= percent) < 0) return kind;
+      for (const [kind, percent] of MIX) {
+        roll -= percent;
+        if (roll < 0) return kind;
+      }
       return MIX[0]![0];
     };
     /** One request of a random kind; writes create, rename and add rules (each valid: 2xx expected). */

@@ -272,7 +272,7 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
       `access batch 100 p99 ≤ 3 × access single p99: ${fmt((access.batch.p99 ?? NaN) / (access.single.p99 ?? NaN))} ×`,
       `cache hits while 50 user events/s flow ≥ 3,000 requests/s: ${underEvents.rate.toFixed(0)}/s`,
       `users search p99 < 100 ms: ${search?.failed ? 'FAILED row' : `${fmt(search?.p99, 1)} ms`}`,
-      `events ≥ 0.5 × their ceiling: ${fmt(events && events.ceilingRate ? events.rate / events.ceilingRate : undefined)} × ceiling`,
+      `events ≥ 0.5 × their ceiling: ${fmt(events?.ceilingRate ? events.rate / events.ceilingRate : undefined)} × ceiling`,
       `admin writes with change events and audit ≥ 0.7 × without: ${writesOn.failed || writesOff.failed ? 'FAILED row' : `${fmt(writesOn.rate / writesOff.rate)} ×`}`,
       `service peak RSS < 300 MiB: ${peakRssMiB.toFixed(0)} MiB`,
     ];

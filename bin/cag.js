@@ -20,7 +20,7 @@ cli.runCli(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err) => {
-    process.stderr.write(`${(err && err.stack) || String(err)}\n`);
+    process.stderr.write(`${err?.stack || String(err)}\n`);
     process.exitCode = 1;
   },
 );

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 npx tsc --noEmit
+npm run lint
 # The admin console (type-checked by its own tsconfig while it builds) and the browser that
 # test/e2e drives: Debian's Chromium, installed when missing.
 node scripts/build-console.cjs

@@ -36,6 +36,7 @@ export interface RetryOptions {
   /** Stops the retries: the last error is thrown. */
   signal?: AbortSignal;
   /** Called after each failure with the pause to come (to log, count); false gives up and throws the error. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a callback that only logs returns nothing, and that means go on
   onFailure?: (err: unknown, attempt: number, delayMs: number) => boolean | void;
   /** Waits before the next try; resolving false stops retrying and throws the last error. Default: `pause`. */
   wait?: (ms: number) => Promise<boolean>;

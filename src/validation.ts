@@ -63,7 +63,8 @@ export function toFieldErrors(errors: ErrorObject[]): FieldErrors {
     const field =
       segments[0] ?? (e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : 'non_field_errors');
     const message = messageFor(e);
-    const list = (out[field] ??= []);
+    const list = out[field] ?? [];
+    out[field] = list;
     if (!list.includes(message)) list.push(message);
   }
   return out;

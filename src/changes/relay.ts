@@ -163,7 +163,11 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
           return nextBefore.has(rk) ? nextBefore.get(rk)! : state(e, k);
         });
         records.unshift(...buildAuditRecords(e, after));
-        if (e.b) e.k.forEach((k, i) => nextBefore.set(recordKey(e.c, k), e.b![i] ?? null));
+        if (e.b) {
+          e.k.forEach((k, i) => {
+            nextBefore.set(recordKey(e.c, k), e.b![i] ?? null);
+          });
+        }
       }
       metrics.auditRecorded.inc(await insertAuditRecords(db, records));
     }

@@ -73,7 +73,10 @@ async function applyUsersChunk(ctx: ChunkContext, lines: Line<UserEventData>[]):
   const perEvent: Line<UserEventData>[] = [];
   for (const [org, ofOrg] of byOrganization(lines)) {
     const outcomes = await registerNewUsers(new Tenant(ctx.db, org), ofOrg.map((l) => userFacts(l.data, registration(l.data))), IMPORT_TIME);
-    outcomes.forEach((outcome, i) => (outcome === 'per-event' ? perEvent.push(ofOrg[i]!) : ctx.count(outcome)));
+    outcomes.forEach((outcome, i) => {
+      if (outcome === 'per-event') perEvent.push(ofOrg[i]!);
+      else ctx.count(outcome);
+    });
   }
   perEvent.sort((x, y) => x.lineNo - y.lineNo);
   await applyEachLine(ctx, perEvent, (data) => applyUserData(ctx.db, data, IMPORT_TIME, registration(data)));
@@ -150,7 +153,9 @@ async function importFile(db: Db, kind: keyof typeof KINDS, path: string, opts: 
       await applying;
       if (failure) break;
       // Caught at once: a failure while the next chunk is read must not be an unhandled rejection.
-      applying = applyChunk(ctx, chunk).catch((err: unknown) => void (failure ??= err));
+      applying = applyChunk(ctx, chunk).catch((err: unknown) => {
+        failure ??= err;
+      });
     }
     await applying;
   } finally {

@@ -84,7 +84,10 @@ const retrying = new WeakMap<Db, Set<string>>();
 
 function recordInBackground(db: Db, collection: string, org: string): void {
   let pending = retrying.get(db);
-  if (!pending) retrying.set(db, (pending = new Set()));
+  if (!pending) {
+    pending = new Set();
+    retrying.set(db, pending);
+  }
   if (pending.has(collection)) return;
   pending.add(collection);
   // A client closed on purpose (shutdown) will not come back; anything else may.

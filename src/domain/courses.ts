@@ -1,6 +1,6 @@
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../db/collections';
 import { withCause } from '../db/change-context';
-import { ownerLookup, Tenant } from '../db/tenant';
+import { ownerLookup, type Tenant } from '../db/tenant';
 import type { ApplyOutcome } from './event-time';
 import { recordDeletion, upsertIfNewer } from './versioned-records';
 

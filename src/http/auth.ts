@@ -16,9 +16,7 @@ export interface Principal {
 export const isService = (p: Principal) => p.roles.includes('service');
 export const isSiteAdminOf = (p: Principal, org: string) => p.roles.includes('site_admin') && p.org === org;
 
-export interface TokenVerifier {
-  (token: string): Promise<Principal>;
-}
+export type TokenVerifier = (token: string) => Promise<Principal>;
 
 /**
  * Builds the verifier for the one key and the one algorithm the configuration names (SPEC

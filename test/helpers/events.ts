@@ -3,7 +3,7 @@ import { Kafka, logLevel, type IHeaders, type KafkaMessage, type Producer } from
 import { MongoClient } from 'mongodb';
 import type { RetryPolicy } from '../../consumers/consumer';
 import { COLLECTIONS, type GroupDoc, type MembershipDoc, type RuleDoc, type UserDoc } from '../../src/db/collections';
-import { Tenant } from '../../src/db/tenant';
+import type { Tenant } from '../../src/db/tenant';
 import { createLogger } from '../../src/log';
 import { startService } from '../../src/runtime';
 import { KAFKA_BROKERS, testConfig, type TestService } from './stack';
@@ -31,7 +31,10 @@ export interface CloudEventJson {
 
 let clock = Date.parse('2026-01-01T00:00:00Z');
 /** A fresh, increasing event time (tests that need an order pass their own). */
-export const nextTime = () => new Date((clock += 1000)).toISOString();
+export const nextTime = () => {
+  clock += 1000;
+  return new Date(clock).toISOString();
+};
 
 export function cloudEvent(type: string, data: unknown, opts: { time?: string; id?: string } = {}): CloudEventJson {
   return { specversion: '1.0', id: opts.id ?? randomUUID(), source: 'openedx/lms/web', type, time: opts.time ?? nextTime(), datacontenttype: 'application/json', data };

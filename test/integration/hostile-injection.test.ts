@@ -86,7 +86,9 @@ function inspect(value: unknown, where: string, parentKey: string): void {
   if (Array.isArray(value)) {
     // An injected array is only harmless as the list of an `$in` our code built from validated strings.
     if (isInjected(value) && parentKey !== '$in' && parentKey !== '$nin') violations.push(`${where}: injected array ${JSON.stringify(value)}`);
-    value.forEach((v, i) => inspect(v, `${where}[${i}]`, parentKey));
+    value.forEach((v, i) => {
+      inspect(v, `${where}[${i}]`, parentKey);
+    });
     return;
   }
   if (value === null || typeof value !== 'object' || value instanceof Date || (value as { _bsontype?: string })._bsontype) return;

@@ -122,12 +122,14 @@ describe('numbers and strings in each other\'s places; ids beyond 2^53', () => {
   });
 
   test('ids beyond 2^53 in bodies are a 400 (JSON numbers and strings alike)', async () => {
+    // biome-ignore lint/correctness/noPrecisionLoss: deliberate: the literal becomes 2^53, the first integer past the safe range
     for (const big of [9007199254740993, 2 ** 64, 1e300, '9007199254740993', -1, 0, 1.5, true]) {
       await refusedOrAnswered(() => a.post('memberships/', { user: wa.freeUserId, group: big }), 400);
       await refusedOrAnswered(() => a.post('memberships/', { user: big, group: wa.groupId }), 400);
       await refusedOrAnswered(() => a.post('group-courses/', { course: wa.freeCourseKey, group: big }), 400);
     }
     const s = client(service.baseUrl, await serviceToken());
+    // biome-ignore lint/correctness/noPrecisionLoss: deliberate: the literal becomes 2^53, the first integer past the safe range
     for (const big of [9007199254740993, 2 ** 64, '9007199254740993']) {
       await refusedOrAnswered(() => s.post('access/batch/', { action: 'course.enroll', user_id: big, course_ids: [wa.courseKey] }), 400);
     }
@@ -175,7 +177,7 @@ describe('JSON edge cases', () => {
 
   test('valid JSON of 1 MiB + 1 byte is a 413', async () => {
     const head = '{"name":"x","description":"","pad":"';
-    const body = head + 'a'.repeat(MAX_BODY_BYTES + 1 - head.length - 2) + '"}';
+    const body = `${head}${'a'.repeat(MAX_BODY_BYTES + 1 - head.length - 2)}"}`;
     expect(Buffer.byteLength(body)).toBe(MAX_BODY_BYTES + 1);
     const res = await refusedOrAnswered(() => raw('POST', 'course-access-groups/', body), 413);
     expect(res.body).toEqual({ detail: expect.any(String) });

@@ -157,7 +157,10 @@ async function applyInBatches(db: Db, lines: string[], time: string): Promise<Im
   for (const org of new Set(datas.map((d) => d.organization))) {
     const ofOrg = datas.filter((d) => d.organization === org);
     const outcomes = await registerNewUsers(new Tenant(db, org), ofOrg.map((d) => userFacts(d, registration(d))), time);
-    outcomes.forEach((outcome, i) => (outcome === 'per-event' ? perEvent.push(ofOrg[i]!) : count(outcome)));
+    outcomes.forEach((outcome, i) => {
+      if (outcome === 'per-event') perEvent.push(ofOrg[i]!);
+      else count(outcome);
+    });
   }
   for (const data of perEvent) count(await applyUserData(db, data, time, registration(data)));
   return counts;

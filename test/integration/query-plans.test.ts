@@ -64,7 +64,9 @@ async function explain(command: Document): Promise<Document> {
 
 /** Every `stage` of every winning plan in an explain answer (find, or aggregate at any depth). */
 function winningStages(node: unknown, inWinning = false, out: string[] = []): string[] {
-  if (Array.isArray(node)) node.forEach((n) => winningStages(n, inWinning, out));
+  if (Array.isArray(node)) {
+    for (const n of node) winningStages(n, inWinning, out);
+  }
   else if (node && typeof node === 'object') {
     for (const [k, v] of Object.entries(node)) {
       if (k === 'stage' && inWinning && typeof v === 'string') out.push(v);

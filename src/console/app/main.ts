@@ -143,7 +143,10 @@ function organizationPicker(): HTMLElement {
 
 function showConsole(focusHeading: boolean): void {
   const c = session.claims();
-  if (!c) return showSignIn(null);
+  if (!c) {
+    showSignIn(null);
+    return;
+  }
   const current = route();
   const signOut = h('button', { type: 'button', class: 'btn btn-plain', onclick: () => session.end('You signed out.') }, 'Sign out');
   const skip = h('button', { type: 'button', class: 'skip', onclick: () => document.querySelector<HTMLElement>('main h1')?.focus() }, 'Skip to content');

@@ -136,7 +136,10 @@ export function createFactsCache(db: Db, opts: { enabled: boolean; maxEntriesPer
       // Every use catches the collection up with this decision's read (a no-op once it has).
       const cacheOf = (name: CollectionName) => {
         let cache = caches.get(name);
-        if (!cache) caches.set(name, (cache = new CollectionCache(maxEntries)));
+        if (!cache) {
+          cache = new CollectionCache(maxEntries);
+          caches.set(name, cache);
+        }
         cache.catchUp(log.get(name), now);
         return cache;
       };

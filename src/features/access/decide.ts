@@ -32,7 +32,7 @@ export interface AccessFacts {
 export function decide(f: AccessFacts): Decision {
   if (!f.featureEnabled) return { allowed: true, reason: 'feature_disabled' };
   if (f.isPublic) return { allowed: true, reason: 'public' };
-  if (!f.user || !f.user.isActive) return { allowed: false, reason: 'no_access' };
+  if (!f.user?.isActive) return { allowed: false, reason: 'no_access' };
   if (f.user.isStaff) return { allowed: true, reason: 'staff' };
   if (f.user.isSiteAdmin && f.user.org === f.courseOrg) return { allowed: true, reason: 'site_admin' };
   if (f.memberOfLinkedGroup) return { allowed: true, reason: 'group' };

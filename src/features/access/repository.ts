@@ -179,7 +179,9 @@ export function accessRepository(db: Db, cache: FactsCache) {
       await Promise.all(
         [...byOrg].map(async ([org, courses]) => {
           const facts = await factsInOrg(view, org, courses, userId);
-          courses.forEach((course, i) => out.set(course, facts[i]!));
+          courses.forEach((course, i) => {
+            out.set(course, facts[i]!);
+          });
         }),
       );
       return out;

@@ -62,13 +62,17 @@ export function coursesRepository(tenant: Tenant) {
       }
       if (noGroup !== undefined) {
         const linked = await keysOf(links.find({}, { projection: { course: 1 } }).toArray());
-        if (noGroup) linked.forEach((k) => exclude.add(k));
+        if (noGroup) {
+          for (const k of linked) exclude.add(k);
+        }
         else narrow(linked);
       }
       if (isPublic !== undefined) {
         const open = await keysOf(publics.find({}, { projection: { course: 1 } }).toArray());
         if (isPublic) narrow(open);
-        else open.forEach((k) => exclude.add(k));
+        else {
+          for (const k of open) exclude.add(k);
+        }
       }
       const included = include as Set<string> | null;
       const search = searchFilter(['id', 'name'], query.search);
