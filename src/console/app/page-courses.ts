@@ -2,7 +2,7 @@
 import * as api from './api.js';
 import { h, uid } from './dom.js';
 import type { Course, GroupRef, Page, PublicRecord } from './types.js';
-import { busy, button, field, filterForm, flash, groupChoices, heading, listView, selectField, table } from './ui.js';
+import { busy, button, field, filteredListPage, flash, groupChoices, listView, selectField, table } from './ui.js';
 
 export function coursesPage(): HTMLElement {
   const filters = { search: '', is_public: '', group: '', no_group: '' };
@@ -68,27 +68,21 @@ export function coursesPage(): HTMLElement {
     return h('span', { class: 'cell-actions' }, select, go);
   }
 
-  const form = filterForm({
-    label: 'Filter courses',
+  return filteredListPage({
+    title: 'Courses',
+    lead: 'With the setting on, a learner sees a course when it is public or linked to their group.',
+    filterLabel: 'Filter courses',
+    listLabel: 'Course list',
     filters,
     list,
     trim: false,
-    fields: (groupFilter, apply) => [
+    fields: (apply) => [
       field({ name: 'search', label: 'Search', type: 'search', help: 'Course id or name; every word must match.' }),
       selectField({ name: 'is_public', label: 'Public', options: [['', 'Any'], ['true', 'Public'], ['false', 'Private']], onchange: () => apply() }),
-      groupFilter,
-      selectField({ name: 'no_group', label: 'Links', options: [['', 'Any'], ['false', 'Linked to a group'], ['true', 'In no group']], onchange: () => apply() }),
     ],
+    noGroup: { label: 'Links', inAGroup: 'Linked to a group' },
     groupsLoaded: (loaded) => {
       groups = loaded;
     },
   });
-
-  return h(
-    'div',
-    null,
-    heading('Courses', h('p', { class: 'lead' }, 'With the setting on, a learner sees a course when it is public or linked to their group.')),
-    h('section', { class: 'card', 'aria-label': 'Filters' }, form),
-    h('section', { class: 'card', 'aria-label': 'Course list' }, list.el),
-  );
 }

@@ -2,7 +2,7 @@
 import * as api from './api.js';
 import { h, uid } from './dom.js';
 import type { GroupRef, Membership, Page, User } from './types.js';
-import { busy, button, confirmDialog, field, filterForm, flash, groupChoices, heading, listView, selectField, table } from './ui.js';
+import { busy, button, confirmDialog, field, filteredListPage, flash, groupChoices, listView, table } from './ui.js';
 
 export function usersPage(): HTMLElement {
   // Kept in memory only: the console's own URL never carries a search or an email.
@@ -62,27 +62,21 @@ export function usersPage(): HTMLElement {
     return h('span', { class: 'cell-actions' }, parts);
   }
 
-  const form = filterForm({
-    label: 'Filter users',
+  return filteredListPage({
+    title: 'Users',
+    lead: 'Learners of the organization (site administrators are not listed). A learner belongs to at most one group.',
+    filterLabel: 'Filter users',
+    listLabel: 'User list',
     filters,
     list,
     trim: true,
-    fields: (groupFilter, apply) => [
+    fields: () => [
       field({ name: 'search', label: 'Search', type: 'search', help: 'Username, name or email; every word must match.' }),
       field({ name: 'email_exact', label: 'Exact email', type: 'email', help: 'The whole address, any case.' }),
-      groupFilter,
-      selectField({ name: 'no_group', label: 'Membership', options: [['', 'Any'], ['false', 'In a group'], ['true', 'In no group']], onchange: () => apply() }),
     ],
+    noGroup: { label: 'Membership', inAGroup: 'In a group' },
     groupsLoaded: (loaded) => {
       groups = loaded;
     },
   });
-
-  return h(
-    'div',
-    null,
-    heading('Users', h('p', { class: 'lead' }, 'Learners of the organization (site administrators are not listed). A learner belongs to at most one group.')),
-    h('section', { class: 'card', 'aria-label': 'Filters' }, form),
-    h('section', { class: 'card', 'aria-label': 'User list' }, list.el),
-  );
 }

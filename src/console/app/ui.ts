@@ -292,24 +292,33 @@ export function listView<T>(o: { noun: [string, string]; empty: string; fetchPag
 }
 
 /**
- * A list's filter form: `fields` (with `groupFilter`, where the group picker appears once the
- * organization's groups are loaded), Search and Clear. Search, Clear and a picker's change copy
- * the form into `filters` (trimmed when `trim`) and reload the list from its first page. The
- * list's first load waits for the groups (a failure to load them is reported, the list still loads).
+ * The page of a list whose records can be in a group (courses, users): its heading, a filter
+ * form and the list. The form holds the page's own `fields`, a group picker (once the
+ * organization's groups are loaded), the `no_group` picker, Search and Clear. Search, Clear and
+ * a picker's change copy the form into `filters` (trimmed when `trim`) and reload the list from
+ * its first page. The list's first load waits for the groups (a failure to load them is
+ * reported, the list still loads).
  */
-export function filterForm<F extends Record<string, string>>(o: {
-  label: string;
+export function filteredListPage<F extends Record<string, string>>(o: {
+  title: string;
+  lead: string;
+  filterLabel: string;
+  listLabel: string;
   filters: F;
   list: ListView<unknown>;
   trim: boolean;
-  fields: (groupFilter: HTMLElement, apply: () => void) => Child[];
+  fields: (apply: () => void) => Child[];
+  /** The `no_group` picker's label and its words for "in a group". */
+  noGroup: { label: string; inAGroup: string };
   groupsLoaded: (groups: GroupRef[]) => void;
-}): HTMLFormElement {
+}): HTMLElement {
   const groupFilter = h('div', { class: 'field-slot' });
   const form = h(
     'form',
-    { class: 'filters', role: 'search', 'aria-label': o.label, novalidate: true },
-    o.fields(groupFilter, () => apply()),
+    { class: 'filters', role: 'search', 'aria-label': o.filterLabel, novalidate: true },
+    o.fields(() => apply()),
+    groupFilter,
+    selectField({ name: 'no_group', label: o.noGroup.label, options: [['', 'Any'], ['false', o.noGroup.inAGroup], ['true', 'In no group']], onchange: () => apply() }),
     h('div', { class: 'actions' }, submit('Search'), button('Clear', () => {
       form.reset();
       apply();
@@ -338,7 +347,14 @@ export function filterForm<F extends Record<string, string>>(o: {
     }
     await o.list.load(0);
   })();
-  return form;
+
+  return h(
+    'div',
+    null,
+    heading(o.title, h('p', { class: 'lead' }, o.lead)),
+    h('section', { class: 'card', 'aria-label': 'Filters' }, form),
+    h('section', { class: 'card', 'aria-label': o.listLabel }, o.list.el),
+  );
 }
 
 /** A table that becomes a list of cards on a narrow screen (each cell labelled by its column). */
