@@ -30,3 +30,8 @@ export function spawnService(env: Record<string, string>): ServiceProcess {
   );
   return { child, output: () => out, exited };
 }
+
+/** SIGKILLs each of `processes` still running (a test's afterAll: nothing outlives the file). */
+export function killAll(processes: ServiceProcess[]): void {
+  for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+}

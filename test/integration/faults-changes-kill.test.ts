@@ -10,7 +10,7 @@ import { changeReader, expectInOrderPerRecord, type ChangeReader } from '../help
 import { newUserId, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
-import { spawnService, type ServiceProcess } from '../helpers/service-process';
+import { killAll, spawnService, type ServiceProcess } from '../helpers/service-process';
 import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -38,7 +38,7 @@ beforeAll(async () => {
   reader = await changeReader(deployment.CHANGES_TOPIC);
 }, 60000);
 afterAll(async () => {
-  for (const p of spawned) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+  killAll(spawned);
   await reader?.close();
   await mongo.db(deployment.MONGO_DB).dropDatabase().catch(() => undefined);
   await mongo.close();

@@ -9,7 +9,7 @@ import { MongoClient } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { closeProducer, expectEachActivationAppliedOnce, kafka, produceActivations, seedRule, waitCaughtUp, waitFor } from '../helpers/events';
-import { spawnService, type ServiceProcess } from '../helpers/service-process';
+import { killAll, spawnService, type ServiceProcess } from '../helpers/service-process';
 import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
 
 /**
@@ -34,7 +34,7 @@ beforeAll(async () => {
   mongo = await new MongoClient(MONGO_URL).connect();
 });
 afterAll(async () => {
-  for (const p of spawned) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+  killAll(spawned);
   await closeProducer();
   await mongo.db(deployment.MONGO_DB).dropDatabase().catch(() => undefined);
   await mongo.close();
