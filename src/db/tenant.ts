@@ -1,4 +1,5 @@
 import type {
+  AnyBulkWriteOperation,
   Collection,
   CountDocumentsOptions,
   Db,
@@ -12,7 +13,7 @@ import type {
   WithId,
 } from 'mongodb';
 import { recordAfterWrite } from './change-log';
-import type { CollectionName, TenantDoc } from './collections';
+import { COLLECTIONS, type CollectionName, type TenantDoc } from './collections';
 import { claimIds } from './counters';
 import { isDuplicateKey } from './errors';
 
@@ -29,7 +30,9 @@ export class Tenant {
   ) {}
 
   collection<T extends TenantDoc>(name: CollectionName): TenantCollection<T> {
-    return new TenantCollection<T>(this.db.collection<T>(name), this.org, (keys) =>
+    const inner = this.db.collection<T>(name);
+    if (UNRECORDED.has(name)) return new TenantCollection<T>(this.db, inner, this.org);
+    return new TenantCollection<T>(this.db, inner, this.org, (keys) =>
       recordAfterWrite(
         this.db,
         name,
@@ -46,6 +49,39 @@ export class Tenant {
   claimIds(resource: string, count: number): Promise<number> {
     return claimIds(this.db, resource, count);
   }
+}
+
+/**
+ * Collections no cache reads: the search n-grams, derived from users and courses and rewritten
+ * with them. Recording their writes would add a change-log write per gram write for nobody.
+ */
+const UNRECORDED: ReadonlySet<CollectionName> = new Set([COLLECTIONS.userGrams, COLLECTIONS.courseGrams]);
+
+/**
+ * Whether the server is FerretDB (its buildInfo says so), asked once per database handle: the
+ * one server difference this module hides (how a count is asked, see TenantCollection.count).
+ */
+const ferretByDb = new WeakMap<Db, Promise<boolean>>();
+export function isFerretDB(db: Db): Promise<boolean> {
+  let known = ferretByDb.get(db);
+  if (!known) {
+    known = db
+      .admin()
+      .command({ buildInfo: 1 })
+      .then((info) => typeof info.ferretdbVersion === 'string');
+    known.catch(() => ferretByDb.delete(db)); // ask again once the server answers
+    ferretByDb.set(db, known);
+  }
+  return known;
+}
+
+/** The offset from which a page reads its ids from the index before its documents (TenantCollection.page). */
+export const DEEP_OFFSET = 200;
+
+/** Ids in list order: numbers numerically, strings by their UTF-8 bytes (as MongoDB sorts them). */
+export function compareIds(a: number | string, b: number | string): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  return Buffer.compare(Buffer.from(String(a)), Buffer.from(String(b)));
 }
 
 /** `_id`s deleted per round of a deleteMany: each round reads them, deletes them and records them. */
@@ -71,6 +107,7 @@ async function readInPieces<V, D>(values: readonly V[], read: (piece: V[]) => Pr
  */
 export class TenantCollection<T extends TenantDoc> {
   constructor(
+    private readonly db: Db,
     private readonly inner: Collection<T>,
     readonly org: string,
     private readonly changed: (keys: (string | null)[]) => Promise<void> = async () => undefined,
@@ -126,6 +163,39 @@ export class TenantCollection<T extends TenantDoc> {
 
   countDocuments(filter: Filter<T> = {}, options?: CountDocumentsOptions) {
     return this.inner.countDocuments(this.scope(filter), options);
+  }
+
+  /**
+   * How many documents match (at most `limit`, when given, so a count can stop early). MongoDB
+   * answers countDocuments (an aggregate) from the index alone when the index covers the filter
+   * (COUNT_SCAN); FerretDB answers the `count` command in SQL when the filter is pushed down and
+   * reads the documents of an aggregate, so it is asked with `count`. The filter must be one the
+   * index serves exactly (equalities on indexed fields): no server-specific semantics differ then.
+   */
+  async count(filter: Filter<T> = {}, options: { limit?: number } = {}): Promise<number> {
+    if (await isFerretDB(this.db)) {
+      const answer = await this.db.command({
+        count: this.inner.collectionName,
+        query: this.scope(filter),
+        ...(options.limit ? { limit: options.limit } : {}),
+      });
+      return Number(answer.n);
+    }
+    return this.inner.countDocuments(this.scope(filter), options.limit ? { limit: options.limit } : {});
+  }
+
+  /**
+   * A page of the documents matching `filter` in `id` order. A shallow page is one query; from
+   * DEEP_OFFSET on, the page's ids are read first with a projection the `{org, …, id}` index
+   * covers (MongoDB skips index keys, not documents), then only the page's documents.
+   */
+  async page(filter: Filter<T>, page: { offset: number; limit: number }): Promise<WithId<T>[]> {
+    if (page.offset < DEEP_OFFSET) return this.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray();
+    const keys = await this.find(filter, { projection: { _id: 0, id: 1 } }).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray();
+    const ids = [...new Set(keys.map((k) => (k as unknown as { id: number | string }).id))];
+    if (ids.length === 0) return [];
+    const docs = await this.find({ ...filter, id: { $in: ids } } as Filter<T>).toArray();
+    return docs.sort((a, b) => compareIds((a as unknown as { id: number | string }).id, (b as unknown as { id: number | string }).id));
   }
 
   /** Aggregations start with the organization's `$match`; callers add the rest. */
@@ -184,6 +254,27 @@ export class TenantCollection<T extends TenantDoc> {
       (r) => (r.value ? [r.value._id as string] : []),
     );
     return { doc: result.value as T, inserted: result.lastErrorObject?.updatedExisting === false };
+  }
+
+  /**
+   * Many conditional upserts in one command (unordered): each `{filter, set}` updates the
+   * document its filter matches or inserts one (with the filter's equalities); one whose filter
+   * misses an existing `_id` is refused by the key and skipped, which is how a caller says
+   * "unless a newer version is there". Other failures are thrown. Records nothing: for the
+   * unrecorded collections only.
+   */
+  async upsertEach(entries: { filter: Filter<T>; set: Partial<T> }[]): Promise<void> {
+    if (entries.length === 0) return;
+    const ops = entries.map(
+      (e) => ({ updateOne: { filter: this.scope(e.filter), update: { $set: e.set }, upsert: true } }) as AnyBulkWriteOperation<T>,
+    );
+    try {
+      await this.inner.bulkWrite(ops, { ordered: false });
+    } catch (err) {
+      const writeErrors = (err as { writeErrors?: { code: number }[] | { code: number } }).writeErrors;
+      const errors = writeErrors === undefined ? [] : Array.isArray(writeErrors) ? writeErrors : [writeErrors];
+      if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw err;
+    }
   }
 
   findOneAndDelete(filter: Filter<T>) {

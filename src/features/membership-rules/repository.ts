@@ -43,8 +43,8 @@ export function rulesRepository(tenant: Tenant) {
   return {
     async list(page: Page): Promise<{ count: number; results: Rule[] }> {
       const [count, docs] = await Promise.all([
-        rules.countDocuments(),
-        rules.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+        rules.count(),
+        rules.page({}, page),
       ]);
       return { count, results: await present(docs) };
     },

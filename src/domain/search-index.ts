@@ -1,0 +1,122 @@
+import type { Filter } from 'mongodb';
+import { COLLECTIONS, type CourseDoc, type CourseGramDoc, type GramDoc, type UserDoc, type UserGramDoc } from '../db/collections';
+import type { Tenant, TenantCollection } from '../db/tenant';
+
+/**
+ * The search index (SPEC section 3's `search`: every term a case-insensitive literal substring
+ * of one of the record's fields). An unanchored substring cannot use a B-tree, so each record's
+ * searchable fields are cut into trigrams, lowercased, one scalar document per (record, gram)
+ * in a side collection (`user_grams`, `course_grams`) indexed `{org, g, r}`. A term of three or
+ * more characters occurs in a field only if each of its trigrams does, so the users having the
+ * rarest trigram of the query are a superset of the answer; each candidate is then checked
+ * exactly against its record (`matchesTerms`). Scalar documents serve identically on MongoDB
+ * and on the patched FerretDB (no multikey index needed). docs/lists-and-search.md has the plan
+ * and its costs.
+ */
+
+/** Case-insensitive comparison: both sides lowercased (JavaScript's Unicode lowercase mapping). */
+export const fold = (text: string) => text.toLowerCase();
+
+export const GRAM = 3;
+
+/** The distinct trigrams of each value, by code point (a surrogate pair is one character). */
+export function gramsOf(values: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  for (const value of values) {
+    const chars = Array.from(fold(value));
+    for (let i = 0; i + GRAM <= chars.length; i++) out.add(chars.slice(i, i + GRAM).join(''));
+  }
+  return out;
+}
+
+/** True when every (folded) term is a substring of one of the (raw) fields. */
+export function matchesTerms(terms: readonly string[], fields: readonly string[]): boolean {
+  const folded = fields.map(fold);
+  return terms.every((t) => folded.some((f) => f.includes(t)));
+}
+
+export const userSearchFields = (u: Pick<UserDoc, 'username' | 'name' | 'email'>) => [u.username, u.name, u.email];
+export const courseSearchFields = (c: Pick<CourseDoc, 'id' | 'name'>) => [c.id, c.name];
+
+const gramId = (r: number | string, g: string) => `${r}|${g}`;
+
+/**
+ * Makes the record's grams in the tenant's organization those of `wanted`, as computed from the
+ * record as of `time` (its `event_time`). Every gram wanted is upserted unless one as new is
+ * there; grams not wanted are deleted only when older. So a computation from an older read of
+ * the record, landing late, can add a stray gram (harmless: candidates are checked) but never
+ * remove a newer computation's gram (which would hide the record from searches).
+ */
+async function syncGrams<R extends number | string>(grams: TenantCollection<GramDoc<R>>, r: R, wanted: Set<string>, time: string): Promise<void> {
+  const existing = await grams.find({ r } as Filter<GramDoc<R>>, { projection: { _id: 1, t: 1 } }).toArray();
+  const have = new Map(existing.map((d) => [d._id, d.t]));
+  const wantedIds = new Set([...wanted].map((g) => gramId(r, g)));
+  const upserts = [...wanted]
+    .filter((g) => {
+      const t = have.get(gramId(r, g));
+      return t === undefined || t < time;
+    })
+    .map((g) => ({ filter: { _id: gramId(r, g), t: { $lt: time } } as Filter<GramDoc<R>>, set: { g, r, t: time } as Partial<GramDoc<R>> }));
+  const extras = existing.filter((d) => !wantedIds.has(d._id) && d.t < time).map((d) => d._id);
+  await grams.upsertEach(upserts);
+  if (extras.length > 0) await grams.deleteMany({ _id: { $in: extras }, t: { $lt: time } } as Filter<GramDoc<R>>);
+}
+
+/** Deletes the record's grams computed from its versions up to `time` (a deletion or a move away). */
+async function dropGrams<R extends number | string>(grams: TenantCollection<GramDoc<R>>, r: R, time?: string): Promise<void> {
+  await grams.deleteMany({ r, ...(time === undefined ? {} : { t: { $lte: time } }) } as Filter<GramDoc<R>>);
+}
+
+export const userGrams = (tenant: Tenant) => tenant.collection<UserGramDoc>(COLLECTIONS.userGrams);
+export const courseGrams = (tenant: Tenant) => tenant.collection<CourseGramDoc>(COLLECTIONS.courseGrams);
+
+/** The user's grams as its record now stands: none when it is not listed (site administrators are never searched). */
+export function indexUser(tenant: Tenant, user: Pick<UserDoc, 'id' | 'username' | 'name' | 'email' | 'listed' | 'event_time'>): Promise<void> {
+  const wanted = user.listed === 1 ? gramsOf(userSearchFields(user)) : new Set<string>();
+  return syncGrams(userGrams(tenant), user.id, wanted, user.event_time);
+}
+
+export const unindexUser = (tenant: Tenant, userId: number, time?: string) => dropGrams(userGrams(tenant), userId, time);
+
+export function indexCourse(tenant: Tenant, course: Pick<CourseDoc, 'id' | 'name' | 'event_time'>): Promise<void> {
+  return syncGrams(courseGrams(tenant), course.id, gramsOf(courseSearchFields(course)), course.event_time);
+}
+
+export const unindexCourse = (tenant: Tenant, courseKey: string, time?: string) => dropGrams(courseGrams(tenant), courseKey, time);
+
+/**
+ * The grams of many new users at once (the import's batch of users no organization had): plain
+ * inserts, since a new user has no grams. One left by an earlier record of the same id is kept
+ * (its key refuses the insert): a stray gram costs a candidate check, never a wrong answer.
+ */
+export async function indexNewUsers(tenant: Tenant, users: readonly Pick<UserDoc, '_id' | 'id' | 'username' | 'name' | 'email' | 'listed' | 'event_time'>[]): Promise<void> {
+  const docs = users
+    .filter((u) => u.listed === 1)
+    .flatMap((u) => [...gramsOf(userSearchFields(u))].map((g) => ({ _id: gramId(u.id, g), g, r: u.id, t: u.event_time })));
+  for (let i = 0; i < docs.length; i += 10_000) await userGrams(tenant).insertMany(docs.slice(i, i + 10_000));
+}
+
+/** The grams a term of the query is looked up by: its trigrams (none for a term shorter than three characters). */
+export function termGrams(terms: readonly string[]): string[] {
+  return [...gramsOf(terms)];
+}
+
+/**
+ * How many records of the organization have each gram, counted from the index and capped at
+ * `cap + 1` (a count stops early): enough to pick the rarest and to know whether it is small.
+ */
+export async function gramCounts<R extends number | string>(grams: TenantCollection<GramDoc<R>>, gs: readonly string[], cap: number): Promise<Map<string, number>> {
+  const counts = await Promise.all(gs.map((g) => grams.count({ g } as Filter<GramDoc<R>>, { limit: cap + 1 })));
+  return new Map(gs.map((g, i) => [g, counts[i]!]));
+}
+
+/** The records having gram `g`, in key order (index-only on MongoDB: `{org, g, r}` covers it). */
+export async function recordsWithGram<R extends number | string>(
+  grams: TenantCollection<GramDoc<R>>,
+  g: string,
+  page?: { offset: number; limit: number },
+): Promise<R[]> {
+  let cursor = grams.find({ g } as Filter<GramDoc<R>>, { projection: { _id: 0, r: 1 } }).sort({ r: 1 });
+  if (page) cursor = cursor.skip(page.offset).limit(page.limit);
+  return (await cursor.toArray()).map((d) => d.r);
+}
