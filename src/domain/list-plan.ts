@@ -1,7 +1,7 @@
 import type { Filter } from 'mongodb';
 import type { GramDoc } from '../db/collections';
 import { compareIds, type TenantCollection } from '../db/tenant';
-import { gramCounts, matchesTerms, recordsWithGram, termGrams } from './search-index';
+import { fold, gramCounts, recordsWithGram, searchFilter, searchTerms, termGrams } from './search-index';
 
 /**
  * How a filtered, searched list is read without scanning an organization (docs/lists-and-search.md).
@@ -9,13 +9,14 @@ import { gramCounts, matchesTerms, recordsWithGram, termGrams } from './search-i
  * A search chooses its *driver*, the smallest index range that contains every answer: the
  * records of the query's rarest trigram (`{org, g, r}`), or the list's filter itself (an
  * equality index on the record, or another candidate set such as a group's links), whichever
- * the index counts say is smaller. The driver's records are read and each one is checked
- * exactly (filter and terms), so the answer is exact; its cost is the driver's size.
+ * the index counts say is smaller. The driver's records are read by `_id`, a thousand at a time,
+ * with the whole filter and each term's escaped literal `$regex` (case-insensitive), so the
+ * database checks every candidate exactly; the cost is the driver's size.
  */
 
 /** Counts stop here: past it a gram or a filter is "large", and its exact size does not matter. */
 export const CANDIDATE_CAP = 5000;
-/** Records read per round while checking candidates. */
+/** Candidates checked per query (the patched FerretDB serves an `_id` `$in` of up to 1000 from its index). */
 const CHECK_CHUNK = 1000;
 
 export interface ListPage {
@@ -23,19 +24,11 @@ export interface ListPage {
   limit: number;
 }
 
-/** A record's equality filter (a value or `{$in: [...]}`), checked in memory. */
-export function matchesFilter(doc: Record<string, unknown>, filter: Record<string, unknown>): boolean {
-  return Object.entries(filter).every(([k, v]) => {
-    if (v && typeof v === 'object' && '$in' in v) return (v.$in as unknown[]).includes(doc[k]);
-    return doc[k] === v;
-  });
-}
-
 export interface SearchSource<T extends { id: number | string }, R extends number | string> {
   records: TenantCollection<T & { _id: string; org: string }>;
   grams: TenantCollection<GramDoc<R>>;
-  /** The searched fields of a record. */
-  fields(doc: T): string[];
+  /** The searched fields of a record, by name. */
+  fields: readonly string[];
   /** The list's filter (equalities on indexed fields). */
   filter: Record<string, unknown>;
   /** Another candidate set every answer is in and that drives the search (a group's courses), with its size. */
@@ -45,21 +38,27 @@ export interface SearchSource<T extends { id: number | string }, R extends numbe
 }
 
 /**
- * The page and count of the records matching `filter` and every folded term. `terms` is not
- * empty. Terms shorter than three characters have no trigram: they are checked on the
- * candidates of the other terms, or, when no term has one, on the filter's records.
+ * The page and count of the records matching `filter` and every term of `search` (possibly
+ * none, with `within`). Terms shorter than three characters have no trigram: they are checked on
+ * the candidates of the other terms, or, when no term has one, on the filter's records.
  */
 export async function searchList<T extends { id: number | string }, R extends number | string>(
   source: SearchSource<T, R>,
-  terms: string[],
+  search: string | undefined,
   page: ListPage,
 ): Promise<{ count: number; docs: T[] }> {
+  const terms = searchTerms(search).map(fold);
+  const check = { ...source.filter, ...searchFilter(source.fields, search) };
+  const checked = async (keys: readonly (number | string)[]) =>
+    (await source.records.find({ _id: { $in: keys.map(String) }, ...check } as Filter<T & { _id: string; org: string }>).toArray()) as unknown as T[];
   const gs = termGrams(terms);
   const [counts, filterSize] = await Promise.all([
     gramCounts(source.grams, gs, CANDIDATE_CAP),
     source.within ? source.within.size : source.records.count(source.filter as Filter<T & { _id: string; org: string }>, { limit: CANDIDATE_CAP + 1 }),
   ]);
-  if ([...counts.values()].some((c) => c === 0) || filterSize === 0) return { count: 0, docs: [] };
+  // No candidate: the check still goes to the database (an `_id` `$in` of nothing reads nothing),
+  // so every search sends its terms the one way, as escaped literal patterns.
+  if ([...counts.values()].some((c) => c === 0) || filterSize === 0) return { count: 0, docs: await checked([]) };
   const [rarest, rarestSize] = [...counts].reduce<[string | null, number]>((best, [g, c]) => (c < best[1] ? [g, c] : best), [null, Infinity]);
 
   // One term that is itself a trigram, on a list whose filter every gram entry satisfies: the
@@ -69,9 +68,8 @@ export async function searchList<T extends { id: number | string }, R extends nu
       rarestSize <= CANDIDATE_CAP ? rarestSize : source.grams.count({ g: rarest } as Filter<GramDoc<R>>),
       recordsWithGram(source.grams, rarest, page),
     ]);
-    const found = await source.records.findByIds(keys.map(String));
-    const docs = keys.map((k) => found.get(String(k)) as T | undefined).filter((d): d is T => d !== undefined);
-    return { count, docs: docs.filter((d) => matchesTerms(terms, source.fields(d))) };
+    const docs = keys.length === 0 ? [] : await checked(keys);
+    return { count, docs: docs.sort((a, b) => compareIds(a.id, b.id)) };
   }
 
   // A candidate set (a group's courses) is the driver whatever the grams: it is what a gram's
@@ -86,13 +84,7 @@ export async function searchList<T extends { id: number | string }, R extends nu
               .toArray()
           ).map((d) => (d as unknown as { id: R }).id);
   const matches: T[] = [];
-  for (let i = 0; i < keys.length; i += CHECK_CHUNK) {
-    const found = await source.records.findByIds(keys.slice(i, i + CHECK_CHUNK).map(String));
-    for (const doc of found.values()) {
-      const d = doc as unknown as T;
-      if (matchesFilter(doc as unknown as Record<string, unknown>, source.filter) && matchesTerms(terms, source.fields(d))) matches.push(d);
-    }
-  }
+  for (let i = 0; i < keys.length; i += CHECK_CHUNK) matches.push(...(await checked(keys.slice(i, i + CHECK_CHUNK))));
   matches.sort((a, b) => compareIds(a.id, b.id));
   return { count: matches.length, docs: matches.slice(page.offset, page.offset + page.limit) };
 }

@@ -9,10 +9,34 @@ import type { Tenant, TenantCollection } from '../db/tenant';
  * in a side collection (`user_grams`, `course_grams`) indexed `{org, g, r}`. A term of three or
  * more characters occurs in a field only if each of its trigrams does, so the users having the
  * rarest trigram of the query are a superset of the answer; each candidate is then checked
- * exactly against its record (`matchesTerms`). Scalar documents serve identically on MongoDB
+ * exactly by the database, with the escaped literal `$regex` of each term (src/domain/list-plan.ts). Scalar documents serve identically on MongoDB
  * and on the patched FerretDB (no multikey index needed). docs/lists-and-search.md has the plan
  * and its costs.
  */
+
+/** Search terms: split on spaces and commas, empty ones dropped. */
+export function searchTerms(raw: string | undefined): string[] {
+  return (raw ?? '').split(/[\s,]+/).filter(Boolean);
+}
+
+/** `text` as a regular expression that matches exactly those characters, on MongoDB (PCRE) and FerretDB (Go RE2). */
+export function literalPattern(text: string): string {
+  return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&').replace(/\0/g, '\\x00');
+}
+
+/**
+ * The filter for a multi-term search: every term must match (case-insensitively, as a literal
+ * substring) at least one of `fields`. No terms, no condition.
+ */
+export function searchFilter(fields: readonly string[], raw: string | undefined): Record<string, unknown> {
+  const terms = searchTerms(raw);
+  if (terms.length === 0) return {};
+  return {
+    $and: terms.map((term) => ({
+      $or: fields.map((field) => ({ [field]: { $regex: literalPattern(term), $options: 'i' } })),
+    })),
+  };
+}
 
 /** Case-insensitive comparison: both sides lowercased (JavaScript's Unicode lowercase mapping). */
 export const fold = (text: string) => text.toLowerCase();
@@ -29,12 +53,9 @@ export function gramsOf(values: readonly string[]): Set<string> {
   return out;
 }
 
-/** True when every (folded) term is a substring of one of the (raw) fields. */
-export function matchesTerms(terms: readonly string[], fields: readonly string[]): boolean {
-  const folded = fields.map(fold);
-  return terms.every((t) => folded.some((f) => f.includes(t)));
-}
-
+/** The fields `search` looks in (SPEC section 3). */
+export const USER_SEARCH_FIELDS = ['username', 'name', 'email'] as const;
+export const COURSE_SEARCH_FIELDS = ['id', 'name'] as const;
 export const userSearchFields = (u: Pick<UserDoc, 'username' | 'name' | 'email'>) => [u.username, u.name, u.email];
 export const courseSearchFields = (c: Pick<CourseDoc, 'id' | 'name'>) => [c.id, c.name];
 

@@ -3,7 +3,7 @@ import type { Tenant } from '../../db/tenant';
 import type { Page } from '../../http/pagination';
 import { syncCourseFacts } from '../../domain/list-facts';
 import { searchList } from '../../domain/list-plan';
-import { courseGrams, courseSearchFields, fold } from '../../domain/search-index';
+import { COURSE_SEARCH_FIELDS, courseGrams } from '../../domain/search-index';
 import { searchTerms, toBoolean, toInteger } from '../../http/query';
 import type { Infer } from '../../validation';
 import { groupsRepository } from '../groups/repository';
@@ -66,14 +66,14 @@ export function coursesRepository(tenant: Tenant) {
         filter.is_public = isPublic === undefined ? { $in: [0, 1] } : isPublic ? 1 : 0;
         filter.linked = noGroup === undefined ? { $in: [0, 1] } : noGroup ? 0 : 1;
       }
-      const terms = searchTerms(query.search).map(fold);
+      const searching = searchTerms(query.search).length > 0;
 
-      if (group === undefined && terms.length === 0) {
+      if (group === undefined && !searching) {
         const [count, docs] = await Promise.all([courses.count(filter), courses.page(filter, page)]);
         return { count, results: await present(docs) };
       }
       const groupLinks = group === undefined ? undefined : { group };
-      if (groupLinks && terms.length === 0 && Object.keys(filter).length === 0) {
+      if (groupLinks && !searching && Object.keys(filter).length === 0) {
         // The group's links in course order are the list: count and page from the link index.
         const [count, keyDocs] = await Promise.all([
           links.count(groupLinks),
@@ -89,8 +89,8 @@ export function coursesRepository(tenant: Tenant) {
         keys: async () => [...new Set((await links.find(groupLinks, { projection: { _id: 0, course: 1 } }).toArray()).map((l) => l.course))],
       };
       const { count, docs } = await searchList<CourseDoc, string>(
-        { records: courses, grams: courseGrams(tenant), fields: courseSearchFields, filter, within, gramsImplyFilter: Object.keys(filter).length === 0 },
-        terms,
+        { records: courses, grams: courseGrams(tenant), fields: COURSE_SEARCH_FIELDS, filter, within, gramsImplyFilter: Object.keys(filter).length === 0 },
+        query.search,
         page,
       );
       return { count, results: await present(docs) };

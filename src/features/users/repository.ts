@@ -2,7 +2,7 @@ import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../db/collecti
 import type { Tenant } from '../../db/tenant';
 import { syncUserGroups } from '../../domain/list-facts';
 import { searchList } from '../../domain/list-plan';
-import { fold, userGrams, userSearchFields } from '../../domain/search-index';
+import { USER_SEARCH_FIELDS, userGrams } from '../../domain/search-index';
 import type { Page } from '../../http/pagination';
 import { searchTerms, toBoolean, toInteger } from '../../http/query';
 import type { Infer } from '../../validation';
@@ -71,14 +71,13 @@ export function usersRepository(tenant: Tenant) {
     async list(page: Page, query: UserListQuery): Promise<{ count: number; results: User[] }> {
       const filter = userListFilter(query);
       if (!filter) return { count: 0, results: [] };
-      const terms = searchTerms(query.search).map(fold);
-      if (terms.length === 0) {
+      if (searchTerms(query.search).length === 0) {
         const [count, docs] = await Promise.all([users.count(filter), users.page(filter, page)]);
         return { count, results: await present(docs) };
       }
       const { count, docs } = await searchList<UserDoc, number>(
-        { records: users, grams: userGrams(tenant), fields: userSearchFields, filter, gramsImplyFilter: Object.keys(filter).length === 1 },
-        terms,
+        { records: users, grams: userGrams(tenant), fields: USER_SEARCH_FIELDS, filter, gramsImplyFilter: Object.keys(filter).length === 1 },
+        query.search,
         page,
       );
       return { count, results: await present(docs) };
