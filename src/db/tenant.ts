@@ -58,19 +58,24 @@ export class Tenant {
 const UNRECORDED: ReadonlySet<CollectionName> = new Set([COLLECTIONS.userGrams, COLLECTIONS.courseGrams]);
 
 /**
- * Whether the server is FerretDB (its buildInfo says so), asked once per database handle: the
- * one server difference this module hides (how a count is asked, see TenantCollection.count).
+ * How this server counts best, asked once per database handle: `count` when the server is
+ * FerretDB and pushes the `count` command's filter down to SQL (FerretDB v1.24 does not: it
+ * reads the whole table, while it pushes an aggregate's leading `$match` down), else
+ * countDocuments (an aggregate, which MongoDB answers from the index alone, COUNT_SCAN, when the
+ * index covers the filter). The one server difference of counting, kept here.
  */
-const ferretByDb = new WeakMap<Db, Promise<boolean>>();
-export function isFerretDB(db: Db): Promise<boolean> {
-  let known = ferretByDb.get(db);
+const countingByDb = new WeakMap<Db, Promise<'command' | 'aggregate'>>();
+function counting(db: Db): Promise<'command' | 'aggregate'> {
+  let known = countingByDb.get(db);
   if (!known) {
-    known = db
-      .admin()
-      .command({ buildInfo: 1 })
-      .then((info) => typeof info.ferretdbVersion === 'string');
-    known.catch(() => ferretByDb.delete(db)); // ask again once the server answers
-    ferretByDb.set(db, known);
+    known = (async () => {
+      const info = await db.admin().command({ buildInfo: 1 });
+      if (typeof info.ferretdbVersion !== 'string') return 'aggregate' as const;
+      const plan = await db.command({ explain: { count: COLLECTIONS.changeLog, query: { _id: 'probe' } } });
+      return plan.filterPushdown === true ? ('command' as const) : ('aggregate' as const);
+    })();
+    known.catch(() => countingByDb.delete(db)); // ask again once the server answers
+    countingByDb.set(db, known);
   }
   return known;
 }
@@ -166,14 +171,12 @@ export class TenantCollection<T extends TenantDoc> {
   }
 
   /**
-   * How many documents match (at most `limit`, when given, so a count can stop early). MongoDB
-   * answers countDocuments (an aggregate) from the index alone when the index covers the filter
-   * (COUNT_SCAN); FerretDB answers the `count` command in SQL when the filter is pushed down and
-   * reads the documents of an aggregate, so it is asked with `count`. The filter must be one the
-   * index serves exactly (equalities on indexed fields): no server-specific semantics differ then.
+   * How many documents match (at most `limit`, when given, so that a count stops early), by the
+   * command this server answers from its index (see `counting`). The filter must be one an index
+   * serves exactly (equalities on indexed fields), so both commands mean the same.
    */
   async count(filter: Filter<T> = {}, options: { limit?: number } = {}): Promise<number> {
-    if (await isFerretDB(this.db)) {
+    if ((await counting(this.db)) === 'command') {
       const answer = await this.db.command({
         count: this.inner.collectionName,
         query: this.scope(filter),
