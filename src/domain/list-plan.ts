@@ -52,14 +52,17 @@ export async function searchList<T extends { id: number | string }, R extends nu
   const checked = async (keys: readonly (number | string)[]) =>
     (await source.records.find({ _id: { $in: keys.map(String) }, ...check } as Filter<T & { _id: string; org: string }>).toArray()) as unknown as T[];
   const gs = termGrams(terms);
-  const [counts, filterSize] = await Promise.all([
-    gramCounts(source.grams, gs, CANDIDATE_CAP),
-    source.within ? source.within.size : source.records.count(source.filter as Filter<T & { _id: string; org: string }>, { limit: CANDIDATE_CAP + 1 }),
-  ]);
+  const counts = await gramCounts(source.grams, gs, CANDIDATE_CAP);
+  const [rarest, rarestSize] = [...counts].reduce<[string | null, number]>((best, [g, c]) => (c < best[1] ? [g, c] : best), [null, Infinity]);
+  // The filter's own size matters only when it could be the smaller driver: counted up to the gram's.
+  const filterSize = source.within
+    ? source.within.size
+    : rarestSize <= 100
+      ? Infinity
+      : await source.records.count(source.filter as Filter<T & { _id: string; org: string }>, { limit: Math.min(rarestSize, CANDIDATE_CAP) + 1 });
   // No candidate: the check still goes to the database (an `_id` `$in` of nothing reads nothing),
   // so every search sends its terms the one way, as escaped literal patterns.
-  if ([...counts.values()].some((c) => c === 0) || filterSize === 0) return { count: 0, docs: await checked([]) };
-  const [rarest, rarestSize] = [...counts].reduce<[string | null, number]>((best, [g, c]) => (c < best[1] ? [g, c] : best), [null, Infinity]);
+  if (rarestSize === 0 || filterSize === 0) return { count: 0, docs: await checked([]) };
 
   // One term that is itself a trigram, on a list whose filter every gram entry satisfies: the
   // gram's entries are exactly the answer, so count and page come from the index alone.
