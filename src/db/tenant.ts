@@ -64,20 +64,23 @@ const UNRECORDED: ReadonlySet<CollectionName> = new Set([COLLECTIONS.userGrams, 
  * countDocuments (an aggregate, which MongoDB answers from the index alone, COUNT_SCAN, when the
  * index covers the filter). The one server difference of counting, kept here.
  */
-const countingByDb = new WeakMap<Db, Promise<'command' | 'aggregate'>>();
-function counting(db: Db): Promise<'command' | 'aggregate'> {
+const countingByDb = new WeakMap<Db, Map<string, Promise<'command' | 'aggregate'>>>();
+function counting(db: Db, collection: string): Promise<'command' | 'aggregate'> {
   let known = countingByDb.get(db);
-  if (!known) {
-    known = (async () => {
+  if (!known) countingByDb.set(db, (known = new Map()));
+  let way = known.get(collection);
+  if (!way) {
+    way = (async () => {
       const info = await db.admin().command({ buildInfo: 1 });
       if (typeof info.ferretdbVersion !== 'string') return 'aggregate' as const;
-      const plan = await db.command({ explain: { count: COLLECTIONS.changeLog, query: { _id: 'probe' } } });
+      // Asked of the collection itself: FerretDB plans nothing for one that does not exist yet.
+      const plan = await db.command({ explain: { count: collection, query: { _id: '' } } });
       return plan.filterPushdown === true ? ('command' as const) : ('aggregate' as const);
     })();
-    known.catch(() => countingByDb.delete(db)); // ask again once the server answers
-    countingByDb.set(db, known);
+    way.catch(() => known.delete(collection)); // ask again once the server answers
+    known.set(collection, way);
   }
-  return known;
+  return way;
 }
 
 /** The offset from which a page reads its ids from the index before its documents (TenantCollection.page). */
@@ -176,7 +179,7 @@ export class TenantCollection<T extends TenantDoc> {
    * serves exactly (equalities on indexed fields), so both commands mean the same.
    */
   async count(filter: Filter<T> = {}, options: { limit?: number } = {}): Promise<number> {
-    if ((await counting(this.db)) === 'command') {
+    if ((await counting(this.db, this.inner.collectionName)) === 'command') {
       const answer = await this.db.command({
         count: this.inner.collectionName,
         query: this.scope(filter),

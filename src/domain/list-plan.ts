@@ -54,10 +54,11 @@ export async function searchList<T extends { id: number | string }, R extends nu
   const gs = termGrams(terms);
   const counts = await gramCounts(source.grams, gs, CANDIDATE_CAP);
   const [rarest, rarestSize] = [...counts].reduce<[string | null, number]>((best, [g, c]) => (c < best[1] ? [g, c] : best), [null, Infinity]);
+  const exactGram = rarest !== null && source.gramsImplyFilter && !source.within && terms.length === 1 && Array.from(terms[0]!).length === 3;
   // The filter's own size matters only when it could be the smaller driver: counted up to the gram's.
   const filterSize = source.within
     ? source.within.size
-    : rarestSize <= 100
+    : rarestSize <= 100 || exactGram
       ? Infinity
       : await source.records.count(source.filter as Filter<T & { _id: string; org: string }>, { limit: Math.min(rarestSize, CANDIDATE_CAP) + 1 });
   // No candidate: the check still goes to the database (an `_id` `$in` of nothing reads nothing),
@@ -66,10 +67,10 @@ export async function searchList<T extends { id: number | string }, R extends nu
 
   // One term that is itself a trigram, on a list whose filter every gram entry satisfies: the
   // gram's entries are exactly the answer, so count and page come from the index alone.
-  if (rarest !== null && source.gramsImplyFilter && !source.within && terms.length === 1 && Array.from(terms[0]!).length === 3) {
+  if (exactGram) {
     const [count, keys] = await Promise.all([
-      rarestSize <= CANDIDATE_CAP ? rarestSize : source.grams.count({ g: rarest } as Filter<GramDoc<R>>),
-      recordsWithGram(source.grams, rarest, page),
+      rarestSize <= CANDIDATE_CAP ? rarestSize : source.grams.count({ g: rarest! } as Filter<GramDoc<R>>),
+      recordsWithGram(source.grams, rarest!, page),
     ]);
     const docs = keys.length === 0 ? [] : await checked(keys);
     return { count, docs: docs.sort((a, b) => compareIds(a.id, b.id)) };
