@@ -23,7 +23,7 @@ export interface BenchScale {
 export const MAIN_ORG = 'bench-main';
 export const OTHER_ORG = 'bench-other';
 const EPOCH = '2020-01-01T00:00:00Z';
-const WORDS = ['amber', 'birch', 'cedar', 'delta', 'ember', 'fjord', 'gamma', 'heron', 'indigo', 'juniper', 'kestrel', 'lumen'];
+export const WORDS = ['amber', 'birch', 'cedar', 'delta', 'ember', 'fjord', 'gamma', 'heron', 'indigo', 'juniper', 'kestrel', 'lumen'];
 
 /** A deterministic pseudo-random sequence (mulberry32), so every run seeds the same data set. */
 export function random(seed: number): () => number {
@@ -40,6 +40,8 @@ export function random(seed: number): () => number {
 export interface Seeded {
   /** User ids of the main organization: 1..users. */
   userIds: number[];
+  /** The emails of the main organization's listed users. */
+  emails: string[];
   /** Course keys of the main organization. */
   courseKeys: string[];
   /** Group ids of the main organization: 1..groups. */
@@ -149,6 +151,7 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
   ]);
   return {
     userIds: Array.from({ length: scale.users }, (_, i) => i + 1),
+    emails: users.filter((u) => u.org === MAIN_ORG && u.listed === 1).map((u) => u.email),
     courseKeys: courses.filter((c) => c.org === MAIN_ORG).map((c) => c._id),
     groupIds: groups.map((g) => g.id),
   };
