@@ -12,7 +12,8 @@ import { Tenant } from '../src/db/tenant';
 import { syncUserGroups } from '../src/domain/list-facts';
 import { insertMembershipIfAbsent } from '../src/domain/memberships';
 import { gramsOf, indexUser, userSearchFields } from '../src/domain/search-index';
-import { upsertUser } from '../src/domain/users';
+import { userRecord, userTombstone, upsertUser } from '../src/domain/users';
+import { upsertIfNewer } from '../src/domain/versioned-records';
 import { normalizeEventTime } from '../src/domain/event-time';
 import { MAIN_ORG, seedBenchData } from './seed';
 
@@ -50,6 +51,11 @@ async function main() {
     const facts = (i: number) => ({ id: base + i, username: `probe${i}`, name: `Probe User ${i}`, email: `probe.user${i}@cedar.example.com`, is_active: true });
     // A new user by event: the upsert, then its list facts and grams (what the event now costs).
     const event = await timed(samples, (i) => upsertUser(tenant, facts(i), time));
+    // The same upsert without what issue 12 added after it (the record alone, as before).
+    const plain = await timed(samples, (i) => {
+      const { doc, set } = userRecord(facts(samples + i), time);
+      return upsertIfNewer<UserDoc>(tenant, { collection: COLLECTIONS.users, doc, set, tombstone: userTombstone(base + samples + i), ownerOrg: async () => null, moveOut: async () => undefined });
+    });
     // The steps alone, on users that already have them: the gram write for a renamed user, the facts sync.
     const renamed = normalizeEventTime('2031-01-01T00:00:00Z');
     const docs = await tenant.collection<UserDoc>(COLLECTIONS.users).findByIds(Array.from({ length: samples }, (_, i) => String(base + i)));
@@ -70,6 +76,7 @@ async function main() {
         row('grams per listed user', `${gramsPerUser.toFixed(1)} (one sample user: ${gramsOf(userSearchFields(facts(0))).size})`),
         row('search storage per user (gram data + gram indexes)', `${((g.size + g.indexes) / u.count).toFixed(0)} B, against ${((u.size + u.indexes) / u.count).toFixed(0)} B for the user itself`),
         row('user event, new user (upsert + facts + grams)', ms(event)),
+        row('the same upsert alone (before issue 12)', ms(plain)),
         row('grams rewritten after a rename (indexUser)', ms(regram)),
         row('membership created (insert + facts sync)', ms(membership)),
         row('facts sync with nothing to change (two reads)', ms(syncNoop)),

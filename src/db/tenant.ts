@@ -243,6 +243,11 @@ export class TenantCollection<T extends TenantDoc> {
     });
   }
 
+  /** Updates every match in one command; records "anything may have changed" when it changed something. */
+  updateMany(filter: Filter<T>, update: UpdateFilter<T>) {
+    return this.write(this.inner.updateMany(this.scope(filter), update), (r) => (r.modifiedCount > 0 ? [null] : []));
+  }
+
   findOneAndUpdate(filter: Filter<T>, update: UpdateFilter<T>, options: FindOneAndUpdateOptions = {}) {
     return this.write(this.inner.findOneAndUpdate(this.scope(filter), update, { returnDocument: 'after', ...options }), (doc) =>
       doc ? [doc._id as string] : [],

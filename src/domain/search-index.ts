@@ -63,23 +63,38 @@ const gramId = (r: number | string, g: string) => `${r}|${g}`;
 
 /**
  * Makes the record's grams in the tenant's organization those of `wanted`, as computed from the
- * record as of `time` (its `event_time`). Every gram wanted is upserted unless one as new is
- * there; grams not wanted are deleted only when older. So a computation from an older read of
- * the record, landing late, can add a stray gram (harmless: candidates are checked) but never
+ * record as of `time` (its `event_time`): every gram wanted ends with a `t` at least `time`, and
+ * grams not wanted are deleted only when older. So a computation from an older read of the
+ * record, landing late, can add a stray gram (harmless: candidates are checked) but never
  * remove a newer computation's gram (which would hide the record from searches).
+ *
+ * The usual cases are cheap writes: a missing gram is inserted (one insertMany), a present older
+ * one gets the new `t` (one updateMany). Only a gram that an older computation deleted or
+ * inserted meanwhile (the insert refused, or fewer updated than asked) goes through the
+ * conditional upsert, which settles either race.
  */
 async function syncGrams<R extends number | string>(grams: TenantCollection<GramDoc<R>>, r: R, wanted: Set<string>, time: string): Promise<void> {
   const existing = await grams.find({ r } as Filter<GramDoc<R>>, { projection: { _id: 1, t: 1 } }).toArray();
   const have = new Map(existing.map((d) => [d._id, d.t]));
   const wantedIds = new Set([...wanted].map((g) => gramId(r, g)));
-  const upserts = [...wanted]
-    .filter((g) => {
-      const t = have.get(gramId(r, g));
-      return t === undefined || t < time;
-    })
-    .map((g) => ({ filter: { _id: gramId(r, g), t: { $lt: time } } as Filter<GramDoc<R>>, set: { g, r, t: time } as Partial<GramDoc<R>> }));
+  const missing = [...wanted].filter((g) => !have.has(gramId(r, g)));
+  const older = [...wanted].filter((g) => (have.get(gramId(r, g)) ?? time) < time);
   const extras = existing.filter((d) => !wantedIds.has(d._id) && d.t < time).map((d) => d._id);
-  await grams.upsertEach(upserts);
+  const racing = new Set<string>();
+  if (missing.length > 0) {
+    const refused = await grams.insertMany(missing.map((g) => ({ _id: gramId(r, g), g, r, t: time }) as Omit<GramDoc<R>, 'org'>));
+    for (const id of refused) racing.add(id.slice(String(r).length + 1));
+  }
+  if (older.length > 0) {
+    const ids = older.map((g) => gramId(r, g));
+    const { modifiedCount } = await grams.updateMany({ _id: { $in: ids }, t: { $lt: time } } as Filter<GramDoc<R>>, { $set: { t: time } } as never);
+    if (modifiedCount < older.length) older.forEach((g) => racing.add(g));
+  }
+  if (racing.size > 0) {
+    await grams.upsertEach(
+      [...racing].map((g) => ({ filter: { _id: gramId(r, g), t: { $lt: time } } as Filter<GramDoc<R>>, set: { g, r, t: time } as Partial<GramDoc<R>> })),
+    );
+  }
   if (extras.length > 0) await grams.deleteMany({ _id: { $in: extras }, t: { $lt: time } } as Filter<GramDoc<R>>);
 }
 
