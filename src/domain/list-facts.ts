@@ -1,6 +1,7 @@
 import type { Filter } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type MembershipDoc, type PublicCourseDoc, type UserDoc } from '../db/collections';
 import type { Tenant, TenantCollection } from '../db/tenant';
+import { indexCourse, indexUser } from './search-index';
 
 /**
  * The list facts: fields of a user or course document derived from other records, so that the
@@ -143,4 +144,40 @@ export async function coursesOf(tenant: Tenant, group: number): Promise<string[]
 export async function usersShowingGroup(tenant: Tenant, group: number): Promise<string[]> {
   const docs = await tenant.collection<UserDoc>(COLLECTIONS.users).find({ grp: group }, { projection: { _id: 0, id: 1 } }).toArray();
   return docs.map((d) => String(d.id));
+}
+
+/**
+ * Derives every list fact and search gram of an organization again (`cag reindex`): for a
+ * database written before they existed, or after writers died between their writes and their
+ * derivations. A page of users (then courses) at a time, in id order; idempotent, and safe while
+ * the service runs (each step is the guarded derivation the writers use). Returns the counts.
+ */
+export async function reindexOrganization(tenant: Tenant, pageSize = 500): Promise<{ users: number; courses: number }> {
+  const users = tenant.collection<UserDoc>(COLLECTIONS.users);
+  let userCount = 0;
+  for (let offset = 0; ; offset += pageSize) {
+    const page = await users.find({}).sort({ id: 1 }).skip(offset).limit(pageSize).toArray();
+    if (page.length === 0) break;
+    // `listed` comes from the record itself: set where missing or wrong, if the record did not change meanwhile.
+    for (const u of page) {
+      const listed = u.is_site_admin ? 0 : 1;
+      if (u.listed !== listed) {
+        await users.updateOne({ _id: u._id, event_time: u.event_time }, { $set: { listed } });
+        u.listed = listed;
+      }
+    }
+    await syncUserGroups(tenant, page.map((u) => u.id));
+    for (let i = 0; i < page.length; i += 16) await Promise.all(page.slice(i, i + 16).map((u) => indexUser(tenant, u)));
+    userCount += page.length;
+  }
+  const courses = tenant.collection<CourseDoc>(COLLECTIONS.courses);
+  let courseCount = 0;
+  for (let offset = 0; ; offset += pageSize) {
+    const page = await courses.find({}).sort({ id: 1 }).skip(offset).limit(pageSize).toArray();
+    if (page.length === 0) break;
+    await syncCourseFacts(tenant, page.map((c) => c._id));
+    for (let i = 0; i < page.length; i += 16) await Promise.all(page.slice(i, i + 16).map((c) => indexCourse(tenant, c)));
+    courseCount += page.length;
+  }
+  return { users: userCount, courses: courseCount };
 }

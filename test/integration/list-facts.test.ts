@@ -93,3 +93,47 @@ test('a writer that died before deriving: the next user event repairs the group,
   await usersRepository(tenant).list({ limit: 20, offset: 0 }, {});
   expect((await usersRepository(tenant).list({ limit: 20, offset: 0 }, { group: String(groups[2]) })).results.map((r) => r.id)).toEqual([4]);
 });
+
+test('`cag reindex` derives the list fields and search entries of a database written before they existed', async () => {
+  const org = 'org-old';
+  const raw = (name: string) => service.db.collection<{ _id: string; [field: string]: unknown }>(name);
+  const user = (id: number, name: string, admin = false) => ({
+    _id: String(id),
+    id,
+    org,
+    username: `old${id}`,
+    name,
+    email: `old${id}@example.com`,
+    email_lower: `old${id}@example.com`,
+    is_active: true,
+    is_staff: false,
+    is_site_admin: admin,
+    event_time: '2024-01-01T00:00:00Z',
+  });
+  await raw(COLLECTIONS.users).insertMany([user(501, 'Ada Lovelace'), user(502, 'Grace Hopper'), user(503, 'Site Admin', true)]);
+  await raw(COLLECTIONS.courses).insertMany(
+    ['course-v1:old+A+1', 'course-v1:old+B+1'].map((k) => ({ _id: k, id: k, org, name: `Course ${k}`, event_time: '2024-01-01T00:00:00Z' })),
+  );
+  await raw(COLLECTIONS.groups).insertOne({ _id: '77', id: 77, org, name: 'Old', description: '' });
+  await raw(COLLECTIONS.memberships).insertOne({ _id: '501', id: 1, org, user: 501, group: 77, automatic: false });
+  await raw(COLLECTIONS.groupCourses).insertOne({ _id: 'course-v1:old+A+1|77', id: 1, org, course: 'course-v1:old+A+1', group: 77 });
+  await raw(COLLECTIONS.publicCourses).insertOne({ _id: 'course-v1:old+B+1', id: 1, org, course: 'course-v1:old+B+1' });
+
+  const { runCli } = await import('../../src/cli/main');
+  const out: string[] = [];
+  const sink = { write: (s: string) => out.push(s) !== 0 } as unknown as NodeJS.WritableStream;
+  const code = await runCli(['reindex', '--org', org], { stdout: sink, stderr: sink, env: { MONGO_URL: process.env.MONGO_URL, MONGO_DB: service.config.MONGO_DB, LOG_LEVEL: 'silent' } });
+  expect({ code, out: out.join('') }).toEqual({ code: 0, out: 'reindexed 3 users, 2 courses\n' });
+
+  const old = new Tenant(service.db, org);
+  const ids = async (q: Record<string, string>) => (await usersRepository(old).list({ limit: 20, offset: 0 }, q)).results.map((r) => r.id);
+  expect(await ids({})).toEqual([501, 502]);
+  expect(await ids({ group: '77' })).toEqual([501]);
+  expect(await ids({ no_group: 'true' })).toEqual([502]);
+  expect(await ids({ search: 'hopper' })).toEqual([502]);
+  const { coursesRepository } = await import('../../src/features/courses/repository');
+  const keys = async (q: Record<string, string>) => (await coursesRepository(old).list({ limit: 20, offset: 0 }, q)).results.map((c) => c.id);
+  expect(await keys({ is_public: 'true' })).toEqual(['course-v1:old+B+1']);
+  expect(await keys({ no_group: 'false' })).toEqual(['course-v1:old+A+1']);
+  expect(await keys({ search: 'old+b' })).toEqual(['course-v1:old+B+1']);
+});
