@@ -55,10 +55,11 @@ export async function searchList<T extends { id: number | string }, R extends nu
   const counts = await gramCounts(source.grams, gs, CANDIDATE_CAP);
   const [rarest, rarestSize] = [...counts].reduce<[string | null, number]>((best, [g, c]) => (c < best[1] ? [g, c] : best), [null, Infinity]);
   const exactGram = rarest !== null && source.gramsImplyFilter && !source.within && terms.length === 1 && Array.from(terms[0]!).length === 3;
-  // The filter's own size matters only when it could be the smaller driver: counted up to the gram's.
+  // The filter's own size matters only when it could be the smaller driver: counted up to the
+  // gram's. Never when every gram entry satisfies the filter (it cannot be smaller then).
   const filterSize = source.within
     ? source.within.size
-    : rarestSize <= 100 || exactGram
+    : rarestSize <= 100 || exactGram || source.gramsImplyFilter
       ? Infinity
       : await source.records.count(source.filter as Filter<T & { _id: string; org: string }>, { limit: Math.min(rarestSize, CANDIDATE_CAP) + 1 });
   // No candidate: the check still goes to the database (an `_id` `$in` of nothing reads nothing),

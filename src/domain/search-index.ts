@@ -139,15 +139,15 @@ export function termGrams(terms: readonly string[]): string[] {
 
 /**
  * How many records of the organization have each gram, counted from the index with a limit (a
- * count stops there): first up to 100 each; only if none is below that, up to 1000 for those
- * that reached it, then up to `cap`. Enough to pick the rarest and to know whether it is small,
- * for a few hundred index keys per gram in the usual case (a query with one rare trigram).
+ * count stops there): first up to 1000 each; only if none is below that, up to `cap` for those
+ * that reached it. Enough to pick the rarest and to know whether it is small, for at most a
+ * thousand index keys per gram in the usual case (a query with one rare trigram).
  * A count that reached its limit is reported as the limit + 1.
  */
 export async function gramCounts<R extends number | string>(grams: TenantCollection<GramDoc<R>>, gs: readonly string[], cap: number): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   let open = [...gs];
-  for (const limit of [100, 1000, cap].filter((l, i, all) => l <= cap && all.indexOf(l) === i)) {
+  for (const limit of [1000, cap].filter((l, i, all) => l <= cap && all.indexOf(l) === i)) {
     const found = await Promise.all(open.map((g) => grams.count({ g } as Filter<GramDoc<R>>, { limit: limit + 1 })));
     open.forEach((g, i) => counts.set(g, found[i]!));
     if (found.some((n) => n <= limit)) break; // the rarest is known

@@ -89,9 +89,10 @@ test('a writer that died before deriving: the next user event repairs the group,
 
   // The same by read repair: a list page that shows the user derives it again.
   await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).updateOne({ _id: '4' }, { $set: { group: groups[2]! } });
-  expect((await usersRepository(tenant).list({ limit: 20, offset: 0 }, { group: String(groups[2]) })).count).toBe(0);
+  const inGroup2 = async () => (await usersRepository(tenant).list({ limit: 20, offset: 0 }, { group: String(groups[2]) })).results.map((r) => r.id);
+  expect(await inGroup2()).not.toContain(4);
   await usersRepository(tenant).list({ limit: 20, offset: 0 }, {});
-  expect((await usersRepository(tenant).list({ limit: 20, offset: 0 }, { group: String(groups[2]) })).results.map((r) => r.id)).toEqual([4]);
+  expect(await inGroup2()).toContain(4);
 });
 
 test('`cag reindex` derives the list fields and search entries of a database written before they existed', async () => {
