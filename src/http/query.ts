@@ -90,29 +90,8 @@ export const toBoolean = (raw: string | undefined): boolean | undefined =>
 
 export const toInteger = (raw: string | undefined): number | undefined => (raw === undefined ? undefined : Number(raw));
 
-/** Search terms: split on spaces and commas, empty ones dropped. */
-export function searchTerms(raw: string | undefined): string[] {
-  return (raw ?? '').split(/[\s,]+/).filter(Boolean);
-}
-
-/** `text` as a regular expression that matches exactly those characters, on MongoDB (PCRE) and FerretDB (Go RE2). */
-export function literalPattern(text: string): string {
-  return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&').replace(/\0/g, '\\x00');
-}
-
-/**
- * The filter for a multi-term search: every term must match (case-insensitively, as a literal
- * substring) at least one of `fields`. No terms, no condition.
- */
-export function searchFilter(fields: readonly string[], raw: string | undefined): Record<string, unknown> {
-  const terms = searchTerms(raw);
-  if (terms.length === 0) return {};
-  return {
-    $and: terms.map((term) => ({
-      $or: fields.map((field) => ({ [field]: { $regex: literalPattern(term), $options: 'i' } })),
-    })),
-  };
-}
+// The search's terms and literal patterns belong to the domain (src/domain/search-index.ts).
+export { literalPattern, searchFilter, searchTerms } from '../domain/search-index';
 
 /** OpenAPI 3.1 query parameters made from a query schema. */
 export function queryParameters(schema: QuerySchema) {

@@ -1,5 +1,6 @@
 import { COLLECTIONS, type GroupCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
+import { syncCourseFacts } from '../../domain/list-facts';
 import { doesNotExist, isDuplicateKey, validationError, type FieldErrors } from '../../http/errors';
 import type { Page } from '../../http/pagination';
 import type { Infer } from '../../validation';
@@ -54,8 +55,8 @@ export function groupCoursesRepository(tenant: Tenant) {
   return {
     async list(page: Page): Promise<{ count: number; results: GroupCourse[] }> {
       const [count, docs] = await Promise.all([
-        links.countDocuments(),
-        links.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+        links.count(),
+        links.page({}, page),
       ]);
       return { count, results: await present(docs) };
     },
@@ -75,7 +76,9 @@ export function groupCoursesRepository(tenant: Tenant) {
       // Checked first so that a refused request claims no id.
       if (await links.findOne({ _id }, { projection: { _id: 1 } })) throw notUnique();
       const id = await tenant.nextId('group_courses');
-      return (await present([await insert({ _id, id, course: input.course, group: input.group })]))[0]!;
+      const doc = await insert({ _id, id, course: input.course, group: input.group });
+      await syncCourseFacts(tenant, [doc.course]);
+      return (await present([doc]))[0]!;
     },
 
     /**
@@ -93,12 +96,16 @@ export function groupCoursesRepository(tenant: Tenant) {
       if (_id === old._id) return (await present([old]))[0]!;
       const doc = await insert({ _id, id, course, group });
       await links.deleteMany({ id, _id: { $ne: _id } });
+      await syncCourseFacts(tenant, [old.course, course]);
       return (await present([doc]))[0]!;
     },
 
     /** Deletes every document of the id (normally one; two after an interrupted PATCH). */
     async delete(id: number): Promise<boolean> {
-      return (await links.deleteMany({ id })).deletedCount > 0;
+      const courses = (await links.find({ id }, { projection: { course: 1 } }).toArray()).map((l) => l.course);
+      const deleted = (await links.deleteMany({ id })).deletedCount > 0;
+      await syncCourseFacts(tenant, courses);
+      return deleted;
     },
   };
 }

@@ -15,8 +15,8 @@ export function groupsRepository(tenant: Tenant) {
   return {
     async list(page: Page): Promise<{ count: number; results: Group[] }> {
       const [count, docs] = await Promise.all([
-        groups.countDocuments(),
-        groups.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+        groups.count(),
+        groups.page({}, page),
       ]);
       return { count, results: docs.map(toGroup) };
     },

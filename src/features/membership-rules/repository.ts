@@ -47,8 +47,8 @@ export function rulesRepository(tenant: Tenant) {
       const group = toInteger(query.group);
       const filter = group === undefined ? {} : { group };
       const [count, docs] = await Promise.all([
-        rules.countDocuments(filter),
-        rules.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+        rules.count(filter),
+        rules.page(filter, page),
       ]);
       return { count, results: await present(docs) };
     },

@@ -1,6 +1,6 @@
 import { COLLECTIONS, type MembershipDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
-import { insertMembershipIfAbsent } from '../../domain/memberships';
+import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../domain/memberships';
 import { doesNotExist, fieldError, validationError, type FieldErrors } from '../../http/errors';
 import type { Page } from '../../http/pagination';
 import { toInteger } from '../../http/query';
@@ -39,8 +39,8 @@ export function membershipsRepository(tenant: Tenant) {
       const group = toInteger(query.group);
       const filter = group === undefined ? {} : { group };
       const [count, docs] = await Promise.all([
-        memberships.countDocuments(filter),
-        memberships.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+        memberships.count(filter),
+        memberships.page(filter, page),
       ]);
       return { count, results: await present(docs) };
     },
@@ -72,15 +72,12 @@ export function membershipsRepository(tenant: Tenant) {
       const errors: FieldErrors = {};
       await checkGroup(patch.group, errors);
       if (Object.keys(errors).length > 0) throw validationError(errors);
-      const doc =
-        patch.group === undefined
-          ? await memberships.findOne({ id })
-          : await memberships.findOneAndUpdate({ id }, { $set: { group: patch.group } });
+      const doc = patch.group === undefined ? await memberships.findOne({ id }) : await moveMembership(tenant, id, patch.group);
       return doc && (await present([doc]))[0]!;
     },
 
     async delete(id: number): Promise<boolean> {
-      return (await memberships.deleteOne({ id })).deletedCount === 1;
+      return deleteMembership(tenant, { id });
     },
   };
 }

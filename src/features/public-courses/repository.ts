@@ -1,5 +1,6 @@
 import { COLLECTIONS, type PublicCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
+import { syncCourseFacts } from '../../domain/list-facts';
 import { doesNotExist, fieldError, isDuplicateKey } from '../../http/errors';
 import type { Page } from '../../http/pagination';
 import type { Infer } from '../../validation';
@@ -22,8 +23,8 @@ export function publicCoursesRepository(tenant: Tenant) {
   return {
     async list(page: Page): Promise<{ count: number; results: PublicCourse[] }> {
       const [count, docs] = await Promise.all([
-        records.countDocuments(),
-        records.find().sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
+        records.count(),
+        records.page({}, page),
       ]);
       return { count, results: await present(docs) };
     },
@@ -39,16 +40,21 @@ export function publicCoursesRepository(tenant: Tenant) {
       // Checked first so that a refused request claims no id.
       if (await records.findOne({ _id: input.course }, { projection: { _id: 1 } })) throw alreadyPublic();
       const id = await tenant.nextId('public_courses');
+      let doc: PublicCourseDoc;
       try {
-        return (await present([await records.insertOne({ _id: input.course, id, course: input.course })]))[0]!;
+        doc = await records.insertOne({ _id: input.course, id, course: input.course });
       } catch (err) {
         if (isDuplicateKey(err)) throw alreadyPublic();
         throw err;
       }
+      await syncCourseFacts(tenant, [doc.course]);
+      return (await present([doc]))[0]!;
     },
 
     async delete(id: number): Promise<boolean> {
-      return (await records.deleteOne({ id })).deletedCount === 1;
+      const doc = await records.findOneAndDelete({ id });
+      if (doc) await syncCourseFacts(tenant, [doc.course]);
+      return doc !== null;
     },
   };
 }
