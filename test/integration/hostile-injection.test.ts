@@ -197,7 +197,9 @@ function relayWork({ name, command }: { name: string; command: Record<string, un
   return (
     (name === 'insert' && command.insert === COLLECTIONS.auditLog) ||
     (name === 'delete' && command.delete === COLLECTIONS.outbox) ||
-    ((name === 'update' || name === 'findAndModify') && (command.update ?? command.findAndModify) === COLLECTIONS.leases)
+    // (a findAndModify names its collection in `findAndModify`; its `update` is the change)
+    (name === 'update' && command.update === COLLECTIONS.leases) ||
+    (name === 'findAndModify' && command.findAndModify === COLLECTIONS.leases)
   );
 }
 
