@@ -245,13 +245,16 @@ export const INDEXES: Record<string, IndexDescription[]> = {
     { key: { org: 1, id: 1 }, unique: true }, // list by id
     { key: { org: 1, is_public: 1, linked: 1, id: 1 } }, // courses?is_public=, ?no_group= and both
   ],
+  // No gram index starts with `org`: FerretDB's pushdown (scripts/ferretdb/0001) ORs each
+  // equality with "or an array containing it", and SQLite, without statistics, serves the
+  // alternative {r: array, org: ?} from an index led by org, reading the organization's grams.
   [COLLECTIONS.userGrams]: [
-    { key: { org: 1, g: 1, r: 1 } }, // search: a gram's users in id order, and its count
-    { key: { r: 1 } }, // a user's grams, when its record changes
+    { key: { g: 1, org: 1, r: 1 } }, // search: a gram's users in id order, and its count
+    { key: { r: 1, org: 1 } }, // a user's grams, when its record changes
   ],
   [COLLECTIONS.courseGrams]: [
-    { key: { org: 1, g: 1, r: 1 } },
-    { key: { r: 1 } },
+    { key: { g: 1, org: 1, r: 1 } },
+    { key: { r: 1, org: 1 } },
   ],
   [COLLECTIONS.auditLog]: [
     { key: { org: 1, time: -1 } }, // audit-log/, newest first (its TTL index: src/db/audit.ts)

@@ -7,7 +7,7 @@ import { fold, gramCounts, recordsWithGram, searchFilter, searchTerms, termGrams
  * How a filtered, searched list is read without scanning an organization (docs/lists-and-search.md).
  *
  * A search chooses its *driver*, the smallest index range that contains every answer: the
- * records of the query's rarest trigram (`{org, g, r}`), or the list's filter itself (an
+ * records of the query's rarest trigram (`{g, org, r}`), or the list's filter itself (an
  * equality index on the record, or another candidate set such as a group's links), whichever
  * the index counts say is smaller. The driver's records are read by `_id`, a thousand at a time,
  * with the whole filter and each term's escaped literal `$regex` (case-insensitive), so the

@@ -6,7 +6,7 @@ import type { Tenant, TenantCollection } from '../db/tenant';
  * The search index (SPEC section 3's `search`: every term a case-insensitive literal substring
  * of one of the record's fields). An unanchored substring cannot use a B-tree, so each record's
  * searchable fields are cut into trigrams, lowercased, one scalar document per (record, gram)
- * in a side collection (`user_grams`, `course_grams`) indexed `{org, g, r}`. A term of three or
+ * in a side collection (`user_grams`, `course_grams`) indexed `{g, org, r}`. A term of three or
  * more characters occurs in a field only if each of its trigrams does, so the users having the
  * rarest trigram of the query are a superset of the answer; each candidate is then checked
  * exactly by the database, with the escaped literal `$regex` of each term (src/domain/list-plan.ts). Scalar documents serve identically on MongoDB
@@ -156,7 +156,7 @@ export async function gramCounts<R extends number | string>(grams: TenantCollect
   return counts;
 }
 
-/** The records having gram `g`, in key order (index-only on MongoDB: `{org, g, r}` covers it). */
+/** The records having gram `g`, in key order (index-only on MongoDB: `{g, org, r}` covers it). */
 export async function recordsWithGram<R extends number | string>(
   grams: TenantCollection<GramDoc<R>>,
   g: string,
