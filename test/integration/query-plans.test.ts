@@ -10,7 +10,8 @@
 // The organization is the bench's data set (bench/seed.ts: derived fields and search grams
 // written with insertMany), at USERS users.
 import { Long, MongoClient, type CommandStartedEvent, type Db, type Document } from 'mongodb';
-import { ensureIndexes } from '../../src/db/collections';
+import { ensureIndexes, type UserDoc } from '../../src/db/collections';
+import { indexUser } from '../../src/domain/search-index';
 import { Tenant } from '../../src/db/tenant';
 import { coursesRepository } from '../../src/features/courses/repository';
 import { groupCoursesRepository } from '../../src/features/group-courses/repository';
@@ -184,3 +185,19 @@ test.each(cases)('%s: every command it sends is served by an index', async (name
   expect(answer.count).toBeGreaterThanOrEqual(answer.results.length);
   await expectIndexed(sent, bound);
 }, 120_000);
+
+// Every event about a user re-derives its search grams, reading the ones it has: by record
+// (`{r, org}`), never the organization's. On the local stack that read is an OR of indexable
+// alternatives (a field may be an array containing the value); each must use the record's index,
+// or SQLite may serve one from an index led by org and read every gram of the organization.
+test("a user event's read of the user's own grams uses the record index, not the organization's", async () => {
+  const user = await db.collection<UserDoc>('users').findOne({ org: MAIN_ORG, id: Math.floor(USERS / 3) });
+  expect(user).not.toBeNull();
+  const sent = (await captured(() => indexUser(tenant(), user!))).filter((c) => collectionOf(c) === 'user_grams');
+  expect(sent.map(where)).toEqual([`user_grams ${JSON.stringify({ r: user!.id, org: MAIN_ORG })}`]);
+  if (!ferret) return expectIndexedOnMongo(sent, { keys: 100, docs: 100 });
+  const plan = ((await explain(sent[0]!, 'queryPlanner')).queryPlanner?.Plan ?? []) as string[];
+  const searches = plan.filter((line) => /detail=SEARCH/.test(line));
+  expect(searches.length).toBeGreaterThan(0);
+  expect(searches.filter((line) => !/USING (COVERING )?INDEX \S+_r_1_org_1 /.test(line))).toEqual([]);
+}, 60_000);
