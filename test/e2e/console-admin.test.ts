@@ -186,6 +186,8 @@ test('adds a learner to a group and moves another, after searching for them', as
 test("a group's page: rename it, link a course, remove a member and add one back by email", async () => {
   await go(page, '#/groups');
   await page.getByRole('link', { name: 'Cohort B', exact: true }).click();
+  // A link changes the hash; the group's page renders on the next task, so wait for it before `settled`.
+  await page.getByRole('heading', { level: 1, name: 'Cohort B' }).waitFor();
   await settled(page);
   expect(await page.getByRole('table', { name: 'Members of Cohort B' }).locator('td[data-label="Email"]').allInnerTexts()).toEqual([
     'ada@learn.example.org',

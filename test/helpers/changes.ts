@@ -77,3 +77,20 @@ export function orderViolations(received: Received[]): string[] {
   }
   return problems;
 }
+
+/**
+ * In order per record: versions grow along each partition, and the first event carrying each
+ * acknowledged write's request id comes in the order the writes were made (`acked`: subject ->
+ * request ids in write order).
+ */
+export function expectInOrderPerRecord(received: Received[], acked: ReadonlyMap<string, readonly string[]>): void {
+  expect(orderViolations(received)).toEqual([]);
+  for (const [subject, rids] of acked) {
+    const seen: string[] = [];
+    for (const r of received.filter((x) => x.event.subject === subject).sort((a, b) => a.offset - b.offset)) {
+      const rid = r.event.data.request_id as string;
+      if (rids.includes(rid) && !seen.includes(rid)) seen.push(rid);
+    }
+    expect({ subject, order: seen }).toEqual({ subject, order: [...rids] });
+  }
+}

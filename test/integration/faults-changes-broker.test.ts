@@ -5,7 +5,7 @@
 // for the broker; the outbox holds their changes; once the broker is back, every change is
 // published, in order per record, and each record's newest event is its state in the database.
 import { COLLECTIONS } from '../../src/db/collections';
-import { changeReader, orderViolations, type ChangeReader } from '../helpers/changes';
+import { changeReader, expectInOrderPerRecord, type ChangeReader } from '../helpers/changes';
 import { newUserId, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { privateKafka } from '../helpers/private-stack';
@@ -111,15 +111,7 @@ test(`the broker down (stopped, ${DOWN_MS / 1000} s, started again) while admini
   );
   const caughtUpIn = Date.now() - started;
 
-  expect(orderViolations(reader.received)).toEqual([]);
-  for (const [subject, rids] of acked) {
-    const seen: string[] = [];
-    for (const r of reader.received.filter((x) => x.event.subject === subject).sort((a, b) => a.offset - b.offset)) {
-      const rid = r.event.data.request_id as string;
-      if (rids.includes(rid) && !seen.includes(rid)) seen.push(rid);
-    }
-    expect({ subject, order: seen }).toEqual({ subject, order: rids });
-  }
+  expectInOrderPerRecord(reader.received, acked);
   const latest = reader.latest();
   for (let w = 0; w < WRITERS; w++) {
     expect(latest.get(`course-access-groups/${groups[w]}`)!.data.group).toEqual((await http.get(`course-access-groups/${groups[w]}/`)).body);
