@@ -23,6 +23,7 @@ async function main(): Promise<void> {
     duration: num('BENCH_DURATION', 10),
     warmup: num('BENCH_WARMUP', 2),
     compareWithoutCache: process.env.BENCH_COMPARE_CACHE !== 'false',
+    rows: process.env.BENCH_ROWS === 'lists' ? 'lists' : 'all',
     logLevel: process.env.BENCH_LOG_LEVEL || 'info',
     progress: (line) => process.stderr.write(`${line}\n`),
   });

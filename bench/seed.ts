@@ -2,6 +2,8 @@ import type { Db } from 'mongodb';
 import {
   COLLECTIONS,
   type CourseDoc,
+  type CourseGramDoc,
+  type UserGramDoc,
   type GroupCourseDoc,
   type GroupDoc,
   type MembershipDoc,
@@ -9,6 +11,7 @@ import {
   type SiteConfigurationDoc,
   type UserDoc,
 } from '../src/db/collections';
+import { courseSearchFields, gramsOf, userSearchFields } from '../src/domain/search-index';
 
 /** The data set of `npm run bench`. Everything lives in organization `MAIN_ORG` but a small second one. */
 export interface BenchScale {
@@ -20,7 +23,7 @@ export interface BenchScale {
 export const MAIN_ORG = 'bench-main';
 export const OTHER_ORG = 'bench-other';
 const EPOCH = '2020-01-01T00:00:00Z';
-const WORDS = ['amber', 'birch', 'cedar', 'delta', 'ember', 'fjord', 'gamma', 'heron', 'indigo', 'juniper', 'kestrel', 'lumen'];
+export const WORDS = ['amber', 'birch', 'cedar', 'delta', 'ember', 'fjord', 'gamma', 'heron', 'indigo', 'juniper', 'kestrel', 'lumen'];
 
 /** A deterministic pseudo-random sequence (mulberry32), so every run seeds the same data set. */
 export function random(seed: number): () => number {
@@ -37,6 +40,8 @@ export function random(seed: number): () => number {
 export interface Seeded {
   /** User ids of the main organization: 1..users. */
   userIds: number[];
+  /** The emails of the main organization's listed users. */
+  emails: string[];
   /** Course keys of the main organization. */
   courseKeys: string[];
   /** Group ids of the main organization: 1..groups. */
@@ -66,12 +71,16 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
 
   const users: UserDoc[] = [];
   const memberships: MembershipDoc[] = [];
+  const userGrams: UserGramDoc[] = [];
   for (let id = 1; id <= scale.users + otherUsers; id++) {
     const org = id <= scale.users ? MAIN_ORG : OTHER_ORG;
     const first = pick(WORDS);
     const last = pick(WORDS);
     const email = `${first}.${last}${id}@${pick(WORDS)}.example.com`;
-    users.push({
+    // The list facts and search grams the service derives (src/domain/list-facts.ts, search-index.ts).
+    const grp = org === MAIN_ORG ? 1 + Math.floor(next() * scale.groups) : 0;
+    const listed = id === 1 ? 0 : 1;
+    const user: UserDoc = {
       _id: String(id),
       id,
       org,
@@ -83,25 +92,34 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
       is_staff: false,
       is_site_admin: id === 1,
       event_time: EPOCH,
-    });
-    if (org === MAIN_ORG) {
-      memberships.push({ _id: String(id), id, org, user: id, group: 1 + Math.floor(next() * scale.groups), automatic: false });
-    }
+      listed,
+      grp,
+      member: grp === 0 ? 0 : 1,
+      facts_v: grp === 0 ? 0 : 1,
+    };
+    users.push(user);
+    if (grp !== 0) memberships.push({ _id: String(id), id, org, user: id, group: grp, automatic: false });
+    if (listed === 1) for (const g of gramsOf(userSearchFields(user))) userGrams.push({ _id: `${id}|${g}`, org, g, r: id, t: EPOCH });
   }
 
   const courses: CourseDoc[] = [];
   const links: GroupCourseDoc[] = [];
   const publics: PublicCourseDoc[] = [];
+  const courseGrams: CourseGramDoc[] = [];
   for (let n = 1; n <= scale.courses; n++) {
     const org = n <= mainCourses ? MAIN_ORG : OTHER_ORG;
     const key = `course-v1:${org === MAIN_ORG ? 'MAIN' : 'OTHER'}+C${n}+2026`;
-    courses.push({ _id: key, id: key, org, name: `${pick(WORDS)} ${pick(WORDS)} ${n}`, event_time: EPOCH });
-    if (org !== MAIN_ORG) continue;
+    const main = org === MAIN_ORG;
+    const isPublic = main && n % 10 === 0 ? 1 : 0;
+    const course: CourseDoc = { _id: key, id: key, org, name: `${pick(WORDS)} ${pick(WORDS)} ${n}`, event_time: EPOCH, is_public: isPublic, linked: main ? 1 : 0, facts_v: main ? 1 : 0 };
+    courses.push(course);
+    for (const g of gramsOf(courseSearchFields(course))) courseGrams.push({ _id: `${key}|${g}`, org, g, r: key, t: EPOCH });
+    if (!main) continue;
     const linked = new Set<number>();
     const count = 1 + Math.floor(next() * 3);
     while (linked.size < Math.min(count, scale.groups)) linked.add(1 + Math.floor(next() * scale.groups));
     for (const group of linked) links.push({ _id: `${key}|${group}`, id: links.length + 1, org, course: key, group });
-    if (n % 10 === 0) publics.push({ _id: key, id: publics.length + 1, org, course: key });
+    if (isPublic) publics.push({ _id: key, id: publics.length + 1, org, course: key });
   }
 
   // Each resource's counter at the highest id the seed used, as src/db/counters.ts keeps it:
@@ -128,9 +146,12 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
     insertAll(db, COLLECTIONS.publicCourses, publics),
     insertAll(db, COLLECTIONS.siteConfigurations, configs),
     insertAll(db, COLLECTIONS.counters, counters),
+    insertAll(db, COLLECTIONS.userGrams, userGrams),
+    insertAll(db, COLLECTIONS.courseGrams, courseGrams),
   ]);
   return {
     userIds: Array.from({ length: scale.users }, (_, i) => i + 1),
+    emails: users.filter((u) => u.org === MAIN_ORG && u.listed === 1).map((u) => u.email),
     courseKeys: courses.filter((c) => c.org === MAIN_ORG).map((c) => c._id),
     groupIds: groups.map((g) => g.id),
   };

@@ -9,11 +9,14 @@ import { createLogger, type Logger } from '../log';
 import { exportConfiguration } from './export';
 import { FatalImportError, importFiles } from './import';
 import { ImportConfigError, importConfiguration } from './import-config';
+import { Tenant } from '../db/tenant';
+import { reindexOrganization } from '../domain/list-facts';
 
 const USAGE = `usage:
   cag import [--users users.jsonl] [--courses courses.jsonl] [--concurrency N] [--strict]
   cag export --org ORG > config.json
   cag import-config --org ORG [--merge] config.json
+  cag reindex --org ORG     (derive the list fields and search entries of every user and course again)
 environment: MONGO_URL, MONGO_DB, LOG_LEVEL (as the service reads them); CAG_OPERATOR (else USER) names you in the audit log`;
 
 /** Who runs `cag`, for the audit log: CAG_OPERATOR, else the login name; printable, bounded. */
@@ -53,11 +56,11 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
     return 2;
   }
   const { values, positionals } = parsed;
-  if (!command || !['import', 'export', 'import-config'].includes(command) || (command !== 'import-config' && positionals.length > 0)) {
+  if (!command || !['import', 'export', 'import-config', 'reindex'].includes(command) || (command !== 'import-config' && positionals.length > 0)) {
     io.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  if ((command === 'export' || command === 'import-config') && !values.org) {
+  if ((command === 'export' || command === 'import-config' || command === 'reindex') && !values.org) {
     io.stderr.write(`--org is required\n${USAGE}\n`);
     return 2;
   }
@@ -115,6 +118,11 @@ async function runCommand(
     io.stderr.write(`read ${summary.read}, applied ${summary.applied}, unchanged ${summary.unchanged}, refused ${summary.refused}\n`);
     log.info({ summary }, 'import finished');
     return values.strict && summary.refused > 0 ? 3 : 0;
+  }
+  if (command === 'reindex') {
+    const done = await reindexOrganization(new Tenant(db, values.org!));
+    io.stderr.write(`reindexed ${done.users} users, ${done.courses} courses\n`);
+    return 0;
   }
   if (command === 'export') {
     const document = await exportConfiguration(db, values.org!);

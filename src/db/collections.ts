@@ -24,6 +24,8 @@ export const COLLECTIONS = {
   outbox: 'outbox',
   auditLog: 'audit_log',
   leases: 'leases',
+  userGrams: 'user_grams',
+  courseGrams: 'course_grams',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];
@@ -83,6 +85,16 @@ export interface UserDoc extends TenantDoc {
   is_site_admin: boolean;
   /** `time` of the newest event applied to this record (ISO 8601), for out-of-order delivery. */
   event_time: string;
+  /** 1 when `users/` lists the user (not a site administrator), else 0: an equality, for indexes. */
+  listed: 0 | 1;
+  /**
+   * Derived from the membership (src/domain/list-facts.ts): its group, or 0 for none, and
+   * `member` (1 when in a group), so `group`/`no_group` are index equalities on the user.
+   * `facts_v` counts the derivations, the guard that makes the last one win.
+   */
+  grp: number;
+  member: 0 | 1;
+  facts_v: number;
 }
 
 /** Read model filled from LMS events. `_id` and `id` are the course key. */
@@ -90,7 +102,28 @@ export interface CourseDoc extends TenantDoc {
   id: string;
   name: string;
   event_time: string;
+  /**
+   * Derived from the public record and the group links (src/domain/list-facts.ts), so
+   * `is_public`/`no_group` are index equalities on the course; `facts_v` as on users.
+   */
+  is_public: 0 | 1;
+  linked: 0 | 1;
+  facts_v: number;
 }
+
+/**
+ * One search n-gram of one record (src/domain/search-index.ts): `g` is a lowercased trigram
+ * (or the whole field when shorter) of a searchable field; `r` the record's sort key (a user id,
+ * a course key); `t` the record's `event_time` it was computed from, so an older computation
+ * never deletes a newer one's grams. `_id` is `<r>|<g>`.
+ */
+export interface GramDoc<R extends number | string> extends TenantDoc {
+  g: string;
+  r: R;
+  t: string;
+}
+export type UserGramDoc = GramDoc<number>;
+export type CourseGramDoc = GramDoc<string>;
 
 /**
  * The memory of a deletion made by an event (`_id` `user:<id>` or `course:<key>`), so that an
@@ -196,17 +229,32 @@ export const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.groupCourses]: [
     { key: { org: 1, id: 1 } }, // list by id, retrieve by id
     { key: { org: 1, course: 1 } }, // a course's group_links, courses?no_group=
-    { key: { org: 1, group: 1 } }, // courses?group=, group cascade
+    { key: { org: 1, group: 1, course: 1 } }, // courses?group= (its courses in list order, covered), group cascade
   ],
   [COLLECTIONS.publicCourses]: [
     { key: { org: 1, id: 1 }, unique: true }, // list by id, retrieve by id, courses?is_public=
   ],
   [COLLECTIONS.users]: [
-    { key: { org: 1, id: 1 }, unique: true }, // list and search by id (search filters on this scan)
+    { key: { org: 1, id: 1 }, unique: true }, // id uniqueness, rule application by id
     { key: { org: 1, email_lower: 1 } }, // users?email_exact=
+    { key: { org: 1, listed: 1, id: 1 } }, // users/ (and its deep pages, covered), searches driven by it
+    { key: { org: 1, grp: 1, listed: 1, id: 1 } }, // users?group=, users?no_group=true (grp 0), group cascade
+    { key: { org: 1, member: 1, listed: 1, id: 1 } }, // users?no_group=false
   ],
   [COLLECTIONS.courses]: [
-    { key: { org: 1, id: 1 }, unique: true }, // list and search by id
+    { key: { org: 1, id: 1 }, unique: true }, // list by id
+    { key: { org: 1, is_public: 1, linked: 1, id: 1 } }, // courses?is_public=, ?no_group= and both
+  ],
+  // No gram index starts with `org`: FerretDB's pushdown (scripts/ferretdb/0001) ORs each
+  // equality with "or an array containing it", and SQLite, without statistics, serves the
+  // alternative {r: array, org: ?} from an index led by org, reading the organization's grams.
+  [COLLECTIONS.userGrams]: [
+    { key: { g: 1, org: 1, r: 1 } }, // search: a gram's users in id order, and its count
+    { key: { r: 1, org: 1 } }, // a user's grams, when its record changes
+  ],
+  [COLLECTIONS.courseGrams]: [
+    { key: { g: 1, org: 1, r: 1 } },
+    { key: { r: 1, org: 1 } },
   ],
   [COLLECTIONS.auditLog]: [
     { key: { org: 1, time: -1 } }, // audit-log/, newest first (its TTL index: src/db/audit.ts)

@@ -14,7 +14,8 @@ type Present<D, R> = (docs: WithId<D>[]) => R[] | Promise<R[]>;
 /**
  * The reads every resource's repository makes the same way, so that a repository holds only
  * what is its own: the page of `records` that `filter` selects, in id order, with how many it
- * selects in all.
+ * selects in all. Both are served by an index (TenantCollection.count and .page), so `filter`
+ * must be equalities on indexed fields (docs/lists-and-search.md).
  */
 export async function listPage<D extends TenantDoc, R>(
   records: TenantCollection<D>,
@@ -22,10 +23,7 @@ export async function listPage<D extends TenantDoc, R>(
   filter: Filter<D>,
   present: Present<D, R>,
 ): Promise<{ count: number; results: R[] }> {
-  const [count, docs] = await Promise.all([
-    records.countDocuments(filter),
-    records.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray(),
-  ]);
+  const [count, docs] = await Promise.all([records.count(filter), records.page(filter, page)]);
   return { count, results: await present(docs) };
 }
 

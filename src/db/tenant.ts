@@ -1,4 +1,5 @@
 import type {
+  AnyBulkWriteOperation,
   Collection,
   CountDocumentsOptions,
   Db,
@@ -14,7 +15,7 @@ import type {
 } from 'mongodb';
 import { recordAfterWrite } from './change-log';
 import { dropIntent, intentPolicy, INTENT_GRACE_MS, narrowIntent, openIntent, reopenIntent, signalDone, type Intent } from './outbox';
-import type { CollectionName, TenantDoc } from './collections';
+import { COLLECTIONS, type CollectionName, type TenantDoc } from './collections';
 import { claimIds } from './counters';
 import { isDuplicateKey } from './errors';
 
@@ -42,6 +43,46 @@ export class Tenant {
   claimIds(resource: string, count: number): Promise<number> {
     return claimIds(this.db, resource, count);
   }
+}
+
+/**
+ * Collections no cache reads: the search n-grams, derived from users and courses and rewritten
+ * with them. Recording their writes would add a change-log write per gram write for nobody.
+ */
+const UNRECORDED: ReadonlySet<CollectionName> = new Set([COLLECTIONS.userGrams, COLLECTIONS.courseGrams]);
+
+/**
+ * How this server counts best, asked once per database handle: `count` when the server is
+ * FerretDB and pushes the `count` command's filter down to SQL, else countDocuments (an
+ * aggregate, which MongoDB answers from the index alone, COUNT_SCAN, when the index covers the
+ * filter). The one server difference of counting, kept here.
+ */
+const countingByDb = new WeakMap<Db, Map<string, Promise<'command' | 'aggregate'>>>();
+function counting(db: Db, collection: string): Promise<'command' | 'aggregate'> {
+  let known = countingByDb.get(db);
+  if (!known) countingByDb.set(db, (known = new Map()));
+  let way = known.get(collection);
+  if (!way) {
+    way = (async () => {
+      const info = await db.admin().command({ buildInfo: 1 });
+      if (typeof info.ferretdbVersion !== 'string') return 'aggregate' as const;
+      // Asked of the collection itself: FerretDB plans nothing for one that does not exist yet.
+      const plan = await db.command({ explain: { count: collection, query: { _id: '' } } });
+      return plan.filterPushdown === true ? ('command' as const) : ('aggregate' as const);
+    })();
+    way.catch(() => known.delete(collection)); // ask again once the server answers
+    known.set(collection, way);
+  }
+  return way;
+}
+
+/** The offset from which a page reads its ids from the index before its documents (TenantCollection.page). */
+export const DEEP_OFFSET = 200;
+
+/** Ids in list order: numbers numerically, strings by their UTF-8 bytes (as MongoDB sorts them). */
+export function compareIds(a: number | string, b: number | string): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  return Buffer.compare(Buffer.from(String(a)), Buffer.from(String(b)));
 }
 
 /** `_id`s deleted per round of a deleteMany: each round reads them, deletes them and records them. */
@@ -101,6 +142,7 @@ export class TenantCollection<T extends TenantDoc> {
 
   /** Records the change (naming the intent the write carried out) for caches and the relay. */
   private async changed(keys: (string | null)[], intent: Intent | null): Promise<void> {
+    if (UNRECORDED.has(this.name)) return;
     const i = intent ? { i: intent.id } : {};
     await recordAfterWrite(
       this.db,
@@ -188,6 +230,63 @@ export class TenantCollection<T extends TenantDoc> {
 
   countDocuments(filter: Filter<T> = {}, options?: CountDocumentsOptions) {
     return this.inner.countDocuments(this.scope(filter), options);
+  }
+
+  /**
+   * How many documents match (at most `limit`, when given, so that a count stops early), by the
+   * command this server answers from its index (see `counting`). The filter must be one an index
+   * serves exactly (equalities on indexed fields), so both commands mean the same.
+   */
+  async count(filter: Filter<T> = {}, options: { limit?: number } = {}): Promise<number> {
+    if ((await counting(this.db, this.inner.collectionName)) === 'command') {
+      const answer = await this.db.command({
+        count: this.inner.collectionName,
+        query: this.scope(filter),
+        ...(options.limit ? { limit: options.limit } : {}),
+      });
+      return Number(answer.n);
+    }
+    return this.inner.countDocuments(this.scope(filter), options.limit ? { limit: options.limit } : {});
+  }
+
+  /**
+   * A page of the documents matching `filter` in `id` order. A shallow page is one query; from
+   * DEEP_OFFSET on, the page's ids are read first with a projection the `{org, …, id}` index
+   * covers (MongoDB skips index keys, not documents), then only the page's documents.
+   */
+  async page(filter: Filter<T>, page: { offset: number; limit: number }): Promise<WithId<T>[]> {
+    if (page.offset < DEEP_OFFSET) return this.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray();
+    const keys = await this.find(filter, { projection: { _id: 0, id: 1 } }).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray();
+    const ids = [...new Set(keys.map((k) => (k as unknown as { id: number | string }).id))];
+    if (ids.length === 0) return [];
+    const docs = await this.find({ ...filter, id: { $in: ids } } as Filter<T>).toArray();
+    return docs.sort((a, b) => compareIds((a as unknown as { id: number | string }).id, (b as unknown as { id: number | string }).id));
+  }
+
+  /** Updates every match in one command; records "anything may have changed" when it changed something. Untracked collections only. */
+  updateMany(filter: Filter<T>, update: UpdateFilter<T>) {
+    return this.write(null, () => this.inner.updateMany(this.scope(filter), update), (r) => (r.modifiedCount > 0 ? [null] : []));
+  }
+
+  /**
+   * Many conditional upserts in one command (unordered): each `{filter, set}` updates the
+   * document its filter matches or inserts one (with the filter's equalities); one whose filter
+   * misses an existing `_id` is refused by the key and skipped, which is how a caller says
+   * "unless a newer version is there". Other failures are thrown. Records nothing: for the
+   * unrecorded collections only.
+   */
+  async upsertEach(entries: { filter: Filter<T>; set: Partial<T> }[]): Promise<void> {
+    if (entries.length === 0) return;
+    const ops = entries.map(
+      (e) => ({ updateOne: { filter: this.scope(e.filter), update: { $set: e.set }, upsert: true } }) as AnyBulkWriteOperation<T>,
+    );
+    try {
+      await this.inner.bulkWrite(ops, { ordered: false });
+    } catch (err) {
+      const writeErrors = (err as { writeErrors?: { code: number }[] | { code: number } }).writeErrors;
+      const errors = writeErrors === undefined ? [] : Array.isArray(writeErrors) ? writeErrors : [writeErrors];
+      if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw err;
+    }
   }
 
   /** Aggregations start with the organization's `$match`; callers add the rest. */

@@ -1,7 +1,9 @@
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../db/collections';
 import { withCause } from '../db/change-context';
-import { ownerLookup, type Tenant } from '../db/tenant';
+import { ownerLookup, Tenant } from '../db/tenant';
 import type { ApplyOutcome } from './event-time';
+import { syncCourseFacts } from './list-facts';
+import { indexCourse, unindexCourse } from './search-index';
 import { recordDeletion, upsertIfNewer } from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
@@ -25,16 +27,25 @@ async function deleteCourseDependents(tenant: Tenant, courseKey: string): Promis
 
 /** Records a course in the tenant's organization as of `time`, unless a newer event is already reflected. */
 export async function upsertCourse(tenant: Tenant, course: { key: string; name: string }, time: string): Promise<ApplyOutcome> {
-  const { outcome } = await upsertIfNewer<CourseDoc>(tenant, {
+  const { outcome, current } = await upsertIfNewer<CourseDoc>(tenant, {
     collection: COLLECTIONS.courses,
-    doc: { _id: course.key, id: course.key, name: course.name, event_time: time },
+    // A new course has no link and no public record yet: its list facts are derived after the write.
+    doc: { _id: course.key, id: course.key, name: course.name, event_time: time, is_public: 0, linked: 0, facts_v: 0 },
+    set: { id: course.key, name: course.name, event_time: time },
     tombstone: courseTombstone(course.key),
     ownerOrg: () => ownerLookup(tenant.db).courseOrg(course.key),
     // Links and the public record point at the old organization's groups: they do not travel.
     moveOut: async (old) => {
       await deleteCourseDependents(old, course.key);
+      await unindexCourse(old, course.key);
     },
   });
+  // Derived again on every event, a duplicate or stale one too (repairs what a crash left undone).
+  if (current) {
+    const home = current.org === tenant.org ? tenant : new Tenant(tenant.db, current.org);
+    await syncCourseFacts(home, [current._id]);
+    await indexCourse(home, current);
+  }
   return outcome;
 }
 
@@ -50,6 +61,7 @@ export async function deleteCourse(tenant: Tenant, courseKey: string, time: stri
   if (course && course.event_time > time) return 'stale';
   const dependents = await deleteCourseDependents(tenant, courseKey);
   const deleted = course ? await courses.deleteOne({ _id: courseKey, event_time: { $lte: time } }) : { deletedCount: 0 };
+  await unindexCourse(tenant, courseKey, time);
   return dependents + deleted.deletedCount > 0 ? 'applied' : tombstoned;
 }
 

@@ -1,7 +1,9 @@
 import { COLLECTIONS, type MembershipDoc, type RuleDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { ownerLookup, type Tenant } from '../db/tenant';
 import type { ApplyOutcome } from './event-time';
+import { syncUserGroups } from './list-facts';
 import { emailDomain, ruleId } from './membership-rules';
+import { indexNewUsers, unindexUser } from './search-index';
 import { userRecord, userTombstone, type UserFacts } from './users';
 
 /**
@@ -23,7 +25,11 @@ export async function registerNewUsers(tenant: Tenant, batch: readonly UserFacts
   const firsts = firstLineOfEachId(batch);
   const fresh = await usersToInsert(tenant, [...firsts.keys()], time);
   const inserted = await insertUsers(tenant, fresh, time);
+  await indexNewUsers(tenant, inserted.map((u) => userRecord(u, time).doc));
   const memberships = await insertRuleMemberships(tenant, inserted);
+  // The memberships first, then the users' derived group from a fresh read, as per event (all of
+  // them: a membership may predate its user). Two reads for the batch; writes only where it differs.
+  await syncUserGroups(tenant, inserted.map((u) => u.id));
   const retired = await retiredSince(tenant, inserted, time);
   await takeBackRetired(tenant, retired, memberships, time);
   const outcomes: BatchOutcome[] = batch.map(() => 'per-event');
@@ -113,5 +119,6 @@ async function takeBackRetired(tenant: Tenant, retired: Set<number>, memberships
   }
   for (const id of retired) {
     await tenant.collection<UserDoc>(COLLECTIONS.users).deleteOne({ _id: String(id), event_time: time });
+    await unindexUser(tenant, id, time);
   }
 }

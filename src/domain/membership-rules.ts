@@ -1,7 +1,7 @@
 import { COLLECTIONS, type MembershipDoc, type RuleDoc, type UserDoc } from '../db/collections';
 import { withCause } from '../db/change-context';
 import type { Tenant } from '../db/tenant';
-import { insertMembershipIfAbsent } from './memberships';
+import { deleteMembership, insertMembershipIfAbsent } from './memberships';
 import { userTombstone } from './users';
 import { deletedSince } from './versioned-records';
 
@@ -38,7 +38,7 @@ export async function applyMembershipRules(
   // Its tombstone is written before it deletes the membership, so one of the two sees the
   // other; take back only the membership this call made. (Tombstones, unlike users, are few.)
   if (await deletedSince(tenant, userTombstone(user.id), user.event_time)) {
-    await withCause('rule', () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: created._id, id: created.id }));
+    await withCause('rule', () => deleteMembership(tenant, { _id: created._id, id: created.id }));
     return null;
   }
   return created;

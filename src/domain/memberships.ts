@@ -1,6 +1,7 @@
 import { COLLECTIONS, type MembershipDoc } from '../db/collections';
 import type { Tenant } from '../db/tenant';
 import { isDuplicateKey } from '../db/errors';
+import { syncUserGroups } from './list-facts';
 
 /**
  * Creates a user's membership unless they already have one; returns it, or null when one exists.
@@ -19,10 +20,28 @@ export async function insertMembershipIfAbsent(
   // insert still settles a race, at the cost of an unused id (gaps are allowed).
   if (await memberships.findById(String(input.user), { projection: { _id: 1 } })) return null;
   const id = await tenant.nextId('memberships');
+  let created: MembershipDoc;
   try {
-    return await memberships.insertOne({ _id: String(input.user), id, ...input });
+    created = await memberships.insertOne({ _id: String(input.user), id, ...input });
   } catch (err) {
     if (isDuplicateKey(err)) return null;
     throw err;
   }
+  // The membership first, then the user's derived group from a fresh read (src/domain/list-facts.ts).
+  await syncUserGroups(tenant, [input.user]);
+  return created;
+}
+
+/** Moves a membership to another group, then derives the user's group again. */
+export async function moveMembership(tenant: Tenant, id: number, group: number): Promise<MembershipDoc | null> {
+  const doc = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOneAndUpdate({ id }, { $set: { group } });
+  if (doc) await syncUserGroups(tenant, [doc.user]);
+  return doc;
+}
+
+/** Deletes a membership by its public id, then derives the user's group again. */
+export async function deleteMembership(tenant: Tenant, filter: { id: number } | { _id: string; id: number }): Promise<boolean> {
+  const doc = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOneAndDelete(filter);
+  if (doc) await syncUserGroups(tenant, [doc.user]);
+  return doc !== null;
 }

@@ -2,6 +2,8 @@ import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections
 import { withCause } from '../db/change-context';
 import { ownerLookup, Tenant } from '../db/tenant';
 import type { ApplyOutcome } from './event-time';
+import { syncUserGroups } from './list-facts';
+import { indexUser, unindexUser } from './search-index';
 import { recordDeletion, upsertIfNewer } from './versioned-records';
 
 /** A user as the LMS describes it (the `user` of the user events, flattened). */
@@ -35,9 +37,14 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
   };
   const flags = {
     ...(facts.is_staff === undefined ? {} : { is_staff: facts.is_staff }),
-    ...(facts.is_site_admin === undefined ? {} : { is_site_admin: facts.is_site_admin }),
+    ...(facts.is_site_admin === undefined ? {} : { is_site_admin: facts.is_site_admin, listed: (facts.is_site_admin ? 0 : 1) as 0 | 1 }),
   };
-  return { doc: { _id: String(facts.id), ...profile, is_staff: false, is_site_admin: false, ...flags }, set: { ...profile, ...flags } };
+  // A new user has no membership yet: its list facts start empty and are derived after the write.
+  const listFacts = { listed: 1, grp: 0, member: 0, facts_v: 0 } as const;
+  return {
+    doc: { _id: String(facts.id), ...profile, is_staff: false, is_site_admin: false, ...listFacts, ...flags },
+    set: { ...profile, ...flags },
+  };
 }
 
 /**
@@ -47,7 +54,7 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
  */
 export async function upsertUser(tenant: Tenant, facts: UserFacts, time: string): Promise<{ outcome: ApplyOutcome; current: UserDoc | null }> {
   const { doc, set } = userRecord(facts, time);
-  return upsertIfNewer<UserDoc>(tenant, {
+  const result = await upsertIfNewer<UserDoc>(tenant, {
     collection: COLLECTIONS.users,
     doc,
     set,
@@ -56,8 +63,19 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, time: string)
     // A membership belongs to a group of the old organization: it does not travel.
     moveOut: async (old) => {
       await withCause('cascade', () => old.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(facts.id) }));
+      await unindexUser(old, facts.id);
     },
   });
+  // Every event re-derives what is derived from the record (also a duplicate or a stale one: so a
+  // redelivery repairs what a crash after the write left undone).
+  if (result.current) await reindexUser(result.current.org === tenant.org ? tenant : new Tenant(tenant.db, result.current.org), result.current);
+  return result;
+}
+
+/** The user's list facts (from its membership) and search grams (from its record), derived again. */
+export async function reindexUser(tenant: Tenant, user: UserDoc): Promise<void> {
+  await syncUserGroups(tenant, [user.id]);
+  await indexUser(tenant, user);
 }
 
 /**
@@ -76,6 +94,7 @@ export async function retireUser(tenant: Tenant, userId: number, time: string): 
   // Membership first: a crash in between leaves the user, and the redelivered event finishes.
   let deleted = (await memberships.deleteOne({ _id: String(userId) })).deletedCount;
   if (user) deleted += (await users.deleteOne({ _id: String(userId), event_time: { $lte: time } })).deletedCount;
+  await unindexUser(home, userId, time);
   if (deleted > 0) return 'applied';
   return tombstoned;
 }

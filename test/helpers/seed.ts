@@ -1,10 +1,13 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
+import { syncCourseFacts, syncUserGroups } from '../../src/domain/list-facts';
+import { indexCourse, indexUser } from '../../src/domain/search-index';
 
 /**
  * Users and courses are read models the Kafka consumer fills; tests seed them directly, through
- * the same `Tenant` every writer uses.
+ * the same `Tenant` every writer uses, then derive what the event handlers derive after their
+ * write (list facts, search grams).
  */
 export function seeder(db: Db, org: string) {
   const tenant = new Tenant(db, org);
@@ -12,7 +15,7 @@ export function seeder(db: Db, org: string) {
     tenant,
     async user(id: number, fields: Partial<Omit<UserDoc, '_id' | 'id' | 'org'>> = {}): Promise<UserDoc> {
       const email = fields.email ?? `user${id}@example.com`;
-      return tenant.collection<UserDoc>(COLLECTIONS.users).insertOne({
+      const doc = await tenant.collection<UserDoc>(COLLECTIONS.users).insertOne({
         _id: String(id),
         id,
         username: `user${id}`,
@@ -21,13 +24,25 @@ export function seeder(db: Db, org: string) {
         is_staff: false,
         is_site_admin: false,
         event_time: '2024-01-01T00:00:00Z',
+        grp: 0,
+        member: 0,
+        facts_v: 0,
         ...fields,
+        listed: fields.is_site_admin ? 0 : 1,
         email,
         email_lower: email.toLowerCase(),
       });
+      await syncUserGroups(tenant, [id]);
+      await indexUser(tenant, doc);
+      return doc;
     },
     async course(key: string, name = `Course ${key}`): Promise<CourseDoc> {
-      return tenant.collection<CourseDoc>(COLLECTIONS.courses).insertOne({ _id: key, id: key, name, event_time: '2024-01-01T00:00:00Z' });
+      const doc = await tenant
+        .collection<CourseDoc>(COLLECTIONS.courses)
+        .insertOne({ _id: key, id: key, name, event_time: '2024-01-01T00:00:00Z', is_public: 0, linked: 0, facts_v: 0 });
+      await syncCourseFacts(tenant, [key]);
+      await indexCourse(tenant, doc);
+      return doc;
     },
   };
 }

@@ -24,7 +24,13 @@ test('the bench suite runs at a tiny scale and reports every row with a positive
     'access single, 100 returning users',
     'access single, 100 returning users, 50 user events/s',
     'users search',
+    'users search, 2 terms',
+    'users by group',
+    'users without group',
+    'users by email',
+    'users deep page',
     'courses by group',
+    'courses search, private',
     'admin writes: events and audit off (ceiling)',
     'admin writes: events and audit on',
     'events: kafkajs + one upsert per message (ceiling)',
@@ -42,5 +48,5 @@ test('the bench suite runs at a tiny scale and reports every row with a positive
   }
   expect(result.peakRssMiB).toBeGreaterThan(0);
   expect(result.table.split('\n')).toHaveLength(2 + result.rows.length);
-  expect(result.targets).toHaveLength(8);
+  expect(result.targets).toHaveLength(16);
 }, 180_000);

@@ -4,7 +4,7 @@
 // every command the service's MongoClient sends (command monitoring) and proves no
 // user-supplied value reached the database as an operator: no injected object or array appears
 // in any command, no injected `$` name appears as a key, and every `$regex` is an escaped literal.
-import { literalPattern } from '../../src/db/search';
+import { literalPattern } from '../../src/domain/search-index';
 import { makeWorld, type World } from '../helpers/fixtures';
 import { client, type Reply } from '../helpers/http';
 import { COLLECTIONS } from '../../src/db/collections';

@@ -200,7 +200,7 @@ test('a user retired while the batch inserts keeps neither record nor membership
   expect(await db.collection<{ _id: string }>(COLLECTIONS.users).countDocuments({ _id: { $in: idStrings } })).toBe(0);
   expect(await db.collection<{ _id: string }>(COLLECTIONS.memberships).countDocuments({ _id: { $in: idStrings } })).toBe(0);
   expect(await db.collection<{ _id: string }>(COLLECTIONS.tombstones).countDocuments({ _id: { $in: ids.map(userTombstone) } })).toBe(120);
-}, 60_000);
+}, 120_000); // also writes each user's search grams (about 20 documents a user)
 
 test('a chunk of more than 1000 users of one organization is looked up whole (the $in goes 1000 at a time)', async () => {
   const db = await world();
@@ -213,4 +213,4 @@ test('a chunk of more than 1000 users of one organization is looked up whole (th
   expect(await db.collection(COLLECTIONS.memberships).countDocuments({ org: 'org-a', automatic: true })).toBe(1500);
   // Again: every user is known, so the batch writes nothing and leaves them all to the per-event path.
   expect(new Set(await registerNewUsers(tenant, facts, IMPORT_TIME))).toEqual(new Set(['per-event']));
-}, 60_000);
+}, 120_000); // also writes each user's search grams (about 20 documents a user)

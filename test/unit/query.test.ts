@@ -1,7 +1,7 @@
 // SPEC §3 filters: search terms are literal text, split on spaces and commas; booleans' spellings;
 // a repeated parameter counts with its last value.
 import fc from 'fast-check';
-import { literalPattern, searchFilter, searchTerms } from '../../src/db/search';
+import { literalPattern, searchFilter, searchTerms } from '../../src/domain/search-index';
 import { lastValues, queryParser } from '../../src/http/query';
 import { toBoolean } from '../../src/validation';
 import { Invalid } from '../../src/errors';

@@ -1,7 +1,9 @@
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { getOne, hasOne, listPage, type Page } from '../../db/records';
-import { searchFilter } from '../../db/search';
+import { syncCourseFacts } from '../../domain/list-facts';
+import { searchList } from '../../domain/list-plan';
+import { COURSE_SEARCH_FIELDS, courseGrams, searchTerms } from '../../domain/search-index';
 import { toBoolean, toInteger, type Infer } from '../../validation';
 import { groupsRepository } from '../groups/repository';
 import type { courseListQuerySchema, courseRefSchema, courseSchema } from './schema';
@@ -9,9 +11,6 @@ import type { courseListQuerySchema, courseRefSchema, courseSchema } from './sch
 export type Course = Infer<typeof courseSchema>;
 export type CourseRef = Infer<typeof courseRefSchema>;
 export type CourseListQuery = Infer<typeof courseListQuerySchema>;
-
-/** MongoDB orders strings by their UTF-8 bytes; so does this. */
-const byKey = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 export function coursesRepository(tenant: Tenant) {
   const courses = tenant.collection<CourseDoc>(COLLECTIONS.courses);
@@ -24,9 +23,22 @@ export function coursesRepository(tenant: Tenant) {
     const keys = docs.map((d) => d._id);
     const [publicByKey, courseLinks] = await Promise.all([
       publics.findByIds(keys, { projection: { id: 1 } }),
-      links.find({ course: { $in: keys } }, { projection: { id: 1, course: 1, group: 1 } }).sort({ id: 1 }).toArray(),
+      // Sorted here, not by the server: with a sort, SQLite serves the `$in` from the `{org, id}`
+      // index (the order) instead of `{org, course}` (the 20 courses) and reads every link.
+      links
+        .find({ course: { $in: keys } }, { projection: { id: 1, course: 1, group: 1 } })
+        .toArray()
+        .then((found) => found.sort((a, b) => a.id - b.id)),
     ]);
-    const groups = await groupsRepository(tenant).refs(courseLinks.map((l) => l.group));
+    // Read repair: a course whose derived facts disagree with what was just read (a writer died
+    // between its write and its sync) has them derived again.
+    const stale = docs.filter(
+      (d) => d.is_public !== undefined && (d.is_public !== (publicByKey.has(d._id) ? 1 : 0) || d.linked !== (courseLinks.some((l) => l.course === d._id) ? 1 : 0)),
+    );
+    const [groups] = await Promise.all([
+      groupsRepository(tenant).refs(courseLinks.map((l) => l.group)),
+      stale.length > 0 ? syncCourseFacts(tenant, stale.map((d) => d._id)) : undefined,
+    ]);
     return docs.map((d) => {
       const record = publicByKey.get(d._id);
       return {
@@ -40,61 +52,51 @@ export function coursesRepository(tenant: Tenant) {
     });
   }
 
-  const keysOf = async (cursor: Promise<{ course: string }[]>) => new Set((await cursor).map((d) => d.course));
-
   return {
     /**
-     * The filters narrow the course keys through the link and public-record collections. When
-     * they name a key set and there is no search, the page is read by key: sorted keys, then one
-     * `_id` lookup per course of the page (the only lookup FerretDB v1 plans).
+     * Every filter is an index equality on the course (`is_public`, `linked`, derived in
+     * src/domain/list-facts.ts), but `group`, whose courses are the group's links in course
+     * order (`{org, group, course}`: a link's course is the course's id). A search is driven by
+     * its rarest trigram, or by the group's links (src/domain/list-plan.ts).
      */
     async list(page: Page, query: CourseListQuery): Promise<{ count: number; results: Course[] }> {
       const group = toInteger(query.group);
       const noGroup = toBoolean(query.no_group);
       const isPublic = toBoolean(query.is_public);
-      let include: Set<string> | null = null;
-      const exclude = new Set<string>();
-      const narrow = (keys: Set<string>) => {
-        include = include === null ? keys : new Set([...include].filter((k) => keys.has(k)));
-      };
-      if (group !== undefined) {
-        narrow(await keysOf(links.find({ group }, { projection: { course: 1 } }).toArray()));
+      if (group !== undefined && (group === 0 || noGroup === true)) return { count: 0, results: [] };
+      // The `{org, is_public, linked, id}` index serves either equality alone with `$in` on the other.
+      const filter: Record<string, unknown> = {};
+      if (isPublic !== undefined || noGroup !== undefined) {
+        filter.is_public = isPublic === undefined ? { $in: [0, 1] } : isPublic ? 1 : 0;
+        filter.linked = noGroup === undefined ? { $in: [0, 1] } : noGroup ? 0 : 1;
       }
-      if (noGroup !== undefined) {
-        const linked = await keysOf(links.find({}, { projection: { course: 1 } }).toArray());
-        if (noGroup) {
-          for (const k of linked) exclude.add(k);
-        }
-        else narrow(linked);
-      }
-      if (isPublic !== undefined) {
-        const open = await keysOf(publics.find({}, { projection: { course: 1 } }).toArray());
-        if (isPublic) narrow(open);
-        else {
-          for (const k of open) exclude.add(k);
-        }
-      }
-      const included = include as Set<string> | null;
-      const search = searchFilter(['id', 'name'], query.search);
+      const searching = searchTerms(query.search).length > 0;
 
-      if (included !== null && Object.keys(search).length === 0) {
-        const keys = [...included].filter((k) => !exclude.has(k)).sort(byKey);
-        const wanted = keys.slice(page.offset, page.offset + page.limit);
-        const [count, found] = await Promise.all([
-          courses.countDocuments({ _id: { $in: keys } }),
-          courses.findByIds(wanted),
+      if (group === undefined && !searching) {
+        return listPage(courses, page, filter, present);
+      }
+      const groupLinks = group === undefined ? undefined : { group };
+      if (groupLinks && !searching && Object.keys(filter).length === 0) {
+        // The group's links in course order are the list: count and page from the link index.
+        const [count, keyDocs] = await Promise.all([
+          links.count(groupLinks),
+          links.find(groupLinks, { projection: { _id: 0, course: 1 } }).sort({ course: 1 }).skip(page.offset).limit(page.limit).toArray(),
         ]);
-        // Every key has its course (a link or public record outlives its course only while the
-        // deletion event cascades): the page is those courses. Otherwise the query below.
-        if (count === keys.length && found.size === wanted.length) {
-          return { count, results: await present(wanted.map((k) => found.get(k)!)) };
-        }
+        const wanted = keyDocs.map((l) => l.course);
+        const found = await courses.findByIds(wanted);
+        // A link outlives its course only while a course deletion cascades: then the checked path.
+        if (found.size === wanted.length) return { count, results: await present(wanted.map((k) => found.get(k)!)) };
       }
-
-      const filter: Record<string, unknown> = { ...search };
-      if (included !== null) filter._id = { $in: [...included].filter((k) => !exclude.has(k)) };
-      else if (exclude.size > 0) filter._id = { $nin: [...exclude] };
-      return listPage(courses, page, filter, present);
+      const within = groupLinks && {
+        size: await links.count(groupLinks),
+        keys: async () => [...new Set((await links.find(groupLinks, { projection: { _id: 0, course: 1 } }).toArray()).map((l) => l.course))],
+      };
+      const { count, docs } = await searchList<CourseDoc, string>(
+        { records: courses, grams: courseGrams(tenant), fields: COURSE_SEARCH_FIELDS, filter, within, gramsImplyFilter: Object.keys(filter).length === 0 },
+        query.search,
+        page,
+      );
+      return { count, results: await present(docs) };
     },
 
     get(key: string): Promise<Course | null> {

@@ -1,8 +1,9 @@
 import { COLLECTIONS, type GroupCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { isDuplicateKey } from '../../db/errors';
-import { Conflict, doesNotExist, Invalid, type FieldErrors } from '../../errors';
 import { getOne, hasOne, listPage, type Page } from '../../db/records';
+import { syncCourseFacts } from '../../domain/list-facts';
+import { Conflict, doesNotExist, Invalid, type FieldErrors } from '../../errors';
 import type { Infer } from '../../validation';
 import { coursesRepository } from '../courses/repository';
 import { groupsRepository } from '../groups/repository';
@@ -71,7 +72,9 @@ export function groupCoursesRepository(tenant: Tenant) {
       // Checked first so that a refused request claims no id.
       if (await hasOne(links, { _id })) throw notUnique();
       const id = await tenant.nextId('group_courses');
-      return (await present([await insert({ _id, id, course: input.course, group: input.group })]))[0]!;
+      const doc = await insert({ _id, id, course: input.course, group: input.group });
+      await syncCourseFacts(tenant, [doc.course]);
+      return (await present([doc]))[0]!;
     },
 
     /**
@@ -89,12 +92,16 @@ export function groupCoursesRepository(tenant: Tenant) {
       if (_id === old._id) return (await present([old]))[0]!;
       const doc = await insert({ _id, id, course, group });
       await links.deleteMany({ id, _id: { $ne: _id } });
+      await syncCourseFacts(tenant, [old.course, course]);
       return (await present([doc]))[0]!;
     },
 
     /** Deletes every document of the id (normally one; two after an interrupted PATCH). */
     async delete(id: number): Promise<boolean> {
-      return (await links.deleteMany({ id })).deletedCount > 0;
+      const courses = (await links.find({ id }, { projection: { course: 1 } }).toArray()).map((l) => l.course);
+      const deleted = (await links.deleteMany({ id })).deletedCount > 0;
+      await syncCourseFacts(tenant, courses);
+      return deleted;
     },
   };
 }

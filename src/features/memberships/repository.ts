@@ -1,6 +1,6 @@
 import { COLLECTIONS, type MembershipDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
-import { insertMembershipIfAbsent } from '../../domain/memberships';
+import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../domain/memberships';
 import { Conflict, doesNotExist, Invalid, type FieldErrors } from '../../errors';
 import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import { toInteger, type Infer } from '../../validation';
@@ -65,15 +65,12 @@ export function membershipsRepository(tenant: Tenant) {
       const errors: FieldErrors = {};
       await checkGroup(patch.group, errors);
       if (Object.keys(errors).length > 0) throw new Invalid(errors);
-      const doc =
-        patch.group === undefined
-          ? await memberships.findOne({ id })
-          : await memberships.findOneAndUpdate({ id }, { $set: { group: patch.group } });
+      const doc = patch.group === undefined ? await memberships.findOne({ id }) : await moveMembership(tenant, id, patch.group);
       return doc && (await present([doc]))[0]!;
     },
 
     async delete(id: number): Promise<boolean> {
-      return (await memberships.deleteOne({ id })).deletedCount === 1;
+      return deleteMembership(tenant, { id });
     },
   };
 }

@@ -1,8 +1,9 @@
 import { COLLECTIONS, type PublicCourseDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { isDuplicateKey } from '../../db/errors';
-import { Conflict, doesNotExist, fieldError } from '../../errors';
 import { getOne, hasOne, listPage, type Page } from '../../db/records';
+import { syncCourseFacts } from '../../domain/list-facts';
+import { Conflict, doesNotExist, fieldError } from '../../errors';
 import type { Infer } from '../../validation';
 import { coursesRepository } from '../courses/repository';
 import type { publicCourseCreateSchema, publicCourseSchema } from './schema';
@@ -35,16 +36,21 @@ export function publicCoursesRepository(tenant: Tenant) {
       // Checked first so that a refused request claims no id.
       if (await hasOne(records, { _id: input.course })) throw alreadyPublic();
       const id = await tenant.nextId('public_courses');
+      let doc: PublicCourseDoc;
       try {
-        return (await present([await records.insertOne({ _id: input.course, id, course: input.course })]))[0]!;
+        doc = await records.insertOne({ _id: input.course, id, course: input.course });
       } catch (err) {
         if (isDuplicateKey(err)) throw alreadyPublic();
         throw err;
       }
+      await syncCourseFacts(tenant, [doc.course]);
+      return (await present([doc]))[0]!;
     },
 
     async delete(id: number): Promise<boolean> {
-      return (await records.deleteOne({ id })).deletedCount === 1;
+      const doc = await records.findOneAndDelete({ id });
+      if (doc) await syncCourseFacts(tenant, [doc.course]);
+      return doc !== null;
     },
   };
 }

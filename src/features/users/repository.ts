@@ -1,7 +1,9 @@
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../db/collections';
 import type { Tenant } from '../../db/tenant';
 import { hasOne, listPage, type Page } from '../../db/records';
-import { searchFilter } from '../../db/search';
+import { syncUserGroups } from '../../domain/list-facts';
+import { searchList } from '../../domain/list-plan';
+import { searchTerms, USER_SEARCH_FIELDS, userGrams } from '../../domain/search-index';
 import { toBoolean, toInteger, type Infer } from '../../validation';
 import { groupsRepository } from '../groups/repository';
 import type { userListQuerySchema, userRefSchema, userSchema } from './schema';
@@ -10,20 +12,46 @@ export type User = Infer<typeof userSchema>;
 export type UserRef = Infer<typeof userRefSchema>;
 export type UserListQuery = Infer<typeof userListQuerySchema>;
 
-/** Site administrators are not part of the resource (SPEC section 3). */
-const notSiteAdmin = { is_site_admin: { $ne: true } } as const;
+/**
+ * The list's filter as equalities on the user's own indexed fields (src/domain/list-facts.ts):
+ * `listed` leaves out site administrators (SPEC section 3), `grp` is the member's group (0: none),
+ * `member` says whether there is one. Null when no user can match (group 0, or a group together
+ * with no_group=true).
+ */
+export function userListFilter(query: UserListQuery): Record<string, unknown> | null {
+  const filter: Record<string, unknown> = { listed: 1 };
+  const group = toInteger(query.group);
+  const noGroup = toBoolean(query.no_group);
+  if (group !== undefined) {
+    if (group === 0 || noGroup === true) return null;
+    filter.grp = group;
+  } else if (noGroup !== undefined) {
+    if (noGroup) filter.grp = 0;
+    else filter.member = 1;
+  }
+  if (query.email_exact) filter.email_lower = query.email_exact.toLowerCase();
+  return filter;
+}
 
 export function usersRepository(tenant: Tenant) {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
 
-  /** Adds each user's membership (`_id` of a membership is the user id: key lookups). */
+  /**
+   * Adds each user's membership (`_id` of a membership is the user id: key lookups). A user
+   * whose derived group disagrees with the membership just read (a writer died between the two)
+   * has it derived again: read repair.
+   */
   async function present(docs: UserDoc[]): Promise<User[]> {
     const byUser = await memberships.findByIds(
       docs.map((d) => d._id),
       { projection: { id: 1, group: 1 } },
     );
-    const groups = await groupsRepository(tenant).refs([...byUser.values()].map((m) => m.group));
+    const stale = docs.filter((d) => d.grp !== undefined && d.grp !== (byUser.get(d._id)?.group ?? 0));
+    const [groups] = await Promise.all([
+      groupsRepository(tenant).refs([...byUser.values()].map((m) => m.group)),
+      stale.length > 0 ? syncUserGroups(tenant, stale.map((d) => d.id)) : undefined,
+    ]);
     return docs.map((d) => {
       const m = byUser.get(d._id);
       const group = m && groups.get(m.group);
@@ -38,22 +66,25 @@ export function usersRepository(tenant: Tenant) {
   }
 
   return {
+    /** Every filter is an index equality; a search is driven by its rarest trigram (src/domain/list-plan.ts). */
     async list(page: Page, query: UserListQuery): Promise<{ count: number; results: User[] }> {
-      const filter: Record<string, unknown> = { ...notSiteAdmin, ...searchFilter(['username', 'name', 'email'], query.search) };
-      if (query.email_exact) filter.email_lower = query.email_exact.toLowerCase();
-      const group = toInteger(query.group);
-      const noGroup = toBoolean(query.no_group);
-      const ids: { $in?: string[]; $nin?: string[] } = {};
-      if (group !== undefined) {
-        ids.$in = (await memberships.find({ group }, { projection: { _id: 1 } }).toArray()).map((m) => m._id);
+      const filter = userListFilter(query);
+      if (!filter) return { count: 0, results: [] };
+      if (searchTerms(query.search).length === 0) {
+        if (filter.email_lower !== undefined) {
+          // An email names one user (a few at most): read them and page here. With a sort, SQLite
+          // would serve the sort from `{org, listed, id}` and read the organization to find them.
+          const all = (await users.find(filter).toArray()).sort((a, b) => a.id - b.id);
+          return { count: all.length, results: await present(all.slice(page.offset, page.offset + page.limit)) };
+        }
+        return listPage(users, page, filter, present);
       }
-      if (noGroup !== undefined) {
-        const members = (await memberships.find({}, { projection: { _id: 1 } }).toArray()).map((m) => m._id);
-        if (noGroup) ids.$nin = members;
-        else ids.$in ??= members; // a group's members are members
-      }
-      if (ids.$in || ids.$nin) filter._id = ids;
-      return listPage(users, page, filter, present);
+      const { count, docs } = await searchList<UserDoc, number>(
+        { records: users, grams: userGrams(tenant), fields: USER_SEARCH_FIELDS, filter, gramsImplyFilter: Object.keys(filter).length === 1 },
+        query.search,
+        page,
+      );
+      return { count, results: await present(docs) };
     },
 
     async get(id: number): Promise<User | null> {
