@@ -60,7 +60,10 @@ const UNRECORDED: ReadonlySet<CollectionName> = new Set([COLLECTIONS.userGrams, 
 const countingByDb = new WeakMap<Db, Map<string, Promise<'command' | 'aggregate'>>>();
 function counting(db: Db, collection: string): Promise<'command' | 'aggregate'> {
   let known = countingByDb.get(db);
-  if (!known) countingByDb.set(db, (known = new Map()));
+  if (!known) {
+    known = new Map();
+    countingByDb.set(db, known);
+  }
   let way = known.get(collection);
   if (!way) {
     way = (async () => {

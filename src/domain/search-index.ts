@@ -88,7 +88,9 @@ async function syncGrams<R extends number | string>(grams: TenantCollection<Gram
   if (older.length > 0) {
     const ids = older.map((g) => gramId(r, g));
     const { modifiedCount } = await grams.updateMany({ _id: { $in: ids }, t: { $lt: time } } as Filter<GramDoc<R>>, { $set: { t: time } } as never);
-    if (modifiedCount < older.length) older.forEach((g) => racing.add(g));
+    if (modifiedCount < older.length) {
+      for (const g of older) racing.add(g);
+    }
   }
   if (racing.size > 0) {
     await grams.upsertEach(
@@ -149,7 +151,9 @@ export async function gramCounts<R extends number | string>(grams: TenantCollect
   let open = [...gs];
   for (const limit of [1000, cap].filter((l, i, all) => l <= cap && all.indexOf(l) === i)) {
     const found = await Promise.all(open.map((g) => grams.count({ g } as Filter<GramDoc<R>>, { limit: limit + 1 })));
-    open.forEach((g, i) => counts.set(g, found[i]!));
+    open.forEach((g, i) => {
+      counts.set(g, found[i]!);
+    });
     if (found.some((n) => n <= limit)) break; // the rarest is known
     open = open.filter((_, i) => found[i]! > limit);
   }

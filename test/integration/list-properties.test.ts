@@ -22,7 +22,10 @@ const ALPHABET = ['a', 'b', 'A', 'B', 'x', '%', '_', '.', '*', '(', '\\', 'é', 
 let service: TestService;
 let api: ReturnType<typeof client>;
 let clock = Date.parse('2030-01-01T00:00:00Z');
-const nextTime = () => normalizeEventTime(new Date((clock += 1000)).toISOString());
+const nextTime = () => {
+  clock += 1000;
+  return normalizeEventTime(new Date(clock).toISOString());
+};
 
 interface UserModel {
   username: string;
@@ -49,7 +52,10 @@ beforeAll(async () => {
   api = client(service.baseUrl, await siteAdminToken(ORG));
   const seed = seeder(service.db, ORG);
   let s = 7;
-  const rand = () => ((s = (s * 48271) % 2147483647) / 2147483647);
+  const rand = () => {
+    s = (s * 48271) % 2147483647;
+    return s / 2147483647;
+  };
   for (let id = 1; id <= 24; id++) {
     const u = { username: `${word(rand, 3)}${id}`, name: `${word(rand, 4)} ${word(rand, 2)}`, email: `${word(rand, 3)}${id}@${word(rand, 3)}.example`, admin: id % 11 === 0 };
     await seed.user(id, { username: u.username, name: u.name, email: u.email, is_site_admin: u.admin });
