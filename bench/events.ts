@@ -6,7 +6,7 @@ import { COLLECTIONS, type GroupDoc, type RuleDoc } from '../src/db/collections'
 import { Tenant } from '../src/db/tenant';
 import { createLogger } from '../src/log';
 import { startService } from '../src/runtime';
-import { formatTable, type BenchRow } from './table';
+import { type BenchRow, formatTable } from './table';
 
 /**
  * Event throughput: `events` activation events (each matching a membership rule) drained from
@@ -69,7 +69,9 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
     const tenant = new Tenant(mongo.db(serviceDb), org);
     const groupId = await tenant.nextId('groups');
     await tenant.collection<GroupDoc>(COLLECTIONS.groups).insertOne({ _id: String(groupId), id: groupId, name: 'Bench', description: '' });
-    await tenant.collection<RuleDoc>(COLLECTIONS.rules).insertOne({ _id: `${org}|bench.example`, id: await tenant.nextId('membership_rules'), name: 'bench', domain: 'bench.example', group: groupId });
+    await tenant
+      .collection<RuleDoc>(COLLECTIONS.rules)
+      .insertOne({ _id: `${org}|bench.example`, id: await tenant.nextId('membership_rules'), name: 'bench', domain: 'bench.example', group: groupId });
 
     say(`producing ${opts.events} activation events to ${topic}`);
     const producer = kafka.producer();
@@ -114,7 +116,11 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
       },
     });
     const ceilingStart = performance.now();
-    await until(() => seen >= opts.events, 'the ceiling consumer', () => `${seen} of ${opts.events}`);
+    await until(
+      () => seen >= opts.events,
+      'the ceiling consumer',
+      () => `${seen} of ${opts.events}`,
+    );
     const ceilingSeconds = (lastAt - ceilingStart) / 1000;
     await consumer.disconnect();
     latencies.sort((a, b) => a - b);

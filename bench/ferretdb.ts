@@ -47,7 +47,10 @@ async function main(): Promise<void> {
     await users.createIndex({ org: 1, id: 1 }, { unique: true });
     const seeded = Date.now();
     for (let i = 0; i < total; i += 1000) {
-      await users.insertMany(Array.from({ length: Math.min(1000, total - i) }, (_, j) => doc(i + j)), { ordered: false });
+      await users.insertMany(
+        Array.from({ length: Math.min(1000, total - i) }, (_, j) => doc(i + j)),
+        { ordered: false },
+      );
     }
     process.stderr.write(`seeded ${total} documents of ${BSON.calculateObjectSize(doc(total - 1))} bytes in ${((Date.now() - seeded) / 1000).toFixed(1)} s\n`);
 
@@ -56,7 +59,10 @@ async function main(): Promise<void> {
     const rows: [string, string][] = [
       ['findOne {_id}', await time((i) => users.findOne({ _id: doc(key(i))._id }))],
       ['findOne {org, id} (unique index)', await time((i) => users.findOne({ org: doc(key(i)).org, id: doc(key(i)).id }))],
-      ['find {_id: {$in: [20 keys]}}', await time((i) => users.find({ _id: { $in: Array.from({ length: 20 }, (_, j) => doc(key(i * 20 + j))._id) } }).toArray())],
+      [
+        'find {_id: {$in: [20 keys]}}',
+        await time((i) => users.find({ _id: { $in: Array.from({ length: 20 }, (_, j) => doc(key(i * 20 + j))._id) } }).toArray()),
+      ],
       ['updateOne {_id} $set', await time((i) => users.updateOne({ _id: doc(key(i))._id }, { $set: { note: randomBytes(20).toString('hex') } }))],
     ];
 
@@ -66,7 +72,10 @@ async function main(): Promise<void> {
     await members.createIndex({ org: 1, group: 1, id: 1 });
     const seededOrg = Date.now();
     const orgDocs = (org: string, n: number) => Array.from({ length: n }, (_, i) => ({ _id: `${org}-${i}`, org, group: i % 10, id: i }));
-    for (const [org, n] of [['big', orgTotal], ['small', Math.ceil(orgTotal / 4)]] as const) {
+    for (const [org, n] of [
+      ['big', orgTotal],
+      ['small', Math.ceil(orgTotal / 4)],
+    ] as const) {
       const all = orgDocs(org, n);
       for (let i = 0; i < n; i += 1000) await members.insertMany(all.slice(i, i + 1000), { ordered: false });
     }

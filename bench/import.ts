@@ -6,18 +6,19 @@
  * (all unchanged) unless `passes` is 1.
  * The file and the database are removed afterwards; nothing generated is kept.
  */
+
+import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
+import { DEFAULT_CHUNK_SIZE, importFiles } from '../src/cli/import';
 import { createMongoClient } from '../src/db/client';
 import { ensureIndexes } from '../src/db/collections';
 import { Tenant } from '../src/db/tenant';
-import { rulesRepository } from '../src/features/membership-rules/repository';
 import { groupsRepository } from '../src/features/groups/repository';
-import { DEFAULT_CHUNK_SIZE, importFiles } from '../src/cli/import';
+import { rulesRepository } from '../src/features/membership-rules/repository';
 
 const ORG = 'bench-import';
 const lines = Number(process.argv[2] ?? 20000);
@@ -56,7 +57,7 @@ async function main() {
 
     const progress = Object.assign(new PassThrough(), { isTTY: false });
     progress.on('data', (chunk) => process.stderr.write(chunk));
-    const passes = ["first import", "second import (all unchanged)"].slice(0, Number(process.argv[4] ?? 2));
+    const passes = ['first import', 'second import (all unchanged)'].slice(0, Number(process.argv[4] ?? 2));
     for (const pass of passes) {
       const started = process.hrtime.bigint();
       const summary = await importFiles(db, { users: file, concurrency, chunkSize, out: progress });

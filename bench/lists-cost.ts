@@ -6,15 +6,15 @@
  *
  * Uses MONGO_URL (default the local stack) and a throw-away database. Prints one Markdown table.
  */
-import { MongoClient, type Db } from 'mongodb';
+import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type UserDoc } from '../src/db/collections';
 import { Tenant } from '../src/db/tenant';
+import { normalizeEventTime } from '../src/domain/event-time';
 import { syncUserGroups } from '../src/domain/list-facts';
 import { insertMembershipIfAbsent } from '../src/domain/memberships';
 import { gramsOf, indexUser, userSearchFields } from '../src/domain/search-index';
-import { userRecord, userTombstone, upsertUser } from '../src/domain/users';
+import { upsertUser, userRecord, userTombstone } from '../src/domain/users';
 import { upsertIfNewer } from '../src/domain/versioned-records';
-import { normalizeEventTime } from '../src/domain/event-time';
 import { MAIN_ORG, seedBenchData } from './seed';
 
 const users = Number(process.argv[2] ?? 20_000);
@@ -54,7 +54,14 @@ async function main() {
     // The same upsert without what issue 12 added after it (the record alone, as before).
     const plain = await timed(samples, (i) => {
       const { doc, set } = userRecord(facts(samples + i), time);
-      return upsertIfNewer<UserDoc>(tenant, { collection: COLLECTIONS.users, doc, set, tombstone: userTombstone(base + samples + i), ownerOrg: async () => null, moveOut: async () => undefined });
+      return upsertIfNewer<UserDoc>(tenant, {
+        collection: COLLECTIONS.users,
+        doc,
+        set,
+        tombstone: userTombstone(base + samples + i),
+        ownerOrg: async () => null,
+        moveOut: async () => undefined,
+      });
     });
     // The steps alone, on users that already have them: the gram write for a renamed user, the facts sync.
     const renamed = normalizeEventTime('2031-01-01T00:00:00Z');
@@ -74,7 +81,10 @@ async function main() {
         row('users: documents, average size, data, indexes', `${u.count}, ${u.avgObjSize.toFixed(0)} B, ${mib(u.size)}, ${mib(u.indexes)}`),
         row('user_grams: documents, average size, data, indexes', `${g.count}, ${g.avgObjSize.toFixed(0)} B, ${mib(g.size)}, ${mib(g.indexes)}`),
         row('grams per listed user', `${gramsPerUser.toFixed(1)} (one sample user: ${gramsOf(userSearchFields(facts(0))).size})`),
-        row('search storage per user (gram data + gram indexes)', `${((g.size + g.indexes) / u.count).toFixed(0)} B, against ${((u.size + u.indexes) / u.count).toFixed(0)} B for the user itself`),
+        row(
+          'search storage per user (gram data + gram indexes)',
+          `${((g.size + g.indexes) / u.count).toFixed(0)} B, against ${((u.size + u.indexes) / u.count).toFixed(0)} B for the user itself`,
+        ),
         row('user event, new user (upsert + facts + grams)', ms(event)),
         row('the same upsert alone (before issue 12)', ms(plain)),
         row('grams rewritten after a rename (indexUser)', ms(regram)),

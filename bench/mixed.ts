@@ -4,11 +4,12 @@
  * status class, socket errors, latency and resident memory after the first 10 s and at the end
  * (a leak shows as growth between the two). Measures; asserts nothing.
  */
-import { API_PREFIX as API } from '../src/http/openapi';
+
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { MongoClient } from 'mongodb';
-import { MAIN_ORG, random, seedBenchData, type BenchScale } from './seed';
+import { API_PREFIX as API } from '../src/http/openapi';
+import { type BenchScale, MAIN_ORG, random, seedBenchData } from './seed';
 import { sign, startServiceProcess } from './suite';
 
 export interface MixedOptions extends BenchScale {
@@ -87,7 +88,14 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
       const json = { 'content-type': 'application/json' };
       switch (kind) {
         case 'list': {
-          const list = any(['course-access-groups/', 'users/?limit=50', 'courses/?limit=50', 'memberships/', 'group-courses/', `courses/?group=${any(data.groupIds)}`]);
+          const list = any([
+            'course-access-groups/',
+            'users/?limit=50',
+            'courses/?limit=50',
+            'memberships/',
+            'group-courses/',
+            `courses/?group=${any(data.groupIds)}`,
+          ]);
           return { method: 'GET', path: `${API}/${list}`, headers: { authorization: admin } };
         }
         case 'search': {
@@ -97,18 +105,43 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
         case 'write': {
           const n = ++serial;
           const write = n % 3;
-          if (write === 0) return { method: 'POST', path: `${API}/course-access-groups/`, body: JSON.stringify({ name: `load ${n}`, description: 'made under load' }), headers: { authorization: admin, ...json } };
-          if (write === 1) return { method: 'PATCH', path: `${API}/course-access-groups/${any(data.groupIds)}/`, body: JSON.stringify({ description: `renamed ${n}` }), headers: { authorization: admin, ...json } };
+          if (write === 0)
+            return {
+              method: 'POST',
+              path: `${API}/course-access-groups/`,
+              body: JSON.stringify({ name: `load ${n}`, description: 'made under load' }),
+              headers: { authorization: admin, ...json },
+            };
+          if (write === 1)
+            return {
+              method: 'PATCH',
+              path: `${API}/course-access-groups/${any(data.groupIds)}/`,
+              body: JSON.stringify({ description: `renamed ${n}` }),
+              headers: { authorization: admin, ...json },
+            };
           const group = any(data.groupIds);
-          return { method: 'POST', path: `${API}/membership-rules/`, body: JSON.stringify({ name: `rule ${n}`, domain: `d${n}-${dbName.slice(-6)}.example.org`, group }), headers: { authorization: admin, ...json } };
+          return {
+            method: 'POST',
+            path: `${API}/membership-rules/`,
+            body: JSON.stringify({ name: `rule ${n}`, domain: `d${n}-${dbName.slice(-6)}.example.org`, group }),
+            headers: { authorization: admin, ...json },
+          };
         }
         case 'access':
-          return { method: 'GET', path: `${API}/access/?course_id=${encodeURIComponent(any(data.courseKeys))}&action=course.enroll&user_id=${any(data.userIds)}`, headers: { authorization: lms } };
+          return {
+            method: 'GET',
+            path: `${API}/access/?course_id=${encodeURIComponent(any(data.courseKeys))}&action=course.enroll&user_id=${any(data.userIds)}`,
+            headers: { authorization: lms },
+          };
         default:
           return {
             method: 'POST',
             path: `${API}/access/batch/`,
-            body: JSON.stringify({ action: 'course.see_in_catalog', user_id: any(data.userIds), course_ids: Array.from({ length: 20 }, () => any(data.courseKeys)) }),
+            body: JSON.stringify({
+              action: 'course.see_in_catalog',
+              user_id: any(data.userIds),
+              course_ids: Array.from({ length: 20 }, () => any(data.courseKeys)),
+            }),
             headers: { authorization: lms, ...json },
           };
       }
@@ -130,7 +163,7 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
     const rssEnd = service.rss();
     await service.idle();
     const statuses = result.statusCodeStats ?? {};
-    const inClass = (c: number) => Object.entries(statuses).reduce((sum, [code, s]) => sum + (Math.floor(Number(code) / 100) === c ? s.count ?? 0 : 0), 0);
+    const inClass = (c: number) => Object.entries(statuses).reduce((sum, [code, s]) => sum + (Math.floor(Number(code) / 100) === c ? (s.count ?? 0) : 0), 0);
     return {
       users: opts.users,
       courses: opts.courses,
@@ -152,7 +185,10 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
     };
   } finally {
     await service?.stop();
-    await client.db(dbName).dropDatabase().catch(() => undefined);
+    await client
+      .db(dbName)
+      .dropDatabase()
+      .catch(() => undefined);
     await client.close();
   }
 }
@@ -161,7 +197,9 @@ export function formatMixedReport(r: MixedReport): string {
   const growth = r.rssEarlyMiB > 0 ? ((r.rssEndMiB - r.rssEarlyMiB) / r.rssEarlyMiB) * 100 : NaN;
   return [
     `data set: ${r.users} users, ${r.courses} courses, ${r.groups} groups; ${r.duration} s at ${r.connections} connections`,
-    `requests: ${r.requests} (${Object.entries(r.byKind).map(([k, n]) => `${k} ${n}`).join(', ')} sent)`,
+    `requests: ${r.requests} (${Object.entries(r.byKind)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')} sent)`,
     `2xx: ${r['2xx']}, 4xx: ${r['4xx']}, 5xx: ${r['5xx']} (by status: ${JSON.stringify(r.statusCodes)}), socket errors: ${r.socketErrors} (timeouts ${r.timeouts})`,
     `latency: p50 ${r.p50} ms, p99 ${r.p99} ms`,
     `RSS: ${r.rssEarlyMiB.toFixed(0)} MiB early, ${r.rssEndMiB.toFixed(0)} MiB at the end (${growth >= 0 ? '+' : ''}${growth.toFixed(1)}%; within 10% = no leak)`,

@@ -3,13 +3,13 @@ import {
   COLLECTIONS,
   type CourseDoc,
   type CourseGramDoc,
-  type UserGramDoc,
   type GroupCourseDoc,
   type GroupDoc,
   type MembershipDoc,
   type PublicCourseDoc,
   type SiteConfigurationDoc,
   type UserDoc,
+  type UserGramDoc,
 } from '../src/db/collections';
 import { courseSearchFields, gramsOf, userSearchFields } from '../src/domain/search-index';
 
@@ -111,7 +111,16 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
     const key = `course-v1:${org === MAIN_ORG ? 'MAIN' : 'OTHER'}+C${n}+2026`;
     const main = org === MAIN_ORG;
     const isPublic = main && n % 10 === 0 ? 1 : 0;
-    const course: CourseDoc = { _id: key, id: key, org, name: `${pick(WORDS)} ${pick(WORDS)} ${n}`, event_time: EPOCH, is_public: isPublic, linked: main ? 1 : 0, facts_v: main ? 1 : 0 };
+    const course: CourseDoc = {
+      _id: key,
+      id: key,
+      org,
+      name: `${pick(WORDS)} ${pick(WORDS)} ${n}`,
+      event_time: EPOCH,
+      is_public: isPublic,
+      linked: main ? 1 : 0,
+      facts_v: main ? 1 : 0,
+    };
     courses.push(course);
     for (const g of gramsOf(courseSearchFields(course))) courseGrams.push({ _id: `${key}|${g}`, org, g, r: key, t: EPOCH });
     if (!main) continue;

@@ -13,9 +13,7 @@ import { COLLECTIONS, type UserDoc } from '../src/db/collections';
 import { createLogger } from '../src/log';
 import { startService } from '../src/runtime';
 
-export type ServerMessage =
-  | { type: 'ready'; servicePort: number; ceilingPort: number }
-  | { type: 'sample'; rss: number; inFlight: number };
+export type ServerMessage = { type: 'ready'; servicePort: number; ceilingPort: number } | { type: 'sample'; rss: number; inFlight: number };
 
 let inFlight = 0;
 

@@ -1,16 +1,16 @@
-import { API_PREFIX as API } from '../src/http/openapi';
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
-import { MongoClient } from 'mongodb';
 import { Kafka, logLevel } from 'kafkajs';
+import { MongoClient } from 'mongodb';
+import { API_PREFIX as API } from '../src/http/openapi';
 import { benchEvents } from './events';
 import { probeRate, waitUntilIdle } from './idle';
 import { drive, type LoadOptions, type Target } from './load';
-import { MAIN_ORG, seedBenchData, WORDS, type BenchScale, type Seeded } from './seed';
+import { type BenchScale, MAIN_ORG, type Seeded, seedBenchData, WORDS } from './seed';
 import type { ServerMessage } from './server';
-import { formatTable, type BenchRow } from './table';
+import { type BenchRow, formatTable } from './table';
 
 export interface SuiteOptions extends BenchScale, LoadOptions {
   mongoUrl: string;
@@ -94,8 +94,7 @@ export async function startServiceProcess(
         peak = Math.max(peak, m.rss);
         latest = m.rss;
         inFlight = m.inFlight;
-      }
-      else if (m.type === 'ready') resolve(m);
+      } else if (m.type === 'ready') resolve(m);
     });
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
   });
@@ -193,7 +192,11 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
       // A row about cache hits starts warm: every course once (one batch), then each returning user once.
       const prime = async () => {
         const ask = (path: string, init: RequestInit = {}) =>
-          fetch(`${service.serviceUrl}${API}/${path}`, { ...init, headers: { ...lms, 'content-type': 'application/json' }, signal: AbortSignal.timeout(120_000) });
+          fetch(`${service.serviceUrl}${API}/${path}`, {
+            ...init,
+            headers: { ...lms, 'content-type': 'application/json' },
+            signal: AbortSignal.timeout(120_000),
+          });
         await ask('access/batch/', {
           method: 'POST',
           body: JSON.stringify({ action: 'course.enroll', user_id: hot.userIds[0], course_ids: data.courseKeys.slice(0, 1000) }),
@@ -215,7 +218,12 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
     if (access) {
       // The same returning users while the LMS updates 50 other users a second: the change log
       // drops only those users from the cache, so the hit rate should hold.
-      const stream = userUpdates(opts.kafkaBrokers, updatesTopic, data.userIds.filter((id) => !access.hot.userIds.includes(id)), 50);
+      const stream = userUpdates(
+        opts.kafkaBrokers,
+        updatesTopic,
+        data.userIds.filter((id) => !access.hot.userIds.includes(id)),
+        50,
+      );
       await stream.ready;
       underEvents = await run(
         accessSingle(cached.serviceUrl, lms, access.hot, 'access single, 100 returning users, 50 user events/s'),
@@ -228,7 +236,8 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
       await stream.close();
     }
     // Issue 12: the lists of a large organization, every one index-served.
-    const list = (row: string, path: () => string) => run({ row, baseUrl: cached.serviceUrl, headers: admin, request: () => ({ path: `${API}/${path()}` }) }, ceiling.rate);
+    const list = (row: string, path: () => string) =>
+      run({ row, baseUrl: cached.serviceUrl, headers: admin, request: () => ({ path: `${API}/${path()}` }) }, ceiling.rate);
     await list('users search', () => `users/?search=${threeLetters()}&limit=20`);
     await list('users search, 2 terms', () => `users/?search=${any(WORDS)}%20${100 + Math.floor(Math.random() * 900)}&limit=20`);
     await list('users by group', () => `users/?group=${any(data.groupIds)}`);
@@ -289,7 +298,10 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
       ['courses search, private', 20],
       ['users deep page', 100],
     ];
-    const slowest = listRows.map(([name]) => byName(name)).filter((r): r is BenchRow => r !== undefined).sort((a, b) => a.rate - b.rate)[0];
+    const slowest = listRows
+      .map(([name]) => byName(name))
+      .filter((r): r is BenchRow => r !== undefined)
+      .sort((a, b) => a.rate - b.rate)[0];
     const targets = [
       `ceiling ≥ 1,000 requests/s: ${ceiling.rate.toFixed(0)}/s`,
       ...(access && underEvents
@@ -303,14 +315,19 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
       `every list row ≥ 0.3 × ceiling: slowest ${slowest ? `${slowest.row}, ${fmt(slowest.rate / ceiling.rate)} × ceiling` : 'not run'}`,
       ...(all ? [`events ≥ 0.5 × their ceiling: ${fmt(events?.ceilingRate ? events.rate / events.ceilingRate : undefined)} × ceiling`] : []),
       ...(writes
-        ? [`admin writes with change events and audit ≥ 0.7 × without: ${writes.on.failed || writes.off.failed ? 'FAILED row' : `${fmt(writes.on.rate / writes.off.rate)} ×`}`]
+        ? [
+            `admin writes with change events and audit ≥ 0.7 × without: ${writes.on.failed || writes.off.failed ? 'FAILED row' : `${fmt(writes.on.rate / writes.off.rate)} ×`}`,
+          ]
         : []),
       `service peak RSS < 300 MiB: ${peakRssMiB.toFixed(0)} MiB`,
     ];
     return { rows, peakRssMiB, table: formatTable(rows), targets };
   } finally {
     await Promise.all(processes.map((p) => p.stop()));
-    await client.db(dbName).dropDatabase().catch(() => undefined);
+    await client
+      .db(dbName)
+      .dropDatabase()
+      .catch(() => undefined);
     await client.close();
   }
 }

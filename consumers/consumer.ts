@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Partitioners, type Consumer, type EachMessagePayload, type IHeaders, type Kafka, type Producer } from 'kafkajs';
+import { type Consumer, type EachMessagePayload, type IHeaders, type Kafka, Partitioners, type Producer } from 'kafkajs';
 import type { Config } from '../src/config';
-import type { Metrics } from '../src/metrics';
 import type { Logger } from '../src/log';
-import { DEFAULT_RETRY, retry, type RetryPolicy } from '../src/retry';
+import type { Metrics } from '../src/metrics';
+import { DEFAULT_RETRY, type RetryPolicy, retry } from '../src/retry';
 import { InvalidMessage } from './cloudevents';
 import { HandlerFailure, type MessageHandler } from './dispatch';
 
@@ -18,6 +18,7 @@ export interface EventConsumer {
 
 export type { RetryPolicy };
 export { DEFAULT_RETRY };
+
 /** The longest stretch without a heartbeat while waiting to retry (session timeout is 30 s). */
 const HEARTBEAT_EVERY_MS = 1000;
 const DLQ_REASON_MAX = 1000;

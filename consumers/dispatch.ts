@@ -2,8 +2,8 @@ import type { EachMessagePayload } from 'kafkajs';
 import type { Db } from 'mongodb';
 import { runInChangeContext } from '../src/db/change-context';
 import { Invalid } from '../src/errors';
-import type { Metrics } from '../src/metrics';
 import type { Logger } from '../src/log';
+import type { Metrics } from '../src/metrics';
 import { decodeCloudEvent, InvalidMessage } from './cloudevents';
 import { HANDLERS } from './handlers';
 import type { Subject } from './handlers/handler';
@@ -70,6 +70,9 @@ export function createDispatcher(deps: { db: Db; log: Logger; metrics: Metrics }
     }
     stopTimer();
     metrics.eventsHandled.inc({ type: handler.type, outcome });
-    log.debug({ topic, partition, offset: message.offset, event_id: event.id, event_type: handler.type, ...subject, outcome, mode: event.mode }, 'event handled');
+    log.debug(
+      { topic, partition, offset: message.offset, event_id: event.id, event_type: handler.type, ...subject, outcome, mode: event.mode },
+      'event handled',
+    );
   };
 }

@@ -89,7 +89,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // ajv applied the defaults and coercions to `raw` in place.
   const config = raw as unknown as RawConfig;
-  const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
+  const list = (s: string) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
   const result: Config = Object.freeze({
     ...config,
     // A PEM in an environment variable often arrives with its newlines escaped.

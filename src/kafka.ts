@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type LogEntry } from 'kafkajs';
+import { Kafka, type LogEntry, logLevel } from 'kafkajs';
 import type { Config } from './config';
 import type { Logger } from './log';
 
@@ -23,7 +23,7 @@ export function createKafka(config: Config, log: Logger, clientId = 'course-acce
       () =>
       ({ level, log: entry }: LogEntry) => {
         const { message, ...rest } = entry;
-        const method = level <= logLevel.WARN ? LEVELS[level] ?? 'warn' : 'debug';
+        const method = level <= logLevel.WARN ? (LEVELS[level] ?? 'warn') : 'debug';
         kafkaLog[method]({ kafka: { broker: rest.broker, error: rest.error, groupId: rest.groupId } }, message);
       },
   });
@@ -46,10 +46,7 @@ export function brokerProbe(kafka: Kafka, cacheMs = 2000) {
           await admin.connect();
           connected = true;
         }
-        await Promise.race([
-          admin.describeCluster(),
-          new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref()),
-        ]);
+        await Promise.race([admin.describeCluster(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref())]);
         ok = true;
       } catch {
         ok = false;

@@ -9,16 +9,7 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', de
     level,
     base: { service: 'course-access-groups' },
     redact: {
-      paths: [
-        'req.headers.authorization',
-        'headers.authorization',
-        'authorization',
-        'token',
-        'email',
-        '*.email',
-        'pii',
-        '*.pii',
-      ],
+      paths: ['req.headers.authorization', 'headers.authorization', 'authorization', 'token', 'email', '*.email', 'pii', '*.pii'],
       censor: '[redacted]',
     },
   };

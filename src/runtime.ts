@@ -3,17 +3,17 @@ import type { AddressInfo } from 'node:net';
 import type { Db, MongoClient } from 'mongodb';
 import { createEventConsumer, type EventConsumer, type MessageHandler } from '../consumers/consumer';
 import { createDispatcher } from '../consumers/dispatch';
-import { createChangeRelay, type ChangeRelay } from './changes/relay';
+import { type ChangeRelay, createChangeRelay } from './changes/relay';
 import type { Config } from './config';
-import { createMongoClient, ping } from './db/client';
 import { PURGE_EVERY_MS, purgeExpiredAudit, setUpAuditRetention } from './db/audit';
+import { createMongoClient, ping } from './db/client';
 import { ensureIndexes } from './db/collections';
 import { configureChanges } from './db/outbox';
 import { createApp } from './http/app';
-import { createMetrics, type Metrics } from './metrics';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
-import { retry, type RetryPolicy } from './retry';
+import { createMetrics, type Metrics } from './metrics';
+import { type RetryPolicy, retry } from './retry';
 
 export interface Running {
   db: Db;
@@ -111,17 +111,24 @@ export async function startService(
   const keepRetention = async () => {
     if ((await setUpAuditRetention(db, config.AUDIT_RETENTION_DAYS)) === 'ttl') return;
     const purge = () =>
-      purgeExpiredAudit(db, config.AUDIT_RETENTION_DAYS).catch((err: Error) => log.warn({ err: { name: err.name, message: err.message } }, 'audit purge failed'));
+      purgeExpiredAudit(db, config.AUDIT_RETENTION_DAYS).catch((err: Error) =>
+        log.warn({ err: { name: err.name, message: err.message } }, 'audit purge failed'),
+      );
     await purge();
     purgeTimer = setInterval(purge, PURGE_EVERY_MS);
     purgeTimer.unref();
   };
 
   const ready = (async () => {
-    await withRetry('database', async () => {
-      await client.connect();
-      await ensureIndexes(db);
-    }, log, stopping.signal);
+    await withRetry(
+      'database',
+      async () => {
+        await client.connect();
+        await ensureIndexes(db);
+      },
+      log,
+      stopping.signal,
+    );
     relay.start();
     await keepRetention().catch((err: Error) => log.warn({ err: { name: err.name, message: err.message } }, 'audit retention not set up'));
     if (consumer) await withRetry('broker', () => consumer!.start(), log, stopping.signal);

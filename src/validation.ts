@@ -1,7 +1,7 @@
 import Ajv, { type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
-import { Invalid, type FieldErrors } from './errors';
+import { type FieldErrors, Invalid } from './errors';
 
 /**
  * The one ajv instance. Schemas are the single source of truth: they validate request bodies,
@@ -26,7 +26,11 @@ function messageFor(e: ErrorObject): string {
     case 'type':
       if (e.data === null) return 'This field may not be null.';
       // A nullable field's type is reported as "integer,null": name the non-null one.
-      switch (String(p.type).split(',').find((t) => t !== 'null')) {
+      switch (
+        String(p.type)
+          .split(',')
+          .find((t) => t !== 'null')
+      ) {
         case 'integer':
           return 'A valid integer is required.';
         case 'boolean':
@@ -60,8 +64,7 @@ export function toFieldErrors(errors: ErrorObject[]): FieldErrors {
   const out: FieldErrors = {};
   for (const e of errors) {
     const segments = e.instancePath.split('/').filter(Boolean);
-    const field =
-      segments[0] ?? (e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : 'non_field_errors');
+    const field = segments[0] ?? (e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : 'non_field_errors');
     const message = messageFor(e);
     const list = out[field] ?? [];
     out[field] = list;
@@ -80,8 +83,7 @@ export function validator<const S extends JSONSchema>(schema: S): (data: unknown
 }
 
 /** A query string's boolean, in a spelling its schema accepted (src/http/query.ts, booleanParam). */
-export const toBoolean = (raw: string | undefined): boolean | undefined =>
-  raw === undefined ? undefined : raw === 'true' || raw === 'True' || raw === '1';
+export const toBoolean = (raw: string | undefined): boolean | undefined => (raw === undefined ? undefined : raw === 'true' || raw === 'True' || raw === '1');
 
 /** A query string's integer, as its schema accepted it (digits only). */
 export const toInteger = (raw: string | undefined): number | undefined => (raw === undefined ? undefined : Number(raw));

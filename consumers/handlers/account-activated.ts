@@ -1,5 +1,5 @@
-import { defineHandler } from './handler';
 import { applyUserData, userEventDataSchema } from '../../src/domain/user-event-data';
+import { defineHandler } from './handler';
 
 /** The learner confirmed their email: the user is active now, and membership rules apply. */
 export const accountActivated = defineHandler({

@@ -2,7 +2,7 @@ import type { JSONSchema } from 'json-schema-to-ts';
 import type { Db } from 'mongodb';
 import type { ApplyOutcome } from '../../src/domain/event-time';
 import { ajv, describeErrors, type Infer } from '../../src/validation';
-import { InvalidMessage, type CloudEvent } from '../cloudevents';
+import { type CloudEvent, InvalidMessage } from '../cloudevents';
 
 /** What an event is about, as log fields: never an email. */
 export type Subject = { user_id: string } | { course_key: string };

@@ -1,5 +1,5 @@
-import { defineHandler } from './handler';
 import { applyUserData, userEventDataSchema } from '../../src/domain/user-event-data';
+import { defineHandler } from './handler';
 
 /** A new learner; membership rules apply only if the LMS already counts them as active. */
 export const registrationCompleted = defineHandler({

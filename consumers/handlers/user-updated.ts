@@ -1,5 +1,5 @@
-import { defineHandler } from './handler';
 import { applyUserData, userEventDataSchema } from '../../src/domain/user-event-data';
+import { defineHandler } from './handler';
 
 /** Profile and flags change; membership rules are not applied (SPEC section 5). */
 export const userUpdated = defineHandler({

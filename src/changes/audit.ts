@@ -1,6 +1,6 @@
 import type { Document } from 'mongodb';
 import { actorId } from '../db/change-context';
-import { COLLECTIONS, type AuditDoc, type OutboxDoc } from '../db/collections';
+import { type AuditDoc, COLLECTIONS, type OutboxDoc } from '../db/collections';
 import { changeKind } from './events';
 
 /** A stored document as the audit log shows it: its fields, without storage keys. */

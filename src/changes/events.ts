@@ -2,7 +2,7 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { Document } from 'mongodb';
-import { CAUSES, type Actor } from '../db/change-context';
+import { type Actor, CAUSES } from '../db/change-context';
 import { COLLECTIONS, type CollectionName, type OutboxDoc } from '../db/collections';
 import { TRACKED_RESOURCES } from '../db/outbox';
 

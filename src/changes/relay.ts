@@ -7,8 +7,8 @@ import { readChangeLog } from '../db/change-log';
 import type { OutboxDoc } from '../db/collections';
 import { acquireLease, releaseLease, renewLease } from '../db/lease';
 import { countOutbox, deleteIntents, INTENT_GRACE_MS, outboxSignals, readOutbox, readRecords, recordKey, TRACKED } from '../db/outbox';
-import type { Metrics } from '../metrics';
 import type { Logger } from '../log';
+import type { Metrics } from '../metrics';
 import { backoffDelay, DEFAULT_RETRY, pause, type RetryPolicy } from '../retry';
 import { buildAuditRecords } from './audit';
 import { buildChangeEvent, changeKind, toMessage } from './events';
@@ -201,7 +201,10 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
         failures++;
         metrics.relayFailures.inc();
         const delay = backoffDelay(failures, retry);
-        log.warn({ attempt: failures, retry_in_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } }, 'change relay step failed; retrying');
+        log.warn(
+          { attempt: failures, retry_in_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } },
+          'change relay step failed; retrying',
+        );
         await pause(delay, stopping.signal);
       }
     }

@@ -24,7 +24,12 @@ export const configDocumentSchema = {
     },
     groups: {
       type: 'array',
-      items: { type: 'object', properties: { id, name: { ...text, minLength: 1 }, description: text }, required: ['id', 'name', 'description'], additionalProperties: false },
+      items: {
+        type: 'object',
+        properties: { id, name: { ...text, minLength: 1 }, description: text },
+        required: ['id', 'name', 'description'],
+        additionalProperties: false,
+      },
     },
     membership_rules: {
       type: 'array',

@@ -11,7 +11,7 @@ import { publicCoursesRepository } from '../features/public-courses/repository';
 import { siteConfigurationRepository } from '../features/site-configuration/repository';
 import { usersRepository } from '../features/users/repository';
 import { ajv, describeErrors } from '../validation';
-import { configDocumentSchema, type ConfigDocument } from './config-document';
+import { type ConfigDocument, configDocumentSchema } from './config-document';
 
 export class ImportConfigError extends Error {}
 

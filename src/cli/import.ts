@@ -6,11 +6,11 @@ import { catalogInfoChanged } from '../../consumers/handlers/catalog-info-change
 import { registrationCompleted } from '../../consumers/handlers/registration-completed';
 import { Tenant } from '../db/tenant';
 import { applyCatalogInfo, type CatalogInfoData } from '../domain/course-event-data';
-import { applyUserData, userFacts, type UserEventData } from '../domain/user-event-data';
-import { Invalid } from '../errors';
-import { normalizeEventTime, type ApplyOutcome } from '../domain/event-time';
+import { type ApplyOutcome, normalizeEventTime } from '../domain/event-time';
 import { registerNewUsers } from '../domain/import-users';
-import { progressReporter, type ProgressCounts } from './progress';
+import { applyUserData, type UserEventData, userFacts } from '../domain/user-event-data';
+import { Invalid } from '../errors';
+import { type ProgressCounts, progressReporter } from './progress';
 
 /**
  * The `time` of every imported line. The files carry none, and an import describes the platform
@@ -72,7 +72,11 @@ const registration = (data: UserEventData) => ({ forceActive: false, rules: data
 async function applyUsersChunk(ctx: ChunkContext, lines: Line<UserEventData>[]): Promise<void> {
   const perEvent: Line<UserEventData>[] = [];
   for (const [org, ofOrg] of byOrganization(lines)) {
-    const outcomes = await registerNewUsers(new Tenant(ctx.db, org), ofOrg.map((l) => userFacts(l.data, registration(l.data))), IMPORT_TIME);
+    const outcomes = await registerNewUsers(
+      new Tenant(ctx.db, org),
+      ofOrg.map((l) => userFacts(l.data, registration(l.data))),
+      IMPORT_TIME,
+    );
     outcomes.forEach((outcome, i) => {
       if (outcome === 'per-event') perEvent.push(ofOrg[i]!);
       else ctx.count(outcome);
@@ -144,7 +148,10 @@ async function importFile(db: Db, kind: keyof typeof KINDS, path: string, opts: 
       progress.note(`${path}:${lineNo}: refused: ${reason}`);
     },
   };
-  const { parse, applyChunk } = KINDS[kind] as unknown as { parse(data: unknown): unknown; applyChunk(ctx: ChunkContext, lines: Line<unknown>[]): Promise<void> };
+  const { parse, applyChunk } = KINDS[kind] as unknown as {
+    parse(data: unknown): unknown;
+    applyChunk(ctx: ChunkContext, lines: Line<unknown>[]): Promise<void>;
+  };
   // One chunk is applied while the next is read and validated: two chunks in memory at most.
   let applying: Promise<void> = Promise.resolve();
   let failure: unknown = null;

@@ -5,12 +5,12 @@ import { ConfigError, loadCliConfig } from '../config';
 import { runInChangeContext } from '../db/change-context';
 import { createMongoClient } from '../db/client';
 import { ensureIndexes } from '../db/collections';
+import { Tenant } from '../db/tenant';
+import { reindexOrganization } from '../domain/list-facts';
 import { createLogger, type Logger } from '../log';
 import { exportConfiguration } from './export';
 import { FatalImportError, importFiles } from './import';
 import { ImportConfigError, importConfiguration } from './import-config';
-import { Tenant } from '../db/tenant';
-import { reindexOrganization } from '../domain/list-facts';
 
 const USAGE = `usage:
   cag import [--users users.jsonl] [--courses courses.jsonl] [--concurrency N] [--strict]

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, type AuditDoc } from './collections';
+import { type AuditDoc, COLLECTIONS } from './collections';
 import { isDuplicateKey } from './errors';
 
 const auditLog = (db: Db) => db.collection<AuditDoc>(COLLECTIONS.auditLog);

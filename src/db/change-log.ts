@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, type ChangeLogDoc, type ChangeLogEntry } from './collections';
 import { retry } from '../retry';
+import { type ChangeLogDoc, type ChangeLogEntry, COLLECTIONS } from './collections';
 import { isClientClosed } from './errors';
 
 /**

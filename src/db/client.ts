@@ -1,4 +1,4 @@
-import { MongoClient, type Db } from 'mongodb';
+import { type Db, MongoClient } from 'mongodb';
 
 /**
  * Short server-selection and socket timeouts make a query against an unreachable database

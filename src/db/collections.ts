@@ -252,10 +252,7 @@ export const INDEXES: Record<string, IndexDescription[]> = {
     { key: { g: 1, org: 1, r: 1 } }, // search: a gram's users in id order, and its count
     { key: { r: 1, org: 1 } }, // a user's grams, when its record changes
   ],
-  [COLLECTIONS.courseGrams]: [
-    { key: { g: 1, org: 1, r: 1 } },
-    { key: { r: 1, org: 1 } },
-  ],
+  [COLLECTIONS.courseGrams]: [{ key: { g: 1, org: 1, r: 1 } }, { key: { r: 1, org: 1 } }],
   [COLLECTIONS.auditLog]: [
     { key: { org: 1, time: -1 } }, // audit-log/, newest first (its TTL index: src/db/audit.ts)
   ],

@@ -8,9 +8,7 @@ export function isDuplicateKey(err: unknown): boolean {
 /** The driver's way of saying the database cannot be reached (selection, network, pool, timeout). */
 export function isDatabaseUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
-  return /^Mongo(ServerSelection|Network|NetworkTimeout|PoolCleared|OperationTimeout|TopologyClosed|NotConnected)Error$/.test(
-    err.name,
-  );
+  return /^Mongo(ServerSelection|Network|NetworkTimeout|PoolCleared|OperationTimeout|TopologyClosed|NotConnected)Error$/.test(err.name);
 }
 
 /** A client closed on purpose (shutdown): it will not come back, so retrying is pointless. */

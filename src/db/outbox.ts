@@ -94,13 +94,7 @@ export interface Intent {
 const outbox = (db: Db) => db.collection<OutboxDoc>(COLLECTIONS.outbox);
 
 /** Writes the intent of a write that may change `keys` of `collection` (step 1 above). */
-export async function openIntent(
-  db: Db,
-  collection: CollectionName,
-  org: string,
-  keys: string[],
-  before: (Document | null)[] | undefined,
-): Promise<Intent> {
+export async function openIntent(db: Db, collection: CollectionName, org: string, keys: string[], before: (Document | null)[] | undefined): Promise<Intent> {
   const context = currentChangeContext();
   const doc: OutboxDoc = {
     _id: newIntentId(),

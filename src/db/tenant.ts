@@ -14,10 +14,10 @@ import type {
   WithId,
 } from 'mongodb';
 import { recordAfterWrite } from './change-log';
-import { dropIntent, intentPolicy, INTENT_GRACE_MS, narrowIntent, openIntent, reopenIntent, signalDone, type Intent } from './outbox';
 import { COLLECTIONS, type CollectionName, type TenantDoc } from './collections';
 import { claimIds } from './counters';
 import { isDuplicateKey } from './errors';
+import { dropIntent, INTENT_GRACE_MS, type Intent, intentPolicy, narrowIntent, openIntent, reopenIntent, signalDone } from './outbox';
 
 /**
  * Tenancy lives here and nowhere else. A `Tenant` is the only handle routes, domain functions
@@ -259,7 +259,11 @@ export class TenantCollection<T extends TenantDoc> {
    */
   async page(filter: Filter<T>, page: { offset: number; limit: number }): Promise<WithId<T>[]> {
     if (page.offset < DEEP_OFFSET) return this.find(filter).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray();
-    const keys = await this.find(filter, { projection: { _id: 0, id: 1 } }).sort({ id: 1 }).skip(page.offset).limit(page.limit).toArray();
+    const keys = await this.find(filter, { projection: { _id: 0, id: 1 } })
+      .sort({ id: 1 })
+      .skip(page.offset)
+      .limit(page.limit)
+      .toArray();
     const ids = [...new Set(keys.map((k) => (k as unknown as { id: number | string }).id))];
     if (ids.length === 0) return [];
     const docs = await this.find({ ...filter, id: { $in: ids } } as Filter<T>).toArray();
@@ -268,7 +272,11 @@ export class TenantCollection<T extends TenantDoc> {
 
   /** Updates every match in one command; records "anything may have changed" when it changed something. Untracked collections only. */
   updateMany(filter: Filter<T>, update: UpdateFilter<T>) {
-    return this.write(null, () => this.inner.updateMany(this.scope(filter), update), (r) => (r.modifiedCount > 0 ? [null] : []));
+    return this.write(
+      null,
+      () => this.inner.updateMany(this.scope(filter), update),
+      (r) => (r.modifiedCount > 0 ? [null] : []),
+    );
   }
 
   /**
@@ -280,9 +288,7 @@ export class TenantCollection<T extends TenantDoc> {
    */
   async upsertEach(entries: { filter: Filter<T>; set: Partial<T> }[]): Promise<void> {
     if (entries.length === 0) return;
-    const ops = entries.map(
-      (e) => ({ updateOne: { filter: this.scope(e.filter), update: { $set: e.set }, upsert: true } }) as AnyBulkWriteOperation<T>,
-    );
+    const ops = entries.map((e) => ({ updateOne: { filter: this.scope(e.filter), update: { $set: e.set }, upsert: true } }) as AnyBulkWriteOperation<T>);
     try {
       await this.inner.bulkWrite(ops, { ordered: false });
     } catch (err) {
@@ -302,7 +308,11 @@ export class TenantCollection<T extends TenantDoc> {
     const policy = intentPolicy(this.db, this.name);
     // A new record had no "before"; an existing `_id` makes the insert fail, and its intent go.
     const plan = policy && this.plan(policy, [full._id], [null]);
-    await this.write(plan, () => this.inner.insertOne(full as OptionalUnlessRequiredId<T>), () => [full._id]);
+    await this.write(
+      plan,
+      () => this.inner.insertOne(full as OptionalUnlessRequiredId<T>),
+      () => [full._id],
+    );
     return full;
   }
 
@@ -408,13 +418,19 @@ export class TenantCollection<T extends TenantDoc> {
     if (typeof filter._id === 'string' || (!policy && '_id' in filter)) {
       const key = TenantCollection.keyOf(filter);
       const plan = policy && key !== null ? this.plan(policy, [key], [policy.audit ? await this.current(key) : null]) : null;
-      const r = await this.write(plan, () => this.inner.deleteMany(this.scope(filter)), (r) => (r.deletedCount > 0 ? [key] : []));
+      const r = await this.write(
+        plan,
+        () => this.inner.deleteMany(this.scope(filter)),
+        (r) => (r.deletedCount > 0 ? [key] : []),
+      );
       return { deletedCount: r.deletedCount };
     }
     let deletedCount = 0;
     for (;;) {
       // Audited: whole records, for the intent's "before"; else their `_id`s.
-      const docs = (await this.find(filter, policy?.audit ? {} : { projection: { _id: 1 } }).limit(DELETE_BATCH).toArray()) as T[];
+      const docs = (await this.find(filter, policy?.audit ? {} : { projection: { _id: 1 } })
+        .limit(DELETE_BATCH)
+        .toArray()) as T[];
       const ids = docs.map((d) => d._id);
       if (ids.length === 0) return { deletedCount };
       const r = await this.write(
@@ -460,7 +476,10 @@ export function ownerLookup(db: Db) {
     async userOrgs(userIds: readonly number[]): Promise<Map<number, string>> {
       const ids = [...new Set(userIds)].map(String);
       const docs = await readInPieces(ids, (piece) =>
-        db.collection<TenantDoc>('users').find({ _id: { $in: piece } }, { projection: { org: 1 } }).toArray(),
+        db
+          .collection<TenantDoc>('users')
+          .find({ _id: { $in: piece } }, { projection: { org: 1 } })
+          .toArray(),
       );
       return new Map(docs.map((d) => [Number(d._id), d.org]));
     },

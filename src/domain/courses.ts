@@ -1,5 +1,5 @@
-import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../db/collections';
 import { withCause } from '../db/change-context';
+import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../db/collections';
 import { ownerLookup, Tenant } from '../db/tenant';
 import type { ApplyOutcome } from './event-time';
 import { syncCourseFacts } from './list-facts';

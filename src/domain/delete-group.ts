@@ -1,5 +1,5 @@
-import { COLLECTIONS, type GroupCourseDoc, type GroupDoc, type MembershipDoc, type RuleDoc } from '../db/collections';
 import { withCause } from '../db/change-context';
+import { COLLECTIONS, type GroupCourseDoc, type GroupDoc, type MembershipDoc, type RuleDoc } from '../db/collections';
 import type { Tenant } from '../db/tenant';
 import { coursesOf, membersOf, syncCourseFacts, syncUserGroups, usersShowingGroup } from './list-facts';
 

@@ -4,7 +4,7 @@ import type { ApplyOutcome } from './event-time';
 import { syncUserGroups } from './list-facts';
 import { emailDomain, ruleId } from './membership-rules';
 import { indexNewUsers, unindexUser } from './search-index';
-import { userRecord, userTombstone, type UserFacts } from './users';
+import { type UserFacts, userRecord, userTombstone } from './users';
 
 /**
  * What the batch did with one user: the outcome applying it as an event would have had, or
@@ -25,11 +25,17 @@ export async function registerNewUsers(tenant: Tenant, batch: readonly UserFacts
   const firsts = firstLineOfEachId(batch);
   const fresh = await usersToInsert(tenant, [...firsts.keys()], time);
   const inserted = await insertUsers(tenant, fresh, time);
-  await indexNewUsers(tenant, inserted.map((u) => userRecord(u, time).doc));
+  await indexNewUsers(
+    tenant,
+    inserted.map((u) => userRecord(u, time).doc),
+  );
   const memberships = await insertRuleMemberships(tenant, inserted);
   // The memberships first, then the users' derived group from a fresh read, as per event (all of
   // them: a membership may predate its user). Two reads for the batch; writes only where it differs.
-  await syncUserGroups(tenant, inserted.map((u) => u.id));
+  await syncUserGroups(
+    tenant,
+    inserted.map((u) => u.id),
+  );
   const retired = await retiredSince(tenant, inserted, time);
   await takeBackRetired(tenant, retired, memberships, time);
   const outcomes: BatchOutcome[] = batch.map(() => 'per-event');
@@ -63,7 +69,10 @@ async function usersToInsert(tenant: Tenant, users: readonly UserFacts[], time: 
 }
 
 function tombstonesOf(tenant: Tenant, users: readonly UserFacts[]) {
-  return tenant.collection<TombstoneDoc>(COLLECTIONS.tombstones).findByIds(users.map((u) => userTombstone(u.id)), { projection: { event_time: 1 } });
+  return tenant.collection<TombstoneDoc>(COLLECTIONS.tombstones).findByIds(
+    users.map((u) => userTombstone(u.id)),
+    { projection: { event_time: 1 } },
+  );
 }
 
 /** Inserts the users' records in one unordered insert; returns those inserted (a refused `_id` exists somewhere). */
@@ -96,7 +105,10 @@ async function insertRuleMemberships(tenant: Tenant, users: readonly UserFacts[]
 
 /** The group of each of the organization's rules, by the rule's `_id` (`org|domain`): rules are few. */
 async function ruleGroups(tenant: Tenant): Promise<Map<string, number>> {
-  const rules = await tenant.collection<RuleDoc>(COLLECTIONS.rules).find({}, { projection: { _id: 1, group: 1 } }).toArray();
+  const rules = await tenant
+    .collection<RuleDoc>(COLLECTIONS.rules)
+    .find({}, { projection: { _id: 1, group: 1 } })
+    .toArray();
   return new Map(rules.map((r) => [r._id, r.group]));
 }
 

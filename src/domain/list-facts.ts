@@ -98,10 +98,7 @@ export function syncCourseFacts(tenant: Tenant, courseKeys: Iterable<string>): P
     (keys) => courses.findByIds(keys, { projection: { is_public: 1, linked: 1, facts_v: 1 } }),
     async (docs) => {
       const keys = docs.map((d) => d._id);
-      const [open, linked] = await Promise.all([
-        publics.findByIds(keys, { projection: { _id: 1 } }),
-        linkedCourses(links, keys),
-      ]);
+      const [open, linked] = await Promise.all([publics.findByIds(keys, { projection: { _id: 1 } }), linkedCourses(links, keys)]);
       return new Map(
         docs.map((d) => {
           const isPublic = open.has(d._id) ? 1 : 0;
@@ -120,9 +117,7 @@ export function syncCourseFacts(tenant: Tenant, courseKeys: Iterable<string>): P
 async function linkedCourses(links: TenantCollection<GroupCourseDoc>, keys: string[]): Promise<Set<string>> {
   const out = new Set<string>();
   for (let i = 0; i < keys.length; i += 1000) {
-    const found = await links
-      .find({ course: { $in: keys.slice(i, i + 1000) } }, { projection: { _id: 0, course: 1 } })
-      .toArray();
+    const found = await links.find({ course: { $in: keys.slice(i, i + 1000) } }, { projection: { _id: 0, course: 1 } }).toArray();
     for (const l of found) out.add(l.course);
   }
   return out;
@@ -130,19 +125,28 @@ async function linkedCourses(links: TenantCollection<GroupCourseDoc>, keys: stri
 
 /** The user ids of the tenant's members of `group`, through the membership index. */
 export async function membersOf(tenant: Tenant, group: number): Promise<string[]> {
-  const docs = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).find({ group }, { projection: { _id: 1 } }).toArray();
+  const docs = await tenant
+    .collection<MembershipDoc>(COLLECTIONS.memberships)
+    .find({ group }, { projection: { _id: 1 } })
+    .toArray();
   return docs.map((d) => d._id);
 }
 
 /** The course keys linked to `group`, through the link index. */
 export async function coursesOf(tenant: Tenant, group: number): Promise<string[]> {
-  const docs = await tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({ group }, { projection: { _id: 0, course: 1 } }).toArray();
+  const docs = await tenant
+    .collection<GroupCourseDoc>(COLLECTIONS.groupCourses)
+    .find({ group }, { projection: { _id: 0, course: 1 } })
+    .toArray();
   return [...new Set(docs.map((d) => d.course))];
 }
 
 /** Users whose derived group is `group` (the `{org, grp, listed, id}` index): what a cascade must re-derive. */
 export async function usersShowingGroup(tenant: Tenant, group: number): Promise<string[]> {
-  const docs = await tenant.collection<UserDoc>(COLLECTIONS.users).find({ grp: group }, { projection: { _id: 0, id: 1 } }).toArray();
+  const docs = await tenant
+    .collection<UserDoc>(COLLECTIONS.users)
+    .find({ grp: group }, { projection: { _id: 0, id: 1 } })
+    .toArray();
   return docs.map((d) => String(d.id));
 }
 
@@ -166,7 +170,10 @@ export async function reindexOrganization(tenant: Tenant, pageSize = 500): Promi
         u.listed = listed;
       }
     }
-    await syncUserGroups(tenant, page.map((u) => u.id));
+    await syncUserGroups(
+      tenant,
+      page.map((u) => u.id),
+    );
     for (let i = 0; i < page.length; i += 16) await Promise.all(page.slice(i, i + 16).map((u) => indexUser(tenant, u)));
     userCount += page.length;
   }
@@ -175,7 +182,10 @@ export async function reindexOrganization(tenant: Tenant, pageSize = 500): Promi
   for (let offset = 0; ; offset += pageSize) {
     const page = await courses.find({}).sort({ id: 1 }).skip(offset).limit(pageSize).toArray();
     if (page.length === 0) break;
-    await syncCourseFacts(tenant, page.map((c) => c._id));
+    await syncCourseFacts(
+      tenant,
+      page.map((c) => c._id),
+    );
     for (let i = 0; i < page.length; i += 16) await Promise.all(page.slice(i, i + 16).map((c) => indexCourse(tenant, c)));
     courseCount += page.length;
   }

@@ -79,11 +79,9 @@ export async function searchList<T extends { id: number | string }, R extends nu
     ? await source.within.keys()
     : rarest !== null && rarestSize <= filterSize
       ? await recordsWithGram(source.grams, rarest)
-      : (
-            await source.records
-              .find(source.filter as Filter<T & { _id: string; org: string }>, { projection: { _id: 0, id: 1 } })
-              .toArray()
-          ).map((d) => (d as unknown as { id: R }).id);
+      : (await source.records.find(source.filter as Filter<T & { _id: string; org: string }>, { projection: { _id: 0, id: 1 } }).toArray()).map(
+          (d) => (d as unknown as { id: R }).id,
+        );
   const matches: T[] = [];
   for (let i = 0; i < keys.length; i += CHECK_CHUNK) matches.push(...(await checked(keys.slice(i, i + CHECK_CHUNK))));
   matches.sort((a, b) => compareIds(a.id, b.id));

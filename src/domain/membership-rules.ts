@@ -1,5 +1,5 @@
-import { COLLECTIONS, type MembershipDoc, type RuleDoc, type UserDoc } from '../db/collections';
 import { withCause } from '../db/change-context';
+import { COLLECTIONS, type MembershipDoc, type RuleDoc, type UserDoc } from '../db/collections';
 import type { Tenant } from '../db/tenant';
 import { deleteMembership, insertMembershipIfAbsent } from './memberships';
 import { userTombstone } from './users';
@@ -8,7 +8,10 @@ import { deletedSince } from './versioned-records';
 /** The domain a rule matches: what follows the last `@`, lowercased. */
 export function emailDomain(email: string): string | null {
   const at = email.lastIndexOf('@');
-  const domain = email.slice(at + 1).trim().toLowerCase();
+  const domain = email
+    .slice(at + 1)
+    .trim()
+    .toLowerCase();
   return at < 0 || domain === '' ? null : domain;
 }
 
@@ -21,10 +24,7 @@ export const ruleId = (org: string, domain: string) => `${org}|${domain}`;
  * Returns the membership created, or null. Safe to run any number of times, concurrently too:
  * the membership's primary key is the user id.
  */
-export async function applyMembershipRules(
-  tenant: Tenant,
-  user: Pick<UserDoc, 'id' | 'email' | 'is_active' | 'event_time'>,
-): Promise<MembershipDoc | null> {
+export async function applyMembershipRules(tenant: Tenant, user: Pick<UserDoc, 'id' | 'email' | 'is_active' | 'event_time'>): Promise<MembershipDoc | null> {
   if (!user.is_active) return null;
   const domain = emailDomain(user.email);
   if (!domain) return null;

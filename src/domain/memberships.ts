@@ -1,6 +1,6 @@
 import { COLLECTIONS, type MembershipDoc } from '../db/collections';
-import type { Tenant } from '../db/tenant';
 import { isDuplicateKey } from '../db/errors';
+import type { Tenant } from '../db/tenant';
 import { syncUserGroups } from './list-facts';
 
 /**
@@ -11,10 +11,7 @@ import { syncUserGroups } from './list-facts';
  * cannot both succeed: the loser gets E11000, which is read as "already a member". This is the
  * only place memberships are created, for the REST API and membership rules alike.
  */
-export async function insertMembershipIfAbsent(
-  tenant: Tenant,
-  input: { user: number; group: number; automatic: boolean },
-): Promise<MembershipDoc | null> {
+export async function insertMembershipIfAbsent(tenant: Tenant, input: { user: number; group: number; automatic: boolean }): Promise<MembershipDoc | null> {
   const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
   // A look first spares an id for an existing member (the usual case of a redelivery); the
   // insert still settles a race, at the cost of an unused id (gaps are allowed).

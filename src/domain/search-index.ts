@@ -127,7 +127,10 @@ export const unindexCourse = (tenant: Tenant, courseKey: string, time?: string) 
  * inserts, since a new user has no grams. One left by an earlier record of the same id is kept
  * (its key refuses the insert): a stray gram costs a candidate check, never a wrong answer.
  */
-export async function indexNewUsers(tenant: Tenant, users: readonly Pick<UserDoc, '_id' | 'id' | 'username' | 'name' | 'email' | 'listed' | 'event_time'>[]): Promise<void> {
+export async function indexNewUsers(
+  tenant: Tenant,
+  users: readonly Pick<UserDoc, '_id' | 'id' | 'username' | 'name' | 'email' | 'listed' | 'event_time'>[],
+): Promise<void> {
   const docs = users
     .filter((u) => u.listed === 1)
     .flatMap((u) => [...gramsOf(userSearchFields(u))].map((g) => ({ _id: gramId(u.id, g), g, r: u.id, t: u.event_time })));
@@ -146,7 +149,11 @@ export function termGrams(terms: readonly string[]): string[] {
  * thousand index keys per gram in the usual case (a query with one rare trigram).
  * A count that reached its limit is reported as the limit + 1.
  */
-export async function gramCounts<R extends number | string>(grams: TenantCollection<GramDoc<R>>, gs: readonly string[], cap: number): Promise<Map<string, number>> {
+export async function gramCounts<R extends number | string>(
+  grams: TenantCollection<GramDoc<R>>,
+  gs: readonly string[],
+  cap: number,
+): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   let open = [...gs];
   for (const limit of [1000, cap].filter((l, i, all) => l <= cap && all.indexOf(l) === i)) {

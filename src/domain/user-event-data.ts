@@ -2,7 +2,7 @@ import type { Db } from 'mongodb';
 import { Tenant } from '../db/tenant';
 import type { Infer } from '../validation';
 import { applyMembershipRules } from './membership-rules';
-import { upsertUser, type UserFacts } from './users';
+import { type UserFacts, upsertUser } from './users';
 
 /**
  * `data` of the three user events that carry a whole user (activated, registration completed,

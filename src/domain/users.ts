@@ -1,5 +1,5 @@
-import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections';
 import { withCause } from '../db/change-context';
+import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections';
 import { ownerLookup, Tenant } from '../db/tenant';
 import type { ApplyOutcome } from './event-time';
 import { syncUserGroups } from './list-facts';
@@ -98,4 +98,3 @@ export async function retireUser(tenant: Tenant, userId: number, time: string): 
   if (deleted > 0) return 'applied';
   return tombstoned;
 }
-

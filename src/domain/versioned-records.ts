@@ -2,7 +2,7 @@ import type { Filter, MatchKeysAndValues, UpdateFilter } from 'mongodb';
 import { COLLECTIONS, type CollectionName, type TenantDoc, type TombstoneDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/errors';
 import { Tenant } from '../db/tenant';
-import { outcomeAgainst, type ApplyOutcome } from './event-time';
+import { type ApplyOutcome, outcomeAgainst } from './event-time';
 
 /** A record filled from events: it remembers the `time` of the newest event applied. */
 export interface VersionedDoc extends TenantDoc {

@@ -14,10 +14,7 @@ export function accessLog(metrics: Metrics): Middleware {
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
       const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       metrics.httpDuration.observe({ method: ctx.method, route, status: String(ctx.status) }, seconds);
-      ctx.state.log.info(
-        { method: ctx.method, route, status: ctx.status, duration_ms: Math.round(seconds * 1e4) / 10 },
-        'request',
-      );
+      ctx.state.log.info({ method: ctx.method, route, status: ctx.status, duration_ms: Math.round(seconds * 1e4) / 10 }, 'request');
     }
   };
 }

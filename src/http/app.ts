@@ -1,12 +1,12 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { consoleRoutes } from '../console/route';
-import { adminFeatures, openFeatures } from '../features';
-import { authenticate, createTokenVerifier } from './auth';
-import { accessLog } from './access-log';
-import { attributeChanges } from './change-context';
-import { jsonBody } from './body';
 import { NotFound } from '../errors';
+import { adminFeatures, openFeatures } from '../features';
+import { accessLog } from './access-log';
+import { authenticate, createTokenVerifier } from './auth';
+import { jsonBody } from './body';
+import { attributeChanges } from './change-context';
 import { errorMapping, toHttpError } from './errors';
 import type { AppDeps } from './feature';
 import { healthRoutes } from './health';

@@ -1,7 +1,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, type JWTVerifyGetKey, errors as joseErrors, jwtVerify } from 'jose';
 import type { Middleware } from 'koa';
-import { jwtAlgorithm, type Config } from '../config';
+import { type Config, jwtAlgorithm } from '../config';
 import { forbidden, serviceUnavailable, unauthorized } from './errors';
 
 /** Who is calling, from the token's claims (SPEC section 2). */

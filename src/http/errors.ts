@@ -14,12 +14,9 @@ export class HttpError extends Error {
   }
 }
 
-export const unauthorized = (detail = 'Authentication credentials were not provided.') =>
-  new HttpError(401, { detail }, { 'WWW-Authenticate': 'Bearer' });
-export const forbidden = (detail = 'You do not have permission to perform this action.') =>
-  new HttpError(403, { detail });
-export const serviceUnavailable = (detail = 'The database is unavailable; try again shortly.') =>
-  new HttpError(503, { detail }, { 'Retry-After': '1' });
+export const unauthorized = (detail = 'Authentication credentials were not provided.') => new HttpError(401, { detail }, { 'WWW-Authenticate': 'Bearer' });
+export const forbidden = (detail = 'You do not have permission to perform this action.') => new HttpError(403, { detail });
+export const serviceUnavailable = (detail = 'The database is unavailable; try again shortly.') => new HttpError(503, { detail }, { 'Retry-After': '1' });
 
 /**
  * The one place an error becomes a response in the contract's shape: the service's own errors

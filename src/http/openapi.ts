@@ -28,7 +28,7 @@ export const responses = {
   ok: (schema: unknown, description = 'OK') => ({ description, ...json(schema) }),
   created: (schema: unknown) => ({ description: 'Created', ...json(schema) }),
   noContent: { description: 'Deleted' },
-  notFound: { description: 'Unknown id (or another organization\'s).', ...json({ $ref: '#/components/schemas/Error' }) },
+  notFound: { description: "Unknown id (or another organization's).", ...json({ $ref: '#/components/schemas/Error' }) },
   badRequest: { description: 'Validation failed.', ...json({ $ref: '#/components/schemas/ValidationError' }) },
   unsupportedMediaType: { description: 'Content-Type is not application/json.', ...json({ $ref: '#/components/schemas/Error' }) },
   tooLarge: { description: 'Body over 1 MiB.', ...json({ $ref: '#/components/schemas/Error' }) },

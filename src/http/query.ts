@@ -12,8 +12,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination';
  */
 
 /** A non-negative integer written in decimal. */
-const nonNegativeInteger = (message: string) =>
-  ({ type: 'string', pattern: '^[0-9]{1,15}$', 'x-message': message }) as const;
+const nonNegativeInteger = (message: string) => ({ type: 'string', pattern: '^[0-9]{1,15}$', 'x-message': message }) as const;
 
 /** The spellings of a boolean the contract accepts (SPEC section 3, filters); toBoolean (src/validation.ts) reads them. */
 export const booleanParam = {
@@ -28,8 +27,7 @@ export const searchParam = {
   type: 'string',
   maxLength: 1000,
   description:
-    'Case-insensitive substring search. Terms are split on spaces and commas; each must match one of the fields. ' +
-    'Characters are literal, never a pattern.',
+    'Case-insensitive substring search. Terms are split on spaces and commas; each must match one of the fields. ' + 'Characters are literal, never a pattern.',
 } as const;
 
 /** Parameters every endpoint under the prefix accepts. */

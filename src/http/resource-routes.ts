@@ -1,5 +1,5 @@
-import type Router from '@koa/router';
 import type { ParsedUrlQuery } from 'node:querystring';
+import type Router from '@koa/router';
 import type { Page } from '../db/records';
 import type { Tenant } from '../db/tenant';
 import { NotFound } from '../errors';

@@ -1,6 +1,6 @@
 import type { ParsedUrlQuery } from 'node:querystring';
-import type { Db } from 'mongodb';
 import type { Middleware } from 'koa';
+import type { Db } from 'mongodb';
 import { Tenant } from '../db/tenant';
 import { isSiteAdminOf, type Principal } from './auth';
 import { forbidden } from './errors';

@@ -1,8 +1,8 @@
 // SPEC §9: a site administrator's whole day in the console, in a real browser (Debian's
 // Chromium) against the real service; every step is checked through the REST API too.
 import type { Browser, Page } from 'playwright-core';
-import { dialogText, flashed, go, launchBrowser, openConsole, settled, watch, type PageWatch } from '../helpers/browser';
-import { startEventService, type EventTestService } from '../helpers/events';
+import { dialogText, flashed, go, launchBrowser, openConsole, type PageWatch, settled, watch } from '../helpers/browser';
+import { type EventTestService, startEventService } from '../helpers/events';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
 import { siteAdminToken } from '../helpers/tokens';
@@ -85,7 +85,10 @@ test('creates two groups', async () => {
   await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Groups' }).click();
   await settled(page);
   const form = page.getByRole('form', { name: 'New group' });
-  for (const [name, description] of [['Cohort A', 'First cohort'], ['Cohort B', '']]) {
+  for (const [name, description] of [
+    ['Cohort A', 'First cohort'],
+    ['Cohort B', ''],
+  ]) {
     await form.getByLabel('Name').fill(name!);
     await form.getByLabel('Description').fill(description!);
     await form.getByRole('button', { name: 'Create group' }).click();
@@ -235,11 +238,17 @@ test('checks access for a member and a non-member: the decision and its reason a
   };
   const member = await ask('102', ALGEBRA);
   expect(member).toMatch(/Allowed[\s\S]*Reason: group — The learner is a member of a group linked to this course\./);
-  expect((await rest.get(`access/?course_id=${encodeURIComponent(ALGEBRA)}&action=course.enroll&user_id=102`)).body).toEqual({ allowed: true, reason: 'group' });
+  expect((await rest.get(`access/?course_id=${encodeURIComponent(ALGEBRA)}&action=course.enroll&user_id=102`)).body).toEqual({
+    allowed: true,
+    reason: 'group',
+  });
 
   const outsider = await ask('103', ALGEBRA);
   expect(outsider).toMatch(/Denied[\s\S]*Reason: no_access/);
-  expect((await rest.get(`access/?course_id=${encodeURIComponent(ALGEBRA)}&action=course.enroll&user_id=103`)).body).toEqual({ allowed: false, reason: 'no_access' });
+  expect((await rest.get(`access/?course_id=${encodeURIComponent(ALGEBRA)}&action=course.enroll&user_id=103`)).body).toEqual({
+    allowed: false,
+    reason: 'no_access',
+  });
 
   expect(await ask('103', BIOLOGY)).toMatch(/Allowed[\s\S]*Reason: public/);
 });

@@ -2,11 +2,11 @@
 // organization's administrator seeing nothing of another's, tokens that expire or are refused,
 // hostile names shown as text, and a group created with the keyboard alone.
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { dialogText, fieldErrorText, flashed, focused, go, launchBrowser, openConsole, settled, watch, type PageWatch } from '../helpers/browser';
+import { dialogText, fieldErrorText, flashed, focused, go, launchBrowser, openConsole, type PageWatch, settled, watch } from '../helpers/browser';
 import { client } from '../helpers/http';
 import { seeder, snapshot } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
-import { learnerToken, siteAdminToken, staffToken, token as signToken } from '../helpers/tokens';
+import { learnerToken, token as signToken, siteAdminToken, staffToken } from '../helpers/tokens';
 
 // Browser globals used inside page.evaluate callbacks (the Node program has no DOM types).
 declare const document: any;
@@ -37,7 +37,12 @@ beforeAll(async () => {
   const seedB = seeder(service.db, 'org-b');
   await seedB.user(401, { username: 'bruno', name: 'Bruno of B', email: 'bruno@b.example.com' });
   await seedB.course('course-v1:org-b+B1+1', 'Course of B');
-  for (const [key, api, name] of [['secret', a, 'Secret group of A'], ['script', a, SCRIPT], ['img', a, IMG], ['b', b, 'Group of B']] as const) {
+  for (const [key, api, name] of [
+    ['secret', a, 'Secret group of A'],
+    ['script', a, SCRIPT],
+    ['img', a, IMG],
+    ['b', b, 'Group of B'],
+  ] as const) {
     groups[key] = (await api.post('course-access-groups/', { name, description: key === 'script' ? IMG : '' })).body.id;
   }
   expect((await a.post('membership-rules/', { name: SCRIPT, domain: 'a.example.com', group: groups.script })).status).toBe(201);

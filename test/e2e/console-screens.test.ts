@@ -1,8 +1,9 @@
 // Every console page at 1280 px and 390 px: nothing wider than the window, and a screenshot of
 // each under .artifacts/screenshots/ (git-ignored) to look at; the README shows two of them.
-import type { Browser, Page } from 'playwright-core';
+
 import { statSync } from 'node:fs';
-import { CONSOLE_PATH, go, launchBrowser, openConsole, screenshot, settled, watch, type PageWatch } from '../helpers/browser';
+import type { Browser, Page } from 'playwright-core';
+import { CONSOLE_PATH, go, launchBrowser, openConsole, type PageWatch, screenshot, settled, watch } from '../helpers/browser';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
@@ -12,8 +13,46 @@ declare const document: any;
 
 const ORG = 'org-a';
 const GROUPS = ['Nursing 2025', 'Engineering cohort', 'Partners: Acme', 'Staff onboarding', 'Evening classes', 'Alumni'];
-const PEOPLE = ['Ada Lovelace', 'Grace Hopper', 'Alan Turing', 'Katherine Johnson', 'Edsger Dijkstra', 'Barbara Liskov', 'Donald Knuth', 'Frances Allen', 'Ken Thompson', 'Radia Perlman', 'John Backus', 'Margaret Hamilton', 'Tim Berners-Lee', 'Hedy Lamarr', 'Claude Shannon', 'Annie Easley', 'Dennis Ritchie', 'Jean Bartik', 'Niklaus Wirth', 'Mary Keller', 'Vint Cerf', 'Adele Goldberg', 'Leslie Lamport', 'Shafi Goldwasser'];
-const COURSES = ['Anatomy I', 'Pharmacology', 'Statics', 'Thermodynamics', 'Contract law', 'Safety at work', 'Spanish for beginners', 'Data analysis', 'Leadership', 'Ethics', 'Welcome week', 'Python basics'];
+const PEOPLE = [
+  'Ada Lovelace',
+  'Grace Hopper',
+  'Alan Turing',
+  'Katherine Johnson',
+  'Edsger Dijkstra',
+  'Barbara Liskov',
+  'Donald Knuth',
+  'Frances Allen',
+  'Ken Thompson',
+  'Radia Perlman',
+  'John Backus',
+  'Margaret Hamilton',
+  'Tim Berners-Lee',
+  'Hedy Lamarr',
+  'Claude Shannon',
+  'Annie Easley',
+  'Dennis Ritchie',
+  'Jean Bartik',
+  'Niklaus Wirth',
+  'Mary Keller',
+  'Vint Cerf',
+  'Adele Goldberg',
+  'Leslie Lamport',
+  'Shafi Goldwasser',
+];
+const COURSES = [
+  'Anatomy I',
+  'Pharmacology',
+  'Statics',
+  'Thermodynamics',
+  'Contract law',
+  'Safety at work',
+  'Spanish for beginners',
+  'Data analysis',
+  'Leadership',
+  'Ethics',
+  'Welcome week',
+  'Python basics',
+];
 
 let service: TestService;
 let browser: Browser;

@@ -44,7 +44,9 @@ export function accessSeed(db: Db, org: string) {
       return id;
     },
     async course(key: string): Promise<string> {
-      await tenant.collection<CourseDoc>(COLLECTIONS.courses).insertOne({ _id: key, id: key, name: `Course ${key}`, event_time: EPOCH, is_public: 0, linked: 0, facts_v: 0 });
+      await tenant
+        .collection<CourseDoc>(COLLECTIONS.courses)
+        .insertOne({ _id: key, id: key, name: `Course ${key}`, event_time: EPOCH, is_public: 0, linked: 0, facts_v: 0 });
       return key;
     },
     async group(name = 'Group'): Promise<number> {

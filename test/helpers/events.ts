@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, type IHeaders, type KafkaMessage, type Producer } from 'kafkajs';
+import { type IHeaders, Kafka, type KafkaMessage, logLevel, type Producer } from 'kafkajs';
 import { MongoClient } from 'mongodb';
 import type { RetryPolicy } from '../../consumers/consumer';
 import { COLLECTIONS, type GroupDoc, type MembershipDoc, type RuleDoc, type UserDoc } from '../../src/db/collections';
 import type { Tenant } from '../../src/db/tenant';
 import { createLogger } from '../../src/log';
 import { startService } from '../../src/runtime';
-import { KAFKA_BROKERS, testConfig, type TestService } from './stack';
+import { KAFKA_BROKERS, type TestService, testConfig } from './stack';
 
 /** Event builders, a producer, seeding through Tenant and a service whose logs a test can read. */
 
@@ -37,7 +37,15 @@ export const nextTime = () => {
 };
 
 export function cloudEvent(type: string, data: unknown, opts: { time?: string; id?: string } = {}): CloudEventJson {
-  return { specversion: '1.0', id: opts.id ?? randomUUID(), source: 'openedx/lms/web', type, time: opts.time ?? nextTime(), datacontenttype: 'application/json', data };
+  return {
+    specversion: '1.0',
+    id: opts.id ?? randomUUID(),
+    source: 'openedx/lms/web',
+    type,
+    time: opts.time ?? nextTime(),
+    datacontenttype: 'application/json',
+    data,
+  };
 }
 
 export interface TestUser {
@@ -126,7 +134,11 @@ export async function readTopic(topic: string, count: number, timeoutMs = 30000)
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({ eachMessage: async ({ message }) => void seen.push(message) });
   try {
-    await waitFor(async () => seen.length, (n) => n >= count, timeoutMs);
+    await waitFor(
+      async () => seen.length,
+      (n) => n >= count,
+      timeoutMs,
+    );
   } finally {
     await consumer.disconnect();
   }
@@ -146,7 +158,10 @@ export async function produceActivations(
 ): Promise<number[]> {
   const ids = Array.from({ length: count }, () => newUserId());
   for (let i = 0; i < ids.length; i += 500) {
-    await send(topic, ids.slice(i, i + 500).map((id) => structured(cloudEvent(TYPES.activated, userData(org, { id, email: `u${id}@${domain}` })), id)));
+    await send(
+      topic,
+      ids.slice(i, i + 500).map((id) => structured(cloudEvent(TYPES.activated, userData(org, { id, email: `u${id}@${domain}` })), id)),
+    );
   }
   return ids;
 }

@@ -1,6 +1,6 @@
 export { API_PREFIX as API } from '../../src/http/openapi';
-import { API_PREFIX as API } from '../../src/http/openapi';
 
+import { API_PREFIX as API } from '../../src/http/openapi';
 
 export interface Reply<T = any> {
   status: number;

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { MongoClient } from 'mongodb';
-import { loadConfig, type Config } from '../../src/config';
-import { createLogger } from '../../src/log';
-import { startService, type Running } from '../../src/runtime';
 import type { MessageHandler } from '../../consumers/consumer';
+import { type Config, loadConfig } from '../../src/config';
+import { createLogger } from '../../src/log';
+import { type Running, startService } from '../../src/runtime';
 
 /**
  * The local stack the tests talk to: scripts/test.sh starts FerretDB and Kafka (or passes the

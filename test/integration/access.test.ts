@@ -2,8 +2,8 @@
 // in order, the four actions, callers, unknown courses, batches, and freshness after changes.
 import type { CommandStartedEvent } from 'mongodb';
 import { COLLECTIONS } from '../../src/db/collections';
-import { client } from '../helpers/http';
 import { accessSeed } from '../helpers/access-seed';
+import { client } from '../helpers/http';
 import { startTestService, type TestService } from '../helpers/stack';
 import { learnerToken, serviceToken, siteAdminToken, staffToken, token } from '../helpers/tokens';
 
@@ -198,9 +198,7 @@ test('the OpenAPI document has both endpoints, with the schemas that validate th
   expect(get.responses['200'].content['application/json'].schema.properties.reason.enum).toContain('group');
   const post = body.paths['/access/batch/'].post;
   expect(post.requestBody.content['application/json'].schema.properties.course_ids.maxItems).toBe(1000);
-  expect(post.responses['200'].content['application/json'].schema.properties.results.items.properties.reason.enum).toContain(
-    'unknown_course',
-  );
+  expect(post.responses['200'].content['application/json'].schema.properties.results.items.properties.reason.enum).toContain('unknown_course');
 });
 
 describe('several service processes on one database', () => {

@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { runInChangeContext } from '../../src/db/change-context';
-import { COLLECTIONS, type AuditDoc, type GroupDoc } from '../../src/db/collections';
+import { type AuditDoc, COLLECTIONS, type GroupDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { waitFor } from '../helpers/events';
 import { client, type Reply } from '../helpers/http';
 import { seeder } from '../helpers/seed';
-import { MONGO_URL, startTestService, uniqueName, type TestService } from '../helpers/stack';
+import { MONGO_URL, startTestService, type TestService, uniqueName } from '../helpers/stack';
 import { learnerToken, siteAdminToken, staffToken } from '../helpers/tokens';
 
 let service: TestService;
@@ -30,7 +30,10 @@ beforeAll(async () => {
   a = client(service.baseUrl, await siteAdminToken(orgA, ADMIN_A));
   b = client(service.baseUrl, await siteAdminToken(orgB, ADMIN_B));
   dir = await mkdtemp(join(tmpdir(), 'cag-audit-'));
-  for (const [org, base] of [[orgA, 1], [orgB, 2]] as const) {
+  for (const [org, base] of [
+    [orgA, 1],
+    [orgB, 2],
+  ] as const) {
     const seed = seeder(service.db, org);
     for (const n of [1, 2, 3]) await seed.user(base * 100 + n, { email: `u${base * 100 + n}@org${base}.example` });
     await seed.course(`course-v1:${org}+C+1`);
@@ -43,12 +46,21 @@ afterAll(async () => {
 
 /** The organization's audit log once `count` records are there (the relay writes them shortly after). */
 async function auditOf(http: ReturnType<typeof client>, count: number, query = ''): Promise<any[]> {
-  const res = await waitFor(() => http.get(`audit-log/?limit=1000${query}`), (r: Reply) => r.status === 200 && r.body.count >= count, 20000);
+  const res = await waitFor(
+    () => http.get(`audit-log/?limit=1000${query}`),
+    (r: Reply) => r.status === 200 && r.body.count >= count,
+    20000,
+  );
   return res.body.results;
 }
 
 /** Waits until the relay resolved every intent: then the audit log is complete. */
-const settled = () => waitFor(() => service.db.collection(COLLECTIONS.outbox).countDocuments({}), (n) => n === 0, 20000);
+const settled = () =>
+  waitFor(
+    () => service.db.collection(COLLECTIONS.outbox).countDocuments({}),
+    (n) => n === 0,
+    20000,
+  );
 
 const expectStatus = async (p: Promise<Reply>, status: number) => {
   const res = await p;
@@ -87,7 +99,11 @@ test('a cascade and a rule applied by an administrator are audited as such, on t
   await settled();
   const applied = (await auditOf(a, 1, '&resource=memberships')).filter((r) => r.request_id === 'req-apply');
   // Users 101 (whose membership the first test deleted), 102 and 103 have the rule's domain.
-  expect(applied.map((r) => [r.cause, r.action, r.after.user]).sort()).toEqual([['rule', 'create', 101], ['rule', 'create', 102], ['rule', 'create', 103]]);
+  expect(applied.map((r) => [r.cause, r.action, r.after.user]).sort()).toEqual([
+    ['rule', 'create', 101],
+    ['rule', 'create', 102],
+    ['rule', 'create', 103],
+  ]);
   const doomed = (await auditOf(a, 1)).filter((r) => r.request_id === 'req-doom');
   expect(doomed.map((r) => `${r.cause} ${r.action} ${r.resource}`).sort()).toEqual([
     'admin delete course-access-groups',
@@ -120,7 +136,9 @@ test('refused writes (bad body, unknown id, duplicate, learner, another organiza
   await new Promise((r) => setTimeout(r, 1500)); // a relay poll or more
   await settled();
   expect((await a.get('audit-log/?limit=1000')).body.count).toBe(before);
-  expect(await service.db.collection<AuditDoc>(COLLECTIONS.auditLog).countDocuments({ org: orgA, request_id: { $exists: true }, resource_id: '999999' })).toBe(0);
+  expect(await service.db.collection<AuditDoc>(COLLECTIONS.auditLog).countDocuments({ org: orgA, request_id: { $exists: true }, resource_id: '999999' })).toBe(
+    0,
+  );
 });
 
 test('filters: resource, resource id, actor, time range; the limit/offset envelope; 400 on bad values', async () => {
@@ -225,7 +243,11 @@ test('retention: records older than AUDIT_RETENTION_DAYS go (a purge on FerretDB
     try {
       if (ferret) {
         // The purge runs as the service starts, then hourly.
-        await waitFor(() => log.countDocuments({ _id: 'old' }), (n) => n === 0, 20000);
+        await waitFor(
+          () => log.countDocuments({ _id: 'old' }),
+          (n) => n === 0,
+          20000,
+        );
         expect(await log.countDocuments({ _id: 'recent' })).toBe(1);
       } else {
         const ttl = (await log.indexes()).find((i) => i.name === 'audit_ttl');

@@ -71,9 +71,7 @@ describe('401: missing, malformed, expired or badly signed token', () => {
   });
 
   test('a token without exp (exp is required)', async () => {
-    const noExp = await new SignJWT({ user_id: 1, administrator: true })
-      .setProtectedHeader({ alg: 'HS256' })
-      .sign(new TextEncoder().encode(TEST_JWT_SECRET));
+    const noExp = await new SignJWT({ user_id: 1, administrator: true }).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(TEST_JWT_SECRET));
     expect((await status(noExp)).status).toBe(401);
   });
 
@@ -180,7 +178,10 @@ describe('public keys: RS256 and ES256 via JWT_PUBLIC_KEY, and a JWKS URL', () =
   const pem = (k: KeyObject) => k.export({ type: 'spki', format: 'pem' }).toString();
   const claims = { user_id: 1, administrator: true };
   const sign = (alg: string, key: KeyObject | Uint8Array, header: Record<string, unknown> = {}) =>
-    new SignJWT(claims).setProtectedHeader({ alg, ...header }).setExpirationTime('1h').sign(key);
+    new SignJWT(claims)
+      .setProtectedHeader({ alg, ...header })
+      .setExpirationTime('1h')
+      .sign(key);
   const call = async (s: TestService, t: string) => (await client(s.baseUrl, t).get(`${PATH}?organization_uuid=o`)).status;
 
   test('RS256 key: an RS256 token passes; HS256 (with the secret, or with the PEM as secret), ES256 and another RSA key are refused', async () => {

@@ -1,9 +1,20 @@
 // SPEC §7 / issue 14: every change that can alter an access decision or a listing is published
 // to CHANGES_TOPIC as a CloudEvent carrying the record's state (or null: gone) and its cause, keyed
 // by record, with no PII. Read back with kafkajs, as an LMS would.
-import { changeEventErrors, EVENT_TYPE_PREFIX, type ChangeEvent } from '../../src/changes/events';
-import { changeReader, orderViolations, type ChangeReader } from '../helpers/changes';
-import { closeProducer, cloudEvent, newUserId, produce, seedRule, startEventService, structured, TYPES, userData, type EventTestService } from '../helpers/events';
+import { type ChangeEvent, changeEventErrors, EVENT_TYPE_PREFIX } from '../../src/changes/events';
+import { type ChangeReader, changeReader, orderViolations } from '../helpers/changes';
+import {
+  closeProducer,
+  cloudEvent,
+  type EventTestService,
+  newUserId,
+  produce,
+  seedRule,
+  startEventService,
+  structured,
+  TYPES,
+  userData,
+} from '../helpers/events';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
 import { uniqueName } from '../helpers/stack';
@@ -25,7 +36,10 @@ afterAll(async () => {
 });
 
 const ADMIN_ID = 77;
-const about = (subject: string, ok: (e: ChangeEvent) => boolean = () => true) => (e: ChangeEvent) => e.subject === subject && ok(e);
+const about =
+  (subject: string, ok: (e: ChangeEvent) => boolean = () => true) =>
+  (e: ChangeEvent) =>
+    e.subject === subject && ok(e);
 
 test('admin changes of every kind are published with the record as it is now, their cause, actor and request id', async () => {
   const org = uniqueName('org');
@@ -49,7 +63,14 @@ test('admin changes of every kind are published with the record as it is now, th
   const group = await ok(http.post('course-access-groups/', { name: 'Readers', description: 'd' }, { 'X-Request-Id': requestId }), 201);
   const created = (await reader.find(about(`course-access-groups/${group.id}`))).event;
   expect(created.type).toBe(T('group'));
-  expect(created.data).toEqual({ organization: org, version: expect.any(Number), cause: 'admin', actor: admin, request_id: requestId, group: { id: group.id, name: 'Readers', description: 'd' } });
+  expect(created.data).toEqual({
+    organization: org,
+    version: expect.any(Number),
+    cause: 'admin',
+    actor: admin,
+    request_id: requestId,
+    group: { id: group.id, name: 'Readers', description: 'd' },
+  });
 
   await ok(http.patch(`course-access-groups/${group.id}/`, { name: 'Writers' }, { 'X-Request-Id': rid() }), 200);
   const renamed = (await reader.find(about(`course-access-groups/${group.id}`, (e) => (e.data.group as { name: string } | null)?.name === 'Writers'))).event;
@@ -120,7 +141,13 @@ test('changes made by LMS events are published too: a rule on activation, a reti
   const activation = cloudEvent(TYPES.activated, userData(org, { id: user, email: `Someone.${user}@LMS.example`, is_active: true }));
   await produce(activated!, [structured(activation, user)]);
   const joined = (await reader.find(about(`memberships/${user}`))).event;
-  expect(joined.data).toMatchObject({ organization: org, cause: 'rule', actor: { type: 'lms' }, request_id: activation.id, membership: { user_id: user, group_id: group.id, automatic: true } });
+  expect(joined.data).toMatchObject({
+    organization: org,
+    cause: 'rule',
+    actor: { type: 'lms' },
+    request_id: activation.id,
+    membership: { user_id: user, group_id: group.id, automatic: true },
+  });
 
   await produce(lifecycle!, [structured(cloudEvent(TYPES.retired, { user: { id: user }, organization: org }), user)]);
   const left = (await reader.find(about(`memberships/${user}`, (e) => e.data.membership === null))).event;

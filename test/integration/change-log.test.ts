@@ -1,7 +1,7 @@
 // SPEC §4 "a change ... is visible to the very next decision": every write through a Tenant
 // records which records it changed in its collection's change sequence, which caches in every
 // process read.
-import { MongoClient, type Db } from 'mongodb';
+import { type Db, MongoClient } from 'mongodb';
 import { CHANGE_LOG_LENGTH, readChangeLog, recordChanges } from '../../src/db/change-log';
 import { COLLECTIONS, type GroupDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
@@ -39,7 +39,14 @@ test('each Tenant write that changes something records its record, in its own co
   await expectRecorded(() => groups.findOneAndUpdate({ id: 1 }, { $set: { name: 'c' } }), ['1']);
   await expectRecorded(() => groups.upsertOne({ _id: '2' }, { $set: { name: 'u', id: 2, description: '' } }), ['2']);
   await expectRecorded(() => groups.deleteOne({ id: 1 }), ['1']);
-  await expectRecorded(() => groups.insertMany([{ _id: '3', id: 3, name: 'x', description: '' }, { _id: '4', id: 4, name: 'y', description: '' }]), ['3', '4']);
+  await expectRecorded(
+    () =>
+      groups.insertMany([
+        { _id: '3', id: 3, name: 'x', description: '' },
+        { _id: '4', id: 4, name: 'y', description: '' },
+      ]),
+    ['3', '4'],
+  );
   // deleteMany names every record it deleted, however the filter found them.
   await expectRecorded(() => groups.deleteMany({ name: { $in: ['x', 'y'] } }), ['3', '4']);
   // Writes that change nothing record nothing: a miss, a no-op $set, a duplicate refused.
@@ -70,7 +77,7 @@ test('the log keeps the newest changes, numbered without gaps, under concurrent 
   }
 });
 
-test('findById answers another organization\'s document as missing', async () => {
+test("findById answers another organization's document as missing", async () => {
   await new Tenant(db, 'org-a').collection<GroupDoc>(COLLECTIONS.groups).insertOne({ _id: '9', id: 9, name: 'a', description: '' });
   expect(await new Tenant(db, 'org-b').collection<GroupDoc>(COLLECTIONS.groups).findById('9')).toBeNull();
   expect(await new Tenant(db, 'org-a').collection<GroupDoc>(COLLECTIONS.groups).findById('9', { projection: { name: 1 } })).toEqual({

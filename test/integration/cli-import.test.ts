@@ -62,7 +62,11 @@ test('imported users and courses are visible through the REST API; a second impo
     [12, 'u12', 'User 12'],
   ]);
   // The REST API does not show is_active: the stored flag is the line's.
-  const stored = await service.db.collection('users').find({ org: 'org-a' }, { projection: { id: 1, is_active: 1 } }).sort({ id: 1 }).toArray();
+  const stored = await service.db
+    .collection('users')
+    .find({ org: 'org-a' }, { projection: { id: 1, is_active: 1 } })
+    .sort({ id: 1 })
+    .toArray();
   expect(stored.map((u) => [u.id, u.is_active])).toEqual([
     [11, true],
     [12, false],

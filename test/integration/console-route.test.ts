@@ -1,7 +1,8 @@
 // The console's route: its files with their security headers, no token needed, nothing else
 // reachable through it, and the built page referring only to files the route serves.
-import { request } from 'node:http';
+
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Koa from 'koa';
@@ -28,7 +29,16 @@ test('the page is served without a token, with a strict CSP, nosniff and no refe
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
   const csp = res.headers.get('content-security-policy')!;
-  for (const directive of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'", "require-trusted-types-for 'script'"]) {
+  for (const directive of [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+    "require-trusted-types-for 'script'",
+  ]) {
     expect(csp).toContain(directive);
   }
   expect(csp).not.toContain('unsafe');

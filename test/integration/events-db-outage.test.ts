@@ -12,6 +12,7 @@ import { Tenant } from '../../src/db/tenant';
 import {
   closeProducer,
   cloudEvent,
+  type EventTestService,
   newUserId,
   produce,
   sameDeployment,
@@ -21,7 +22,6 @@ import {
   TYPES,
   userData,
   waitFor,
-  type EventTestService,
 } from '../helpers/events';
 import { client } from '../helpers/http';
 import { uniqueName } from '../helpers/stack';
@@ -59,15 +59,28 @@ test('an activation that fails while the database is down is retried, reported b
 
   await stack('stop-db');
   await produce(service.config.KAFKA_TOPICS[0]!, [structured(event, id)]);
-  const failures = await waitFor(async () => failureLines(service), (lines) => lines.length >= 2);
+  const failures = await waitFor(
+    async () => failureLines(service),
+    (lines) => lines.length >= 2,
+  );
   expect(failures[0]).toMatchObject({ level: 50, event_id: event.id, user_id: String(id), event_type: TYPES.activated });
-  const degraded = await waitFor(() => readyz(service), (r) => r.status === 503 && r.body.failing.includes('consumer'));
+  const degraded = await waitFor(
+    () => readyz(service),
+    (r) => r.status === 503 && r.body.failing.includes('consumer'),
+  );
   expect(degraded.body.failing).toContain('consumer');
 
   await stack('start-db');
   const membership = await waitFor(() => t.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: String(id) }));
   expect(membership).toMatchObject({ user: id, group: group.id, automatic: true });
-  expect((await waitFor(() => readyz(service), (r) => r.status === 200)).body).toEqual({ status: 'ready' });
+  expect(
+    (
+      await waitFor(
+        () => readyz(service),
+        (r) => r.status === 200,
+      )
+    ).body,
+  ).toEqual({ status: 'ready' });
   expect(service.logs.join('')).not.toContain('kim@outage.org');
 }, 60000);
 
@@ -79,7 +92,10 @@ test('a stop during the retries ends them within the SPEC 10 s, and the uncommit
   await stack('stop-db');
   await produce(service.config.KAFKA_TOPICS[0]!, [structured(cloudEvent(TYPES.activated, userData(org, { id, email: `lee@restart.org` })), id)]);
   const before = failureLines(service).length;
-  await waitFor(async () => failureLines(service).length, (n) => n >= before + 2);
+  await waitFor(
+    async () => failureLines(service).length,
+    (n) => n >= before + 2,
+  );
 
   let timer: NodeJS.Timeout | undefined;
   const stopped = await Promise.race([

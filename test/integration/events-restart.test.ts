@@ -7,6 +7,7 @@ import { Tenant } from '../../src/db/tenant';
 import {
   closeProducer,
   cloudEvent,
+  type EventTestService,
   newUserId,
   produce,
   sameDeployment,
@@ -17,7 +18,6 @@ import {
   userData,
   waitCaughtUp,
   waitFor,
-  type EventTestService,
 } from '../helpers/events';
 import { uniqueName } from '../helpers/stack';
 
@@ -43,17 +43,28 @@ test('nothing is lost and nothing is applied twice across a consumer restart in 
   const ids = Array.from({ length: EVENTS }, () => newUserId());
   const topic = service.config.KAFKA_TOPICS[0]!;
   for (let i = 0; i < ids.length; i += 250) {
-    await produce(topic, ids.slice(i, i + 250).map((id) => structured(cloudEvent(TYPES.activated, userData(org, { id, email: `u${id}@bulk.org` })), id)));
+    await produce(
+      topic,
+      ids.slice(i, i + 250).map((id) => structured(cloudEvent(TYPES.activated, userData(org, { id, email: `u${id}@bulk.org` })), id)),
+    );
   }
   const memberships = () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
-  await waitFor(() => memberships().countDocuments(), (n) => n >= 50, 60000);
+  await waitFor(
+    () => memberships().countDocuments(),
+    (n) => n >= 50,
+    60000,
+  );
   await service.stop();
   const atStop = await memberships().countDocuments();
   // The premise of the test: the stop came in the middle of the batch.
   expect(atStop).toBeLessThan(EVENTS);
 
   service = await startEventService(sameDeployment(service), { logs: service.logs });
-  await waitFor(() => memberships().countDocuments(), (n) => n >= EVENTS, 120000);
+  await waitFor(
+    () => memberships().countDocuments(),
+    (n) => n >= EVENTS,
+    120000,
+  );
   await waitCaughtUp(service.config.KAFKA_GROUP_ID, topic, 60000);
   const all = await memberships().find({}).toArray();
   expect(all).toHaveLength(EVENTS);

@@ -1,14 +1,15 @@
 // SPEC §5: events consumed from Kafka, against the real local Kafka and FerretDB.
 import { randomUUID } from 'node:crypto';
+import { dlqTopic } from '../../consumers/consumer';
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type MembershipDoc, type PublicCourseDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { insertMembershipIfAbsent } from '../../src/domain/memberships';
 import { normalizeEventTime } from '../../src/domain/event-time';
-import { dlqTopic } from '../../consumers/consumer';
+import { insertMembershipIfAbsent } from '../../src/domain/memberships';
 import {
   binary,
   closeProducer,
   cloudEvent,
+  type EventTestService,
   newUserId,
   produce,
   produceOne,
@@ -22,7 +23,6 @@ import {
   waitCaughtUp,
   waitCommitted,
   waitFor,
-  type EventTestService,
 } from '../helpers/events';
 import { client } from '../helpers/http';
 import { uniqueName } from '../helpers/stack';
@@ -45,8 +45,14 @@ afterAll(async () => {
 });
 
 const tenant = (org: string) => new Tenant(service.db, org);
-const userIn = (org: string, id: number) => tenant(org).collection<UserDoc>(COLLECTIONS.users).findOne({ _id: String(id) });
-const membershipIn = (org: string, id: number) => tenant(org).collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: String(id) });
+const userIn = (org: string, id: number) =>
+  tenant(org)
+    .collection<UserDoc>(COLLECTIONS.users)
+    .findOne({ _id: String(id) });
+const membershipIn = (org: string, id: number) =>
+  tenant(org)
+    .collection<MembershipDoc>(COLLECTIONS.memberships)
+    .findOne({ _id: String(id) });
 const email = (local: string, domain: string) => {
   const address = `${local}.${randomUUID().slice(0, 8)}@${domain}`;
   emails.push(address);
@@ -63,7 +69,14 @@ test('account.activated: the user is stored as active and the rule of the email 
 
   const membership = await waitFor(() => membershipIn(org, id));
   expect(membership).toMatchObject({ user: id, group: group.id, automatic: true, org });
-  expect(await userIn(org, id)).toMatchObject({ id, is_active: true, email: address, email_lower: address.toLowerCase(), is_staff: false, is_site_admin: false });
+  expect(await userIn(org, id)).toMatchObject({
+    id,
+    is_active: true,
+    email: address,
+    email_lower: address.toLowerCase(),
+    is_staff: false,
+    is_site_admin: false,
+  });
   // The group the membership points at is the one the admin API serves.
   const admin = client(service.baseUrl, await siteAdminToken(org));
   expect((await admin.get(`course-access-groups/${group.id}/`)).body).toMatchObject({ id: group.id });
@@ -97,7 +110,10 @@ test('user.updated stores profile and flags but applies no rule', async () => {
   const id = newUserId();
   const at = await produceOne(
     lifecycleTopic,
-    structured(cloudEvent(TYPES.updated, userData(org, { id, email: email('di', 'school.edu'), name: 'Di', is_active: true, is_staff: true, is_site_admin: true })), id),
+    structured(
+      cloudEvent(TYPES.updated, userData(org, { id, email: email('di', 'school.edu'), name: 'Di', is_active: true, is_staff: true, is_site_admin: true })),
+      id,
+    ),
   );
   await processed(at);
   expect(await userIn(org, id)).toMatchObject({ name: 'Di', is_active: true, is_staff: true, is_site_admin: true });
@@ -142,7 +158,10 @@ test('two consumers applying the same activations at once give each user exactly
     const group = await seedRule(t, 'race.org');
     const ids = Array.from({ length: 30 }, () => newUserId());
     const topic = first.config.KAFKA_TOPICS[0]!;
-    await produce(topic, ids.map((id) => structured(cloudEvent(TYPES.activated, userData(org, { id, email: email('race', 'race.org') })), id)));
+    await produce(
+      topic,
+      ids.map((id) => structured(cloudEvent(TYPES.activated, userData(org, { id, email: email('race', 'race.org') })), id)),
+    );
     await Promise.all([waitCaughtUp(first.config.KAFKA_GROUP_ID, topic), waitCaughtUp(second.config.KAFKA_GROUP_ID, topic)]);
     const all = await t.collection<MembershipDoc>(COLLECTIONS.memberships).find({}).toArray();
     expect(all.map((m) => m.user).sort()).toEqual([...ids].sort());
@@ -208,9 +227,14 @@ test('course.deleted deletes the course, its group links and its public record, 
   for (const key of [doomed, kept]) {
     await produce(catalogTopic, [structured(cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name: key }, organization: org }), key)]);
   }
-  await waitFor(() => t.collection<CourseDoc>(COLLECTIONS.courses).countDocuments(), (n) => n === 2);
+  await waitFor(
+    () => t.collection<CourseDoc>(COLLECTIONS.courses).countDocuments(),
+    (n) => n === 2,
+  );
   for (const key of [doomed, kept]) {
-    await t.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).insertOne({ _id: `${key}|${group.id}`, id: await t.nextId('group_courses'), course: key, group: group.id });
+    await t
+      .collection<GroupCourseDoc>(COLLECTIONS.groupCourses)
+      .insertOne({ _id: `${key}|${group.id}`, id: await t.nextId('group_courses'), course: key, group: group.id });
     await t.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).insertOne({ _id: key, id: await t.nextId('public_courses'), course: key });
   }
 
@@ -258,7 +282,13 @@ test('invalid messages go to <topic>.dlq unchanged with the reason, unknown type
     expect(header(dead[i]!, 'x-dlq-reason')).toBeTruthy();
   }
   const reasons = dead.map((m) => header(m, 'x-dlq-reason'));
-  expect(reasons).toEqual(expect.arrayContaining([expect.stringMatching(/not JSON/), expect.stringMatching(/not a CloudEvent/), expect.stringMatching(/data does not match.*\/user.*id/)]));
+  expect(reasons).toEqual(
+    expect.arrayContaining([
+      expect.stringMatching(/not JSON/),
+      expect.stringMatching(/not a CloudEvent/),
+      expect.stringMatching(/data does not match.*\/user.*id/),
+    ]),
+  );
 });
 
 test('no log line carries an email, while the consumer did log the events it handled', () => {

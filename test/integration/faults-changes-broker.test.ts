@@ -5,12 +5,12 @@
 // for the broker; the outbox holds their changes; once the broker is back, every change is
 // published, in order per record, and each record's newest event is its state in the database.
 import { COLLECTIONS } from '../../src/db/collections';
-import { changeReader, expectInOrderPerRecord, type ChangeReader } from '../helpers/changes';
+import { type ChangeReader, changeReader, expectInOrderPerRecord } from '../helpers/changes';
 import { newUserId, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { privateKafka } from '../helpers/private-stack';
 import { seeder } from '../helpers/seed';
-import { startTestService, uniqueName, type TestService } from '../helpers/stack';
+import { startTestService, type TestService, uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
 const BROKER_PORT = 9596;
@@ -28,98 +28,102 @@ afterAll(async () => {
   await broker.remove();
 }, 60000);
 
-test(`the broker down (stopped, ${DOWN_MS / 1000} s, started again) while administrators write: nothing is refused, everything is published once it is back, in order per record`, async () => {
-  await broker.start();
-  reader = await changeReader(topic, broker.brokers);
-  service = await startTestService({ KAFKA_BROKERS: broker.brokers, CHANGES_TOPIC: topic });
-  const org = uniqueName('org');
-  const http = client(service.baseUrl, await siteAdminToken(org, 5));
-  const seed = seeder(service.db, org);
-  const acked = new Map<string, string[]>();
-  const ack = (subject: string, rid: string) => acked.set(subject, [...(acked.get(subject) ?? []), rid]);
+test(
+  `the broker down (stopped, ${DOWN_MS / 1000} s, started again) while administrators write: nothing is refused, everything is published once it is back, in order per record`,
+  async () => {
+    await broker.start();
+    reader = await changeReader(topic, broker.brokers);
+    service = await startTestService({ KAFKA_BROKERS: broker.brokers, CHANGES_TOPIC: topic });
+    const org = uniqueName('org');
+    const http = client(service.baseUrl, await siteAdminToken(org, 5));
+    const seed = seeder(service.db, org);
+    const acked = new Map<string, string[]>();
+    const ack = (subject: string, rid: string) => acked.set(subject, [...(acked.get(subject) ?? []), rid]);
 
-  const groups: number[] = [];
-  const users: number[] = [];
-  const membershipIds: number[] = [];
-  for (let w = 0; w < WRITERS; w++) {
-    const g = await http.post('course-access-groups/', { name: `g${w}`, description: '' }, { 'X-Request-Id': `setup-g${w}` });
-    expect(g.status).toBe(201);
-    groups.push(g.body.id);
-    ack(`course-access-groups/${g.body.id}`, `setup-g${w}`);
-  }
-  for (let w = 0; w < WRITERS; w++) {
-    const user = newUserId();
-    await seed.user(user);
-    const m = await http.post('memberships/', { user, group: groups[w] }, { 'X-Request-Id': `setup-m${w}` });
-    expect(m.status).toBe(201);
-    ack(`memberships/${user}`, `setup-m${w}`);
-    users.push(user);
-    membershipIds.push(m.body.id);
-  }
-  await reader.find((e) => e.data.request_id === `setup-m${WRITERS - 1}`); // flowing before the outage
-
-  // Each writer renames its group and moves its user round the groups, one request at a time.
-  let writing = true;
-  const refused: string[] = [];
-  const writers = Array.from({ length: WRITERS }, async (_, w) => {
-    for (let i = 0; writing; i++) {
-      const rid = `w${w}-${i}`;
-      const rename = i % 2 === 0;
-      const res = rename
-        ? await http.patch(`course-access-groups/${groups[w]}/`, { name: `g${w}-${i}` }, { 'X-Request-Id': rid })
-        : await http.patch(`memberships/${membershipIds[w]}/`, { group: groups[(w + (i + 1) / 2) % WRITERS] }, { 'X-Request-Id': rid });
-      if (res.status !== 200) refused.push(`${rid}: ${res.status}`);
-      else ack(rename ? `course-access-groups/${groups[w]}` : `memberships/${users[w]}`, rid);
-      await new Promise((r) => setTimeout(r, 50));
+    const groups: number[] = [];
+    const users: number[] = [];
+    const membershipIds: number[] = [];
+    for (let w = 0; w < WRITERS; w++) {
+      const g = await http.post('course-access-groups/', { name: `g${w}`, description: '' }, { 'X-Request-Id': `setup-g${w}` });
+      expect(g.status).toBe(201);
+      groups.push(g.body.id);
+      ack(`course-access-groups/${g.body.id}`, `setup-g${w}`);
     }
-  });
+    for (let w = 0; w < WRITERS; w++) {
+      const user = newUserId();
+      await seed.user(user);
+      const m = await http.post('memberships/', { user, group: groups[w] }, { 'X-Request-Id': `setup-m${w}` });
+      expect(m.status).toBe(201);
+      ack(`memberships/${user}`, `setup-m${w}`);
+      users.push(user);
+      membershipIds.push(m.body.id);
+    }
+    await reader.find((e) => e.data.request_id === `setup-m${WRITERS - 1}`); // flowing before the outage
 
-  const ackedSoFar = () => [...acked.values()].flat().length;
-  await broker.stop();
-  const stoppedAt = Date.now();
-  const ackedAtStop = ackedSoFar();
-  await new Promise((r) => setTimeout(r, DOWN_MS));
-  // The premise: changes piled up in the outbox while the broker was away.
-  const piled = await service.db.collection(COLLECTIONS.outbox).countDocuments({});
-  expect(piled).toBeGreaterThan(0);
-  // And /metrics shows the backlog and its age while the relay waits for the broker.
-  await waitFor(
-    async () => {
-      const text = (await client(service!.baseUrl).get('/metrics')).body as string;
-      return [Number(/^changes_pending (\S+)$/m.exec(text)?.[1]), Number(/^changes_lag_seconds (\S+)$/m.exec(text)?.[1])];
-    },
-    ([pending, lag]) => pending! > 0 && lag! > 1,
-    15000,
-  );
-  await broker.start();
-  const downFor = Date.now() - stoppedAt;
-  const ackedDuringOutage = ackedSoFar() - ackedAtStop;
-  await new Promise((r) => setTimeout(r, 2000));
-  writing = false;
-  await Promise.all(writers);
-  expect(refused).toEqual([]);
+    // Each writer renames its group and moves its user round the groups, one request at a time.
+    let writing = true;
+    const refused: string[] = [];
+    const writers = Array.from({ length: WRITERS }, async (_, w) => {
+      for (let i = 0; writing; i++) {
+        const rid = `w${w}-${i}`;
+        const rename = i % 2 === 0;
+        const res = rename
+          ? await http.patch(`course-access-groups/${groups[w]}/`, { name: `g${w}-${i}` }, { 'X-Request-Id': rid })
+          : await http.patch(`memberships/${membershipIds[w]}/`, { group: groups[(w + (i + 1) / 2) % WRITERS] }, { 'X-Request-Id': rid });
+        if (res.status !== 200) refused.push(`${rid}: ${res.status}`);
+        else ack(rename ? `course-access-groups/${groups[w]}` : `memberships/${users[w]}`, rid);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    });
 
-  const all = [...acked.values()].flat();
-  const started = Date.now();
-  await waitFor(
-    async () => {
-      const seen = new Set(reader!.received.map((r) => r.event.data.request_id));
-      return all.filter((rid) => !seen.has(rid));
-    },
-    (missing) => missing.length === 0,
-    120000,
-  );
-  const caughtUpIn = Date.now() - started;
+    const ackedSoFar = () => [...acked.values()].flat().length;
+    await broker.stop();
+    const stoppedAt = Date.now();
+    const ackedAtStop = ackedSoFar();
+    await new Promise((r) => setTimeout(r, DOWN_MS));
+    // The premise: changes piled up in the outbox while the broker was away.
+    const piled = await service.db.collection(COLLECTIONS.outbox).countDocuments({});
+    expect(piled).toBeGreaterThan(0);
+    // And /metrics shows the backlog and its age while the relay waits for the broker.
+    await waitFor(
+      async () => {
+        const text = (await client(service!.baseUrl).get('/metrics')).body as string;
+        return [Number(/^changes_pending (\S+)$/m.exec(text)?.[1]), Number(/^changes_lag_seconds (\S+)$/m.exec(text)?.[1])];
+      },
+      ([pending, lag]) => pending! > 0 && lag! > 1,
+      15000,
+    );
+    await broker.start();
+    const downFor = Date.now() - stoppedAt;
+    const ackedDuringOutage = ackedSoFar() - ackedAtStop;
+    await new Promise((r) => setTimeout(r, 2000));
+    writing = false;
+    await Promise.all(writers);
+    expect(refused).toEqual([]);
 
-  expectInOrderPerRecord(reader.received, acked);
-  const latest = reader.latest();
-  for (let w = 0; w < WRITERS; w++) {
-    expect(latest.get(`course-access-groups/${groups[w]}`)!.data.group).toEqual((await http.get(`course-access-groups/${groups[w]}/`)).body);
-    const m = (await http.get(`memberships/${membershipIds[w]}/`)).body;
-    expect(latest.get(`memberships/${users[w]}`)!.data.membership).toEqual({ id: m.id, user_id: users[w], group_id: m.group.id, automatic: false });
-  }
-  process.stderr.write(
-    `[faults-changes-broker] broker unreachable ${(downFor / 1000).toFixed(0)} s; ${ackedDuringOutage} writes acknowledged meanwhile (${piled} intents in the outbox ${DOWN_MS / 1000} s in); ` +
-      `${all.length} writes in all, all published ${(caughtUpIn / 1000).toFixed(1)} s after writing stopped; ${reader.received.length} events\n`,
-  );
-}, 180000 + DOWN_MS);
+    const all = [...acked.values()].flat();
+    const started = Date.now();
+    await waitFor(
+      async () => {
+        const seen = new Set(reader!.received.map((r) => r.event.data.request_id));
+        return all.filter((rid) => !seen.has(rid));
+      },
+      (missing) => missing.length === 0,
+      120000,
+    );
+    const caughtUpIn = Date.now() - started;
+
+    expectInOrderPerRecord(reader.received, acked);
+    const latest = reader.latest();
+    for (let w = 0; w < WRITERS; w++) {
+      expect(latest.get(`course-access-groups/${groups[w]}`)!.data.group).toEqual((await http.get(`course-access-groups/${groups[w]}/`)).body);
+      const m = (await http.get(`memberships/${membershipIds[w]}/`)).body;
+      expect(latest.get(`memberships/${users[w]}`)!.data.membership).toEqual({ id: m.id, user_id: users[w], group_id: m.group.id, automatic: false });
+    }
+    process.stderr.write(
+      `[faults-changes-broker] broker unreachable ${(downFor / 1000).toFixed(0)} s; ${ackedDuringOutage} writes acknowledged meanwhile (${piled} intents in the outbox ${DOWN_MS / 1000} s in); ` +
+        `${all.length} writes in all, all published ${(caughtUpIn / 1000).toFixed(1)} s after writing stopped; ${reader.received.length} events\n`,
+    );
+  },
+  180000 + DOWN_MS,
+);

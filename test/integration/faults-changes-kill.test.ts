@@ -6,11 +6,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { COLLECTIONS } from '../../src/db/collections';
-import { changeReader, expectInOrderPerRecord, type ChangeReader } from '../helpers/changes';
+import { type ChangeReader, changeReader, expectInOrderPerRecord } from '../helpers/changes';
 import { newUserId, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
-import { killAll, spawnService, type ServiceProcess } from '../helpers/service-process';
+import { killAll, type ServiceProcess, spawnService } from '../helpers/service-process';
 import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -40,7 +40,10 @@ beforeAll(async () => {
 afterAll(async () => {
   killAll(spawned);
   await reader?.close();
-  await mongo.db(deployment.MONGO_DB).dropDatabase().catch(() => undefined);
+  await mongo
+    .db(deployment.MONGO_DB)
+    .dropDatabase()
+    .catch(() => undefined);
   await mongo.close();
 }, 30000);
 
@@ -50,7 +53,11 @@ async function start(): Promise<{ process: ServiceProcess; baseUrl: string }> {
   spawned.push(p);
   const port = await waitFor(async () => /"msg":"listening"/.test(p.output()) && Number(/"port":(\d+)/.exec(p.output())![1]), Boolean, 30000);
   const baseUrl = `http://127.0.0.1:${port}`;
-  await waitFor(() => client(baseUrl).get('/readyz'), (r) => r.status === 200, 60000);
+  await waitFor(
+    () => client(baseUrl).get('/readyz'),
+    (r) => r.status === 200,
+    60000,
+  );
   return { process: p, baseUrl };
 }
 
@@ -138,7 +145,11 @@ test('SIGKILL between writes and their publication: every acknowledged change is
 
   const all = [...acked.values()].flat();
   const published = () => new Set(reader.received.map((r) => r.event.data.request_id as string));
-  await waitFor(async () => all.filter((rid) => !published().has(rid)), (missing) => missing.length === 0, 120000);
+  await waitFor(
+    async () => all.filter((rid) => !published().has(rid)),
+    (missing) => missing.length === 0,
+    120000,
+  );
 
   // In order per record: versions grow along the partition, and the first event of each
   // acknowledged write comes in the order the writes were made.
@@ -147,7 +158,11 @@ test('SIGKILL between writes and their publication: every acknowledged change is
   // Every intent resolved (a write that landed late was published again from a fresh intent):
   // then the newest event of every record is the record as the API shows it, once the reader
   // has caught up with the topic.
-  await waitFor(() => mongo.db(deployment.MONGO_DB).collection(COLLECTIONS.outbox).countDocuments({}), (n) => n === 0, 60000);
+  await waitFor(
+    () => mongo.db(deployment.MONGO_DB).collection(COLLECTIONS.outbox).countDocuments({}),
+    (n) => n === 0,
+    60000,
+  );
   const mismatches = async () => {
     const latest = reader.latest();
     const out: unknown[] = [];
@@ -167,7 +182,10 @@ test('SIGKILL between writes and their publication: every acknowledged change is
   expect(await waitFor(mismatches, (m) => m.length === 0, 30000).catch(() => mismatches())).toEqual([]);
 
   // Audited too, across the crash: every acknowledged write has its record.
-  const audited = await mongo.db(deployment.MONGO_DB).collection(COLLECTIONS.auditLog).distinct('request_id', { request_id: { $in: all } });
+  const audited = await mongo
+    .db(deployment.MONGO_DB)
+    .collection(COLLECTIONS.auditLog)
+    .distinct('request_id', { request_id: { $in: all } });
   expect(audited.sort()).toEqual([...all].sort());
 
   process.stderr.write(

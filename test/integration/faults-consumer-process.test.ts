@@ -9,7 +9,7 @@ import { MongoClient } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { closeProducer, expectEachActivationAppliedOnce, kafka, produceActivations, seedRule, waitCaughtUp, waitFor } from '../helpers/events';
-import { killAll, spawnService, type ServiceProcess } from '../helpers/service-process';
+import { killAll, type ServiceProcess, spawnService } from '../helpers/service-process';
 import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
 
 /**
@@ -36,7 +36,10 @@ beforeAll(async () => {
 afterAll(async () => {
   killAll(spawned);
   await closeProducer();
-  await mongo.db(deployment.MONGO_DB).dropDatabase().catch(() => undefined);
+  await mongo
+    .db(deployment.MONGO_DB)
+    .dropDatabase()
+    .catch(() => undefined);
   await mongo.close();
 }, 30000);
 
@@ -64,56 +67,60 @@ function handledOffsets(output: string): Map<number, number> {
   return max;
 }
 
-test(`SIGKILL mid-stream, then SIGTERM under load: exit 0 within 10 s with offsets committed, and every one of ${EVENTS} events applied exactly once in effect`, async () => {
-  const org = uniqueName('org');
-  const tenant = new Tenant(mongo.db(deployment.MONGO_DB), org);
-  const group = await seedRule(tenant, 'kill.org');
-  const topic = deployment.KAFKA_TOPICS;
-  const ids = await produceActivations(topic, org, 'kill.org', EVENTS);
-  const memberships = () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
-  const count = () => memberships().countDocuments();
+test(
+  `SIGKILL mid-stream, then SIGTERM under load: exit 0 within 10 s with offsets committed, and every one of ${EVENTS} events applied exactly once in effect`,
+  async () => {
+    const org = uniqueName('org');
+    const tenant = new Tenant(mongo.db(deployment.MONGO_DB), org);
+    const group = await seedRule(tenant, 'kill.org');
+    const topic = deployment.KAFKA_TOPICS;
+    const ids = await produceActivations(topic, org, 'kill.org', EVENTS);
+    const memberships = () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
+    const count = () => memberships().countDocuments();
 
-  // 1. A consumer-only process, killed without warning in the middle of the stream.
-  const first = start({ SERVICE_ROLE: 'consumer' });
-  await waitCount(count, 400, 90000, first);
-  first.child.kill('SIGKILL');
-  expect((await first.exited).signal).toBe('SIGKILL');
-  const atKill = await count();
-  expect(atKill).toBeLessThan(EVENTS); // the premise: killed mid-stream
+    // 1. A consumer-only process, killed without warning in the middle of the stream.
+    const first = start({ SERVICE_ROLE: 'consumer' });
+    await waitCount(count, 400, 90000, first);
+    first.child.kill('SIGKILL');
+    expect((await first.exited).signal).toBe('SIGKILL');
+    const atKill = await count();
+    expect(atKill).toBeLessThan(EVENTS); // the premise: killed mid-stream
 
-  // 2. The next instance (HTTP and consumer) takes over; SIGTERM while events are flowing.
-  const second = start({ SERVICE_ROLE: 'all', PORT: String(HTTP_PORT), LOG_LEVEL: 'debug' });
-  const secondStarted = Date.now();
-  await waitCount(count, atKill + 300, 120000, second);
-  process.stderr.write(`[faults] killed at ${atKill}; second instance reached ${await count()} after ${Date.now() - secondStarted} ms\n`);
-  const signalledAt = Date.now();
-  second.child.kill('SIGTERM');
-  const { code, at } = await second.exited;
-  expect(code).toBe(0);
-  expect(at - signalledAt).toBeLessThan(10000); // the SPEC's bound
-  expect(second.output()).toMatch(/"msg":"stopped"/);
-  const atTerm = await count();
-  expect(atTerm).toBeLessThan(EVENTS); // the premise: stopped while events were still flowing
+    // 2. The next instance (HTTP and consumer) takes over; SIGTERM while events are flowing.
+    const second = start({ SERVICE_ROLE: 'all', PORT: String(HTTP_PORT), LOG_LEVEL: 'debug' });
+    const secondStarted = Date.now();
+    await waitCount(count, atKill + 300, 120000, second);
+    process.stderr.write(`[faults] killed at ${atKill}; second instance reached ${await count()} after ${Date.now() - secondStarted} ms\n`);
+    const signalledAt = Date.now();
+    second.child.kill('SIGTERM');
+    const { code, at } = await second.exited;
+    expect(code).toBe(0);
+    expect(at - signalledAt).toBeLessThan(10000); // the SPEC's bound
+    expect(second.output()).toMatch(/"msg":"stopped"/);
+    const atTerm = await count();
+    expect(atTerm).toBeLessThan(EVENTS); // the premise: stopped while events were still flowing
 
-  // Offsets committed on shutdown: on every partition it handled, the group's committed offset
-  // is exactly one past the last message it handled (nothing handled is left to re-apply).
-  const handled = handledOffsets(second.output());
-  expect(handled.size).toBeGreaterThan(0);
-  const admin = kafka.admin();
-  await admin.connect();
-  const [committed] = await admin.fetchOffsets({ groupId: deployment.KAFKA_GROUP_ID, topics: [topic] });
-  await admin.disconnect();
-  for (const [partition, last] of handled) {
-    const offset = committed!.partitions.find((p) => p.partition === partition)?.offset;
-    expect({ partition, committed: Number(offset) }).toEqual({ partition, committed: last + 1 });
-  }
+    // Offsets committed on shutdown: on every partition it handled, the group's committed offset
+    // is exactly one past the last message it handled (nothing handled is left to re-apply).
+    const handled = handledOffsets(second.output());
+    expect(handled.size).toBeGreaterThan(0);
+    const admin = kafka.admin();
+    await admin.connect();
+    const [committed] = await admin.fetchOffsets({ groupId: deployment.KAFKA_GROUP_ID, topics: [topic] });
+    await admin.disconnect();
+    for (const [partition, last] of handled) {
+      const offset = committed!.partitions.find((p) => p.partition === partition)?.offset;
+      expect({ partition, committed: Number(offset) }).toEqual({ partition, committed: last + 1 });
+    }
 
-  // 3. A third instance finishes the stream.
-  const third = start({ SERVICE_ROLE: 'consumer' });
-  await waitCount(count, EVENTS, DRAIN_MS, third);
-  await waitCaughtUp(deployment.KAFKA_GROUP_ID, topic, 60000);
-  await expectEachActivationAppliedOnce(tenant, ids, group.id);
-  expect(`${second.output()}${third.output()}`).not.toMatch(/event handler failed/);
-  third.child.kill('SIGTERM');
-  expect((await third.exited).code).toBe(0);
-}, 180000 + DRAIN_MS);
+    // 3. A third instance finishes the stream.
+    const third = start({ SERVICE_ROLE: 'consumer' });
+    await waitCount(count, EVENTS, DRAIN_MS, third);
+    await waitCaughtUp(deployment.KAFKA_GROUP_ID, topic, 60000);
+    await expectEachActivationAppliedOnce(tenant, ids, group.id);
+    expect(`${second.output()}${third.output()}`).not.toMatch(/event handler failed/);
+    third.child.kill('SIGTERM');
+    expect((await third.exited).code).toBe(0);
+  },
+  180000 + DRAIN_MS,
+);

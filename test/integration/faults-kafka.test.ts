@@ -9,7 +9,15 @@ import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { MongoClient } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { expectEachActivationAppliedOnce, produceActivations, seedRule, startEventService, waitCaughtUp, waitFor, type EventTestService } from '../helpers/events';
+import {
+  type EventTestService,
+  expectEachActivationAppliedOnce,
+  produceActivations,
+  seedRule,
+  startEventService,
+  waitCaughtUp,
+  waitFor,
+} from '../helpers/events';
 import { client } from '../helpers/http';
 import { privateKafka } from '../helpers/private-stack';
 import { uniqueName } from '../helpers/stack';
@@ -51,7 +59,11 @@ test('a service started before its broker logs its retries with backoff, answers
 
   // A logged retry with its backoff (each try first exhausts kafkajs's own connection retries,
   // about a minute, so one is waited for: the delays grow as runtime.ts's withRetry says).
-  const retries = await waitFor(async () => brokerRetries(service!), (r) => r.length >= 1, 120000);
+  const retries = await waitFor(
+    async () => brokerRetries(service!),
+    (r) => r.length >= 1,
+    120000,
+  );
   expect(retries[0]).toMatchObject({ attempt: 1, level: 40 });
   expect(retries[0]!.delay_ms).toBeGreaterThan(0);
   expect((await http.get('/healthz')).status).toBe(200);
@@ -59,35 +71,64 @@ test('a service started before its broker logs its retries with backoff, answers
 
   await broker.start();
   await service.ready;
-  const ready = await waitFor(() => http.get('/readyz'), (r) => r.status === 200, 30000);
+  const ready = await waitFor(
+    () => http.get('/readyz'),
+    (r) => r.status === 200,
+    30000,
+  );
   expect(ready.body).toEqual({ status: 'ready' });
 }, 150000);
 
-test(`the broker restarted in the middle of ${EVENTS} activations: every one applied exactly once in effect`, async () => {
-  // Runs on the service of the previous test, now consuming from the private broker.
-  expect(service).not.toBeNull();
-  const s = service!;
-  const org = uniqueName('org');
-  const tenant = new Tenant(mongo.db(s.config.MONGO_DB), org);
-  const group = await seedRule(tenant, 'restart.org');
-  const topic = s.config.KAFKA_TOPICS[0]!;
+test(
+  `the broker restarted in the middle of ${EVENTS} activations: every one applied exactly once in effect`,
+  async () => {
+    // Runs on the service of the previous test, now consuming from the private broker.
+    expect(service).not.toBeNull();
+    const s = service!;
+    const org = uniqueName('org');
+    const tenant = new Tenant(mongo.db(s.config.MONGO_DB), org);
+    const group = await seedRule(tenant, 'restart.org');
+    const topic = s.config.KAFKA_TOPICS[0]!;
 
-  const kafka = new Kafka({ clientId: 'faults-kafka-test', brokers: [broker.brokers], logLevel: logLevel.NOTHING, retry: { retries: 20, maxRetryTime: 5000 } });
-  producer = kafka.producer({ allowAutoTopicCreation: true });
-  await producer.connect();
-  const ids = await produceActivations(topic, org, 'restart.org', EVENTS, (t, messages) => producer!.send({ topic: t, acks: -1, messages }));
+    const kafka = new Kafka({
+      clientId: 'faults-kafka-test',
+      brokers: [broker.brokers],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 20, maxRetryTime: 5000 },
+    });
+    producer = kafka.producer({ allowAutoTopicCreation: true });
+    await producer.connect();
+    const ids = await produceActivations(topic, org, 'restart.org', EVENTS, (t, messages) => producer!.send({ topic: t, acks: -1, messages }));
 
-  const memberships = () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
-  await waitFor(() => memberships().countDocuments(), (n) => n >= 300, 60000);
-  await broker.stop();
-  const atStop = await memberships().countDocuments();
-  // The premise: the broker went away in the middle of consumption.
-  expect(atStop).toBeLessThan(EVENTS);
-  await broker.start();
+    const memberships = () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
+    await waitFor(
+      () => memberships().countDocuments(),
+      (n) => n >= 300,
+      60000,
+    );
+    await broker.stop();
+    const atStop = await memberships().countDocuments();
+    // The premise: the broker went away in the middle of consumption.
+    expect(atStop).toBeLessThan(EVENTS);
+    await broker.start();
 
-  await waitFor(() => memberships().countDocuments(), (n) => n >= EVENTS, DRAIN_MS);
-  await waitCaughtUp(s.config.KAFKA_GROUP_ID, topic, 60000, kafka);
-  await expectEachActivationAppliedOnce(tenant, ids, group.id);
-  // And the service says it is healthy again.
-  expect((await waitFor(() => client(s.baseUrl).get('/readyz'), (r) => r.status === 200, 30000)).body).toEqual({ status: 'ready' });
-}, 120000 + DRAIN_MS);
+    await waitFor(
+      () => memberships().countDocuments(),
+      (n) => n >= EVENTS,
+      DRAIN_MS,
+    );
+    await waitCaughtUp(s.config.KAFKA_GROUP_ID, topic, 60000, kafka);
+    await expectEachActivationAppliedOnce(tenant, ids, group.id);
+    // And the service says it is healthy again.
+    expect(
+      (
+        await waitFor(
+          () => client(s.baseUrl).get('/readyz'),
+          (r) => r.status === 200,
+          30000,
+        )
+      ).body,
+    ).toEqual({ status: 'ready' });
+  },
+  120000 + DRAIN_MS,
+);

@@ -2,7 +2,7 @@
 // reads are served by indexes, a field holding an array still matches, numbers match whatever
 // their BSON type, and update/findAndModify are atomic. Against a real MongoDB the same reads must
 // be IXSCANs and the same behaviour holds, so every test runs on both.
-import { Double, Int32, Long, MongoClient, type Collection, type Db, type Document } from 'mongodb';
+import { type Collection, type Db, type Document, Double, Int32, Long, MongoClient } from 'mongodb';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 interface Doc {
@@ -131,9 +131,16 @@ describe('sorted pages and counts', () => {
   const ids: unknown[] = [
     ...Array.from({ length: 40 }, (_, i) => i), // 0…39 as int32: numerically, 10 is after 9
     ...Array.from({ length: 10 }, (_, i) => new Double(i + 0.5)),
-    new Double(3), Long.fromNumber(3), new Double(-2.5), -1, // ties with int32 3; negatives
-    null, undefined, undefined, // null and missing sort together, first
-    '10', '9', 'b', // strings after numbers, in byte order
+    new Double(3),
+    Long.fromNumber(3),
+    new Double(-2.5),
+    -1, // ties with int32 3; negatives
+    null,
+    undefined,
+    undefined, // null and missing sort together, first
+    '10',
+    '9',
+    'b', // strings after numbers, in byte order
   ];
 
   beforeAll(async () => {

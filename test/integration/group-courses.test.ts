@@ -1,6 +1,6 @@
 // SPEC §3: group-course links: shapes and codes, a (course, group) pair linked once, references.
 import { client } from '../helpers/http';
-import { seeder, expectRefusedWithoutWrites } from '../helpers/seed';
+import { expectRefusedWithoutWrites, seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -25,8 +25,7 @@ beforeAll(async () => {
 afterAll(() => service.close());
 
 /** A 400 with `body`, and nothing written. */
-const refused = (request: () => Promise<{ status: number; body: unknown }>, body: unknown) =>
-  expectRefusedWithoutWrites(service.db, request, 400, body);
+const refused = (request: () => Promise<{ status: number; body: unknown }>, body: unknown) => expectRefusedWithoutWrites(service.db, request, 400, body);
 const unique = { non_field_errors: ['The fields course, group must make a unique set.'] };
 
 test('create, retrieve, list, PATCH and DELETE have the SPEC shapes and codes', async () => {

@@ -26,11 +26,20 @@ beforeAll(async () => {
   g1 = (await a.post('course-access-groups/', { name: 'One', description: '' })).body.id;
   g2 = (await a.post('course-access-groups/', { name: 'Two', description: '' })).body.id;
   bGroup = (await b.post('course-access-groups/', { name: 'B', description: '' })).body.id;
-  for (const [user, group] of [[1, g1], [2, g2], [3, g1], [4, g1]] as const) {
+  for (const [user, group] of [
+    [1, g1],
+    [2, g2],
+    [3, g1],
+    [4, g1],
+  ] as const) {
     expect((await a.post('memberships/', { user, group })).status).toBe(201);
   }
   expect((await b.post('memberships/', { user: 9, group: bGroup })).status).toBe(201);
-  for (const [domain, group] of [['one.example.com', g1], ['two.example.com', g2], ['uno.example.com', g1]] as const) {
+  for (const [domain, group] of [
+    ['one.example.com', g1],
+    ['two.example.com', g2],
+    ['uno.example.com', g1],
+  ] as const) {
     expect((await a.post('membership-rules/', { name: domain, domain, group })).status).toBe(201);
   }
   expect((await b.post('membership-rules/', { name: 'b', domain: 'one.example.com', group: bGroup })).status).toBe(201);

@@ -4,10 +4,11 @@
 // every command the service's MongoClient sends (command monitoring) and proves no
 // user-supplied value reached the database as an operator: no injected object or array appears
 // in any command, no injected `$` name appears as a key, and every `$regex` is an escaped literal.
+
+import { COLLECTIONS } from '../../src/db/collections';
 import { literalPattern } from '../../src/domain/search-index';
 import { makeWorld, type World } from '../helpers/fixtures';
 import { client, type Reply } from '../helpers/http';
-import { COLLECTIONS } from '../../src/db/collections';
 import { startTestService, type TestService } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -78,8 +79,7 @@ function isEscapedLiteral(pattern: string): boolean {
   return !/[\\^$.|?*+()[\]{}]/.test(pattern.replace(/\\x00|\\[\\^$.|?*+()[\]{}]/g, ''));
 }
 
-const isInjected = (v: unknown) =>
-  v !== null && typeof v === 'object' && [...HOSTILE_OBJECTS].some((h) => JSON.stringify(h) === JSON.stringify(v));
+const isInjected = (v: unknown) => v !== null && typeof v === 'object' && [...HOSTILE_OBJECTS].some((h) => JSON.stringify(h) === JSON.stringify(v));
 
 /** Walks one command and records every way a user value could have become an operator. */
 function inspect(value: unknown, where: string, parentKey: string): void {
@@ -146,12 +146,19 @@ interface Case {
 function cases(): Case[] {
   const out: Case[] = [];
   for (const [docPath, item] of Object.entries<any>(doc.paths)) {
-    if (!docPath.includes('{') && !/^\/(course-access-groups|group-courses|public-courses|memberships|membership-rules|courses|users|site-configuration|access)/.test(docPath)) continue;
+    if (
+      !docPath.includes('{') &&
+      !/^\/(course-access-groups|group-courses|public-courses|memberships|membership-rules|courses|users|site-configuration|access)/.test(docPath)
+    )
+      continue;
     for (const [method, op] of Object.entries<any>(item)) {
       if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
       const params: any[] = [...(item.parameters ?? []), ...(op.parameters ?? [])];
       const pathParams = params.filter((p) => p.in === 'path').map((p) => p.name as string);
-      const queryParams = params.filter((p) => p.in === 'query').map((p) => p.name as string).filter((n) => n !== 'organization_uuid');
+      const queryParams = params
+        .filter((p) => p.in === 'query')
+        .map((p) => p.name as string)
+        .filter((n) => n !== 'organization_uuid');
       const fill = (id: string) => docPath.replace(/\{[^}]+\}/g, id).slice(1);
       const base = fill(validId(docPath));
       const q = (extra: Record<string, string>) => `?${new URLSearchParams({ ...validQuery(docPath), ...extra }).toString()}`;
@@ -159,7 +166,13 @@ function cases(): Case[] {
       const bodyFor = BODY_METHODS.includes(method) ? validBody(docPath) : undefined;
       for (const name of pathParams) {
         for (const id of HOSTILE_IDS) {
-          out.push({ label: `${upper} ${docPath} path ${name}=${id}`, method: upper, url: `${fill(encodeURIComponent(id))}${q({})}`, body: bodyFor, refusal: 404 });
+          out.push({
+            label: `${upper} ${docPath} path ${name}=${id}`,
+            method: upper,
+            url: `${fill(encodeURIComponent(id))}${q({})}`,
+            body: bodyFor,
+            refusal: 404,
+          });
         }
       }
       for (const name of queryParams) {
@@ -176,13 +189,25 @@ function cases(): Case[] {
       for (const field of Object.keys(schema?.properties ?? {})) {
         if (resolve(schema.properties[field])?.readOnly) continue;
         for (const v of [...HOSTILE_OBJECTS, ...HOSTILE_STRINGS]) {
-          out.push({ label: `${upper} ${docPath} body ${field}=${JSON.stringify(v)}`, method: upper, url: `${base}${q({})}`, body: { ...bodyFor, [field]: v }, refusal: 400 });
+          out.push({
+            label: `${upper} ${docPath} body ${field}=${JSON.stringify(v)}`,
+            method: upper,
+            url: `${base}${q({})}`,
+            body: { ...bodyFor, [field]: v },
+            refusal: 400,
+          });
         }
       }
       // An operator as a whole body key, and `$` keys beside valid fields.
       if (bodyFor) {
         for (const key of ['$where', '$set', '$gt']) {
-          out.push({ label: `${upper} ${docPath} body key ${key}`, method: upper, url: `${base}${q({})}`, body: { ...bodyFor, [key]: { name: 'x' } }, refusal: 400 });
+          out.push({
+            label: `${upper} ${docPath} body key ${key}`,
+            method: upper,
+            url: `${base}${q({})}`,
+            body: { ...bodyFor, [key]: { name: 'x' } },
+            refusal: 400,
+          });
         }
       }
     }

@@ -109,7 +109,7 @@ describe('NUL bytes, long and odd strings', () => {
   });
 });
 
-describe('numbers and strings in each other\'s places; ids beyond 2^53', () => {
+describe("numbers and strings in each other's places; ids beyond 2^53", () => {
   const huge = ['9007199254740993', '18446744073709551616', '1e400', '99999999999999999999999999'];
 
   test.each(huge)('path id %s is a 404 on every item path', async (id) => {
@@ -140,7 +140,11 @@ describe('numbers and strings in each other\'s places; ids beyond 2^53', () => {
     for (const big of ['9007199254740993', '18446744073709551616', '-1', '1.0', '1e3']) {
       await refusedOrAnswered(() => a.get(`memberships/?group=${big}`), undefined, false);
       await refusedOrAnswered(() => a.get(`course-access-groups/?limit=${big}&offset=${big}`), undefined, false);
-      const access = await refusedOrAnswered(() => s.get(`access/?course_id=${encodeURIComponent(wa.courseKey)}&action=course.enroll&user_id=${big}`), undefined, false);
+      const access = await refusedOrAnswered(
+        () => s.get(`access/?course_id=${encodeURIComponent(wa.courseKey)}&action=course.enroll&user_id=${big}`),
+        undefined,
+        false,
+      );
       expect(access.status).toBe(400);
     }
   });
@@ -161,7 +165,11 @@ describe('numbers and strings in each other\'s places; ids beyond 2^53', () => {
 describe('JSON edge cases', () => {
   test('100,000 levels of nesting within 1 MiB: refused, and the process lives on', async () => {
     const depth = 100_000;
-    for (const body of [`${'['.repeat(depth)}${']'.repeat(depth)}`, `{"name":${'['.repeat(depth)}${']'.repeat(depth)}}`, `{"name":"x","description":"","extra":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`]) {
+    for (const body of [
+      `${'['.repeat(depth)}${']'.repeat(depth)}`,
+      `{"name":${'['.repeat(depth)}${']'.repeat(depth)}}`,
+      `{"name":"x","description":"","extra":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`,
+    ]) {
       expect(Buffer.byteLength(body)).toBeLessThanOrEqual(MAX_BODY_BYTES);
       const res = await refusedOrAnswered(() => raw('POST', 'course-access-groups/', body));
       if (res.status === 201) await a.delete(`course-access-groups/${res.body.id}/`);
@@ -169,7 +177,7 @@ describe('JSON edge cases', () => {
     expect((await a.get('course-access-groups/')).status).toBe(200);
   });
 
-  test('duplicate keys: the last one counts, as Python\'s json does', async () => {
+  test("duplicate keys: the last one counts, as Python's json does", async () => {
     const res = await refusedOrAnswered(() => raw('POST', 'course-access-groups/', '{"name":"first","name":"second","description":""}'), 201);
     expect(res.body.name).toBe('second');
     await a.delete(`course-access-groups/${res.body.id}/`);
@@ -184,7 +192,12 @@ describe('JSON edge cases', () => {
   });
 
   test('invalid UTF-8 is a 400 parse error, as DRF answers, not a name full of U+FFFD', async () => {
-    for (const bytes of [[0xff, 0xfe], [0xc3, 0x28], [0xe2, 0x28, 0xa1], [0xed, 0xa0, 0x80]]) {
+    for (const bytes of [
+      [0xff, 0xfe],
+      [0xc3, 0x28],
+      [0xe2, 0x28, 0xa1],
+      [0xed, 0xa0, 0x80],
+    ]) {
       const body = Buffer.concat([Buffer.from('{"name":"a'), Buffer.from(bytes), Buffer.from('","description":""}')]);
       await refusedOrAnswered(() => raw('POST', 'course-access-groups/', body), 400);
     }

@@ -6,15 +6,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { MongoClient, type Db } from 'mongodb';
+import { type Db, MongoClient } from 'mongodb';
 import { registrationCompleted } from '../../consumers/handlers/registration-completed';
-import { applyUserData, userFacts, type UserEventData } from '../../src/domain/user-event-data';
-import { IMPORT_TIME, importFiles, type ImportSummary } from '../../src/cli/import';
+import { IMPORT_TIME, type ImportSummary, importFiles } from '../../src/cli/import';
 import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
 import { ownerLookup, Tenant } from '../../src/db/tenant';
 import { normalizeEventTime } from '../../src/domain/event-time';
 import { registerNewUsers } from '../../src/domain/import-users';
 import { insertMembershipIfAbsent } from '../../src/domain/memberships';
+import { applyUserData, type UserEventData, userFacts } from '../../src/domain/user-event-data';
 import { retireUser, userTombstone } from '../../src/domain/users';
 import { recordDeletion } from '../../src/domain/versioned-records';
 import { groupsRepository } from '../../src/features/groups/repository';
@@ -41,7 +41,12 @@ afterAll(async () => {
 
 const line = (id: number, email: string, opts: { org?: string; active?: boolean; staff?: boolean } = {}) =>
   JSON.stringify({
-    user: { id, is_active: opts.active ?? true, pii: { username: `u${id}`, email, name: `User ${id}` }, ...(opts.staff ? { is_staff: true, is_site_admin: true } : {}) },
+    user: {
+      id,
+      is_active: opts.active ?? true,
+      pii: { username: `u${id}`, email, name: `User ${id}` },
+      ...(opts.staff ? { is_staff: true, is_site_admin: true } : {}),
+    },
     organization: opts.org ?? 'org-a',
   });
 
@@ -140,7 +145,11 @@ test.each([3, 2000])('the import in chunks of %i leaves what applying each line 
   expect(await state(batched)).toEqual(await state(oneByOne));
   await membershipIdsAreUnique(batched);
   // The comparison is not vacuous: the batch made memberships and left the existing ones alone.
-  const members = await batched.collection(COLLECTIONS.memberships).find({}, { projection: { _id: 0, org: 1, user: 1, automatic: 1 } }).sort({ org: 1, user: 1 }).toArray();
+  const members = await batched
+    .collection(COLLECTIONS.memberships)
+    .find({}, { projection: { _id: 0, org: 1, user: 1, automatic: 1 } })
+    .sort({ org: 1, user: 1 })
+    .toArray();
   expect(members.map((m) => `${m.org}:${m.user}:${m.automatic}`)).toEqual([
     ...['1:true', '8:true', '9:true', '10:true', '11:true', '101:true', '102:false', '105:false', '106:true'].map((m) => `org-a:${m}`),
     ...['7:true', '103:true'].map((m) => `org-b:${m}`),
@@ -156,7 +165,11 @@ async function applyInBatches(db: Db, lines: string[], time: string): Promise<Im
   const perEvent: UserEventData[] = [];
   for (const org of new Set(datas.map((d) => d.organization))) {
     const ofOrg = datas.filter((d) => d.organization === org);
-    const outcomes = await registerNewUsers(new Tenant(db, org), ofOrg.map((d) => userFacts(d, registration(d))), time);
+    const outcomes = await registerNewUsers(
+      new Tenant(db, org),
+      ofOrg.map((d) => userFacts(d, registration(d))),
+      time,
+    );
     outcomes.forEach((outcome, i) => {
       if (outcome === 'per-event') perEvent.push(ofOrg[i]!);
       else count(outcome);
@@ -186,7 +199,11 @@ test('a user retired while the batch inserts keeps neither record nor membership
   const tenant = new Tenant(db, 'org-a');
   const ids = Array.from({ length: 120 }, (_, i) => 5000 + i);
   const datas = ids.map((id) => parse(line(id, `r${id}@partner.org`)));
-  const outcomes = registerNewUsers(tenant, datas.map((d) => userFacts(d, registration(d))), IMPORT_TIME);
+  const outcomes = registerNewUsers(
+    tenant,
+    datas.map((d) => userFacts(d, registration(d))),
+    IMPORT_TIME,
+  );
   // Retirements (newer than the import), 16 at once, land before, during and after the batch's steps.
   let next = 0;
   const retire = async () => {

@@ -3,10 +3,10 @@
 // its derivation is repaired by the next event, `cag import`'s path, or a list page.
 import { COLLECTIONS, type MembershipDoc, type UserDoc, type UserGramDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
+import { normalizeEventTime } from '../../src/domain/event-time';
 import { syncUserGroups } from '../../src/domain/list-facts';
 import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../src/domain/memberships';
 import { gramsOf, userSearchFields } from '../../src/domain/search-index';
-import { normalizeEventTime } from '../../src/domain/event-time';
 import { upsertUser } from '../../src/domain/users';
 import { usersRepository } from '../../src/features/users/repository';
 import { client } from '../helpers/http';
@@ -62,20 +62,32 @@ test('concurrent events renaming a user leave every gram of the newest name (str
   const names = Array.from({ length: 12 }, (_, i) => `Name${i} ${String.fromCharCode(97 + i).repeat(4)}`);
   await Promise.all(
     names.map((name, i) =>
-      upsertUser(tenant, { id: 3, username: 'user3', name, email: 'user3@example.com', is_active: true }, normalizeEventTime(`2031-01-01T00:00:${String(i).padStart(2, '0')}Z`)),
+      upsertUser(
+        tenant,
+        { id: 3, username: 'user3', name, email: 'user3@example.com', is_active: true },
+        normalizeEventTime(`2031-01-01T00:00:${String(i).padStart(2, '0')}Z`),
+      ),
     ),
   );
   const u = await user(3);
   expect(u.name).toBe(names[names.length - 1]);
   const stored = new Set(
-    (await tenant.collection<UserGramDoc>(COLLECTIONS.userGrams).find({ r: 3 }, { projection: { g: 1 } }).toArray()).map((d) => d.g),
+    (
+      await tenant
+        .collection<UserGramDoc>(COLLECTIONS.userGrams)
+        .find({ r: 3 }, { projection: { g: 1 } })
+        .toArray()
+    ).map((d) => d.g),
   );
   for (const g of gramsOf(userSearchFields(u))) expect({ g, stored: stored.has(g) }).toEqual({ g, stored: true });
   const found = await usersRepository(tenant).list({ limit: 20, offset: 0 }, { search: 'llll' });
   expect(found.results.map((r) => r.id)).toEqual([3]);
   // The next event with nothing new removes the older names' grams.
   await upsertUser(tenant, { id: 3, username: 'user3', name: u.name, email: 'user3@example.com', is_active: true }, normalizeEventTime('2031-01-02T00:00:00Z'));
-  const after = await tenant.collection<UserGramDoc>(COLLECTIONS.userGrams).find({ r: 3 }, { projection: { g: 1 } }).toArray();
+  const after = await tenant
+    .collection<UserGramDoc>(COLLECTIONS.userGrams)
+    .find({ r: 3 }, { projection: { g: 1 } })
+    .toArray();
   expect(new Set(after.map((d) => d.g))).toEqual(gramsOf(userSearchFields(u)));
 });
 
@@ -84,7 +96,11 @@ test('a writer that died before deriving: the next user event repairs the group,
   await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).insertOne({ _id: '4', id: 9004, user: 4, group: groups[1]!, automatic: false });
   const byGroup = () => usersRepository(tenant).list({ limit: 20, offset: 0 }, { group: String(groups[1]) });
   expect((await byGroup()).results.map((r) => r.id)).not.toContain(4); // stale until repaired
-  await upsertUser(tenant, { id: 4, username: 'user4', name: 'User 4', email: 'user4@example.com', is_active: true }, normalizeEventTime('2031-01-01T00:00:00Z'));
+  await upsertUser(
+    tenant,
+    { id: 4, username: 'user4', name: 'User 4', email: 'user4@example.com', is_active: true },
+    normalizeEventTime('2031-01-01T00:00:00Z'),
+  );
   expect((await byGroup()).results.map((r) => r.id)).toContain(4);
 
   // The same by read repair: a list page that shows the user derives it again.
@@ -123,7 +139,11 @@ test('`cag reindex` derives the list fields and search entries of a database wri
   const { runCli } = await import('../../src/cli/main');
   const out: string[] = [];
   const sink = { write: (s: string) => out.push(s) !== 0 } as unknown as NodeJS.WritableStream;
-  const code = await runCli(['reindex', '--org', org], { stdout: sink, stderr: sink, env: { MONGO_URL: process.env.MONGO_URL, MONGO_DB: service.config.MONGO_DB, LOG_LEVEL: 'silent' } });
+  const code = await runCli(['reindex', '--org', org], {
+    stdout: sink,
+    stderr: sink,
+    env: { MONGO_URL: process.env.MONGO_URL, MONGO_DB: service.config.MONGO_DB, LOG_LEVEL: 'silent' },
+  });
   expect({ code, out: out.join('') }).toEqual({ code: 0, out: 'reindexed 3 users, 2 courses\n' });
 
   const old = new Tenant(service.db, org);

@@ -6,9 +6,9 @@
 // event functions. The lists read derived fields and search grams; the model reads nothing
 // derived, so any derivation that lags or drifts shows up here.
 import fc from 'fast-check';
-import { upsertUser } from '../../src/domain/users';
 import { upsertCourse } from '../../src/domain/courses';
 import { normalizeEventTime } from '../../src/domain/event-time';
+import { upsertUser } from '../../src/domain/users';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
@@ -57,7 +57,12 @@ beforeAll(async () => {
     return s / 2147483647;
   };
   for (let id = 1; id <= 24; id++) {
-    const u = { username: `${word(rand, 3)}${id}`, name: `${word(rand, 4)} ${word(rand, 2)}`, email: `${word(rand, 3)}${id}@${word(rand, 3)}.example`, admin: id % 11 === 0 };
+    const u = {
+      username: `${word(rand, 3)}${id}`,
+      name: `${word(rand, 4)} ${word(rand, 2)}`,
+      email: `${word(rand, 3)}${id}@${word(rand, 3)}.example`,
+      admin: id % 11 === 0,
+    };
     await seed.user(id, { username: u.username, name: u.name, email: u.email, is_site_admin: u.admin });
     model.users.set(id, u);
   }
@@ -167,7 +172,11 @@ async function apply(change: Change): Promise<void> {
       const id = at(userIds(), change.user);
       const u = model.users.get(id)!;
       const next = { ...u, name: change.name, admin: change.admin ?? u.admin };
-      await upsertUser(seeder(service.db, ORG).tenant, { id, username: u.username, name: next.name, email: u.email, is_active: true, is_site_admin: change.admin }, nextTime());
+      await upsertUser(
+        seeder(service.db, ORG).tenant,
+        { id, username: u.username, name: next.name, email: u.email, is_active: true, is_site_admin: change.admin },
+        nextTime(),
+      );
       model.users.set(id, next);
       return;
     }
@@ -181,9 +190,12 @@ async function apply(change: Change): Promise<void> {
 }
 
 // The model of SPEC §3.
-const terms = (search: string | undefined) => (search ?? '').split(/[\s,]+/).filter(Boolean).map((t) => t.toLowerCase());
-const matches = (search: string | undefined, fields: string[]) =>
-  terms(search).every((t) => fields.some((f) => f.toLowerCase().includes(t)));
+const terms = (search: string | undefined) =>
+  (search ?? '')
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .map((t) => t.toLowerCase());
+const matches = (search: string | undefined, fields: string[]) => terms(search).every((t) => fields.some((f) => f.toLowerCase().includes(t)));
 const truthy = (v: string | undefined) => (v === undefined ? undefined : ['true', 'True', '1'].includes(v));
 const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
@@ -224,7 +236,10 @@ function expectedCourses(q: Record<string, string | undefined>) {
       id: key,
       name,
       public: model.publics.get(key) ?? null,
-      links: [...model.links.entries()].filter(([, [c]]) => c === key).map(([id, [, g]]) => ({ id, group: g })).sort((a, b) => a.id - b.id),
+      links: [...model.links.entries()]
+        .filter(([, [c]]) => c === key)
+        .map(([id, [, g]]) => ({ id, group: g }))
+        .sort((a, b) => a.id - b.id),
     }))
     .sort((a, b) => byBytes(a.id, b.id));
 }
@@ -246,24 +261,33 @@ const change: fc.Arbitrary<Change> = fc.oneof(
     name: fc.string({ unit: fc.constantFrom(...ALPHABET, ' '), minLength: 1, maxLength: 8 }),
     admin: fc.option(fc.boolean(), { nil: undefined, freq: 3 }),
   }),
-  fc.record({ kind: fc.constant('renameCourse' as const), course: fc.nat(), name: fc.string({ unit: fc.constantFrom(...ALPHABET, ' '), minLength: 1, maxLength: 8 }) }),
+  fc.record({
+    kind: fc.constant('renameCourse' as const),
+    course: fc.nat(),
+    name: fc.string({ unit: fc.constantFrom(...ALPHABET, ' '), minLength: 1, maxLength: 8 }),
+  }),
 );
 
 /** A term: a piece of a real field (case changed at random) or random letters of the alphabet. */
 const term = fc.oneof(
   fc.tuple(fc.nat(), fc.nat(), fc.integer({ min: 1, max: 5 }), fc.boolean(), fc.boolean()).map(([who, from, length, course, upper]) => {
-    const fields = course
-      ? [...model.courses.entries()].flat()
-      : [...model.users.values()].flatMap((u) => [u.username, u.name, u.email]);
+    const fields = course ? [...model.courses.entries()].flat() : [...model.users.values()].flatMap((u) => [u.username, u.name, u.email]);
     const field = Array.from(at(fields, who));
     const start = from % field.length;
-    const piece = field.slice(start, start + length).join('').trim() || 'a';
+    const piece =
+      field
+        .slice(start, start + length)
+        .join('')
+        .trim() || 'a';
     return upper ? piece.toUpperCase() : piece;
   }),
   fc.string({ unit: fc.constantFrom(...ALPHABET), minLength: 1, maxLength: 4 }),
 );
 const search = fc.array(fc.tuple(term, fc.constantFrom(' ', ',', ', ', '  ')), { minLength: 1, maxLength: 2 }).map((parts) =>
-  parts.map(([t, sep]) => t + sep).join('').trim(),
+  parts
+    .map(([t, sep]) => t + sep)
+    .join('')
+    .trim(),
 );
 const bool = fc.constantFrom('true', 'false', 'True', 'False', '1', '0');
 const groupParam = fc.nat().map((i) => String(at([...groupIds(), ...groupIds(), 0, 999], i)));
@@ -324,13 +348,18 @@ async function checkCourses(q: Record<string, string | undefined>) {
 }
 
 test('users/ and courses/ with random filters, searches and pages equal the model while records change', async () => {
-  const step = fc.tuple(fc.array(change, { maxLength: 4 }), fc.array(userQuery, { minLength: 1, maxLength: 3 }), fc.array(courseQuery, { minLength: 1, maxLength: 2 }));
+  const step = fc.tuple(
+    fc.array(change, { maxLength: 4 }),
+    fc.array(userQuery, { minLength: 1, maxLength: 3 }),
+    fc.array(courseQuery, { minLength: 1, maxLength: 2 }),
+  );
   await fc.assert(
     fc.asyncProperty(step, async ([changes, userQueries, courseQueries]) => {
       for (const c of changes) await apply(c);
       // Filtered queries first: a page that shows a record repairs its derived fields (read
       // repair), which would hide a write that forgot to derive them.
-      const filteredFirst = <Q extends Record<string, string>>(qs: Q[]) => [...qs].sort((x, y) => Number('group' in y || 'no_group' in y || 'is_public' in y) - Number('group' in x || 'no_group' in x || 'is_public' in x));
+      const filteredFirst = <Q extends Record<string, string>>(qs: Q[]) =>
+        [...qs].sort((x, y) => Number('group' in y || 'no_group' in y || 'is_public' in y) - Number('group' in x || 'no_group' in x || 'is_public' in x));
       for (const q of filteredFirst(userQueries)) await checkUsers(q);
       for (const q of filteredFirst(courseQueries)) await checkCourses(q);
     }),

@@ -22,8 +22,7 @@ beforeAll(async () => {
 afterAll(() => service.close());
 
 /** A 400 with `body`, and nothing written. */
-const refused = (request: () => Promise<{ status: number; body: unknown }>, body: unknown) =>
-  expectRefusedWithoutWrites(service.db, request, 400, body);
+const refused = (request: () => Promise<{ status: number; body: unknown }>, body: unknown) => expectRefusedWithoutWrites(service.db, request, 400, body);
 const rulesDocs = () => service.db.collection('membership_rules').find({ org: 'org-a' }).sort({ _id: 1 }).toArray();
 
 test('create, retrieve, list, PATCH and DELETE have the SPEC shapes and codes', async () => {
@@ -63,9 +62,28 @@ test('a domain has at most one rule per organization (compared lowercase); anoth
 });
 
 describe('domain: a DNS name, letters, digits, hyphens, dots, a TLD of letters', () => {
-  test.each(['@example.com', '111', '===', ' example.com ', ' example.com', 'example.com ', 'user@example.com', 'example', 'example.c0m',
-    'example.c', '.example.com', 'example.com.', 'exa mple.com', 'exa_mple.com', '-example.com', 'example-.com', 'example..com',
-    'ex*mple.com', 'bücher.de', `${'a'.repeat(64)}.com`])('"%s" is refused', async (domain) => {
+  test.each([
+    '@example.com',
+    '111',
+    '===',
+    ' example.com ',
+    ' example.com',
+    'example.com ',
+    'user@example.com',
+    'example',
+    'example.c0m',
+    'example.c',
+    '.example.com',
+    'example.com.',
+    'exa mple.com',
+    'exa_mple.com',
+    '-example.com',
+    'example-.com',
+    'example..com',
+    'ex*mple.com',
+    'bücher.de',
+    `${'a'.repeat(64)}.com`,
+  ])('"%s" is refused', async (domain) => {
     await refused(() => a.post('membership-rules/', { name: 'r', domain, group: g1.id }), BAD_DOMAIN);
   });
 

@@ -1,7 +1,7 @@
 // SPEC §3: memberships: shapes and codes, one membership per user, `user` set on creation only,
 // references checked in the organization, and the group cascade.
 import { client } from '../helpers/http';
-import { seeder, expectRefusedWithoutWrites } from '../helpers/seed';
+import { expectRefusedWithoutWrites, seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -22,8 +22,7 @@ beforeAll(async () => {
 afterAll(() => service.close());
 
 /** A 400 with `body`, and nothing written. */
-const refused = (request: () => Promise<{ status: number; body: unknown }>, body: unknown) =>
-  expectRefusedWithoutWrites(service.db, request, 400, body);
+const refused = (request: () => Promise<{ status: number; body: unknown }>, body: unknown) => expectRefusedWithoutWrites(service.db, request, 400, body);
 
 test('create, retrieve, list, PATCH and DELETE have the SPEC shapes and codes', async () => {
   const created = await a.post('memberships/', { user: 1, group: g1.id, extra: 'ignored' });

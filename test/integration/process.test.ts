@@ -1,6 +1,6 @@
 // SPEC §6 on a real child process: JSON request logs with no token or email, and SIGTERM
 // (stop taking requests, finish what is in flight, exit 0 within 10 seconds).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import path from 'node:path';
@@ -36,7 +36,10 @@ beforeAll(async () => {
   exit = new Promise((resolve) => child.on('exit', (code) => resolve({ code, at: Date.now() })));
   const deadline = Date.now() + 30000;
   while (Date.now() < deadline) {
-    const ok = await fetch(`http://127.0.0.1:${PORT}/readyz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${PORT}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -52,7 +55,10 @@ test('each request logs one JSON line with request id, method, route, status and
   await api.post('course-access-groups/', { name: 'Logged', description: 'x' }, { 'X-Request-Id': 'log-test-1' });
   await api.get('course-access-groups/?search=someone%40example.com', { 'X-Request-Id': 'log-test-2' });
   await new Promise((r) => setTimeout(r, 200));
-  const lines = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const lines = stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   const request = lines.find((l) => l.request_id === 'log-test-1' && l.msg === 'request');
   expect(request).toMatchObject({ method: 'POST', route: '/course_access_groups/api/v1/course-access-groups', status: 201 });
   expect(typeof request.duration_ms).toBe('number');

@@ -34,10 +34,7 @@ function isErrorShape(body: unknown): boolean {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return false;
   const entries = Object.entries(body);
   if (entries.length === 1 && entries[0]![0] === 'detail') return typeof entries[0]![1] === 'string';
-  return (
-    entries.length > 0 &&
-    entries.every(([, v]) => Array.isArray(v) && v.length > 0 && v.every((m) => typeof m === 'string'))
-  );
+  return entries.length > 0 && entries.every(([, v]) => Array.isArray(v) && v.length > 0 && v.every((m) => typeof m === 'string'));
 }
 
 function documentedSchema(docPath: string, method: string, status: number): ValidateFunction {
@@ -55,7 +52,28 @@ function documentedSchema(docPath: string, method: string, status: number): Vali
 // Arbitraries.
 const FIELDS = ['name', 'description', 'course', 'group', 'user', 'domain', 'ENABLE_COURSE_ACCESS_GROUPS', 'id', '__proto__'];
 const PARAMS = ['limit', 'offset', 'search', 'is_public', 'group', 'no_group', 'email_exact', 'organization_uuid', 'format'];
-const tricky = fc.constantFrom('', '0', '1', '-1', '1.5', '1e3', 'true', 'True', 'false', 'null', '.*', '(', '[', '\\', '$where', '%', '\u0000', ' ', ',', 'a'.repeat(2000));
+const tricky = fc.constantFrom(
+  '',
+  '0',
+  '1',
+  '-1',
+  '1.5',
+  '1e3',
+  'true',
+  'True',
+  'false',
+  'null',
+  '.*',
+  '(',
+  '[',
+  '\\',
+  '$where',
+  '%',
+  '\u0000',
+  ' ',
+  ',',
+  'a'.repeat(2000),
+);
 const patternish = fc.string({ unit: fc.constantFrom(...'.*+?()[]{}|^$\\ ,aZ0%'.split('')), maxLength: 8 });
 const value = fc.oneof(fc.string(), fc.string({ unit: 'binary', maxLength: 20 }), patternish, tricky, fc.integer().map(String));
 /** Mostly valid values, so that a query often gets past validation to the database. */
@@ -76,15 +94,15 @@ const params = () =>
   );
 const queryString = () =>
   fc.oneof(
-  { weight: 6, arbitrary: params().map((q) => `?${new URLSearchParams(q as Record<string, string>).toString()}`) },
-  {
-    weight: 1,
-    arbitrary: fc.array(fc.tuple(fc.constantFrom(...PARAMS), value), { maxLength: 4 }).map(
-      (pairs) => `?${pairs.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}`,
-    ),
-  },
-  { weight: 1, arbitrary: fc.constantFrom('', '?', '?%', '?limit=%zz', '?search=%E0%A4%A', '?group=1&group=x', '?=&&=') },
-);
+    { weight: 6, arbitrary: params().map((q) => `?${new URLSearchParams(q as Record<string, string>).toString()}`) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .array(fc.tuple(fc.constantFrom(...PARAMS), value), { maxLength: 4 })
+        .map((pairs) => `?${pairs.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}`),
+    },
+    { weight: 1, arbitrary: fc.constantFrom('', '?', '?%', '?limit=%zz', '?search=%E0%A4%A', '?group=1&group=x', '?=&&=') },
+  );
 const bodyValue = fc.oneof(
   fc.jsonValue({ maxDepth: 2 }),
   fc.dictionary(fc.constantFrom(...FIELDS), fc.oneof(fc.jsonValue({ maxDepth: 1 }), tricky, fc.integer({ min: -2, max: 40 })), { maxKeys: 4 }),

@@ -1,6 +1,6 @@
 // SPEC §3: public-course records: create, list, retrieve, delete (no PATCH); one per course.
 import { client } from '../helpers/http';
-import { seeder, expectRefusedWithoutWrites } from '../helpers/seed';
+import { expectRefusedWithoutWrites, seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -16,8 +16,7 @@ beforeAll(async () => {
 afterAll(() => service.close());
 
 /** A 400 with `body`, and nothing written. */
-const refused = (request: () => Promise<{ status: number; body: unknown }>, body: unknown) =>
-  expectRefusedWithoutWrites(service.db, request, 400, body);
+const refused = (request: () => Promise<{ status: number; body: unknown }>, body: unknown) => expectRefusedWithoutWrites(service.db, request, 400, body);
 
 test('create, retrieve, list and DELETE have the SPEC shapes and codes; the course shows it', async () => {
   const created = await a.post('public-courses/', { course: C1 });

@@ -9,10 +9,11 @@
 //   size wherever the answer is small: that is what "index-served" means at 100,000 users.
 // The organization is the bench's data set (bench/seed.ts: derived fields and search grams
 // written with insertMany), at USERS users.
-import { Long, MongoClient, type CommandStartedEvent, type Db, type Document } from 'mongodb';
+import { type CommandStartedEvent, type Db, type Document, Long, MongoClient } from 'mongodb';
+import { MAIN_ORG, seedBenchData } from '../../bench/seed';
 import { ensureIndexes, type UserDoc } from '../../src/db/collections';
-import { indexUser } from '../../src/domain/search-index';
 import { Tenant } from '../../src/db/tenant';
+import { indexUser } from '../../src/domain/search-index';
 import { coursesRepository } from '../../src/features/courses/repository';
 import { groupCoursesRepository } from '../../src/features/group-courses/repository';
 import { groupsRepository } from '../../src/features/groups/repository';
@@ -20,7 +21,6 @@ import { rulesRepository } from '../../src/features/membership-rules/repository'
 import { membershipsRepository } from '../../src/features/memberships/repository';
 import { publicCoursesRepository } from '../../src/features/public-courses/repository';
 import { usersRepository } from '../../src/features/users/repository';
-import { MAIN_ORG, seedBenchData } from '../../bench/seed';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 const USERS = Number(process.env.PLAN_USERS ?? 1500);
@@ -68,8 +68,7 @@ async function explain(command: Document, verbosity: 'queryPlanner' | 'execution
 function winningStages(node: unknown, inWinning = false, out: string[] = []): string[] {
   if (Array.isArray(node)) {
     for (const n of node) winningStages(n, inWinning, out);
-  }
-  else if (node && typeof node === 'object') {
+  } else if (node && typeof node === 'object') {
     for (const [k, v] of Object.entries(node)) {
       if (k === 'stage' && inWinning && typeof v === 'string') out.push(v);
       if (k === 'rejectedPlans' || k === 'allPlansExecution') continue;
@@ -83,10 +82,7 @@ function winningStages(node: unknown, inWinning = false, out: string[] = []): st
 function largest(node: unknown, name: 'totalKeysExamined' | 'totalDocsExamined'): number {
   if (Array.isArray(node)) return Math.max(0, ...node.map((n) => largest(n, name)));
   if (!node || typeof node !== 'object') return 0;
-  return Math.max(
-    0,
-    ...Object.entries(node).map(([k, v]) => (k === name && typeof v === 'number' ? v : k === 'allPlansExecution' ? 0 : largest(v, name))),
-  );
+  return Math.max(0, ...Object.entries(node).map(([k, v]) => (k === name && typeof v === 'number' ? v : k === 'allPlansExecution' ? 0 : largest(v, name))));
 }
 
 interface Bound {
@@ -139,17 +135,33 @@ const COURSE_PAGE_DOCS = 20 + 20 + 3 * 20 + GROUPS + 10;
 /** Counting the whole organization's list reads its index keys (never documents). */
 const ORG = USERS + 50;
 
-const users = (q: Record<string, string>, page = { limit: 20, offset: 0 }) => () => usersRepository(tenant()).list(page, q);
-const courses = (q: Record<string, string>, page = { limit: 20, offset: 0 }) => () => coursesRepository(tenant()).list(page, q);
+const users =
+  (q: Record<string, string>, page = { limit: 20, offset: 0 }) =>
+  () =>
+    usersRepository(tenant()).list(page, q);
+const courses =
+  (q: Record<string, string>, page = { limit: 20, offset: 0 }) =>
+  () =>
+    coursesRepository(tenant()).list(page, q);
 
 // [name, request, bound on MongoDB, at least this many results]
 const cases: [string, () => Promise<{ count: number; results: unknown[] }>, Bound, number][] = [
   ['users/', users({}), { keys: ORG + 100, docs: PAGE_DOCS }, 20],
-  ['users/?offset=<near the end> (deep page: ids from the index, then 20 documents)', users({}, { limit: 20, offset: USERS - 100 }), { keys: 2 * ORG + 100, docs: PAGE_DOCS }, 20],
+  [
+    'users/?offset=<near the end> (deep page: ids from the index, then 20 documents)',
+    users({}, { limit: 20, offset: USERS - 100 }),
+    { keys: 2 * ORG + 100, docs: PAGE_DOCS },
+    20,
+  ],
   ['users/?group=3', users({ group: '3' }), { keys: (3 * USERS) / GROUPS + 100, docs: PAGE_DOCS }, 20],
   ['users/?no_group=true', users({ no_group: 'true' }), { keys: 100, docs: PAGE_DOCS }, 0],
   ['users/?no_group=false', users({ no_group: 'false' }), { keys: ORG + 100, docs: PAGE_DOCS }, 20],
-  ['users/?group=3&no_group=false&limit=5&offset=5', users({ group: '3', no_group: 'false' }, { limit: 5, offset: 5 }), { keys: (3 * USERS) / GROUPS + 100, docs: PAGE_DOCS }, 5],
+  [
+    'users/?group=3&no_group=false&limit=5&offset=5',
+    users({ group: '3', no_group: 'false' }, { limit: 5, offset: 5 }),
+    { keys: (3 * USERS) / GROUPS + 100, docs: PAGE_DOCS },
+    5,
+  ],
   ['users/?email_exact=', users({ email_exact: 'PLACEHOLDER' }), { keys: 20, docs: 10 }, 1],
   // A term of one user: its rarest trigram is a few users' (the id's digits).
   ['users/?search=<a name and an id>', users({ search: 'PLACEHOLDER' }), { keys: 8 * 210 + 200, docs: 200 + PAGE_DOCS }, 1],
@@ -169,24 +181,28 @@ const cases: [string, () => Promise<{ count: number; results: unknown[] }>, Boun
   ['membership-rules/', () => rulesRepository(tenant()).list({ limit: 20, offset: 0 }), { keys: 100, docs: PAGE_DOCS }, 0],
 ];
 
-test.each(cases)('%s: every command it sends is served by an index', async (name, request, bound, atLeast) => {
-  let run = request;
-  if (name.includes('PLACEHOLDER') || /email_exact|<a name|<2 terms>/.test(name)) {
-    // Terms and emails of real users of the seeded organization.
-    const u = await db.collection('users').findOne({ org: MAIN_ORG, id: Math.floor(USERS / 2) + 7 });
-    const [first] = String(u!.name).split(' ');
-    if (name.startsWith('users/?email_exact')) run = users({ email_exact: String(u!.email).toUpperCase() });
-    else if (name.includes('<a name and an id>')) run = users({ search: `${first} ${u!.id}` });
-    else run = users({ search: `${first}, ${String(u!.id).slice(0, 3)}`, group: '3' });
-  }
-  let answer: { count: number; results: unknown[] } = { count: 0, results: [] };
-  const sent = await captured(async () => {
-    answer = await run();
-  });
-  expect(answer.results.length).toBeGreaterThanOrEqual(atLeast);
-  expect(answer.count).toBeGreaterThanOrEqual(answer.results.length);
-  await expectIndexed(sent, bound);
-}, 120_000);
+test.each(cases)(
+  '%s: every command it sends is served by an index',
+  async (name, request, bound, atLeast) => {
+    let run = request;
+    if (name.includes('PLACEHOLDER') || /email_exact|<a name|<2 terms>/.test(name)) {
+      // Terms and emails of real users of the seeded organization.
+      const u = await db.collection('users').findOne({ org: MAIN_ORG, id: Math.floor(USERS / 2) + 7 });
+      const [first] = String(u!.name).split(' ');
+      if (name.startsWith('users/?email_exact')) run = users({ email_exact: String(u!.email).toUpperCase() });
+      else if (name.includes('<a name and an id>')) run = users({ search: `${first} ${u!.id}` });
+      else run = users({ search: `${first}, ${String(u!.id).slice(0, 3)}`, group: '3' });
+    }
+    let answer: { count: number; results: unknown[] } = { count: 0, results: [] };
+    const sent = await captured(async () => {
+      answer = await run();
+    });
+    expect(answer.results.length).toBeGreaterThanOrEqual(atLeast);
+    expect(answer.count).toBeGreaterThanOrEqual(answer.results.length);
+    await expectIndexed(sent, bound);
+  },
+  120_000,
+);
 
 // Every event about a user re-derives its search grams, reading the ones it has: by record
 // (`{r, org}`), never the organization's. On the local stack that read is an OR of indexable

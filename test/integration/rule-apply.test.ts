@@ -30,7 +30,11 @@ beforeAll(async () => {
 afterAll(() => service.close());
 
 const memberships = async () =>
-  (await service.db.collection('memberships').find({}, { projection: { _id: 0, org: 1, user: 1, group: 1, automatic: 1 } }).sort({ user: 1 }).toArray());
+  await service.db
+    .collection('memberships')
+    .find({}, { projection: { _id: 0, org: 1, user: 1, group: 1, automatic: 1 } })
+    .sort({ user: 1 })
+    .toArray();
 
 test('applying a rule makes active matching users without a membership automatic members; again, it creates none', async () => {
   const first = await a.post(`membership-rules/${ruleId}/apply/`);
@@ -49,7 +53,7 @@ test('applying a rule makes active matching users without a membership automatic
   expect(after).toEqual(expected);
 });
 
-test('an unknown rule, or another organization\'s, is a 404; a learner is refused', async () => {
+test("an unknown rule, or another organization's, is a 404; a learner is refused", async () => {
   expect((await a.post('membership-rules/999999/apply/')).status).toBe(404);
   expect((await b.post(`membership-rules/${ruleId}/apply/`, {})).status).toBe(404);
   const learner = client(service.baseUrl, await learnerToken('org-a'));

@@ -19,9 +19,7 @@ test('the flag is off by default, PATCH turns it on and off, GET shows it', asyn
   expect(on).toMatchObject({ status: 200, body: { ENABLE_COURSE_ACCESS_GROUPS: true } });
   expect((await a.get('site-configuration/')).body).toEqual({ ENABLE_COURSE_ACCESS_GROUPS: true });
   // One document per organization, keyed by it.
-  expect(await service.db.collection('site_configurations').find().toArray()).toEqual([
-    { _id: 'org-a', org: 'org-a', ENABLE_COURSE_ACCESS_GROUPS: true },
-  ]);
+  expect(await service.db.collection('site_configurations').find().toArray()).toEqual([{ _id: 'org-a', org: 'org-a', ENABLE_COURSE_ACCESS_GROUPS: true }]);
   expect((await a.patch('site-configuration/', {})).body).toEqual({ ENABLE_COURSE_ACCESS_GROUPS: true });
   expect((await a.patch('site-configuration', { ENABLE_COURSE_ACCESS_GROUPS: false })).body).toEqual({ ENABLE_COURSE_ACCESS_GROUPS: false });
   expect((await a.get('site-configuration/')).body).toEqual({ ENABLE_COURSE_ACCESS_GROUPS: false });

@@ -1,9 +1,9 @@
 // SPEC §2 (tenancy) and issue #2: the database module against the real local MongoDB-protocol server.
-import { MongoClient, type Db } from 'mongodb';
+import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../../src/db/collections';
 import { nextId } from '../../src/db/counters';
-import { Tenant } from '../../src/db/tenant';
 import { isDuplicateKey } from '../../src/db/errors';
+import { Tenant } from '../../src/db/tenant';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 let client: MongoClient;
@@ -49,9 +49,7 @@ test('a unique index refuses a duplicate with the error the HTTP layer maps to a
   // A rule's natural key is its `_id`: a second rule for the domain is refused.
   const rules = new Tenant(db, 'org-a').collection<RuleDoc>(COLLECTIONS.rules);
   await rules.insertOne({ _id: 'org-a|example.com', id: 1, name: 'one', domain: 'example.com', group: 1 });
-  const dup = await rules
-    .insertOne({ _id: 'org-a|example.com', id: 2, name: 'two', domain: 'example.com', group: 1 })
-    .catch((e: unknown) => e);
+  const dup = await rules.insertOne({ _id: 'org-a|example.com', id: 2, name: 'two', domain: 'example.com', group: 1 }).catch((e: unknown) => e);
   expect(isDuplicateKey(dup)).toBe(true);
   expect(await rules.countDocuments()).toBe(1);
 });
@@ -75,9 +73,7 @@ test('ids are never handed out twice, even to concurrent callers in several proc
   const other = new MongoClient(MONGO_URL);
   const otherDb = other.db(db.databaseName);
   try {
-    const ids = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => nextId(i % 2 ? db : otherDb, 'things')),
-    );
+    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => nextId(i % 2 ? db : otherDb, 'things')));
     expect(new Set(ids).size).toBe(40);
     expect(Math.min(...ids)).toBeGreaterThanOrEqual(1);
     const after = await nextId(db, 'things');

@@ -1,7 +1,7 @@
 // SPEC §2: no request reads, counts, links or changes another organization's records; an id of
 // another organization's record behaves exactly like an id that does not exist, and nothing is
 // written. Every resource, every method, both directions.
-import { makeWorld, type Client, type World } from '../helpers/fixtures';
+import { type Client, makeWorld, type World } from '../helpers/fixtures';
 import { client } from '../helpers/http';
 import { snapshot } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
@@ -95,7 +95,7 @@ describe.each(directions)("org %s's ids used by org %s", (owner, caller) => {
     ['group-courses', () => ({ course: world[caller].freeCourseKey, group: other().groupId }), 'group'],
     ['public-courses', () => ({ course: other().freeCourseKey }), 'course'],
     ['membership-rules', () => ({ name: 'r', domain: `${caller}-x.example.org`, group: other().groupId }), 'group'],
-  ])('POST %s naming another organization\'s record is a 400 on that field', async (resource, body, field) => {
+  ])("POST %s naming another organization's record is a 400 on that field", async (resource, body, field) => {
     const before = await snapshot(service.db);
     const res = await as().post(`${resource}/`, body());
     expect(res.status).toBe(400);

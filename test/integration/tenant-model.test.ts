@@ -85,7 +85,11 @@ async function freshOrgs(): Promise<[OrgModel, OrgModel]> {
     const courses: string[] = [];
     for (let i = 0; i < USERS; i += 1) {
       const id = 100_000 * (s + 1) + run * 100 + i;
-      await seed.user(id, { username: `${word.toLowerCase()}${id}`, name: `${word} learner ${i}`, email: `${word.toLowerCase()}${id}@${word.toLowerCase()}.example.com` });
+      await seed.user(id, {
+        username: `${word.toLowerCase()}${id}`,
+        name: `${word} learner ${i}`,
+        email: `${word.toLowerCase()}${id}@${word.toLowerCase()}.example.com`,
+      });
       users.push(id);
     }
     for (let i = 0; i < COURSES; i += 1) {

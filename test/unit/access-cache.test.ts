@@ -2,7 +2,7 @@
 // until the change sequence names its record, and drops only what changed.
 import type { Db } from 'mongodb';
 import { CHANGE_LOG_LENGTH } from '../../src/db/change-log';
-import { COLLECTIONS, type ChangeLogDoc } from '../../src/db/collections';
+import { type ChangeLogDoc, COLLECTIONS } from '../../src/db/collections';
 import { createFactsCache } from '../../src/features/access/cache';
 
 /** An in-memory change_log collection with the server's `$inc` + `$push … $slice` semantics. */
@@ -114,7 +114,11 @@ test('decisions that arrive while the log is being read share the next read', as
 });
 
 test('with the cache off nothing is kept and no log is read', async () => {
-  const db = { collection: () => { throw new Error('no read expected'); } } as unknown as Db;
+  const db = {
+    collection: () => {
+      throw new Error('no read expected');
+    },
+  } as unknown as Db;
   const view = await createFactsCache(db, { enabled: false }).current();
   view.set(COLLECTIONS.users, 'org|1', 'alice');
   expect(view.get(COLLECTIONS.users, 'org|1')).toBeUndefined();

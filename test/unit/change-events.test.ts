@@ -110,7 +110,9 @@ describe('change events', () => {
     expect(changeEventErrors({ ...event, data: { ...event.data, group: { id: 3 } } })).not.toEqual([]);
     expect(changeEventErrors({ ...event, data: { ...event.data, email: 'x@y.z' } })).not.toEqual([]);
     expect(changeEventErrors({ ...event, subject: undefined })).not.toEqual([]);
-    expect(changeEventErrors({ ...event, type: 'org.openedx.course_access_groups.unknown.v1' })).toEqual(['unknown type org.openedx.course_access_groups.unknown.v1']);
+    expect(changeEventErrors({ ...event, type: 'org.openedx.course_access_groups.unknown.v1' })).toEqual([
+      'unknown type org.openedx.course_access_groups.unknown.v1',
+    ]);
   });
 });
 

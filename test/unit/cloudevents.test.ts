@@ -1,8 +1,8 @@
 // SPEC §5: both Kafka bindings of CloudEvents 1.0 decode into one envelope; anything else is invalid.
 import { decodeCloudEvent, InvalidMessage } from '../../consumers/cloudevents';
+import { orgFromCourseKey } from '../../src/domain/courses';
 import { normalizeEventTime } from '../../src/domain/event-time';
 import { emailDomain } from '../../src/domain/membership-rules';
-import { orgFromCourseKey } from '../../src/domain/courses';
 
 const envelope = {
   specversion: '1.0',

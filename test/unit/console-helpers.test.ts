@@ -2,9 +2,9 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { decodeJwt, jwtVerify } from 'jose';
+import { DEV_SECRET, parseArgs } from '../../scripts/token';
 import { buildQuery, errorReport, pageSummary, plural } from '../../src/console/app/query';
 import { isExpired, parseToken, relativeExpiry, roleLabel, tokenFromFragment } from '../../src/console/app/token';
-import { DEV_SECRET, parseArgs } from '../../scripts/token';
 import { siteAdminToken, staffToken, token } from '../helpers/tokens';
 
 describe('parseToken', () => {
@@ -89,7 +89,13 @@ test('pageSummary and plural', () => {
 
 describe('errorReport: DRF bodies split into fields and the rest', () => {
   test('field lists, non_field_errors and detail', () => {
-    expect(errorReport({ name: ['This field may not be blank.'], domain: ['Bad.', 'Worse.'], non_field_errors: ['The fields course, group must make a unique set.'] })).toEqual({
+    expect(
+      errorReport({
+        name: ['This field may not be blank.'],
+        domain: ['Bad.', 'Worse.'],
+        non_field_errors: ['The fields course, group must make a unique set.'],
+      }),
+    ).toEqual({
       fields: { name: ['This field may not be blank.'], domain: ['Bad.', 'Worse.'] },
       general: ['The fields course, group must make a unique set.'],
     });
@@ -108,7 +114,10 @@ describe('npm run token', () => {
     expect(parseArgs(['--site-admin', 'org-a'])).toEqual({ claims: { user_id: 1, org: 'org-a', roles: ['site_admin'] }, expires: '1h' });
   });
   test('--staff with --org, --user-id and --expires', () => {
-    expect(parseArgs(['--staff', '--org', 'org-b', '--user-id', '42', '--expires', '15m'])).toEqual({ claims: { user_id: 42, administrator: true, org: 'org-b' }, expires: '15m' });
+    expect(parseArgs(['--staff', '--org', 'org-b', '--user-id', '42', '--expires', '15m'])).toEqual({
+      claims: { user_id: 42, administrator: true, org: 'org-b' },
+      expires: '15m',
+    });
   });
   test('prints a token signed with the development secret that the service accepts, and the console link', async () => {
     const root = path.resolve(__dirname, '../..');

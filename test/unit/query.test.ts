@@ -2,12 +2,12 @@
 // a repeated parameter counts with its last value.
 import fc from 'fast-check';
 import { literalPattern, searchFilter, searchTerms } from '../../src/domain/search-index';
-import { lastValues, queryParser } from '../../src/http/query';
-import { toBoolean } from '../../src/validation';
 import { Invalid } from '../../src/errors';
-import { toHttpError } from '../../src/http/errors';
-import { createLogger } from '../../src/log';
 import { userListQuerySchema } from '../../src/features/users/schema';
+import { toHttpError } from '../../src/http/errors';
+import { lastValues, queryParser } from '../../src/http/query';
+import { createLogger } from '../../src/log';
+import { toBoolean } from '../../src/validation';
 
 test('a literal pattern matches exactly its text, whatever characters it holds', () => {
   fc.assert(

@@ -1,5 +1,5 @@
 /** The REST API, as the console calls it: same origin, bearer token, DRF-shaped errors. */
-import { buildQuery, errorReport, type ErrorReport, type QueryValue } from './query.js';
+import { buildQuery, type ErrorReport, errorReport, type QueryValue } from './query.js';
 import * as session from './session.js';
 
 export const API_PREFIX = '/course_access_groups/api/v1/';

@@ -56,7 +56,12 @@ function showSignIn(message: string | null): void {
   const form = actionForm(
     { label: 'Sign in' },
     [
-      textArea({ name: 'token', label: 'Access token', rows: 4, help: 'The JWT the LMS gives you. It stays in this tab only (sessionStorage) until you sign out or close it.' }),
+      textArea({
+        name: 'token',
+        label: 'Access token',
+        rows: 4,
+        help: 'The JWT the LMS gives you. It stays in this tab only (sessionStorage) until you sign out or close it.',
+      }),
       h('div', { class: 'actions' }, submit('Sign in')),
     ],
     async (data, f) => {
@@ -119,7 +124,13 @@ function identity(): HTMLElement {
       line,
       h('span', null, `User ${c.userId}`),
       h('span', null, c.staff ? roleLabel(c) : `${roleLabel(c)} of ${org ?? '(no organization)'}`),
-      h('span', null, 'Token expires ', h('time', { datetime: expiry.toISOString() }, expiry.toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' })), ` (${relativeExpiry(c.exp, Date.now() / 1000)})`),
+      h(
+        'span',
+        null,
+        'Token expires ',
+        h('time', { datetime: expiry.toISOString() }, expiry.toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' })),
+        ` (${relativeExpiry(c.exp, Date.now() / 1000)})`,
+      ),
     );
   update();
   window.clearInterval(identityTimer);
@@ -153,7 +164,11 @@ function showConsole(focusHeading: boolean): void {
   const nav = h(
     'nav',
     { class: 'nav', 'aria-label': 'Sections' },
-    h('ul', null, NAV.map(([key, label]) => h('li', null, h('a', { href: `#/${key}`, 'aria-current': key === current.route.nav ? 'page' : null }, label)))),
+    h(
+      'ul',
+      null,
+      NAV.map(([key, label]) => h('li', null, h('a', { href: `#/${key}`, 'aria-current': key === current.route.nav ? 'page' : null }, label))),
+    ),
   );
   const main = h('main', { id: 'main', tabindex: '-1' }, h('p', { id: 'flash', class: 'flash', role: 'status', 'aria-live': 'polite' }));
   if (c.staff && !session.organization()) {

@@ -31,7 +31,10 @@ export function accessPage(): HTMLElement {
       const action = text(data, 'action');
       try {
         // The organization is the course's, so no organization_uuid here.
-        const decision = await api.call<Decision>('GET', 'access/', { query: { course_id: courseId, action, user_id: userId === '' ? undefined : intOrRaw(userId) }, scoped: false });
+        const decision = await api.call<Decision>('GET', 'access/', {
+          query: { course_id: courseId, action, user_id: userId === '' ? undefined : intOrRaw(userId) },
+          scoped: false,
+        });
         const who = userId === '' ? 'An anonymous visitor' : `Learner #${userId}`;
         const what = ACTIONS.find(([a]) => a === action)?.[1] ?? action;
         replace(

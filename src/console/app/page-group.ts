@@ -34,7 +34,11 @@ export function groupPage(id: number): HTMLElement {
       document.title = `${group.name} · Course Access Groups console`;
     } catch (err) {
       if (err instanceof ApiError && err.status === 404) {
-        replace(root, heading('Group not found'), h('p', null, 'No such group in this organization; it may have been deleted. ', h('a', { href: '#/groups' }, 'Back to the groups')));
+        replace(
+          root,
+          heading('Group not found'),
+          h('p', null, 'No such group in this organization; it may have been deleted. ', h('a', { href: '#/groups' }, 'Back to the groups')),
+        );
       } else {
         reportFailure(err);
         replace(root, heading('Group'), h('p', { class: 'list-status list-error', role: 'status' }, 'Could not load the group.'));
@@ -61,9 +65,14 @@ function render(group: Group): Node[] {
       flash('Group saved.');
     },
   );
-  const remove = button('Delete group…', () => void busy(remove, async () => {
-    if (await deleteGroup(group)) location.hash = '#/groups';
-  }), { kind: 'danger', ariaLabel: `Delete group ${group.name}…` });
+  const remove = button(
+    'Delete group…',
+    () =>
+      void busy(remove, async () => {
+        if (await deleteGroup(group)) location.hash = '#/groups';
+      }),
+    { kind: 'danger', ariaLabel: `Delete group ${group.name}…` },
+  );
 
   // Members: memberships/?group= (site administrators who are members included).
   const members = listView<Membership>({
@@ -77,25 +86,33 @@ function render(group: Group): Node[] {
         ['User', 'Email', 'Actions'],
         items.map((m) => {
           const who = m.user.username || `user ${m.user.id}`;
-          const out = button('Remove…', () => void busy(out, async () => {
-            const ok = await confirmDialog({
-              title: `Remove ${who} from “${group.name}”?`,
-              body: [h('p', null, 'They lose access to the courses linked only to this group. A membership rule does not add them back by itself.')],
-              confirm: 'Remove',
-              danger: true,
-            });
-            if (!ok) return;
-            await api.del(`memberships/${m.id}/`);
-            flash(`${who} removed from “${group.name}”.`);
-            await members.load();
-          }), { kind: 'danger', ariaLabel: `Remove ${who} from the group…` });
+          const out = button(
+            'Remove…',
+            () =>
+              void busy(out, async () => {
+                const ok = await confirmDialog({
+                  title: `Remove ${who} from “${group.name}”?`,
+                  body: [h('p', null, 'They lose access to the courses linked only to this group. A membership rule does not add them back by itself.')],
+                  confirm: 'Remove',
+                  danger: true,
+                });
+                if (!ok) return;
+                await api.del(`memberships/${m.id}/`);
+                flash(`${who} removed from “${group.name}”.`);
+                await members.load();
+              }),
+            { kind: 'danger', ariaLabel: `Remove ${who} from the group…` },
+          );
           return [h('span', null, who, h('span', { class: 'muted' }, ` #${m.user.id}`)), m.user.email, out];
         }),
       ),
   });
   const addMember = actionForm(
     { label: 'Add a member', class: 'inline-form' },
-    [field({ name: 'user', label: 'User id or email', help: 'An email is looked up exactly (any case).' }), h('div', { class: 'actions' }, submit('Add member'))],
+    [
+      field({ name: 'user', label: 'User id or email', help: 'An email is looked up exactly (any case).' }),
+      h('div', { class: 'actions' }, submit('Add member')),
+    ],
     async (data, form) => {
       const raw = text(data, 'user').trim();
       let user: number | string = intOrRaw(raw);
@@ -124,12 +141,17 @@ function render(group: Group): Node[] {
         ['Course', 'Id', 'Public', 'Actions'],
         items.map((c) => {
           const link = c.group_links.find((l) => l.group.id === group.id);
-          const unlink = button('Unlink', () => void busy(unlink, async () => {
-            if (!link) return;
-            await api.del(`group-courses/${link.id}/`);
-            flash(`${c.name} unlinked from “${group.name}”.`);
-            await courses.load();
-          }), { ariaLabel: `Unlink ${c.name} from the group` });
+          const unlink = button(
+            'Unlink',
+            () =>
+              void busy(unlink, async () => {
+                if (!link) return;
+                await api.del(`group-courses/${link.id}/`);
+                flash(`${c.name} unlinked from “${group.name}”.`);
+                await courses.load();
+              }),
+            { ariaLabel: `Unlink ${c.name} from the group` },
+          );
           return [c.name, h('code', null, c.id), c.public_status.is_public ? 'yes' : 'no', unlink];
         }),
       ),
@@ -150,7 +172,12 @@ function render(group: Group): Node[] {
     label: 'Membership rules of this group',
     empty: 'No membership rule adds learners to this group.',
     fetchPage: (limit, offset) => api.get<Page<Rule>>('membership-rules/', { group: group.id, limit, offset }),
-    render: (items) => table(`Membership rules of ${group.name}`, ['Rule', 'Domain'], items.map((r) => [r.name, `@${r.domain}`])),
+    render: (items) =>
+      table(
+        `Membership rules of ${group.name}`,
+        ['Rule', 'Domain'],
+        items.map((r) => [r.name, `@${r.domain}`]),
+      ),
   });
 
   void members.load(0);
@@ -159,9 +186,21 @@ function render(group: Group): Node[] {
   return [
     h('p', { class: 'crumbs' }, h('a', { href: '#/groups' }, '← Groups')),
     h('div', { class: 'page-head' }, title, h('p', { class: 'lead' }, `Group #${group.id}`)),
-    h('section', { class: 'card', 'aria-labelledby': 'edit-group' }, h('h2', { id: 'edit-group' }, 'Name and description'), edit, h('div', { class: 'actions end' }, remove)),
+    h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'edit-group' },
+      h('h2', { id: 'edit-group' }, 'Name and description'),
+      edit,
+      h('div', { class: 'actions end' }, remove),
+    ),
     h('section', { class: 'card', 'aria-labelledby': 'members' }, h('h2', { id: 'members' }, 'Members'), addMember, members.el),
     h('section', { class: 'card', 'aria-labelledby': 'linked-courses' }, h('h2', { id: 'linked-courses' }, 'Courses'), linkCourse, courses.el),
-    h('section', { class: 'card', 'aria-labelledby': 'group-rules' }, h('h2', { id: 'group-rules' }, 'Membership rules'), rules.el, h('p', null, h('a', { href: '#/rules' }, 'Manage the rules'))),
+    h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'group-rules' },
+      h('h2', { id: 'group-rules' }, 'Membership rules'),
+      rules.el,
+      h('p', null, h('a', { href: '#/rules' }, 'Manage the rules')),
+    ),
   ];
 }

@@ -25,9 +25,14 @@ export function groupsPage(): HTMLElement {
         'Groups',
         ['Name', 'Description', 'Actions'],
         groups.map((g) => {
-          const remove = button('Delete…', () => void busy(remove, async () => {
-            if (await deleteGroup(g)) await list.load();
-          }), { kind: 'danger', ariaLabel: `Delete group ${g.name}…` });
+          const remove = button(
+            'Delete…',
+            () =>
+              void busy(remove, async () => {
+                if (await deleteGroup(g)) await list.load();
+              }),
+            { kind: 'danger', ariaLabel: `Delete group ${g.name}…` },
+          );
           return [h('a', { href: `#/groups/${g.id}` }, g.name), g.description || h('span', { class: 'muted' }, '—'), remove];
         }),
       ),

@@ -40,13 +40,14 @@ export function overviewPage(): HTMLElement {
   async function confirmAndSet(on: boolean): Promise<void> {
     let body: (string | HTMLElement)[];
     if (on) {
-      const [hidden, ungrouped] = await Promise.all([
-        api.count('courses/', { is_public: false, no_group: true }),
-        api.count('users/', { no_group: true }),
-      ]);
+      const [hidden, ungrouped] = await Promise.all([api.count('courses/', { is_public: false, no_group: true }), api.count('users/', { no_group: true })]);
       body = [
         h('p', null, `Learners of ${org} will see and enroll only in public courses and in the courses linked to their group.`),
-        h('p', null, `${plural(hidden, 'course')} neither public nor linked to a group will be hidden from every learner; ${plural(ungrouped, 'learner')} in no group will see public courses only.`),
+        h(
+          'p',
+          null,
+          `${plural(hidden, 'course')} neither public nor linked to a group will be hidden from every learner; ${plural(ungrouped, 'learner')} in no group will see public courses only.`,
+        ),
         h('p', null, 'Site administrators and platform staff keep access to every course.'),
       ];
     } else {
@@ -55,7 +56,12 @@ export function overviewPage(): HTMLElement {
         h('p', null, 'Groups, links and rules are kept, and apply again when you turn this back on.'),
       ];
     }
-    const ok = await confirmDialog({ title: on ? 'Turn on course access groups?' : 'Turn off course access groups?', body, confirm: on ? 'Turn on' : 'Turn off', danger: !on });
+    const ok = await confirmDialog({
+      title: on ? 'Turn on course access groups?' : 'Turn off course access groups?',
+      body,
+      confirm: on ? 'Turn on' : 'Turn off',
+      danger: !on,
+    });
     if (!ok) return;
     await api.patch<SiteConfiguration>('site-configuration/', { [FLAG]: on });
     flash(on ? 'Course access groups are on.' : 'Course access groups are off.');
@@ -90,8 +96,15 @@ export function overviewPage(): HTMLElement {
           'dl',
           { class: 'stats' },
           stat('Groups', groups, '#/groups'),
-          stat('Courses', courses, '#/courses', [['public', publicCourses], ['linked to a group', linked], ['in no group', unlinked]]),
-          stat('Users', users, '#/users', [['in a group', members], ['in no group', loners]]),
+          stat('Courses', courses, '#/courses', [
+            ['public', publicCourses],
+            ['linked to a group', linked],
+            ['in no group', unlinked],
+          ]),
+          stat('Users', users, '#/users', [
+            ['in a group', members],
+            ['in no group', loners],
+          ]),
           stat('Membership rules', rules, '#/rules'),
         ),
       );
@@ -108,7 +121,13 @@ export function overviewPage(): HTMLElement {
     'div',
     null,
     heading('Overview', h('p', { class: 'lead' }, `Organization ${org}`)),
-    h('section', { class: 'card', 'aria-labelledby': 'flag-heading' }, h('h2', { id: 'flag-heading' }, 'Course access groups (', h('code', null, FLAG), ')'), flagState, flagActions),
+    h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'flag-heading' },
+      h('h2', { id: 'flag-heading' }, 'Course access groups (', h('code', null, FLAG), ')'),
+      flagState,
+      flagActions,
+    ),
     h('section', { class: 'card', 'aria-labelledby': 'counts-heading' }, h('h2', { id: 'counts-heading' }, 'In numbers'), stats),
   );
 }

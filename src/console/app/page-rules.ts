@@ -28,7 +28,11 @@ export function rulesPage(): HTMLElement {
   let groups: GroupRef[] = [];
 
   // No group chosen: left out, so the API says the field is required (a PATCH keeps the group).
-  const ruleBody = (data: FormData) => ({ name: text(data, 'name'), domain: text(data, 'domain'), group: text(data, 'group') === '' ? undefined : intOrRaw(text(data, 'group')) });
+  const ruleBody = (data: FormData) => ({
+    name: text(data, 'name'),
+    domain: text(data, 'domain'),
+    group: text(data, 'group') === '' ? undefined : intOrRaw(text(data, 'group')),
+  });
 
   const list = listView<Rule>({
     noun: ['rule', 'rules'],
@@ -47,31 +51,41 @@ export function rulesPage(): HTMLElement {
 
   function actions(r: Rule): HTMLElement {
     const edit = button('Edit', () => startEdit(r, edit), { ariaLabel: `Edit rule ${r.name}` });
-    const apply = button('Apply to existing learners…', () => void busy(apply, async () => {
-      const ok = await confirmDialog({
-        title: `Apply “${r.name}” to existing learners?`,
-        body: [
-          h('p', null, `Every active learner whose email ends in @${r.domain} and who is in no group joins “${r.group.name}”.`),
-          h('p', null, 'Learners already in a group stay where they are.'),
-        ],
-        confirm: 'Apply rule',
-      });
-      if (!ok) return;
-      const { created } = await api.post<{ created: number }>(`membership-rules/${r.id}/apply/`);
-      flash(`${plural(created, 'learner')} joined “${r.group.name}”.`);
-    }), { ariaLabel: `Apply rule ${r.name} to existing learners…` });
-    const remove = button('Delete…', () => void busy(remove, async () => {
-      const ok = await confirmDialog({
-        title: `Delete the rule “${r.name}”?`,
-        body: [h('p', null, `Learners it already added stay in “${r.group.name}”; new learners with @${r.domain} will no longer join it.`)],
-        confirm: 'Delete rule',
-        danger: true,
-      });
-      if (!ok) return;
-      await api.del(`membership-rules/${r.id}/`);
-      flash(`Rule “${r.name}” deleted.`);
-      await list.load();
-    }), { kind: 'danger', ariaLabel: `Delete rule ${r.name}…` });
+    const apply = button(
+      'Apply to existing learners…',
+      () =>
+        void busy(apply, async () => {
+          const ok = await confirmDialog({
+            title: `Apply “${r.name}” to existing learners?`,
+            body: [
+              h('p', null, `Every active learner whose email ends in @${r.domain} and who is in no group joins “${r.group.name}”.`),
+              h('p', null, 'Learners already in a group stay where they are.'),
+            ],
+            confirm: 'Apply rule',
+          });
+          if (!ok) return;
+          const { created } = await api.post<{ created: number }>(`membership-rules/${r.id}/apply/`);
+          flash(`${plural(created, 'learner')} joined “${r.group.name}”.`);
+        }),
+      { ariaLabel: `Apply rule ${r.name} to existing learners…` },
+    );
+    const remove = button(
+      'Delete…',
+      () =>
+        void busy(remove, async () => {
+          const ok = await confirmDialog({
+            title: `Delete the rule “${r.name}”?`,
+            body: [h('p', null, `Learners it already added stay in “${r.group.name}”; new learners with @${r.domain} will no longer join it.`)],
+            confirm: 'Delete rule',
+            danger: true,
+          });
+          if (!ok) return;
+          await api.del(`membership-rules/${r.id}/`);
+          flash(`Rule “${r.name}” deleted.`);
+          await list.load();
+        }),
+      { kind: 'danger', ariaLabel: `Delete rule ${r.name}…` },
+    );
     return h('span', { class: 'cell-actions' }, edit, apply, remove);
   }
 
@@ -85,7 +99,12 @@ export function rulesPage(): HTMLElement {
         field({ name: 'name', label: 'Name', value: r.name, maxlength: 255 }),
         field({ name: 'domain', label: 'Domain', value: r.domain, help: DOMAIN_HELP }),
         selectField({ name: 'group', label: 'Group', options: groupChoices(groups, 'Choose a group'), value: String(r.group.id) }),
-        h('div', { class: 'actions' }, submit('Save rule'), button('Cancel', () => void list.load())),
+        h(
+          'div',
+          { class: 'actions' },
+          submit('Save rule'),
+          button('Cancel', () => void list.load()),
+        ),
       ],
       async (data) => {
         const saved = await api.patch<Rule>(`membership-rules/${r.id}/`, ruleBody(data));
@@ -129,7 +148,10 @@ export function rulesPage(): HTMLElement {
   return h(
     'div',
     null,
-    heading('Membership rules', h('p', { class: 'lead' }, 'A rule puts learners into a group by the domain of their email, once they have activated their account.')),
+    heading(
+      'Membership rules',
+      h('p', { class: 'lead' }, 'A rule puts learners into a group by the domain of their email, once they have activated their account.'),
+    ),
     h('section', { class: 'card', 'aria-labelledby': 'new-rule' }, h('h2', { id: 'new-rule' }, 'New rule'), create),
     h('section', { class: 'card', 'aria-labelledby': 'all-rules' }, h('h2', { id: 'all-rules' }, 'All rules'), list.el),
   );

@@ -31,32 +31,46 @@ export function usersPage(): HTMLElement {
     const who = u.username || `user ${u.id}`;
     const m = u.membership;
     const choices = groups.filter((g) => g.id !== m?.group.id);
-    const select = h('select', { id: uid('user-group'), 'aria-label': m ? `Group to move ${who} to` : `Group to add ${who} to` }, groupChoices(choices, 'Choose a group').map(([value, label]) => h('option', { value }, label)));
-    const go = button(m ? 'Move' : 'Add', () => void busy(go, async () => {
-      if (!select.value) {
-        select.focus();
-        flash('Choose a group first.', 'error');
-        return;
-      }
-      const group = Number(select.value);
-      const saved = m ? await api.patch<Membership>(`memberships/${m.id}/`, { group }) : await api.post<Membership>('memberships/', { user: u.id, group });
-      flash(m ? `${who} moved to “${saved.group.name}”.` : `${who} added to “${saved.group.name}”.`);
-      await list.load();
-    }), { kind: 'primary', ariaLabel: m ? `Move ${who} to the chosen group` : `Add ${who} to the chosen group` });
+    const select = h(
+      'select',
+      { id: uid('user-group'), 'aria-label': m ? `Group to move ${who} to` : `Group to add ${who} to` },
+      groupChoices(choices, 'Choose a group').map(([value, label]) => h('option', { value }, label)),
+    );
+    const go = button(
+      m ? 'Move' : 'Add',
+      () =>
+        void busy(go, async () => {
+          if (!select.value) {
+            select.focus();
+            flash('Choose a group first.', 'error');
+            return;
+          }
+          const group = Number(select.value);
+          const saved = m ? await api.patch<Membership>(`memberships/${m.id}/`, { group }) : await api.post<Membership>('memberships/', { user: u.id, group });
+          flash(m ? `${who} moved to “${saved.group.name}”.` : `${who} added to “${saved.group.name}”.`);
+          await list.load();
+        }),
+      { kind: 'primary', ariaLabel: m ? `Move ${who} to the chosen group` : `Add ${who} to the chosen group` },
+    );
     const parts: Node[] = [select, go];
     if (m) {
-      const out = button('Remove…', () => void busy(out, async () => {
-        const ok = await confirmDialog({
-          title: `Remove ${who} from “${m.group.name}”?`,
-          body: [h('p', null, 'They lose access to the courses linked only to that group.')],
-          confirm: 'Remove',
-          danger: true,
-        });
-        if (!ok) return;
-        await api.del(`memberships/${m.id}/`);
-        flash(`${who} removed from “${m.group.name}”.`);
-        await list.load();
-      }), { kind: 'danger', ariaLabel: `Remove ${who} from ${m.group.name}…` });
+      const out = button(
+        'Remove…',
+        () =>
+          void busy(out, async () => {
+            const ok = await confirmDialog({
+              title: `Remove ${who} from “${m.group.name}”?`,
+              body: [h('p', null, 'They lose access to the courses linked only to that group.')],
+              confirm: 'Remove',
+              danger: true,
+            });
+            if (!ok) return;
+            await api.del(`memberships/${m.id}/`);
+            flash(`${who} removed from “${m.group.name}”.`);
+            await list.load();
+          }),
+        { kind: 'danger', ariaLabel: `Remove ${who} from ${m.group.name}…` },
+      );
       parts.push(out);
     }
     return h('span', { class: 'cell-actions' }, parts);

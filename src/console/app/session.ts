@@ -2,7 +2,7 @@
  * The signed-in token, kept in sessionStorage: it lasts as long as the tab and is never sent
  * to the server in a URL (only in the Authorization header of API calls).
  */
-import { isExpired, parseToken, type Claims } from './token.js';
+import { type Claims, isExpired, parseToken } from './token.js';
 
 const TOKEN_KEY = 'cag-console-token';
 const ORG_KEY = 'cag-console-organization';
@@ -27,8 +27,7 @@ function armExpiry(claims: Claims): void {
   expiryTimer = window.setTimeout(() => end(expiredMessage(claims)), Math.max(ms, 0));
 }
 
-const expiredMessage = (claims: Claims) =>
-  `Your token expired at ${new Date(claims.exp * 1000).toLocaleString()}. Sign in again with a new one.`;
+const expiredMessage = (claims: Claims) => `Your token expired at ${new Date(claims.exp * 1000).toLocaleString()}. Sign in again with a new one.`;
 
 export function token(): string | null {
   return current()?.token ?? null;

@@ -1,9 +1,10 @@
 /** Shared pieces of every page: fields with their errors, lists with pages, dialogs, notices. */
+
+import * as api from './api.js';
 import { ApiError, SignedOut } from './api.js';
-import { h, replace, uid, type Child } from './dom.js';
+import { type Child, h, replace, uid } from './dom.js';
 import { pageSummary, plural } from './query.js';
 import type { GroupRef, Page } from './types.js';
-import * as api from './api.js';
 
 // --- announcements ---------------------------------------------------------------------------
 
@@ -70,9 +71,20 @@ export function textArea(o: FieldOptions & { rows?: number }): HTMLElement {
   return wrapField(o.name, id, o.label, input, o.help);
 }
 
-export function selectField(o: { name: string; label: string; options: [string, string][]; value?: string; help?: string; onchange?: (e: Event) => void }): HTMLElement {
+export function selectField(o: {
+  name: string;
+  label: string;
+  options: [string, string][];
+  value?: string;
+  help?: string;
+  onchange?: (e: Event) => void;
+}): HTMLElement {
   const id = uid(o.name);
-  const select = h('select', { id, name: o.name, onchange: o.onchange }, o.options.map(([value, text]) => h('option', { value, selected: value === (o.value ?? '') }, text)));
+  const select = h(
+    'select',
+    { id, name: o.name, onchange: o.onchange },
+    o.options.map(([value, text]) => h('option', { value, selected: value === (o.value ?? '') }, text)),
+  );
   return wrapField(o.name, id, o.label, select, o.help);
 }
 
@@ -143,7 +155,12 @@ export function fieldError(form: HTMLElement, name: string, message: string): vo
  * A form whose submission runs `action` (never a navigation): the submit button is disabled
  * meanwhile, errors of the previous try are cleared, a failure is shown next to its fields.
  */
-export function actionForm(attrs: { label: string; class?: string }, children: Child[], action: (data: FormData, form: HTMLFormElement) => Promise<void>, aliases?: Record<string, string>): HTMLFormElement {
+export function actionForm(
+  attrs: { label: string; class?: string },
+  children: Child[],
+  action: (data: FormData, form: HTMLFormElement) => Promise<void>,
+  aliases?: Record<string, string>,
+): HTMLFormElement {
   const form = h('form', { class: attrs.class ?? 'stack', 'aria-label': attrs.label, novalidate: true }, formErrors(), children);
   form.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -170,7 +187,11 @@ export const text = (data: FormData, name: string) => String(data.get(name) ?? '
 /** A number for the API when `raw` is an integer, else the raw text: the API's own 400 then names the field. */
 export const intOrRaw = (raw: string): number | string => (/^\d{1,15}$/.test(raw.trim()) ? Number(raw.trim()) : raw);
 
-export function button(label: string, onclick: (e: Event) => void, o: { kind?: 'primary' | 'danger' | 'plain'; ariaLabel?: string; type?: 'button' | 'submit' } = {}): HTMLButtonElement {
+export function button(
+  label: string,
+  onclick: (e: Event) => void,
+  o: { kind?: 'primary' | 'danger' | 'plain'; ariaLabel?: string; type?: 'button' | 'submit' } = {},
+): HTMLButtonElement {
   return h('button', { type: o.type ?? 'button', class: `btn btn-${o.kind ?? 'plain'}`, 'aria-label': o.ariaLabel, onclick }, label);
 }
 
@@ -237,7 +258,13 @@ export interface ListView<T> {
  * A paginated list with its loading, empty and error states. `fetchPage` calls the API with
  * limit/offset; answers that arrive after a newer request are dropped (fast filter changes).
  */
-export function listView<T>(o: { noun: [string, string]; empty: string; fetchPage: (limit: number, offset: number) => Promise<Page<T>>; render: (items: T[]) => Node; label: string }): ListView<T> {
+export function listView<T>(o: {
+  noun: [string, string];
+  empty: string;
+  fetchPage: (limit: number, offset: number) => Promise<Page<T>>;
+  render: (items: T[]) => Node;
+  label: string;
+}): ListView<T> {
   const status = h('p', { class: 'list-status', role: 'status' });
   const body = h('div', { class: 'list-body' });
   const summary = h('span', { class: 'pager-summary' });
@@ -318,11 +345,25 @@ export function filteredListPage<F extends Record<string, string>>(o: {
     { class: 'filters', role: 'search', 'aria-label': o.filterLabel, novalidate: true },
     o.fields(() => apply()),
     groupFilter,
-    selectField({ name: 'no_group', label: o.noGroup.label, options: [['', 'Any'], ['false', o.noGroup.inAGroup], ['true', 'In no group']], onchange: () => apply() }),
-    h('div', { class: 'actions' }, submit('Search'), button('Clear', () => {
-      form.reset();
-      apply();
-    })),
+    selectField({
+      name: 'no_group',
+      label: o.noGroup.label,
+      options: [
+        ['', 'Any'],
+        ['false', o.noGroup.inAGroup],
+        ['true', 'In no group'],
+      ],
+      onchange: () => apply(),
+    }),
+    h(
+      'div',
+      { class: 'actions' },
+      submit('Search'),
+      button('Clear', () => {
+        form.reset();
+        apply();
+      }),
+    ),
   );
   form.addEventListener('submit', (e) => {
     e.preventDefault();
@@ -363,8 +404,26 @@ export function table(caption: string, head: string[], rows: Child[][], o: { cap
     'table',
     { class: 'data' },
     h('caption', { class: o.captionHidden === false ? null : 'visually-hidden' }, caption),
-    h('thead', null, h('tr', null, head.map((name) => h('th', { scope: 'col' }, name)))),
-    h('tbody', null, rows.map((cells) => h('tr', null, cells.map((cell, i) => h('td', { 'data-label': head[i] ?? '' }, cell))))),
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        head.map((name) => h('th', { scope: 'col' }, name)),
+      ),
+    ),
+    h(
+      'tbody',
+      null,
+      rows.map((cells) =>
+        h(
+          'tr',
+          null,
+          cells.map((cell, i) => h('td', { 'data-label': head[i] ?? '' }, cell)),
+        ),
+      ),
+    ),
   );
 }
 
@@ -376,7 +435,10 @@ export async function groupOptions(): Promise<{ groups: GroupRef[]; more: boolea
   return { groups: page.results, more: page.count > page.results.length };
 }
 
-export const groupChoices = (groups: GroupRef[], none: string): [string, string][] => [['', none], ...groups.map((g): [string, string] => [String(g.id), g.name])];
+export const groupChoices = (groups: GroupRef[], none: string): [string, string][] => [
+  ['', none],
+  ...groups.map((g): [string, string] => [String(g.id), g.name]),
+];
 
 /** What deleting group `id` takes with it, for the confirmation. */
 export async function groupDeletionSummary(id: number): Promise<string> {

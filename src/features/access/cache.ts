@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { readChangeLog, type CollectionChanges } from '../../db/change-log';
+import { type CollectionChanges, readChangeLog } from '../../db/change-log';
 import { COLLECTIONS, type CollectionName } from '../../db/collections';
 
 /**

@@ -11,7 +11,7 @@ import {
 } from '../../db/collections';
 import { ownerLookup, Tenant, type TenantCollection } from '../../db/tenant';
 import type { FactsCache, FactsView } from './cache';
-import { needsLink, needsUser, type AccessFacts, type UserFacts } from './decide';
+import { type AccessFacts, needsLink, needsUser, type UserFacts } from './decide';
 
 interface Learner {
   user: UserFacts | null;
@@ -51,12 +51,7 @@ export function accessRepository(db: Db, cache: FactsCache) {
   }
 
   /** Which of `ids` exist in `collection`, reading only those the cache does not know. */
-  async function existing<T extends TenantDoc>(
-    view: FactsView,
-    name: CollectionName,
-    collection: TenantCollection<T>,
-    ids: string[],
-  ): Promise<Set<string>> {
+  async function existing<T extends TenantDoc>(view: FactsView, name: CollectionName, collection: TenantCollection<T>, ids: string[]): Promise<Set<string>> {
     const present = new Set<string>();
     const missing: string[] = [];
     for (const id of ids) {

@@ -1,10 +1,10 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { isService, type Principal } from '../../http/auth';
 import { NotFound } from '../../errors';
+import { isService, type Principal } from '../../http/auth';
 import { forbidden } from '../../http/errors';
 import type { AppDeps } from '../../http/feature';
-import { validator, type Infer } from '../../validation';
+import { type Infer, validator } from '../../validation';
 import { createFactsCache } from './cache';
 import { decide } from './decide';
 import { accessRepository, type OrgFilter } from './repository';

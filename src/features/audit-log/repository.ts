@@ -1,7 +1,7 @@
 import type { Filter } from 'mongodb';
-import { COLLECTIONS, type AuditDoc } from '../../db/collections';
-import type { Tenant } from '../../db/tenant';
+import { type AuditDoc, COLLECTIONS } from '../../db/collections';
 import type { Page } from '../../db/records';
+import type { Tenant } from '../../db/tenant';
 import type { Infer } from '../../validation';
 import type { auditListQuerySchema, auditRecordSchema } from './schema';
 

@@ -53,8 +53,18 @@ export const auditListQuerySchema = {
       maxLength: 255,
       description: 'Only changes by this actor: a user id (`42`), or `cag:<operator>`.',
     },
-    since: { type: 'string', format: 'date-time', 'x-message': 'Enter a valid date/time (RFC 3339, with a time zone).', description: 'Only changes at or after this time.' },
-    until: { type: 'string', format: 'date-time', 'x-message': 'Enter a valid date/time (RFC 3339, with a time zone).', description: 'Only changes before this time.' },
+    since: {
+      type: 'string',
+      format: 'date-time',
+      'x-message': 'Enter a valid date/time (RFC 3339, with a time zone).',
+      description: 'Only changes at or after this time.',
+    },
+    until: {
+      type: 'string',
+      format: 'date-time',
+      'x-message': 'Enter a valid date/time (RFC 3339, with a time zone).',
+      description: 'Only changes before this time.',
+    },
   },
   additionalProperties: false,
 } as const;

@@ -1,10 +1,10 @@
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../../db/collections';
-import type { Tenant } from '../../db/tenant';
 import { getOne, hasOne, listPage, type Page } from '../../db/records';
+import type { Tenant } from '../../db/tenant';
 import { syncCourseFacts } from '../../domain/list-facts';
 import { searchList } from '../../domain/list-plan';
 import { COURSE_SEARCH_FIELDS, courseGrams, searchTerms } from '../../domain/search-index';
-import { toBoolean, toInteger, type Infer } from '../../validation';
+import { type Infer, toBoolean, toInteger } from '../../validation';
 import { groupsRepository } from '../groups/repository';
 import type { courseListQuerySchema, courseRefSchema, courseSchema } from './schema';
 
@@ -33,11 +33,17 @@ export function coursesRepository(tenant: Tenant) {
     // Read repair: a course whose derived facts disagree with what was just read (a writer died
     // between its write and its sync) has them derived again.
     const stale = docs.filter(
-      (d) => d.is_public !== undefined && (d.is_public !== (publicByKey.has(d._id) ? 1 : 0) || d.linked !== (courseLinks.some((l) => l.course === d._id) ? 1 : 0)),
+      (d) =>
+        d.is_public !== undefined && (d.is_public !== (publicByKey.has(d._id) ? 1 : 0) || d.linked !== (courseLinks.some((l) => l.course === d._id) ? 1 : 0)),
     );
     const [groups] = await Promise.all([
       groupsRepository(tenant).refs(courseLinks.map((l) => l.group)),
-      stale.length > 0 ? syncCourseFacts(tenant, stale.map((d) => d._id)) : undefined,
+      stale.length > 0
+        ? syncCourseFacts(
+            tenant,
+            stale.map((d) => d._id),
+          )
+        : undefined,
     ]);
     return docs.map((d) => {
       const record = publicByKey.get(d._id);
@@ -45,9 +51,7 @@ export function coursesRepository(tenant: Tenant) {
         id: d.id,
         name: d.name,
         public_status: record ? { is_public: true, id: record.id } : { is_public: false },
-        group_links: courseLinks
-          .filter((l) => l.course === d._id && groups.has(l.group))
-          .map((l) => ({ id: l.id, group: groups.get(l.group)! })),
+        group_links: courseLinks.filter((l) => l.course === d._id && groups.has(l.group)).map((l) => ({ id: l.id, group: groups.get(l.group)! })),
       };
     });
   }
@@ -80,7 +84,12 @@ export function coursesRepository(tenant: Tenant) {
         // The group's links in course order are the list: count and page from the link index.
         const [count, keyDocs] = await Promise.all([
           links.count(groupLinks),
-          links.find(groupLinks, { projection: { _id: 0, course: 1 } }).sort({ course: 1 }).skip(page.offset).limit(page.limit).toArray(),
+          links
+            .find(groupLinks, { projection: { _id: 0, course: 1 } })
+            .sort({ course: 1 })
+            .skip(page.offset)
+            .limit(page.limit)
+            .toArray(),
         ]);
         const wanted = keyDocs.map((l) => l.course);
         const found = await courses.findByIds(wanted);

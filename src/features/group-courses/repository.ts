@@ -1,9 +1,9 @@
 import { COLLECTIONS, type GroupCourseDoc } from '../../db/collections';
-import type { Tenant } from '../../db/tenant';
 import { isDuplicateKey } from '../../db/errors';
 import { getOne, hasOne, listPage, type Page } from '../../db/records';
+import type { Tenant } from '../../db/tenant';
 import { syncCourseFacts } from '../../domain/list-facts';
-import { Conflict, doesNotExist, Invalid, type FieldErrors } from '../../errors';
+import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../../errors';
 import type { Infer } from '../../validation';
 import { coursesRepository } from '../courses/repository';
 import { groupsRepository } from '../groups/repository';

@@ -1,7 +1,7 @@
 import { COLLECTIONS, type GroupDoc } from '../../db/collections';
+import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import type { Tenant } from '../../db/tenant';
 import { deleteGroup } from '../../domain/delete-group';
-import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import type { Infer } from '../../validation';
 import type { groupCreateSchema, groupPatchSchema, groupSchema } from './schema';
 

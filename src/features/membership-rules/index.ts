@@ -28,7 +28,7 @@ export const rulesFeature: Feature = {
         operationId: 'applyMembershipRule',
         summary: 'Apply the rule to existing users',
         description:
-          'Every active user of the organization whose email domain is the rule\'s and who has no membership joins the rule\'s group (automatic). ' +
+          "Every active user of the organization whose email domain is the rule's and who has no membership joins the rule's group (automatic). " +
           'No body is needed (an empty body or `{}`; other fields are ignored). Running it again creates nothing.',
         requestBody: { required: false, content: { 'application/json': { schema: { type: 'object' } } } },
         responses: {

@@ -1,10 +1,10 @@
 import { COLLECTIONS, type RuleDoc } from '../../db/collections';
-import type { Tenant } from '../../db/tenant';
 import { isDuplicateKey } from '../../db/errors';
-import { Conflict, doesNotExist, fieldError } from '../../errors';
 import { getOne, hasOne, listPage, type Page } from '../../db/records';
-import { toInteger, type Infer } from '../../validation';
+import type { Tenant } from '../../db/tenant';
 import { applyRuleToExistingUsers } from '../../domain/membership-rules';
+import { Conflict, doesNotExist, fieldError } from '../../errors';
+import { type Infer, toInteger } from '../../validation';
 import { groupsRepository } from '../groups/repository';
 import type { ruleCreateSchema, ruleListQuerySchema, rulePatchSchema, ruleSchema } from './schema';
 

@@ -1,9 +1,9 @@
 import { COLLECTIONS, type MembershipDoc } from '../../db/collections';
+import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import type { Tenant } from '../../db/tenant';
 import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../domain/memberships';
-import { Conflict, doesNotExist, Invalid, type FieldErrors } from '../../errors';
-import { getOne, hasOne, listPage, type Page } from '../../db/records';
-import { toInteger, type Infer } from '../../validation';
+import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../../errors';
+import { type Infer, toInteger } from '../../validation';
 import { groupsRepository } from '../groups/repository';
 import { usersRepository } from '../users/repository';
 import type { membershipCreateSchema, membershipListQuerySchema, membershipPatchSchema, membershipSchema } from './schema';
@@ -18,10 +18,7 @@ export function membershipsRepository(tenant: Tenant) {
 
   /** Adds the user and group; a reference whose record a cascade is removing shows blank. */
   async function present(docs: MembershipDoc[]): Promise<Membership[]> {
-    const [users, groups] = await Promise.all([
-      usersRepository(tenant).refs(docs.map((d) => d.user)),
-      groupsRepository(tenant).refs(docs.map((d) => d.group)),
-    ]);
+    const [users, groups] = await Promise.all([usersRepository(tenant).refs(docs.map((d) => d.user)), groupsRepository(tenant).refs(docs.map((d) => d.group))]);
     return docs.map((d) => ({
       id: d.id,
       user: users.get(d.user) ?? { id: d.user, username: '', email: '' },

@@ -1,7 +1,7 @@
 import { COLLECTIONS, type PublicCourseDoc } from '../../db/collections';
-import type { Tenant } from '../../db/tenant';
 import { isDuplicateKey } from '../../db/errors';
 import { getOne, hasOne, listPage, type Page } from '../../db/records';
+import type { Tenant } from '../../db/tenant';
 import { syncCourseFacts } from '../../domain/list-facts';
 import { Conflict, doesNotExist, fieldError } from '../../errors';
 import type { Infer } from '../../validation';

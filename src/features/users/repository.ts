@@ -1,10 +1,10 @@
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../db/collections';
-import type { Tenant } from '../../db/tenant';
 import { hasOne, listPage, type Page } from '../../db/records';
+import type { Tenant } from '../../db/tenant';
 import { syncUserGroups } from '../../domain/list-facts';
 import { searchList } from '../../domain/list-plan';
 import { searchTerms, USER_SEARCH_FIELDS, userGrams } from '../../domain/search-index';
-import { toBoolean, toInteger, type Infer } from '../../validation';
+import { type Infer, toBoolean, toInteger } from '../../validation';
 import { groupsRepository } from '../groups/repository';
 import type { userListQuerySchema, userRefSchema, userSchema } from './schema';
 
@@ -50,7 +50,12 @@ export function usersRepository(tenant: Tenant) {
     const stale = docs.filter((d) => d.grp !== undefined && d.grp !== (byUser.get(d._id)?.group ?? 0));
     const [groups] = await Promise.all([
       groupsRepository(tenant).refs([...byUser.values()].map((m) => m.group)),
-      stale.length > 0 ? syncUserGroups(tenant, stale.map((d) => d.id)) : undefined,
+      stale.length > 0
+        ? syncUserGroups(
+            tenant,
+            stale.map((d) => d.id),
+          )
+        : undefined,
     ]);
     return docs.map((d) => {
       const m = byUser.get(d._id);
