@@ -2,7 +2,7 @@
 // organization's administrator seeing nothing of another's, tokens that expire or are refused,
 // hostile names shown as text, and a group created with the keyboard alone.
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { dialogText, fieldErrorText, flashed, focused, go, launchBrowser, openConsole, type PageWatch, settled, watch } from '../helpers/browser';
+import { dialogGone, dialogText, fieldErrorText, flashed, focused, go, launchBrowser, openConsole, type PageWatch, settled, watch } from '../helpers/browser';
 import { client } from '../helpers/http';
 import { seeder, snapshot } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
@@ -318,7 +318,7 @@ test('keyboard only: go to Groups, create a group, open and cancel its deletion,
   await page.getByRole('dialog').waitFor();
   expect(await focused(page)).toBe('Cancel');
   await page.keyboard.press('Escape');
-  await page.getByRole('dialog').waitFor({ state: 'detached' });
+  await dialogGone(page);
   expect(await focused(page)).toBe('Delete group Made by keyboard…');
   expect((await a.get(`course-access-groups/${made.id}/`)).status).toBe(200);
 

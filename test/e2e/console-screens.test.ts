@@ -3,7 +3,7 @@
 
 import { statSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { CONSOLE_PATH, go, launchBrowser, openConsole, type PageWatch, screenshot, settled, watch } from '../helpers/browser';
+import { CONSOLE_PATH, dialogGone, go, launchBrowser, openConsole, type PageWatch, screenshot, settled, watch } from '../helpers/browser';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
@@ -138,7 +138,7 @@ describe.each([1280, 390])('at %i px', (width) => {
     expect(box.x + box.width).toBeLessThanOrEqual(width);
     await screenshot(page, `dialog-${width}`, { fullPage: false });
     await page.keyboard.press('Escape');
-    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    await dialogGone(page);
   });
 
   test('the sign-in page fits the width', async () => {

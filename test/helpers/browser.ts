@@ -132,6 +132,15 @@ export async function dialogText(page: Page): Promise<string> {
   return dialog.innerText();
 }
 
+/**
+ * Until the dialog has closed and left the page. A closed <dialog> is hidden at once, but its
+ * `close` handler (which removes it and gives the focus back) runs a task later: waiting for the
+ * role to go would read the focus too early.
+ */
+export async function dialogGone(page: Page): Promise<void> {
+  await page.waitForFunction(() => document.querySelector('dialog') === null);
+}
+
 /** A PNG under .artifacts/screenshots/ (git-ignored): the whole page, or the window only (`fullPage: false`, for modals). */
 export async function screenshot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<string> {
   mkdirSync(SCREENSHOTS, { recursive: true });
