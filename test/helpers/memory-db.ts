@@ -68,7 +68,7 @@ class MemoryCursor {
 
   constructor(
     private readonly read: () => Doc[],
-    private projection?: Doc,
+    private readonly projection?: Doc,
   ) {}
 
   sort(spec: Record<string, 1 | -1>) {
@@ -83,10 +83,6 @@ class MemoryCursor {
     this.limitCount = n;
     return this;
   }
-  project(projection: Doc) {
-    this.projection = projection;
-    return this;
-  }
 
   async toArray(): Promise<Doc[]> {
     let cursor = mingoFind(this.read(), {}, this.projection && Object.keys(this.projection).length > 0 ? this.projection : undefined);
@@ -94,10 +90,6 @@ class MemoryCursor {
     if (this.skipCount > 0) cursor = cursor.skip(this.skipCount);
     if (this.limitCount > 0) cursor = cursor.limit(this.limitCount);
     return (cursor.all() as Doc[]).map(copy);
-  }
-
-  async *[Symbol.asyncIterator]() {
-    yield* await this.toArray();
   }
 }
 
@@ -270,8 +262,8 @@ class MemoryCollection {
     return { ok: 1, value, lastErrorObject: { n: updatedExisting || o.upsertedId !== null ? 1 : 0, updatedExisting, ...(o.upsertedId !== null ? { upserted: o.upsertedId } : {}) } };
   }
 
-  async findOneAndDelete(filter: Doc, options: { projection?: Doc } = {}) {
-    return MemoryCollection.projected(this.remove(filter, false)[0] ?? null, options.projection);
+  async findOneAndDelete(filter: Doc) {
+    return MemoryCollection.projected(this.remove(filter, false)[0] ?? null);
   }
 
   async deleteOne(filter: Doc = {}) {
