@@ -1,0 +1,50 @@
+import type { Db } from 'mongodb';
+import { COLLECTIONS, ensureIndexes, type CourseDoc, type GroupCourseDoc, type MembershipDoc, type RuleDoc, type UserDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+import { normalizeEventTime } from '../../src/domain/event-time';
+import type { UserFacts } from '../../src/domain/users';
+import { groupCoursesRepository } from '../../src/features/group-courses/repository';
+import { groupsRepository } from '../../src/features/groups/repository';
+import { rulesRepository } from '../../src/features/membership-rules/repository';
+import { memoryDb } from './memory-db';
+
+/**
+ * The domain unit tests' world: a fresh in-memory database with the service's indexes, and
+ * tenants on it. Groups, rules and links are made by the features' own repositories, as the
+ * admin API makes them; users and courses by the domain's event functions in each test.
+ */
+export async function memoryWorld(): Promise<{ db: Db; tenant: (org: string) => Tenant }> {
+  const db = memoryDb();
+  await ensureIndexes(db);
+  return { db, tenant: (org) => new Tenant(db, org) };
+}
+
+/** An event time on day `day` of July 2026, as stored (normalized). */
+export const day = (d: number) => normalizeEventTime(`2026-07-${String(d).padStart(2, '0')}T00:00:00Z`);
+
+/** A user as an event describes it: active, `user<id>@<domain>`. */
+export const facts = (id: number, over: Partial<UserFacts> & { domain?: string } = {}): UserFacts => {
+  const { domain = 'example.com', ...rest } = over;
+  return { id, username: `user${id}`, name: `User ${id}`, email: `user${id}@${domain}`, is_active: true, ...rest };
+};
+
+export const newGroup = async (tenant: Tenant, name = 'Group') => (await groupsRepository(tenant).create({ name, description: '' })).id;
+
+/** A rule putting users of `domain` into `group`. */
+export const addRule = (tenant: Tenant, domain: string, group: number) => rulesRepository(tenant).create({ name: `rule ${domain}`, domain, group });
+
+/** A group and a rule putting `domain` into it; returns the group's id. */
+export async function groupWithRule(tenant: Tenant, domain: string): Promise<number> {
+  const group = await newGroup(tenant, `Group ${domain}`.slice(0, 32));
+  await addRule(tenant, domain, group);
+  return group;
+}
+
+export const link = (tenant: Tenant, course: string, group: number) => groupCoursesRepository(tenant).create({ course, group });
+
+export const userOf = (tenant: Tenant, id: number) => tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(id));
+export const courseOf = (tenant: Tenant, key: string) => tenant.collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+export const membershipOf = (tenant: Tenant, user: number) => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findById(String(user));
+export const memberships = (tenant: Tenant) => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).find({}).sort({ user: 1 }).toArray();
+export const rules = (tenant: Tenant) => tenant.collection<RuleDoc>(COLLECTIONS.rules).find({}).sort({ id: 1 }).toArray();
+export const links = (tenant: Tenant) => tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({}).sort({ id: 1 }).toArray();

@@ -1,0 +1,136 @@
+// Cascades (SPEC sections 3 and 5): what goes with a deleted group or course, and what a record
+// leaves behind when it moves organization (src/domain/delete-group.ts, users.ts, courses.ts),
+// over the in-memory Db. test/integration/memberships.test.ts and events.test.ts check the same
+// through HTTP and Kafka.
+import { COLLECTIONS, type PublicCourseDoc, type UserGramDoc } from '../../src/db/collections';
+import type { Tenant } from '../../src/db/tenant';
+import { deleteCourse, upsertCourse } from '../../src/domain/courses';
+import { deleteGroup } from '../../src/domain/delete-group';
+import { insertMembershipIfAbsent } from '../../src/domain/memberships';
+import { upsertUser } from '../../src/domain/users';
+import { publicCoursesRepository } from '../../src/features/public-courses/repository';
+import { addRule, courseOf, day, facts, link, links, membershipOf, memberships, memoryWorld, newGroup, rules, userOf } from '../helpers/domain';
+
+let tenant: (org: string) => Tenant;
+let a: Tenant;
+let b: Tenant;
+beforeEach(async () => {
+  ({ tenant } = await memoryWorld());
+  [a, b] = [tenant('org-a'), tenant('org-b')];
+});
+
+const publicRecord = (t: Tenant, key: string) => t.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).findById(key);
+const userGrams = (t: Tenant, id: number) => t.collection<UserGramDoc>(COLLECTIONS.userGrams).countDocuments({ r: id });
+
+describe('deleting a group', () => {
+  test('removes its memberships, rules and course links, and nothing of other groups; the users and courses show it', async () => {
+    const course = 'course-v1:A+CASCADE+1';
+    await upsertUser(a, facts(50), day(1));
+    await upsertUser(a, facts(51), day(1));
+    await upsertCourse(a, { key: course, name: 'Cascade' }, day(1));
+    const doomed = await newGroup(a, 'Doomed');
+    const kept = await newGroup(a, 'Kept');
+    await insertMembershipIfAbsent(a, { user: 50, group: doomed, automatic: false });
+    await insertMembershipIfAbsent(a, { user: 51, group: kept, automatic: false });
+    await addRule(a, 'doomed.example.com', doomed);
+    await addRule(a, 'kept.example.com', kept);
+    await link(a, course, doomed);
+    const keptLink = await link(a, course, kept);
+    expect(await userOf(a, 50)).toMatchObject({ grp: doomed, member: 1 });
+
+    expect(await deleteGroup(a, doomed)).toBe(true);
+    expect((await memberships(a)).map((m) => [m.user, m.group])).toEqual([[51, kept]]);
+    expect((await rules(a)).map((r) => [r.domain, r.group])).toEqual([['kept.example.com', kept]]);
+    expect((await links(a)).map((l) => l.id)).toEqual([keptLink.id]);
+    expect(await a.collection(COLLECTIONS.groups).findById(String(doomed))).toBeNull();
+    expect(await userOf(a, 50)).toMatchObject({ grp: 0, member: 0 });
+    expect(await userOf(a, 51)).toMatchObject({ grp: kept, member: 1 });
+    expect(await courseOf(a, course)).toMatchObject({ linked: 1 }); // still linked to Kept
+    // The user is free again.
+    expect(await insertMembershipIfAbsent(a, { user: 50, group: kept, automatic: false })).not.toBeNull();
+  });
+
+  test("a course's last link going with the group leaves it unlinked; an unknown or another organization's group deletes nothing", async () => {
+    const course = 'course-v1:A+ONLY+1';
+    await upsertCourse(a, { key: course, name: 'Only' }, day(1));
+    const group = await newGroup(a);
+    await link(a, course, group);
+    await insertMembershipIfAbsent(a, { user: 7, group, automatic: false });
+    expect(await courseOf(a, course)).toMatchObject({ linked: 1 });
+
+    expect(await deleteGroup(b, group)).toBe(false);
+    expect(await deleteGroup(a, 999)).toBe(false);
+    expect(await links(a)).toHaveLength(1);
+    expect(await membershipOf(a, 7)).not.toBeNull();
+
+    expect(await deleteGroup(a, group)).toBe(true);
+    expect(await links(a)).toEqual([]);
+    expect(await membershipOf(a, 7)).toBeNull();
+    expect(await courseOf(a, course)).toMatchObject({ linked: 0 });
+  });
+});
+
+describe('a user moving organization', () => {
+  test('drops the membership (a group of the old organization) and the old search entries; the user lives in the new one', async () => {
+    const group = await newGroup(a);
+    await upsertUser(a, facts(1), day(1));
+    await insertMembershipIfAbsent(a, { user: 1, group, automatic: false });
+    expect(await userGrams(a, 1)).toBeGreaterThan(0);
+
+    const { outcome, current } = await upsertUser(b, facts(1, { name: 'Moved' }), day(2));
+    expect(outcome).toBe('applied');
+    expect(current).toMatchObject({ org: 'org-b', name: 'Moved', grp: 0, member: 0 });
+    expect(await userOf(a, 1)).toBeNull();
+    expect(await membershipOf(a, 1)).toBeNull();
+    expect(await membershipOf(b, 1)).toBeNull();
+    expect(await userGrams(a, 1)).toBe(0);
+    expect(await userGrams(b, 1)).toBeGreaterThan(0);
+  });
+
+  test('an older event naming another organization moves nothing', async () => {
+    const group = await newGroup(a);
+    await upsertUser(a, facts(1), day(2));
+    await insertMembershipIfAbsent(a, { user: 1, group, automatic: false });
+    const { outcome, current } = await upsertUser(b, facts(1), day(1));
+    expect(outcome).toBe('stale');
+    expect(current).toMatchObject({ org: 'org-a', event_time: day(2) });
+    expect(await userOf(b, 1)).toBeNull();
+    expect(await membershipOf(a, 1)).toMatchObject({ group });
+  });
+});
+
+describe('a course', () => {
+  test('deleted: its links and public record go, nothing of other courses; an older catalog event does not bring it back', async () => {
+    const [doomed, other] = ['course-v1:A+GONE+1', 'course-v1:A+STAYS+1'];
+    await upsertCourse(a, { key: doomed, name: 'Gone' }, day(1));
+    await upsertCourse(a, { key: other, name: 'Stays' }, day(1));
+    const group = await newGroup(a);
+    await link(a, doomed, group);
+    const otherLink = await link(a, other, group);
+    await publicCoursesRepository(a).create({ course: doomed });
+    await publicCoursesRepository(a).create({ course: other });
+
+    expect(await deleteCourse(a, doomed, day(3))).toBe('applied');
+    expect(await courseOf(a, doomed)).toBeNull();
+    expect(await publicRecord(a, doomed)).toBeNull();
+    expect((await links(a)).map((l) => l.id)).toEqual([otherLink.id]);
+    expect(await publicRecord(a, other)).not.toBeNull();
+    expect(await courseOf(a, other)).toMatchObject({ is_public: 1, linked: 1 });
+
+    expect(await upsertCourse(a, { key: doomed, name: 'Late' }, day(2))).toBe('stale');
+    expect(await courseOf(a, doomed)).toBeNull();
+  });
+
+  test('moving organization drops its links and public record in the old one', async () => {
+    const key = 'course-v1:A+MOVE+1';
+    await upsertCourse(a, { key, name: 'Moving' }, day(1));
+    await link(a, key, await newGroup(a));
+    await publicCoursesRepository(a).create({ course: key });
+
+    expect(await upsertCourse(b, { key, name: 'Moved' }, day(2))).toBe('applied');
+    expect(await courseOf(a, key)).toBeNull();
+    expect(await links(a)).toEqual([]);
+    expect(await publicRecord(a, key)).toBeNull();
+    expect(await courseOf(b, key)).toMatchObject({ name: 'Moved', is_public: 0, linked: 0 });
+  });
+});

@@ -1,0 +1,116 @@
+// Records written by events in event-time order, and tombstones (src/domain/versioned-records.ts,
+// users.ts, courses.ts; docs/events.md "ordering, duplicates"), over the in-memory Db.
+import { COLLECTIONS, type TombstoneDoc } from '../../src/db/collections';
+import type { Tenant } from '../../src/db/tenant';
+import { upsertCourse } from '../../src/domain/courses';
+import { normalizeEventTime } from '../../src/domain/event-time';
+import { applyMembershipRules } from '../../src/domain/membership-rules';
+import { retireUser, upsertUser, userTombstone } from '../../src/domain/users';
+import { deletedSince, recordDeletion } from '../../src/domain/versioned-records';
+import { courseOf, day, facts, groupWithRule, membershipOf, memoryWorld, userOf } from '../helpers/domain';
+
+let a: Tenant;
+beforeEach(async () => {
+  a = (await memoryWorld()).tenant('org-a');
+});
+
+describe('upsert by event time', () => {
+  test('a newer event wins: the record takes its fields and its time', async () => {
+    expect((await upsertUser(a, facts(1, { name: 'Old' }), day(1))).outcome).toBe('applied');
+    const { outcome, current } = await upsertUser(a, facts(1, { name: 'New', email: 'New@Example.com' }), day(2));
+    expect(outcome).toBe('applied');
+    expect(current).toMatchObject({ name: 'New', email: 'New@Example.com', email_lower: 'new@example.com', event_time: day(2) });
+    expect(await userOf(a, 1)).toEqual(current);
+  });
+
+  test('an older event is ignored (stale) and answers the record as it stands', async () => {
+    await upsertUser(a, facts(1, { name: 'New', is_active: true }), day(2));
+    const { outcome, current } = await upsertUser(a, facts(1, { name: 'Old', is_active: false }), day(1));
+    expect(outcome).toBe('stale');
+    expect(current).toMatchObject({ name: 'New', is_active: true, event_time: day(2) });
+    expect(await userOf(a, 1)).toMatchObject({ name: 'New', is_active: true, event_time: day(2) });
+  });
+
+  test('the same event again is a duplicate and changes nothing', async () => {
+    await upsertUser(a, facts(1), day(1));
+    const before = await userOf(a, 1);
+    const again = await upsertUser(a, facts(1, { name: 'Changed in a redelivery?' }), day(1));
+    expect(again.outcome).toBe('duplicate');
+    expect(await userOf(a, 1)).toEqual(before);
+  });
+
+  test('times compare by instant, whatever their offset and fraction digits', async () => {
+    await upsertUser(a, facts(1, { name: 'Noon UTC' }), normalizeEventTime('2026-07-01T12:00:00.5Z'));
+    // 13:00+02:00 is 11:00 UTC: older, though its text sorts after.
+    expect((await upsertUser(a, facts(1, { name: 'Eleven UTC' }), normalizeEventTime('2026-07-01T13:00:00+02:00'))).outcome).toBe('stale');
+    expect((await upsertUser(a, facts(1, { name: 'Later' }), normalizeEventTime('2026-07-01T12:00:00.500001Z'))).outcome).toBe('applied');
+    expect(await userOf(a, 1)).toMatchObject({ name: 'Later' });
+  });
+
+  test('flags an event does not carry keep their values; a new user gets false', async () => {
+    await upsertUser(a, facts(1), day(1));
+    expect(await userOf(a, 1)).toMatchObject({ is_staff: false, is_site_admin: false, listed: 1 });
+    await upsertUser(a, facts(1, { is_staff: true, is_site_admin: true }), day(2));
+    await upsertUser(a, facts(1, { name: 'Renamed' }), day(3));
+    expect(await userOf(a, 1)).toMatchObject({ name: 'Renamed', is_staff: true, is_site_admin: true, listed: 0, event_time: day(3) });
+    await upsertUser(a, facts(1, { is_site_admin: false }), day(4));
+    expect(await userOf(a, 1)).toMatchObject({ is_staff: true, is_site_admin: false, listed: 1 });
+  });
+
+  test('courses follow the same order: newer wins, older is stale, the same is a duplicate', async () => {
+    const key = 'course-v1:A+C1+2026';
+    expect(await upsertCourse(a, { key, name: 'Second' }, day(2))).toBe('applied');
+    expect(await upsertCourse(a, { key, name: 'First' }, day(1))).toBe('stale');
+    expect(await upsertCourse(a, { key, name: 'Second' }, day(2))).toBe('duplicate');
+    expect(await courseOf(a, key)).toMatchObject({ name: 'Second', event_time: day(2) });
+    expect(await upsertCourse(a, { key, name: 'Third' }, day(3))).toBe('applied');
+    expect(await courseOf(a, key)).toMatchObject({ name: 'Third', event_time: day(3) });
+  });
+});
+
+describe('tombstones', () => {
+  test('a retired user cannot be brought back by an older event; a newer event brings them back', async () => {
+    await upsertUser(a, facts(1), day(1));
+    expect(await retireUser(a, 1, day(3))).toBe('applied');
+    expect(await userOf(a, 1)).toBeNull();
+
+    expect(await upsertUser(a, facts(1, { name: 'Late' }), day(2))).toEqual({ outcome: 'stale', current: null });
+    expect(await userOf(a, 1)).toBeNull();
+    // The retirement's own time is not newer than it either.
+    expect((await upsertUser(a, facts(1), day(3))).outcome).toBe('stale');
+    expect(await userOf(a, 1)).toBeNull();
+
+    expect((await upsertUser(a, facts(1, { name: 'Back' }), day(4))).outcome).toBe('applied');
+    expect(await userOf(a, 1)).toMatchObject({ name: 'Back', event_time: day(4) });
+  });
+
+  test('retirement deletes the user and their membership; again it is a duplicate, an older one stale', async () => {
+    await groupWithRule(a, 'example.com');
+    const { current } = await upsertUser(a, facts(1), day(1));
+    await applyMembershipRules(a, current!);
+    expect(await membershipOf(a, 1)).not.toBeNull();
+    expect(await retireUser(a, 1, day(2))).toBe('applied');
+    expect(await membershipOf(a, 1)).toBeNull();
+    expect(await userOf(a, 1)).toBeNull();
+    expect(await retireUser(a, 1, day(2))).toBe('duplicate');
+    expect(await retireUser(a, 1, day(1))).toBe('stale');
+  });
+
+  test('a user record newer than a retirement (an id used again) is left alone', async () => {
+    await upsertUser(a, facts(1, { name: 'Reused id' }), day(5));
+    expect(await retireUser(a, 1, day(4))).toBe('stale');
+    expect(await userOf(a, 1)).toMatchObject({ name: 'Reused id' });
+  });
+
+  test('a tombstone only moves forward, and says which events it outlives', async () => {
+    const stone = userTombstone(9);
+    expect(await deletedSince(a, stone, day(1))).toBe(false);
+    expect(await recordDeletion(a, stone, day(2))).toBe('applied');
+    expect(await recordDeletion(a, stone, day(1))).toBe('stale');
+    expect(await recordDeletion(a, stone, day(2))).toBe('duplicate');
+    expect(await deletedSince(a, stone, day(2))).toBe(true);
+    expect(await deletedSince(a, stone, day(3))).toBe(false);
+    expect(await recordDeletion(a, stone, day(3))).toBe('applied');
+    expect(await a.collection<TombstoneDoc>(COLLECTIONS.tombstones).findById(stone)).toMatchObject({ event_time: day(3) });
+  });
+});
