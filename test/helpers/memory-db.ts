@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
-import { find as mingoFind, Query, update as mingoUpdate } from 'mingo';
-import { MongoBulkWriteError, MongoServerError, ObjectId, type Db, type Document, type IndexDescription } from 'mongodb';
+import { find as mingoFind, update as mingoUpdate, Query } from 'mingo';
+import { type Db, type Document, type IndexDescription, MongoBulkWriteError, MongoServerError, ObjectId } from 'mongodb';
 
 /**
  * An in-memory stand-in for the part of the driver's `Db`/`Collection` that src/db calls, so the
@@ -128,7 +128,13 @@ class MemoryCollection {
     for (const index of this.unique) {
       const value = index.fields.map((f) => fieldValue(doc, f));
       for (const [k, other] of this.docs) {
-        if (k !== self && isDeepStrictEqual(index.fields.map((f) => fieldValue(other, f)), value)) {
+        if (
+          k !== self &&
+          isDeepStrictEqual(
+            index.fields.map((f) => fieldValue(other, f)),
+            value,
+          )
+        ) {
           throw duplicateKey(this.dbName, this.collectionName, index, doc);
         }
       }
@@ -259,7 +265,11 @@ class MemoryCollection {
     const value = MemoryCollection.projected(options.returnDocument === 'after' ? o.after : o.before, options.projection);
     if (!options.includeResultMetadata) return value;
     const updatedExisting = o.matched > 0;
-    return { ok: 1, value, lastErrorObject: { n: updatedExisting || o.upsertedId !== null ? 1 : 0, updatedExisting, ...(o.upsertedId !== null ? { upserted: o.upsertedId } : {}) } };
+    return {
+      ok: 1,
+      value,
+      lastErrorObject: { n: updatedExisting || o.upsertedId !== null ? 1 : 0, updatedExisting, ...(o.upsertedId !== null ? { upserted: o.upsertedId } : {}) },
+    };
   }
 
   async findOneAndDelete(filter: Doc) {
@@ -293,7 +303,16 @@ class MemoryCollection {
         if (options.ordered !== false) break;
       }
     }
-    const result = { ok: 1, insertedCount: 0, matchedCount, modifiedCount, deletedCount: 0, upsertedCount: Object.keys(upsertedIds).length, upsertedIds, insertedIds: {} };
+    const result = {
+      ok: 1,
+      insertedCount: 0,
+      matchedCount,
+      modifiedCount,
+      deletedCount: 0,
+      upsertedCount: Object.keys(upsertedIds).length,
+      upsertedIds,
+      insertedIds: {},
+    };
     if (writeErrors.length > 0) throw bulkError(writeErrors, result);
     return result;
   }
@@ -308,7 +327,8 @@ class MemoryCollection {
 
   async createIndexes(indexes: IndexDescription[]): Promise<string[]> {
     const names: string[] = [];
-    for (const { key, ...options } of indexes) names.push(await this.createIndex(key as Record<string, 1 | -1>, options as { unique?: boolean; name?: string }));
+    for (const { key, ...options } of indexes)
+      names.push(await this.createIndex(key as Record<string, 1 | -1>, options as { unique?: boolean; name?: string }));
     return names;
   }
 }
@@ -333,7 +353,10 @@ export function memoryDb(name = `memory_${++databases}`): Db {
     databaseName: name,
     collection(collection: string) {
       let c = collections.get(collection);
-      if (!c) collections.set(collection, (c = new MemoryCollection(name, collection)));
+      if (!c) {
+        c = new MemoryCollection(name, collection);
+        collections.set(collection, c);
+      }
       return c;
     },
     admin: () => ({

@@ -79,7 +79,18 @@ test('reindexOrganization derives every fact of records written without them', a
   const group = await newGroup(a);
   const users = a.collection<UserDoc>(COLLECTIONS.users);
   // A user as written before list facts existed: no grp, member, listed or facts_v.
-  await users.insertOne({ _id: '8', id: 8, username: 'u8', name: 'U 8', email: 'u8@x.org', email_lower: 'u8@x.org', is_active: true, is_staff: false, is_site_admin: true, event_time: day(1) } as UserDoc);
+  await users.insertOne({
+    _id: '8',
+    id: 8,
+    username: 'u8',
+    name: 'U 8',
+    email: 'u8@x.org',
+    email_lower: 'u8@x.org',
+    is_active: true,
+    is_staff: false,
+    is_site_admin: true,
+    event_time: day(1),
+  } as UserDoc);
   await membershipsOf(a).insertOne({ _id: '8', id: 1, user: 8, group, automatic: false });
   expect(await reindexOrganization(a, 2)).toEqual({ users: 1, courses: 0 });
   expect(await userOf(a, 8)).toMatchObject({ grp: group, member: 1, listed: 0 });

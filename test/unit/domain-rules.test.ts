@@ -4,7 +4,7 @@
 import type { Tenant } from '../../src/db/tenant';
 import { applyMembershipRules, applyRuleToExistingUsers } from '../../src/domain/membership-rules';
 import { insertMembershipIfAbsent } from '../../src/domain/memberships';
-import { retireUser, upsertUser, type UserFacts } from '../../src/domain/users';
+import { retireUser, type UserFacts, upsertUser } from '../../src/domain/users';
 import { addRule, day, facts, groupWithRule, membershipOf, memberships, memoryWorld, newGroup, userOf } from '../helpers/domain';
 
 let tenant: (org: string) => Tenant;

@@ -28,7 +28,7 @@ test('a unique index refuses a second document with its key (a missing field key
   expect(await things.countDocuments({ org: 'o' })).toBe(2);
 });
 
-test('insertMany unordered inserts the rest and throws the driver\'s bulk error naming each refused index', async () => {
+test("insertMany unordered inserts the rest and throws the driver's bulk error naming each refused index", async () => {
   const things = fresh();
   await things.insertOne({ _id: 'b' });
   const err = (await things.insertMany([{ _id: 'a' }, { _id: 'b' }, { _id: 'c' }, { _id: 'c' }] as Thing[], { ordered: false }).catch((e: unknown) => e)) as {
@@ -45,13 +45,17 @@ test('insertMany unordered inserts the rest and throws the driver\'s bulk error 
   expect(await things.countDocuments({})).toBe(4);
 });
 
-test('an upsert inserts the filter\'s equalities with $set and $setOnInsert; one whose filter misses an existing `_id` collides with it', async () => {
+test("an upsert inserts the filter's equalities with $set and $setOnInsert; one whose filter misses an existing `_id` collides with it", async () => {
   const things = fresh();
   const inserted = await things.updateOne({ _id: 'a', t: { $lt: '2' }, org: 'o' }, { $set: { t: '2' }, $setOnInsert: { n: 0 } }, { upsert: true });
   expect(inserted).toMatchObject({ matchedCount: 0, modifiedCount: 0, upsertedCount: 1, upsertedId: 'a' });
   expect(await things.findOne({ _id: 'a' })).toEqual({ _id: 'a', org: 'o', t: '2', n: 0 });
   // Matched: $setOnInsert is not applied; the same values again modify nothing.
-  expect(await things.updateOne({ _id: 'a' }, { $set: { t: '2' }, $setOnInsert: { n: 9 } }, { upsert: true })).toMatchObject({ matchedCount: 1, modifiedCount: 0, upsertedId: null });
+  expect(await things.updateOne({ _id: 'a' }, { $set: { t: '2' }, $setOnInsert: { n: 9 } }, { upsert: true })).toMatchObject({
+    matchedCount: 1,
+    modifiedCount: 0,
+    upsertedId: null,
+  });
   // "a, unless a newer version is there": the insert meets the `_id`.
   const err = await things.updateOne({ _id: 'a', t: { $lt: '1' } }, { $set: { t: '1' } }, { upsert: true }).catch((e: unknown) => e);
   expect(isDuplicateKey(err)).toBe(true);
@@ -77,7 +81,12 @@ test('findOneAndUpdate says whether its upsert updated or inserted; bulkWrite li
     )
     .catch((e: unknown) => e)) as { writeErrors: { code: number; index: number }[] };
   expect(err.writeErrors.map((e) => [e.index, e.code])).toEqual([[0, 11000]]);
-  expect(await things.find({ _id: { $in: ['g', 'h'] } }).sort({ _id: 1 }).toArray()).toEqual([
+  expect(
+    await things
+      .find({ _id: { $in: ['g', 'h'] } })
+      .sort({ _id: 1 })
+      .toArray(),
+  ).toEqual([
     { _id: 'g', t: '5' },
     { _id: 'h', t: '3' },
   ]);
