@@ -86,11 +86,20 @@ pid_alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-wait_for() { # name seconds command...
-  local name="$1" secs="$2"; shift 2
-  local deadline=$((SECONDS + secs))
+# Waits until the command succeeds. A server whose process has exited will not come up: that
+# fails at once, and either failure shows the end of its log (a test's private server removes
+# its folder afterwards, so the log would be lost).
+wait_for() { # name seconds pidfile "logfiles" command...
+  local name="$1" secs="$2" pidf="$3" logs="$4"; shift 4
+  local deadline=$((SECONDS + secs)) why=""
   until "$@" >/dev/null 2>&1; do
-    if ((SECONDS > deadline)); then say "$name did not come up in ${secs}s; see $LOG_DIR"; return 1; fi
+    if ! pid_alive "$pidf"; then why="exited"; elif ((SECONDS > deadline)); then why="did not come up in ${secs}s"; fi
+    if [[ -n $why ]]; then
+      say "$name $why; the end of its logs:"
+      local f; for f in $logs; do [[ -f $f ]] && tail -n 15 "$f" >&2; done
+      say "(all of them in $LOG_DIR)"
+      return 1
+    fi
     sleep 0.5
   done
 }
@@ -108,7 +117,7 @@ start_ferretdb() {
     --debug-addr=- --telemetry=disable --log-level=warn \
     >>"$LOG_DIR/ferretdb.log" 2>&1 &
   echo $! >"$RUN_DIR/ferretdb.pid"
-  wait_for FerretDB 30 node "$ROOT/scripts/ping-mongo.cjs" "mongodb://127.0.0.1:$MONGO_PORT/"
+  wait_for FerretDB 30 "$RUN_DIR/ferretdb.pid" "$LOG_DIR/ferretdb.log" node "$ROOT/scripts/ping-mongo.cjs" "mongodb://127.0.0.1:$MONGO_PORT/"
   say "FerretDB on 127.0.0.1:$MONGO_PORT"
 }
 
@@ -153,7 +162,7 @@ PROPS
   fi
   nohup java "${java_opts[@]}" kafka.Kafka "$conf" >>"$LOG_DIR/kafka.log" 2>&1 &
   echo $! >"$RUN_DIR/kafka.pid"
-  wait_for Kafka 90 node "$ROOT/scripts/ping-kafka.cjs" "127.0.0.1:$KAFKA_PORT"
+  wait_for Kafka 90 "$RUN_DIR/kafka.pid" "$LOG_DIR/kafka.log $LOG_DIR/kafka-server.log" node "$ROOT/scripts/ping-kafka.cjs" "127.0.0.1:$KAFKA_PORT"
   say "Kafka on 127.0.0.1:$KAFKA_PORT"
 }
 
@@ -162,8 +171,11 @@ stop_one() { # name
   if pid_alive "$pidf"; then
     local pid; pid="$(cat "$pidf")"
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    # A broker's orderly shutdown can take a while on a busy machine; past 30 s it is killed.
+    for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
     kill -9 "$pid" 2>/dev/null || true
+    # Gone before we return: a start right after must not find its ports still held.
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
     say "$1 stopped"
   fi
   rm -f "$pidf"
