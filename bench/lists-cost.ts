@@ -74,7 +74,7 @@ async function main() {
     const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
     const ms = (t: { median: number; p90: number }) => `${t.median.toFixed(1)} ms median, ${t.p90.toFixed(1)} ms p90`;
     process.stdout.write(
-      [
+      `${[
         `| ${users} users (bench data set), ${samples} samples per step | |`,
         '|---|---|',
         row('seed (insertMany, with the grams)', `${seedSeconds.toFixed(1)} s`),
@@ -90,7 +90,7 @@ async function main() {
         row('grams rewritten after a rename (indexUser)', ms(regram)),
         row('membership created (insert + facts sync)', ms(membership)),
         row('facts sync with nothing to change (two reads)', ms(syncNoop)),
-      ].join('\n') + '\n',
+      ].join('\n')}\n`,
     );
   } finally {
     await db.dropDatabase().catch(() => undefined);
