@@ -1,0 +1,141 @@
+/**
+ * `npm run profile -- activation` and `npm run profile -- lists`: where one request's time goes,
+ * command by command (the driver's command monitoring), on the server at MONGO_URL, one client,
+ * no concurrency. The benchmark says how fast; this says why.
+ *
+ * - `activation`: PROFILE_EVENTS (300) new users applied one after another as the consumer
+ *   applies an activation (user upsert, list facts, search grams, rule membership); per
+ *   activation, each kind of command's count and time.
+ * - `lists`: the bench's list requests on its data set (bench/seed.ts, PROFILE_USERS users,
+ *   100,000 by default), each once warm, with every command it sends and its time. The data set
+ *   takes minutes to seed: it is kept in the database `profile_lists_<users>` for the next run
+ *   (PROFILE_DROP=1 drops it at the end).
+ */
+import { type Db, MongoClient } from 'mongodb';
+import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../src/db/collections';
+import { Tenant } from '../src/db/tenant';
+import { applyUserData, type UserEventData } from '../src/domain/user-event-data';
+import { coursesRepository } from '../src/features/courses/repository';
+import { usersRepository } from '../src/features/users/repository';
+import { MAIN_ORG, seedBenchData } from './seed';
+
+const url = process.env.MONGO_URL || 'mongodb://127.0.0.1:27017/';
+
+/** Records each command's name, target, filter and time while `on`. */
+function monitor(client: MongoClient) {
+  const started = new Map<number, { at: number; what: string; kind: string }>();
+  const done: { what: string; kind: string; ms: number }[] = [];
+  let on = false;
+  client.on('commandStarted', (e) => {
+    if (!on) return;
+    const c = e.command as Record<string, unknown>;
+    const filter = c.filter ?? c.query ?? c.pipeline ?? (c.updates as { q?: unknown }[] | undefined)?.[0]?.q ?? '';
+    const page = `${c.limit ? ` limit ${c.limit}` : ''}${c.skip ? ` skip ${c.skip}` : ''}`;
+    const kind = `${e.commandName} ${String(c[e.commandName])} ${JSON.stringify(Object.keys(filter as object))}`;
+    started.set(e.requestId, {
+      at: performance.now(),
+      what: `${e.commandName} ${String(c[e.commandName])} ${JSON.stringify(filter).slice(0, 120)}${page}`,
+      kind,
+    });
+  });
+  client.on('commandSucceeded', (e) => {
+    const s = started.get(e.requestId);
+    if (s) done.push({ what: s.what, kind: s.kind, ms: performance.now() - s.at });
+  });
+  return {
+    start: () => {
+      on = true;
+      done.length = 0;
+    },
+    take: () => done.splice(0),
+  };
+}
+
+async function activations(client: MongoClient, db: Db) {
+  const events = Number(process.env.PROFILE_EVENTS || 300);
+  await ensureIndexes(db);
+  const tenant = new Tenant(db, 'org-profile');
+  const group = await tenant.nextId('groups');
+  await tenant.collection<GroupDoc>(COLLECTIONS.groups).insertOne({ _id: String(group), id: group, name: 'profiled', description: '' });
+  const rule = await tenant.nextId('membership_rules');
+  await tenant.collection<RuleDoc>(COLLECTIONS.rules).insertOne({ _id: `${tenant.org}|profile.org`, id: rule, name: 'profiled', domain: 'profile.org', group });
+  const activate = (i: number) => {
+    const user = {
+      id: i,
+      is_active: true,
+      is_staff: false,
+      is_site_admin: false,
+      pii: { username: `user${i}`, name: `Learner Number ${i}`, email: `user${i}@profile.org` },
+    };
+    return applyUserData(db, { organization: tenant.org, user } as UserEventData, new Date(Date.UTC(2025, 0, 1, 0, 0, i)).toISOString(), {
+      forceActive: false,
+      rules: true,
+    });
+  };
+  for (let i = 1; i <= 20; i++) await activate(i); // warm-up
+  const watch = monitor(client);
+  watch.start();
+  const t0 = performance.now();
+  for (let i = 21; i < 21 + events; i++) await activate(i);
+  const total = performance.now() - t0;
+  const byKind = new Map<string, { n: number; ms: number }>();
+  for (const c of watch.take()) {
+    const k = byKind.get(c.kind) ?? { n: 0, ms: 0 };
+    k.n++;
+    k.ms += c.ms;
+    byKind.set(c.kind, k);
+  }
+  console.log(`${events} activations, one after another: ${(total / events).toFixed(1)} ms each\n`);
+  console.log('| command, collection, filter fields | per activation | ms per activation |\n|---|---:|---:|');
+  for (const [kind, k] of [...byKind].sort((a, b) => b[1].ms - a[1].ms))
+    console.log(`| ${kind} | ${(k.n / events).toFixed(2)} | ${(k.ms / events).toFixed(2)} |`);
+  await db.dropDatabase();
+}
+
+async function lists(client: MongoClient) {
+  const users = Number(process.env.PROFILE_USERS || 100_000);
+  const db = client.db(`profile_lists_${users}`);
+  if ((await db.collection(COLLECTIONS.users).estimatedDocumentCount()) === 0) {
+    console.log(`seeding ${users} users (kept in ${db.databaseName} for the next run)`);
+    await ensureIndexes(db);
+    await seedBenchData(db, { users, courses: 1000, groups: 100 });
+  }
+  const tenant = new Tenant(db, MAIN_ORG);
+  const page = (offset = 0) => ({ limit: 20, offset });
+  const requests: [string, () => Promise<{ count: number }>][] = [
+    ['users/?search=cedar 417', () => usersRepository(tenant).list(page(), { search: 'cedar 417' })],
+    ['users/?search=ced', () => usersRepository(tenant).list(page(), { search: 'ced' })],
+    ['users/?group=5', () => usersRepository(tenant).list(page(), { group: '5' })],
+    ['users/?no_group=true', () => usersRepository(tenant).list(page(), { no_group: 'true' })],
+    [`users/?offset=${users - 1000}`, () => usersRepository(tenant).list(page(users - 1000), {})],
+    ['courses/?group=5', () => coursesRepository(tenant).list(page(), { group: '5' })],
+    ['courses/?search=cedar&is_public=false', () => coursesRepository(tenant).list(page(), { search: 'cedar', is_public: 'false' })],
+  ];
+  const watch = monitor(client);
+  for (const [name, request] of requests) {
+    await request();
+    watch.start();
+    const t0 = performance.now();
+    const { count } = await request();
+    console.log(`\n${name}: ${(performance.now() - t0).toFixed(1)} ms (count ${count})`);
+    for (const c of watch.take()) console.log(`  ${c.ms.toFixed(1).padStart(6)} ms  ${c.what}`);
+  }
+  if (process.env.PROFILE_DROP === '1') await db.dropDatabase();
+}
+
+async function main() {
+  const mode = process.argv[2];
+  if (mode !== 'activation' && mode !== 'lists') throw new Error('usage: npm run profile -- activation|lists');
+  const client = await new MongoClient(url, { monitorCommands: true }).connect();
+  try {
+    if (mode === 'activation') await activations(client, client.db(`profile_activation_${Date.now().toString(36)}`));
+    else await lists(client);
+  } finally {
+    await client.close();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
