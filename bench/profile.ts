@@ -6,6 +6,8 @@
  * - `activation`: PROFILE_EVENTS (300) new users applied one after another as the consumer
  *   applies an activation (user upsert, list facts, search grams, rule membership); per
  *   activation, each kind of command's count and time.
+ * - `access`: single decisions on the same data set as `lists`, with the cache off (what a miss
+ *   costs) and on (what a hit costs), each command with its time.
  * - `lists`: the bench's list requests on its data set (bench/seed.ts, PROFILE_USERS users,
  *   100,000 by default), each once warm, with every command it sends and its time. The data set
  *   takes minutes to seed: it is kept in the database `profile_lists_<users>` for the next run
@@ -15,6 +17,9 @@ import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../src/db/collections';
 import { Tenant } from '../src/db/tenant';
 import { applyUserData, type UserEventData } from '../src/domain/user-event-data';
+import { createFactsCache } from '../src/features/access/cache';
+import { decide } from '../src/features/access/decide';
+import { accessRepository } from '../src/features/access/repository';
 import { coursesRepository } from '../src/features/courses/repository';
 import { usersRepository } from '../src/features/users/repository';
 import { MAIN_ORG, seedBenchData } from './seed';
@@ -92,7 +97,8 @@ async function activations(client: MongoClient, db: Db) {
   await db.dropDatabase();
 }
 
-async function lists(client: MongoClient) {
+/** The bench's data set at PROFILE_USERS users, seeded once and kept for the next run. */
+async function benchData(client: MongoClient) {
   const users = Number(process.env.PROFILE_USERS || 100_000);
   const db = client.db(`profile_lists_${users}`);
   if ((await db.collection(COLLECTIONS.users).estimatedDocumentCount()) === 0) {
@@ -100,6 +106,37 @@ async function lists(client: MongoClient) {
     await ensureIndexes(db);
     await seedBenchData(db, { users, courses: 1000, groups: 100 });
   }
+  return { db, users };
+}
+
+async function access(client: MongoClient) {
+  const { db, users } = await benchData(client);
+  const courses = await db
+    .collection(COLLECTIONS.courses)
+    .find({ org: MAIN_ORG }, { projection: { _id: 1 } })
+    .limit(50)
+    .toArray();
+  const watch = monitor(client);
+  for (const enabled of [false, true]) {
+    const repository = accessRepository(db, createFactsCache(db, { enabled }));
+    const ask = async (user: number, course: string) => decide((await repository.facts([course], user, () => true)).get(course)!);
+    await ask(7, String(courses[0]!._id)); // warm-up (and, with the cache, the same pair again below)
+    for (const [user, course] of [
+      [Math.floor(users / 2), String(courses[1]!._id)],
+      [7, String(courses[0]!._id)],
+    ] as const) {
+      watch.start();
+      const t0 = performance.now();
+      const decision = await ask(user, course);
+      console.log(`\naccess user ${user}, ${course}, cache ${enabled ? 'on' : 'off'}: ${(performance.now() - t0).toFixed(1)} ms (${decision.reason})`);
+      for (const c of watch.take()) console.log(`  ${c.ms.toFixed(1).padStart(6)} ms  ${c.what}`);
+    }
+  }
+  if (process.env.PROFILE_DROP === '1') await db.dropDatabase();
+}
+
+async function lists(client: MongoClient) {
+  const { db, users } = await benchData(client);
   const tenant = new Tenant(db, MAIN_ORG);
   const page = (offset = 0) => ({ limit: 20, offset });
   const requests: [string, () => Promise<{ count: number }>][] = [
@@ -125,10 +162,11 @@ async function lists(client: MongoClient) {
 
 async function main() {
   const mode = process.argv[2];
-  if (mode !== 'activation' && mode !== 'lists') throw new Error('usage: npm run profile -- activation|lists');
+  if (mode !== 'activation' && mode !== 'access' && mode !== 'lists') throw new Error('usage: npm run profile -- activation|access|lists');
   const client = await new MongoClient(url, { monitorCommands: true }).connect();
   try {
     if (mode === 'activation') await activations(client, client.db(`profile_activation_${Date.now().toString(36)}`));
+    else if (mode === 'access') await access(client);
     else await lists(client);
   } finally {
     await client.close();
