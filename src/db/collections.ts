@@ -151,11 +151,11 @@ export interface ChangeLogEntry {
   i?: string;
 }
 
-/** `_id` is a collection: its change sequence and newest changes (src/db/change-log.ts). */
+/** `_id` is a collection: its change sequence and newest changes, each a JSON-encoded entry (src/db/change-log.ts). */
 export interface ChangeLogDoc {
   _id: string;
   seq: number;
-  log: ChangeLogEntry[];
+  log: (string | ChangeLogEntry)[];
 }
 
 /**

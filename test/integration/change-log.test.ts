@@ -77,6 +77,22 @@ test('the log keeps the newest changes, numbered without gaps, under concurrent 
   }
 });
 
+test('entries keep every character of key, organization and intent, and a log of older sub-document entries still reads', async () => {
+  const collection = uniqueName('c');
+  const key = 'course-v1:A+"b"|\\ é,\n';
+  await db.collection(COLLECTIONS.changeLog).insertOne({ _id: collection, seq: 1, log: [{ k: 'old', o: 'org-a' }] } as never);
+  await recordChanges(db, collection, [{ k: key, o: 'org|b', i: 'intent-1' }]);
+  await recordChanges(db, collection, [{ k: null, o: 'org-c' }]);
+  expect((await readChangeLog(db, [collection])).get(collection)).toEqual({
+    seq: 3,
+    recent: [
+      { seq: 1, key: 'old', org: 'org-a' },
+      { seq: 2, key, org: 'org|b', intent: 'intent-1' },
+      { seq: 3, key: null, org: 'org-c' },
+    ],
+  });
+});
+
 test("findById answers another organization's document as missing", async () => {
   await new Tenant(db, 'org-a').collection<GroupDoc>(COLLECTIONS.groups).insertOne({ _id: '9', id: 9, name: 'a', description: '' });
   expect(await new Tenant(db, 'org-b').collection<GroupDoc>(COLLECTIONS.groups).findById('9')).toBeNull();

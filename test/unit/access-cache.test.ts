@@ -1,7 +1,7 @@
 // SPEC §4 "a change ... is visible to the very next decision": the access cache keeps a fact
 // until the change sequence names its record, and drops only what changed.
 import type { Db } from 'mongodb';
-import { CHANGE_LOG_LENGTH } from '../../src/db/change-log';
+import { CHANGE_LOG_LENGTH, encodeEntry } from '../../src/db/change-log';
 import { type ChangeLogDoc, COLLECTIONS } from '../../src/db/collections';
 import { createFactsCache } from '../../src/features/access/cache';
 
@@ -25,7 +25,7 @@ function fakeLog() {
     change(collection: string, key: string | null, org = 'org') {
       const doc = docs.get(collection) ?? { _id: collection, seq: 0, log: [] };
       doc.seq += 1;
-      doc.log = [...doc.log, { k: key, o: org }].slice(-CHANGE_LOG_LENGTH);
+      doc.log = [...doc.log, encodeEntry({ k: key, o: org })].slice(-CHANGE_LOG_LENGTH);
       docs.set(collection, doc);
     },
   };
