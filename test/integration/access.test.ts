@@ -205,9 +205,13 @@ describe('several service processes on one database', () => {
   let other: TestService; // a second instance, caching too
   let uncached: TestService; // a third, without the cache, counting its database commands
   const finds: string[] = [];
+  const findsOnOther: string[] = []; // the collections instance B reads
 
   beforeAll(async () => {
-    other = await startTestService({ MONGO_DB: service.config.MONGO_DB });
+    other = await startTestService({ MONGO_DB: service.config.MONGO_DB, MONGO_URL: `${service.config.MONGO_URL.replace(/\/?$/, '/')}?monitorCommands=true` });
+    other.client.on('commandStarted', (e: CommandStartedEvent) => {
+      if (e.commandName === 'find') findsOnOther.push(String(e.command.find));
+    });
     uncached = await startTestService({
       MONGO_DB: service.config.MONGO_DB,
       MONGO_URL: `${service.config.MONGO_URL.replace(/\/?$/, '/')}?monitorCommands=true`,
@@ -257,6 +261,22 @@ describe('several service processes on one database', () => {
 
     await fresh.flag(false); // PATCH site-configuration/ back off
     expect(await decisionOnB()).toBe('feature_disabled');
+  });
+
+  test('once the course facts are cached, a course they settle (public, flag off) reads nothing of the learner', async () => {
+    const seed = accessSeed(service.db, 'org-settled');
+    await seed.flag(true);
+    const open = await seed.course('course-v1:SETTLED+open+1');
+    const closed = await seed.course('course-v1:SETTLED+closed+1');
+    await seed.makePublic(open);
+    await Promise.all([seed.user(501), seed.user(502), seed.user(503)]);
+    const onB = client(other.baseUrl, await serviceToken());
+    expect((await single(open, 501, 'course.enroll', onB)).body.reason).toBe('public'); // caches the course facts
+    findsOnOther.length = 0;
+    expect((await single(open, 502, 'course.enroll', onB)).body.reason).toBe('public');
+    expect(findsOnOther.filter((c) => c !== COLLECTIONS.changeLog)).toEqual([]);
+    expect((await single(closed, 503, 'course.enroll', onB)).body.reason).toBe('no_access'); // courses it does not settle still read the learner
+    expect(findsOnOther).toEqual(expect.arrayContaining([COLLECTIONS.users, COLLECTIONS.memberships]));
   });
 
   test('a batch costs the same number of database reads for 2 courses as for 200', async () => {

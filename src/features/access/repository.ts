@@ -24,8 +24,9 @@ export type OrgFilter = (org: string) => boolean;
 /**
  * Reads the facts of SPEC §4 with a number of round trips that does not grow with the batch:
  * the change log (when caching), the courses' organizations, then per organization the flag,
- * the public records and the learner (user and membership) in parallel, then the links of the
- * learner's group to the courses still undecided. Each step asks only for what the cache lacks,
+ * the public records and the learner (user and membership) in parallel (the learner only if
+ * needed, when the first two are cached), then the links of the learner's group to the courses
+ * still undecided. Each step asks only for what the cache lacks,
  * by `_id` (one `$in` for several).
  */
 /** Past this many links, an organization's link table is not held in memory. */
@@ -137,11 +138,20 @@ export function accessRepository(db: Db, cache: FactsCache) {
   /** The facts of each of `courses`, all of organization `org`, for `userId` (null: anonymous). */
   async function factsInOrg(view: FactsView, org: string, courses: string[], userId: number | null): Promise<AccessFacts[]> {
     const tenant = new Tenant(db, org);
-    const [enabled, publics, who] = await Promise.all([
-      featureEnabled(view, tenant),
-      existing(view, COLLECTIONS.publicCourses, tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses), courses),
-      userId === null ? null : learner(view, tenant, userId),
-    ]);
+    const publicRecords = tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);
+    // The course facts come first when the cache holds them all (the usual case): a course they
+    // settle (flag off, public) then costs no read of the learner. Otherwise all in parallel.
+    const courseFactsCached =
+      view.get(COLLECTIONS.siteConfigurations, tenant.org) !== undefined &&
+      courses.every((course) => view.get(COLLECTIONS.publicCourses, `${org}|${course}`) !== undefined);
+    const courseFacts = Promise.all([featureEnabled(view, tenant), existing(view, COLLECTIONS.publicCourses, publicRecords, courses)]);
+    const learnerNeeded = async () => {
+      if (userId === null) return false;
+      if (!courseFactsCached) return true;
+      const [enabled, publics] = await courseFacts;
+      return courses.some((course) => needsUser({ featureEnabled: enabled, isPublic: publics.has(course) }));
+    };
+    const [[enabled, publics], who] = await Promise.all([courseFacts, learnerNeeded().then((needed) => (needed ? learner(view, tenant, userId!) : null))]);
     const facts: AccessFacts[] = courses.map((course) => {
       const f: AccessFacts = { courseOrg: org, featureEnabled: enabled, isPublic: publics.has(course), user: null, memberOfLinkedGroup: false };
       if (needsUser(f)) f.user = who?.user ?? null;
