@@ -17,6 +17,8 @@ async function main(): Promise<void> {
     kafkaBrokers: process.env.KAFKA_BROKERS || '127.0.0.1:9092',
     events: num('BENCH_EVENTS', 10_000),
     users: num('BENCH_USERS', 100_000),
+    ...(process.env.BENCH_OTHER_USERS ? { otherUsers: num('BENCH_OTHER_USERS', 0) } : {}),
+    otherGrams: process.env.BENCH_OTHER_GRAMS !== 'false',
     courses: num('BENCH_COURSES', 1_000),
     groups: num('BENCH_GROUPS', 100),
     connections: num('BENCH_CONNECTIONS', 4),

@@ -13,11 +13,19 @@ import {
 } from '../src/db/collections';
 import { courseSearchFields, gramsOf, userSearchFields } from '../src/domain/search-index';
 
-/** The data set of `npm run bench`. Everything lives in organization `MAIN_ORG` but a small second one. */
+/** The data set of `npm run bench`. Everything lives in organization `MAIN_ORG` but a second one. */
 export interface BenchScale {
   users: number;
   courses: number;
   groups: number;
+  /** Users of the second organization; a hundredth of `users` when absent. */
+  otherUsers?: number;
+  /**
+   * Whether the second organization's users get their search grams (30 or so documents each).
+   * False only to seed a very large second organization in reasonable time: no row lists or
+   * searches it, so its grams would only make the gram index larger.
+   */
+  otherGrams?: boolean;
 }
 
 export const MAIN_ORG = 'bench-main';
@@ -64,7 +72,8 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
   const next = random(42);
   const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
   const mainCourses = Math.max(1, Math.round(scale.courses * 0.9));
-  const otherUsers = Math.max(1, Math.round(scale.users / 100));
+  const otherUsers = scale.otherUsers ?? Math.max(1, Math.round(scale.users / 100));
+  const otherGrams = scale.otherGrams ?? true;
 
   const groups: GroupDoc[] = [];
   for (let id = 1; id <= scale.groups; id++) groups.push({ _id: String(id), id, org: MAIN_ORG, name: `Group ${id}`, description: '' });
@@ -99,7 +108,8 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
     };
     users.push(user);
     if (grp !== 0) memberships.push({ _id: String(id), id, org, user: id, group: grp, automatic: false });
-    if (listed === 1) for (const g of gramsOf(userSearchFields(user))) userGrams.push({ _id: `${id}|${g}`, org, g, r: id, t: EPOCH });
+    if (listed === 1 && (org === MAIN_ORG || otherGrams))
+      for (const g of gramsOf(userSearchFields(user))) userGrams.push({ _id: `${id}|${g}`, org, g, r: id, t: EPOCH });
   }
 
   const courses: CourseDoc[] = [];

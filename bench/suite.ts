@@ -138,7 +138,10 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
     const started = Date.now();
     const db = client.db(dbName);
     const data = await seedBenchData(db, opts);
-    say(`seeded ${opts.users} users, ${opts.courses} courses, ${opts.groups} groups in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const otherUsers = opts.otherUsers ?? Math.max(1, Math.round(opts.users / 100));
+    say(
+      `seeded ${opts.users} + ${otherUsers} users (${opts.otherGrams === false ? 'no search grams for the second organization' : 'all with search grams'}), ${opts.courses} courses, ${opts.groups} groups in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
     // Every row starts on an idle stack: this rate, measured now, is what idle means.
     const idleRate = await probeRate(db, data.userIds, 2000);
     say(`idle probe: ${idleRate.toFixed(0)} reads/s`);
@@ -180,7 +183,7 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
     const ceiling = await run(
       { row: 'ceiling', baseUrl: cached.ceilingUrl, request: () => ({ path: `/${any(data.userIds)}` }) },
       null,
-      `bare Koa route, one findOne by _id among ${opts.users} users`,
+      `bare Koa route, one findOne by _id among ${opts.users + otherUsers} users`,
     );
     const accessRows = async (service: ServiceProcess, suffix: string) => {
       const single = await run(accessSingle(service.serviceUrl, lms, data, `access single${suffix}`), ceiling.rate);
