@@ -1,7 +1,8 @@
 /**
  * `npm run load`: 60 s of mixed traffic at 64 connections against the service started as a child
  * process on a fresh database of 2,000 users (bench/mixed.ts). Environment: LOAD_DURATION,
- * LOAD_CONNECTIONS, LOAD_USERS, LOAD_COURSES, LOAD_GROUPS, LOAD_TIMEOUT, MONGO_URL.
+ * LOAD_CONNECTIONS, LOAD_USERS, LOAD_COURSES, LOAD_GROUPS, LOAD_TIMEOUT, MONGO_URL; LOAD_HEAP_SNAPSHOTS
+ * names a folder for two heap snapshots of the service (early, end) for bench/heap-diff.ts.
  * Prints the report; asserts nothing.
  */
 import { formatMixedReport, runMixedLoad } from './mixed';
@@ -23,6 +24,7 @@ async function main(): Promise<void> {
     groups: num('LOAD_GROUPS', 20),
     timeout: num('LOAD_TIMEOUT', 30),
     logLevel: process.env.LOAD_LOG_LEVEL || 'info',
+    ...(process.env.LOAD_HEAP_SNAPSHOTS ? { heapSnapshots: process.env.LOAD_HEAP_SNAPSHOTS } : {}),
     progress: (line) => process.stderr.write(`[load] ${line}\n`),
   });
   process.stdout.write(`${formatMixedReport(report)}\n${JSON.stringify(report)}\n`);

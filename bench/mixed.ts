@@ -6,6 +6,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { MongoClient } from 'mongodb';
 import { API_PREFIX as API } from '../src/http/openapi';
@@ -20,6 +21,8 @@ export interface MixedOptions extends BenchScale {
   /** Seconds before autocannon counts a request as a timeout (a socket error). */
   timeout: number;
   logLevel: string;
+  /** A folder for heap snapshots of the service, early and at the end (bench/heap-diff.ts compares them). */
+  heapSnapshots?: string;
   progress?: (line: string) => void;
 }
 
@@ -44,6 +47,9 @@ export interface MixedReport {
   /** Resident memory of the service (MiB) 10 s into the load (or at its middle for a shorter run), and at its end. */
   rssEarlyMiB: number;
   rssEndMiB: number;
+  /** The service's live heap (MiB, after a full collection) at the same two moments. */
+  heapEarlyMiB: number;
+  heapEndMiB: number;
 }
 
 const WORDS = ['amber', 'birch', 'cedar', 'delta', 'ember', 'fjord', 'gamma', 'heron'];
@@ -150,7 +156,12 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
     // RSS 10 s in, or at the middle of a run shorter than 20 s (the smoke run).
     const earlyAt = Math.min(10, opts.duration / 2) * 1000;
     let rssEarly = 0;
-    const early = setTimeout(() => (rssEarly = service!.rss()), earlyAt);
+    let heapEarly: Promise<{ heapUsed: number }> = Promise.resolve({ heapUsed: 0 });
+    const snapshot = (name: string) => (opts.heapSnapshots ? join(opts.heapSnapshots, `${name}.heapsnapshot`) : undefined);
+    const early = setTimeout(() => {
+      rssEarly = service!.rss();
+      heapEarly = service!.heap(snapshot('early'));
+    }, earlyAt);
     say(`${opts.duration} s of mixed load at ${opts.connections} connections`);
     const result = await autocannon({
       url: service.serviceUrl,
@@ -161,6 +172,7 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
     });
     clearTimeout(early);
     const rssEnd = service.rss();
+    const heapEnd = await service.heap(snapshot('end'));
     await service.idle();
     const statuses = result.statusCodeStats ?? {};
     const inClass = (c: number) => Object.entries(statuses).reduce((sum, [code, s]) => sum + (Math.floor(Number(code) / 100) === c ? (s.count ?? 0) : 0), 0);
@@ -182,6 +194,8 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
       p99: result.latency.p99,
       rssEarlyMiB: rssEarly / 2 ** 20,
       rssEndMiB: rssEnd / 2 ** 20,
+      heapEarlyMiB: (await heapEarly).heapUsed / 2 ** 20,
+      heapEndMiB: heapEnd.heapUsed / 2 ** 20,
     };
   } finally {
     await service?.stop();
@@ -203,5 +217,6 @@ export function formatMixedReport(r: MixedReport): string {
     `2xx: ${r['2xx']}, 4xx: ${r['4xx']}, 5xx: ${r['5xx']} (by status: ${JSON.stringify(r.statusCodes)}), socket errors: ${r.socketErrors} (timeouts ${r.timeouts})`,
     `latency: p50 ${r.p50} ms, p99 ${r.p99} ms`,
     `RSS: ${r.rssEarlyMiB.toFixed(0)} MiB early, ${r.rssEndMiB.toFixed(0)} MiB at the end (${growth >= 0 ? '+' : ''}${growth.toFixed(1)}%; within 10% = no leak)`,
+    `live heap after a full collection: ${r.heapEarlyMiB.toFixed(1)} MiB early, ${r.heapEndMiB.toFixed(1)} MiB at the end`,
   ].join('\n');
 }

@@ -2,18 +2,26 @@
  * The process under load in `npm run bench`, started by bench/suite.ts with `fork`: the real
  * service (startService, configured from the environment) and, in the same process, the
  * ceiling: a bare Koa route doing one primary-key findOne on the users collection. It reports
- * its ports once, and its resident memory and requests in flight every 100 ms, over IPC; it
- * stops on request.
+ * its ports once, and its resident memory and requests in flight every 100 ms, over IPC; on
+ * request it collects garbage and reports its live heap (writing a heap snapshot if asked), and
+ * it stops.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { writeHeapSnapshot } from 'node:v8';
 import Koa from 'koa';
 import { loadConfig } from '../src/config';
 import { COLLECTIONS, type UserDoc } from '../src/db/collections';
 import { createLogger } from '../src/log';
 import { startService } from '../src/runtime';
 
-export type ServerMessage = { type: 'ready'; servicePort: number; ceilingPort: number } | { type: 'sample'; rss: number; inFlight: number };
+export type ServerMessage =
+  | { type: 'ready'; servicePort: number; ceilingPort: number }
+  | { type: 'sample'; rss: number; inFlight: number }
+  | { type: 'heap'; heapUsed: number; rss: number };
+
+/** Asks of the parent: `heap` (with `snapshot`, a file to write the heap snapshot to) or `stop`. */
+export type ServerRequest = { type: 'heap'; snapshot?: string } | { type: 'stop' };
 
 let inFlight = 0;
 
@@ -52,7 +60,14 @@ async function main(): Promise<void> {
   const sampler = setInterval(() => send({ type: 'sample', rss: process.memoryUsage.rss(), inFlight }), 100);
   send({ type: 'ready', servicePort: running.port!, ceilingPort: (ceilingServer.address() as AddressInfo).port });
 
-  process.on('message', async (m: { type?: string }) => {
+  process.on('message', async (m: ServerRequest) => {
+    if (m.type === 'heap') {
+      // Forked with --expose-gc: what is still reachable, not what awaits collection.
+      (globalThis as { gc?: () => void }).gc?.();
+      if (m.snapshot) writeHeapSnapshot(m.snapshot);
+      send({ type: 'heap', heapUsed: process.memoryUsage().heapUsed, rss: process.memoryUsage.rss() });
+      return;
+    }
     if (m.type !== 'stop') return;
     clearInterval(sampler);
     ceilingServer.closeAllConnections();

@@ -9,7 +9,7 @@ import { benchEvents } from './events';
 import { probeRate, waitUntilIdle } from './idle';
 import { drive, type LoadOptions, type Target } from './load';
 import { type BenchScale, MAIN_ORG, type Seeded, seedBenchData, WORDS } from './seed';
-import type { ServerMessage } from './server';
+import type { ServerMessage, ServerRequest } from './server';
 import { type BenchRow, formatTable } from './table';
 
 export interface SuiteOptions extends BenchScale, LoadOptions {
@@ -46,6 +46,8 @@ export interface ServiceProcess {
   peakRss: () => number;
   /** The latest resident-memory sample (bytes), taken every 100 ms. */
   rss: () => number;
+  /** Collects garbage in the service and reports its live heap (bytes), writing a heap snapshot to `snapshot` if given. */
+  heap: (snapshot?: string) => Promise<{ heapUsed: number; rss: number }>;
   /** Resolves once no request is being handled (abandoned ones included). */
   idle: () => Promise<void>;
   stop: () => Promise<void>;
@@ -64,7 +66,7 @@ export async function startServiceProcess(
   env: Record<string, string> = {},
 ): Promise<ServiceProcess> {
   const child: ChildProcess = fork(join(__dirname, 'server.ts'), [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', 'tsx', '--expose-gc'],
     // The access log is written (production cost) but to nowhere: a pipe back to us would add load.
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     env: {
@@ -104,6 +106,16 @@ export async function startServiceProcess(
     ceilingUrl: `http://127.0.0.1:${ports.ceilingPort}`,
     peakRss: () => peak,
     rss: () => latest,
+    heap: (snapshot) =>
+      new Promise((resolve) => {
+        const onHeap = (m: ServerMessage) => {
+          if (m.type !== 'heap') return;
+          child.off('message', onHeap);
+          resolve({ heapUsed: m.heapUsed, rss: m.rss });
+        };
+        child.on('message', onHeap);
+        child.send({ type: 'heap', snapshot } satisfies ServerRequest);
+      }),
     idle: async () => {
       const deadline = Date.now() + 120_000;
       // Two samples in a row at zero: one may predate the last abandoned request's start.
@@ -120,7 +132,7 @@ export async function startServiceProcess(
           clearTimeout(timer);
           resolve();
         });
-        child.send({ type: 'stop' });
+        child.send({ type: 'stop' } satisfies ServerRequest);
       }),
   };
 }
