@@ -1,5 +1,5 @@
 /**
- * `npm run profile -- activation` and `npm run profile -- lists`: where one request's time goes,
+ * `npm run profile -- activation|access|change-log|lists`: where one request's time goes,
  * command by command (the driver's command monitoring), on the server at MONGO_URL, one client,
  * no concurrency. The benchmark says how fast; this says why.
  *
@@ -8,12 +8,15 @@
  *   activation, each kind of command's count and time.
  * - `access`: single decisions on the same data set as `lists`, with the cache off (what a miss
  *   costs) and on (what a hit costs), each command with its time.
+ * - `change-log`: one read and one update of a full change-log document, its entries stored as
+ *   JSON strings (as src/db/change-log.ts does) and as sub-documents.
  * - `lists`: the bench's list requests on its data set (bench/seed.ts, PROFILE_USERS users,
  *   100,000 by default), each once warm, with every command it sends and its time. The data set
  *   takes minutes to seed: it is kept in the database `profile_lists_<users>` for the next run
  *   (PROFILE_DROP=1 drops it at the end).
  */
 import { type Db, MongoClient } from 'mongodb';
+import { CHANGE_LOG_LENGTH, encodeEntry } from '../src/db/change-log';
 import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../src/db/collections';
 import { Tenant } from '../src/db/tenant';
 import { applyUserData, type UserEventData } from '../src/domain/user-event-data';
@@ -160,13 +163,40 @@ async function lists(client: MongoClient) {
   if (process.env.PROFILE_DROP === '1') await db.dropDatabase();
 }
 
+/**
+ * What one read and one update of a full change-log document cost (src/db/change-log.ts), with
+ * its 64 entries stored as it stores them (JSON strings) and as sub-documents, the obvious form.
+ */
+async function changeLogCost(db: Db) {
+  const rounds = Number(process.env.PROFILE_ROUNDS || 300);
+  const forms: [string, (n: number) => unknown][] = [
+    ['JSON strings (as stored)', (n) => encodeEntry({ k: String(100_000 + n), o: MAIN_ORG, i: 'a1b2c3d4e5f6a1b2c3d4e5f6' })],
+    ['sub-documents', (n) => ({ k: String(100_000 + n), o: MAIN_ORG, i: 'a1b2c3d4e5f6a1b2c3d4e5f6' })],
+  ];
+  console.log(`\n${CHANGE_LOG_LENGTH}-entry change log, ${rounds} rounds each\n\n| entries as | update ms | read ms |\n|---|---:|---:|`);
+  for (const [name, entry] of forms) {
+    const log = db.collection<{ _id: string; seq: number; log: unknown[] }>('change_log_forms');
+    const _id = name;
+    await log.insertOne({ _id, seq: CHANGE_LOG_LENGTH, log: Array.from({ length: CHANGE_LOG_LENGTH }, (_, n) => entry(n)) });
+    let t0 = performance.now();
+    for (let n = 0; n < rounds; n++) await log.updateOne({ _id }, { $inc: { seq: 1 }, $push: { log: { $each: [entry(n)], $slice: -CHANGE_LOG_LENGTH } } });
+    const update = (performance.now() - t0) / rounds;
+    t0 = performance.now();
+    for (let n = 0; n < rounds; n++) await log.findOne({ _id });
+    console.log(`| ${name} | ${update.toFixed(2)} | ${((performance.now() - t0) / rounds).toFixed(2)} |`);
+  }
+  await db.dropDatabase();
+}
+
 async function main() {
   const mode = process.argv[2];
-  if (mode !== 'activation' && mode !== 'access' && mode !== 'lists') throw new Error('usage: npm run profile -- activation|access|lists');
+  const modes = ['activation', 'access', 'lists', 'change-log'];
+  if (!mode || !modes.includes(mode)) throw new Error(`usage: npm run profile -- ${modes.join('|')}`);
   const client = await new MongoClient(url, { monitorCommands: true }).connect();
   try {
     if (mode === 'activation') await activations(client, client.db(`profile_activation_${Date.now().toString(36)}`));
     else if (mode === 'access') await access(client);
+    else if (mode === 'change-log') await changeLogCost(client.db(`profile_change_log_${Date.now().toString(36)}`));
     else await lists(client);
   } finally {
     await client.close();
