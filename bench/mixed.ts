@@ -11,7 +11,7 @@ import autocannon from 'autocannon';
 import { MongoClient } from 'mongodb';
 import { API_PREFIX as API } from '../src/http/openapi';
 import { type BenchScale, MAIN_ORG, random, seedBenchData } from './seed';
-import { sign, startServiceProcess } from './suite';
+import { type HeapReport, sign, startServiceProcess } from './suite';
 
 export interface MixedOptions extends BenchScale {
   mongoUrl: string;
@@ -50,6 +50,11 @@ export interface MixedReport {
   /** The service's live heap (MiB, after a full collection) at the same two moments. */
   heapEarlyMiB: number;
   heapEndMiB: number;
+  /** What V8 holds for its heap, and the memory outside it (buffers), at the same two moments (MiB). */
+  heapTotalEarlyMiB: number;
+  heapTotalEndMiB: number;
+  externalEarlyMiB: number;
+  externalEndMiB: number;
 }
 
 const WORDS = ['amber', 'birch', 'cedar', 'delta', 'ember', 'fjord', 'gamma', 'heron'];
@@ -156,7 +161,7 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
     // RSS 10 s in, or at the middle of a run shorter than 20 s (the smoke run).
     const earlyAt = Math.min(10, opts.duration / 2) * 1000;
     let rssEarly = 0;
-    let heapEarly: Promise<{ heapUsed: number }> = Promise.resolve({ heapUsed: 0 });
+    let heapEarly: Promise<HeapReport> = Promise.resolve({ heapUsed: 0, heapTotal: 0, external: 0, rss: 0 });
     const snapshot = (name: string) => (opts.heapSnapshots ? join(opts.heapSnapshots, `${name}.heapsnapshot`) : undefined);
     const early = setTimeout(() => {
       rssEarly = service!.rss();
@@ -196,6 +201,10 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
       rssEndMiB: rssEnd / 2 ** 20,
       heapEarlyMiB: (await heapEarly).heapUsed / 2 ** 20,
       heapEndMiB: heapEnd.heapUsed / 2 ** 20,
+      heapTotalEarlyMiB: (await heapEarly).heapTotal / 2 ** 20,
+      heapTotalEndMiB: heapEnd.heapTotal / 2 ** 20,
+      externalEarlyMiB: (await heapEarly).external / 2 ** 20,
+      externalEndMiB: heapEnd.external / 2 ** 20,
     };
   } finally {
     await service?.stop();
@@ -217,6 +226,6 @@ export function formatMixedReport(r: MixedReport): string {
     `2xx: ${r['2xx']}, 4xx: ${r['4xx']}, 5xx: ${r['5xx']} (by status: ${JSON.stringify(r.statusCodes)}), socket errors: ${r.socketErrors} (timeouts ${r.timeouts})`,
     `latency: p50 ${r.p50} ms, p99 ${r.p99} ms`,
     `RSS: ${r.rssEarlyMiB.toFixed(0)} MiB early, ${r.rssEndMiB.toFixed(0)} MiB at the end (${growth >= 0 ? '+' : ''}${growth.toFixed(1)}%; within 10% = no leak)`,
-    `live heap after a full collection: ${r.heapEarlyMiB.toFixed(1)} MiB early, ${r.heapEndMiB.toFixed(1)} MiB at the end`,
+    `after a full collection, early and at the end: live heap ${r.heapEarlyMiB.toFixed(1)} and ${r.heapEndMiB.toFixed(1)} MiB; V8 heap held ${r.heapTotalEarlyMiB.toFixed(1)} and ${r.heapTotalEndMiB.toFixed(1)} MiB; outside the heap (buffers) ${r.externalEarlyMiB.toFixed(1)} and ${r.externalEndMiB.toFixed(1)} MiB`,
   ].join('\n');
 }

@@ -18,7 +18,7 @@ import { startService } from '../src/runtime';
 export type ServerMessage =
   | { type: 'ready'; servicePort: number; ceilingPort: number }
   | { type: 'sample'; rss: number; inFlight: number }
-  | { type: 'heap'; heapUsed: number; rss: number };
+  | { type: 'heap'; heapUsed: number; heapTotal: number; external: number; rss: number };
 
 /** Asks of the parent: `heap` (with `snapshot`, a file to write the heap snapshot to) or `stop`. */
 export type ServerRequest = { type: 'heap'; snapshot?: string } | { type: 'stop' };
@@ -65,7 +65,8 @@ async function main(): Promise<void> {
       // Forked with --expose-gc: what is still reachable, not what awaits collection.
       (globalThis as { gc?: () => void }).gc?.();
       if (m.snapshot) writeHeapSnapshot(m.snapshot);
-      send({ type: 'heap', heapUsed: process.memoryUsage().heapUsed, rss: process.memoryUsage.rss() });
+      const { heapUsed, heapTotal, external, rss } = process.memoryUsage();
+      send({ type: 'heap', heapUsed, heapTotal, external, rss });
       return;
     }
     if (m.type !== 'stop') return;

@@ -40,14 +40,24 @@ const JWT_SECRET = `bench-${randomBytes(12).toString('hex')}`;
 export const sign = (claims: Record<string, unknown>) =>
   new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('2h').sign(new TextEncoder().encode(JWT_SECRET));
 
+export interface HeapReport {
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  rss: number;
+}
+
 export interface ServiceProcess {
   serviceUrl: string;
   ceilingUrl: string;
   peakRss: () => number;
   /** The latest resident-memory sample (bytes), taken every 100 ms. */
   rss: () => number;
-  /** Collects garbage in the service and reports its live heap (bytes), writing a heap snapshot to `snapshot` if given. */
-  heap: (snapshot?: string) => Promise<{ heapUsed: number; rss: number }>;
+  /**
+   * Collects garbage in the service and reports its memory (bytes): the live heap, what V8 holds
+   * for its heap, memory outside it (buffers), and RSS; writes a heap snapshot to `snapshot` if given.
+   */
+  heap: (snapshot?: string) => Promise<HeapReport>;
   /** Resolves once no request is being handled (abandoned ones included). */
   idle: () => Promise<void>;
   stop: () => Promise<void>;
@@ -111,7 +121,7 @@ export async function startServiceProcess(
         const onHeap = (m: ServerMessage) => {
           if (m.type !== 'heap') return;
           child.off('message', onHeap);
-          resolve({ heapUsed: m.heapUsed, rss: m.rss });
+          resolve({ heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, rss: m.rss });
         };
         child.on('message', onHeap);
         child.send({ type: 'heap', snapshot } satisfies ServerRequest);

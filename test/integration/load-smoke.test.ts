@@ -29,6 +29,7 @@ test('a short mixed load (lists, searches, writes, access checks) gets no 5xx an
   // The memory diagnosis the 10-minute run relies on: live heap figures and two comparable snapshots.
   expect(report.heapEarlyMiB).toBeGreaterThan(0);
   expect(report.heapEndMiB).toBeGreaterThan(0);
+  expect(report.heapTotalEndMiB).toBeGreaterThanOrEqual(report.heapEndMiB);
   for (const name of ['early', 'end']) expect(existsSync(join(heapSnapshots, `${name}.heapsnapshot`))).toBe(true);
   const kinds = sizesByKind(join(heapSnapshots, 'end.heapsnapshot'));
   expect(kinds.get('(string)')?.count).toBeGreaterThan(1000);
