@@ -26,8 +26,7 @@ export type OrgFilter = (org: string) => boolean;
  * the change log (when caching), the courses' organizations, then per organization the flag,
  * the public records and the learner (user and membership) in parallel (the learner only if
  * needed, when the first two are cached), then the links of the learner's group to the courses
- * still undecided. Each step asks only for what the cache lacks,
- * by `_id` (one `$in` for several).
+ * still undecided. Each step asks only for what the cache lacks, by `_id` (one `$in` for several).
  */
 /** Past this many links, an organization's link table is not held in memory. */
 const MAX_CACHED_LINKS = 200_000;
@@ -145,13 +144,13 @@ export function accessRepository(db: Db, cache: FactsCache) {
       view.get(COLLECTIONS.siteConfigurations, tenant.org) !== undefined &&
       courses.every((course) => view.get(COLLECTIONS.publicCourses, `${org}|${course}`) !== undefined);
     const courseFacts = Promise.all([featureEnabled(view, tenant), existing(view, COLLECTIONS.publicCourses, publicRecords, courses)]);
-    const learnerNeeded = async () => {
-      if (userId === null) return false;
-      if (!courseFactsCached) return true;
+    /** The learner to read: none when anonymous, or when every course is settled without one. */
+    const learnerToRead = async (): Promise<number | null> => {
+      if (userId === null || !courseFactsCached) return userId;
       const [enabled, publics] = await courseFacts;
-      return courses.some((course) => needsUser({ featureEnabled: enabled, isPublic: publics.has(course) }));
+      return courses.some((course) => needsUser({ featureEnabled: enabled, isPublic: publics.has(course) })) ? userId : null;
     };
-    const [[enabled, publics], who] = await Promise.all([courseFacts, learnerNeeded().then((needed) => (needed ? learner(view, tenant, userId!) : null))]);
+    const [[enabled, publics], who] = await Promise.all([courseFacts, learnerToRead().then((id) => (id === null ? null : learner(view, tenant, id)))]);
     const facts: AccessFacts[] = courses.map((course) => {
       const f: AccessFacts = { courseOrg: org, featureEnabled: enabled, isPublic: publics.has(course), user: null, memberOfLinkedGroup: false };
       if (needsUser(f)) f.user = who?.user ?? null;
