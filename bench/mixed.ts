@@ -178,6 +178,7 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
     clearTimeout(early);
     const rssEnd = service.rss();
     const heapEnd = await service.heap(snapshot('end'));
+    const heapStart = await heapEarly;
     await service.idle();
     const statuses = result.statusCodeStats ?? {};
     const inClass = (c: number) => Object.entries(statuses).reduce((sum, [code, s]) => sum + (Math.floor(Number(code) / 100) === c ? (s.count ?? 0) : 0), 0);
@@ -199,11 +200,11 @@ export async function runMixedLoad(opts: MixedOptions): Promise<MixedReport> {
       p99: result.latency.p99,
       rssEarlyMiB: rssEarly / 2 ** 20,
       rssEndMiB: rssEnd / 2 ** 20,
-      heapEarlyMiB: (await heapEarly).heapUsed / 2 ** 20,
+      heapEarlyMiB: heapStart.heapUsed / 2 ** 20,
       heapEndMiB: heapEnd.heapUsed / 2 ** 20,
-      heapTotalEarlyMiB: (await heapEarly).heapTotal / 2 ** 20,
+      heapTotalEarlyMiB: heapStart.heapTotal / 2 ** 20,
       heapTotalEndMiB: heapEnd.heapTotal / 2 ** 20,
-      externalEarlyMiB: (await heapEarly).external / 2 ** 20,
+      externalEarlyMiB: heapStart.external / 2 ** 20,
       externalEndMiB: heapEnd.external / 2 ** 20,
     };
   } finally {

@@ -28,6 +28,9 @@ export interface BenchScale {
   otherGrams?: boolean;
 }
 
+/** Users of the second organization: `otherUsers`, or a hundredth of `users`. */
+export const otherUsersOf = (scale: Pick<BenchScale, 'users' | 'otherUsers'>) => scale.otherUsers ?? Math.max(1, Math.round(scale.users / 100));
+
 export const MAIN_ORG = 'bench-main';
 export const OTHER_ORG = 'bench-other';
 const EPOCH = '2020-01-01T00:00:00Z';
@@ -72,7 +75,7 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
   const next = random(42);
   const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
   const mainCourses = Math.max(1, Math.round(scale.courses * 0.9));
-  const otherUsers = scale.otherUsers ?? Math.max(1, Math.round(scale.users / 100));
+  const otherUsers = otherUsersOf(scale);
   const otherGrams = scale.otherGrams ?? true;
 
   const groups: GroupDoc[] = [];

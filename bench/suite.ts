@@ -8,7 +8,7 @@ import { API_PREFIX as API } from '../src/http/openapi';
 import { benchEvents } from './events';
 import { probeRate, waitUntilIdle } from './idle';
 import { drive, type LoadOptions, type Target } from './load';
-import { type BenchScale, MAIN_ORG, type Seeded, seedBenchData, WORDS } from './seed';
+import { type BenchScale, MAIN_ORG, otherUsersOf, type Seeded, seedBenchData, WORDS } from './seed';
 import type { ServerMessage, ServerRequest } from './server';
 import { type BenchRow, formatTable } from './table';
 
@@ -160,7 +160,7 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
     const started = Date.now();
     const db = client.db(dbName);
     const data = await seedBenchData(db, opts);
-    const otherUsers = opts.otherUsers ?? Math.max(1, Math.round(opts.users / 100));
+    const otherUsers = otherUsersOf(opts);
     say(
       `seeded ${opts.users} + ${otherUsers} users (${opts.otherGrams === false ? 'no search grams for the second organization' : 'all with search grams'}), ${opts.courses} courses, ${opts.groups} groups in ${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
