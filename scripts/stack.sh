@@ -96,7 +96,12 @@ wait_for() { # name seconds pidfile "logfiles" command...
     if ! pid_alive "$pidf"; then why="exited"; elif ((SECONDS > deadline)); then why="did not come up in ${secs}s"; fi
     if [[ -n $why ]]; then
       say "$name $why; the end of its logs:"
-      local f; for f in $logs; do [[ -f $f ]] && tail -n 15 "$f" >&2; done
+      # The first errors (an exception's own line, not its stack) and then the last lines.
+      local f; for f in $logs; do
+        [[ -f $f ]] || continue
+        grep -E 'ERROR|FATAL|Exception|Error:' "$f" | grep -v $'^\tat ' | head -n 10 >&2 || true
+        tail -n 15 "$f" >&2
+      done
       say "(all of them in $LOG_DIR)"
       return 1
     fi
@@ -128,6 +133,9 @@ start_kafka() {
     say "port $KAFKA_PORT is taken by another process"; exit 1
   fi
   local data="$STACK_DIR/data/kafka" conf="$STACK_DIR/run/kafka.properties"
+  # The log cleaner allocates its dedupe buffer (128 MB by default) in one piece at start-up; in
+  # the small heaps of a local or test broker (256 MB) that allocation failed now and then with an
+  # OutOfMemoryError and the broker exited. 16 MB is plenty for the compacted topics here.
   mkdir -p "$data" "$RUN_DIR" "$LOG_DIR"
   cat >"$conf" <<PROPS
 process.roles=broker,controller
@@ -146,6 +154,7 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
+log.cleaner.dedupe.buffer.size=16777216
 PROPS
   cat >"$RUN_DIR/log4j.properties" <<PROPS
 log4j.rootLogger=WARN, file
