@@ -6,6 +6,27 @@
  * a domain rule refuses (consumers/dispatch.ts).
  */
 
+/**
+ * The one error base. `retriable` says whether the same operation may succeed later unchanged
+ * (kafkajs's notion): the consumer retries a retriable failure until it succeeds and gives any
+ * other a bounded number of attempts before the dead-letter topic.
+ */
+export abstract class ServiceError extends Error {
+  abstract readonly retriable: boolean;
+}
+
+/** A dependency (the database, the schema registry, the broker) cannot be reached now. */
+export class DependencyUnavailable extends ServiceError {
+  override readonly name: string = 'DependencyUnavailable';
+  readonly retriable = true;
+  constructor(
+    readonly dependency: string,
+    override readonly cause?: unknown,
+  ) {
+    super(`${dependency} unavailable${cause instanceof Error ? `: ${cause.message}` : ''}`);
+  }
+}
+
 /** Messages per field, in DRF's validation shape: `{"field": ["message"]}` or `{"non_field_errors": [...]}`. */
 export type FieldErrors = Record<string, string[]>;
 
@@ -17,8 +38,9 @@ function summary(fields: FieldErrors): string {
 }
 
 /** Input the rules refuse, with a message per field (the API answers 400 with `fields` as its body). */
-export class Invalid extends Error {
+export class Invalid extends ServiceError {
   override readonly name: string = 'Invalid';
+  readonly retriable = false;
   constructor(readonly fields: FieldErrors) {
     super(summary(fields));
   }
@@ -30,8 +52,9 @@ export class Conflict extends Invalid {
 }
 
 /** No such record (in the organization asked about): the API answers 404. */
-export class NotFound extends Error {
+export class NotFound extends ServiceError {
   override readonly name: string = 'NotFound';
+  readonly retriable = false;
   constructor() {
     super('Not found.');
   }
