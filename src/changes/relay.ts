@@ -3,8 +3,8 @@ import { hostname } from 'node:os';
 import type { Kafka, Producer } from 'kafkajs';
 import type { Db, Document } from 'mongodb';
 import { insertAuditRecords } from '../db/audit';
-import { readChangeLog } from '../db/change-log';
-import type { OutboxDoc } from '../db/collections';
+import { readChangeLog, recordChanges } from '../db/change-log';
+import type { ChangeLogEntry, OutboxDoc } from '../db/collections';
 import { acquireLease, releaseLease, renewLease } from '../db/lease';
 import { countOutbox, deleteIntents, INTENT_GRACE_MS, outboxSignals, readOutbox, readRecords, recordKey, TRACKED } from '../db/outbox';
 import type { Logger } from '../log';
@@ -58,6 +58,10 @@ export interface ChangeRelay {
  * send; write the audit records; delete the intents. A crash anywhere repeats the step: events may
  * be published twice (same id, maybe a newer state and version), audit records are not (their
  * `_id` is their change's). Failures back off with the service's retry policy, forever.
+ *
+ * An intent resolved after the grace period, without the change log naming it done, may be a
+ * write whose process died before recording it: the relay records the change in the change
+ * sequence, so every process's cache drops those records (at most the grace period late).
  *
  * A relay resolves only what it can do in full: it publishes only with `CHANGES_TOPIC` set, and
  * audits only with `AUDIT_LOG` on. Each intent says what it asks for (a change event when its
@@ -207,6 +211,14 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
       }
       metrics.auditRecorded.inc(await insertAuditRecords(db, records));
     }
+
+    // Intents resolved without their "done": their change record may never have been written.
+    const unrecorded = new Map<OutboxDoc['c'], ChangeLogEntry[]>();
+    for (const e of ready) {
+      if (done.has(e._id)) continue;
+      unrecorded.set(e.c, [...(unrecorded.get(e.c) ?? []), ...e.k.map((k) => ({ k, o: e.o }))]);
+    }
+    for (const [collection, entries] of unrecorded) await recordChanges(db, collection, entries);
 
     await deleteIntents(
       db,

@@ -1,11 +1,16 @@
-// Issue 19, derived state: the relay resolves only intents whose every ask (a change event, an
-// audit record) its process can do: one that cannot stands by for one that can.
+// Issue 19, derived state: (1) a process killed between a data write and its change record does
+// not leave other processes' access caches stale: the relay records the change when it resolves
+// the dead process's intent; (2) the relay resolves only intents whose every ask (a change event,
+// an audit record) its process can do: one that cannot stands by for one that can.
 import { type Db, MongoClient } from 'mongodb';
-import { COLLECTIONS, type GroupDoc, type OutboxDoc } from '../../src/db/collections';
+import { COLLECTIONS, type GroupDoc, type MembershipDoc, type OutboxDoc } from '../../src/db/collections';
 import { newIntentId } from '../../src/db/outbox';
+import { accessSeed } from '../helpers/access-seed';
 import { type ChangeReader, changeReader } from '../helpers/changes';
-import { closeProducer, type EventTestService, metricValue, sameDeployment, startEventService, waitFor } from '../helpers/events';
+import { closeProducer, type EventTestService, metricValue, newUserId, sameDeployment, startEventService, waitFor } from '../helpers/events';
+import { client } from '../helpers/http';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
+import { serviceToken } from '../helpers/tokens';
 
 const started: EventTestService[] = [];
 const readers: ChangeReader[] = [];
@@ -45,6 +50,34 @@ const outboxIds = (db: Db) =>
     .toArray()
     .then((docs) => docs.map((d) => d.rid));
 const auditOf = (db: Db, rid: string) => db.collection(COLLECTIONS.auditLog).find({ request_id: rid }).toArray();
+
+test("a write whose process died before its change record: once the relay resolves the intent, another process's cache serves the new state", async () => {
+  const service = await start({ CHANGES_TOPIC: '' });
+  const org = uniqueName('org');
+  const seed = accessSeed(service.db, org);
+  await seed.flag(true);
+  const group = await seed.group('Nurses');
+  const course = await seed.course(`course-v1:${org}+C+1`);
+  await seed.link(course, group);
+  const user = await seed.user(newUserId());
+  await seed.member(user, group);
+  const lms = client(service.baseUrl, await serviceToken());
+  const decision = async () => (await lms.get(`access/?course_id=${encodeURIComponent(course)}&action=course.enroll&user_id=${user}`)).body;
+  expect(await decision()).toEqual({ allowed: true, reason: 'group' }); // the membership is now cached
+
+  // The dead process removed the membership (an admin DELETE): intent, then the write, no record.
+  const memberships = service.db.collection<MembershipDoc>(COLLECTIONS.memberships);
+  const before = await memberships.findOne({ _id: String(user) });
+  await orphanIntent(service.db, { c: COLLECTIONS.memberships, o: org, k: [String(user)], audit: true, e: false, b: [before], rid: 'killed-delete' });
+  await memberships.deleteOne({ _id: String(user) });
+
+  await waitFor(
+    () => outboxIds(service.db),
+    (ids) => !ids.includes('killed-delete'),
+  );
+  expect(await decision()).toEqual({ allowed: false, reason: 'no_access' });
+  expect(await auditOf(service.db, 'killed-delete')).toEqual([expect.objectContaining({ action: 'delete', resource: 'memberships', org })]);
+}, 60000);
 
 test.each([
   ['CHANGES_TOPIC empty: it cannot publish', { CHANGES_TOPIC: '', AUDIT_LOG: 'on' }, 'publish change events (CHANGES_TOPIC)'],
