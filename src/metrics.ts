@@ -77,30 +77,29 @@ export function createMetrics() {
       this.set(consumerProgress().filter((p) => p.retrying).length);
     },
   });
-  const consumerOldestAge = new Gauge({
-    name: 'consumer_oldest_unprocessed_age_seconds',
-    help: 'Per partition, the age (by its Kafka timestamp) of the message being handled or waiting for a retry; 0: none.',
-    labelNames: ['topic', 'partition'] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      const now = Date.now();
-      for (const p of consumerProgress()) {
-        const age = p.oldestUnprocessedAt === null ? 0 : Math.max(0, now - p.oldestUnprocessedAt) / 1000;
-        this.set({ topic: p.topic, partition: String(p.partition) }, age);
-      }
-    },
-  });
-  const consumerLag = new Gauge({
-    name: 'consumer_lag_messages',
-    help: 'Per partition, messages not yet handled: the high watermark minus the next offset to handle, as of its last fetch.',
-    labelNames: ['topic', 'partition'] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const p of consumerProgress()) this.set({ topic: p.topic, partition: String(p.partition) }, p.lag);
-    },
-  });
+  /** A gauge per partition the consumer holds, computed from its progress at every scrape. */
+  const perPartition = (name: string, help: string, value: (p: PartitionProgress, now: number) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['topic', 'partition'] as const,
+      registers: [registry],
+      collect() {
+        this.reset(); // a revoked partition leaves no stale series
+        const now = Date.now();
+        for (const p of consumerProgress()) this.set({ topic: p.topic, partition: String(p.partition) }, value(p, now));
+      },
+    });
+  const consumerOldestAge = perPartition(
+    'consumer_oldest_unprocessed_age_seconds',
+    'Per partition, the age (by its Kafka timestamp) of the message being handled or waiting for a retry; 0: none.',
+    (p, now) => (p.oldestUnprocessedAt === null ? 0 : Math.max(0, now - p.oldestUnprocessedAt) / 1000),
+  );
+  const consumerLag = perPartition(
+    'consumer_lag_messages',
+    'Per partition, messages not yet handled: the high watermark minus the next offset to handle, as of its last fetch.',
+    (p) => p.lag,
+  );
   return {
     registry,
     httpDuration,
