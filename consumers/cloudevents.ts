@@ -1,5 +1,5 @@
 import type { IHeaders, KafkaMessage } from 'kafkajs';
-import { eventTimeFromMillis, normalizeEventTime } from '../src/domain/event-time';
+import { type EventStamp, eventKey, eventTimeFromMillis, normalizeEventTime } from '../src/domain/event-time';
 import { ajv, describeErrors, type Infer } from '../src/validation';
 
 /**
@@ -25,6 +25,8 @@ export const cloudEventSchema = {
 export type CloudEvent = Infer<typeof cloudEventSchema> & {
   /** `time` normalized for comparison (event-time.ts); the Kafka record timestamp when the event has none. */
   eventTime: string;
+  /** Its time and identity (`source` and `id`), as records remember them (docs/events.md). */
+  stamp: EventStamp;
   /** Which binding the message used. */
   mode: 'structured' | 'binary';
 };
@@ -91,5 +93,5 @@ export function decodeCloudEvent(message: Pick<KafkaMessage, 'value' | 'headers'
   } catch {
     throw new InvalidMessage('not a CloudEvent: time is not a usable RFC 3339 date-time');
   }
-  return { ...event, eventTime, mode };
+  return { ...event, eventTime, stamp: { time: eventTime, id: eventKey(event.source, event.id) }, mode };
 }

@@ -91,7 +91,7 @@ export async function startService(
 
   let consumer: EventConsumer | null = null;
   if (config.SERVICE_ROLE !== 'api') {
-    const handle: MessageHandler = opts.handle ?? createDispatcher({ db, log, metrics });
+    const handle: MessageHandler = opts.handle ?? createDispatcher({ db, log, metrics, defaultOrganization: config.DEFAULT_ORGANIZATION ?? null });
     consumer = createEventConsumer({ kafka, config, log, handle, metrics, retry: opts.retry });
   }
 
