@@ -1,5 +1,5 @@
 import type { IHeaders, KafkaMessage } from 'kafkajs';
-import { eventTimeFromMillis, normalizeEventTime } from '../src/domain/event-time';
+import { type EventStamp, eventKey, eventTimeFromMillis, normalizeEventTime } from '../src/domain/event-time';
 import { ajv, describeErrors, type Infer } from '../src/validation';
 
 /**
@@ -25,6 +25,8 @@ export const cloudEventSchema = {
 export type CloudEvent = Infer<typeof cloudEventSchema> & {
   /** `time` normalized for comparison (event-time.ts); the Kafka record timestamp when the event has none. */
   eventTime: string;
+  /** Its time and identity (`source` and `id`), as records remember them (docs/events.md). */
+  stamp: EventStamp;
   /** Which binding the message used: JSON structured or binary mode, or the Open edX event bus's Avro (consumers/avro.ts). */
   mode: 'structured' | 'binary' | 'avro';
 };
@@ -79,7 +81,7 @@ function toCloudEvent(envelope: unknown, mode: CloudEvent['mode'], timestamp: st
   } catch {
     throw new InvalidMessage('not a CloudEvent: time is not a usable RFC 3339 date-time');
   }
-  return { ...event, eventTime, mode };
+  return { ...event, eventTime, stamp: { time: eventTime, id: eventKey(event.source, event.id) }, mode };
 }
 
 type Message = Pick<KafkaMessage, 'value' | 'headers' | 'timestamp'>;

@@ -35,8 +35,15 @@ export class HandlerFailure extends Error {
  * message that can never be applied (the consumer dead-letters it) and HandlerFailure for one
  * that failed this time (the consumer retries it). Types not handled here are skipped.
  */
-export function createDispatcher(deps: { db: Db; log: Logger; metrics: Metrics; avro?: AvroDecoder | null }): MessageHandler {
+export function createDispatcher(deps: {
+  db: Db;
+  log: Logger;
+  metrics: Metrics;
+  defaultOrganization?: string | null;
+  avro?: AvroDecoder | null;
+}): MessageHandler {
   const { db, log, metrics } = deps;
+  const defaultOrganization = deps.defaultOrganization ?? null;
   const decode = createMessageDecoder(deps.avro ?? null);
   return async ({ topic, partition, message }) => {
     const event = await decode(message);
@@ -60,7 +67,7 @@ export function createDispatcher(deps: { db: Db; log: Logger; metrics: Metrics; 
     try {
       // What the event changes is the LMS's doing (not audited); the event id traces it.
       outcome = await runInChangeContext({ cause: 'event', actor: { type: 'lms' }, requestId: event.id, audit: false }, () =>
-        handler.apply(db, event, parsed.data),
+        handler.apply({ db, event, data: parsed.data, defaultOrganization }),
       );
     } catch (err) {
       if (err instanceof InvalidMessage || err instanceof Invalid) {

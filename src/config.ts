@@ -29,6 +29,8 @@ export const configSchema = {
     CHANGES_TOPIC: { type: 'string', pattern: '^[A-Za-z0-9._-]{0,249}$', default: 'course-access-groups.changes' },
     AUDIT_LOG: { type: 'string', enum: ['on', 'off'], default: 'on' },
     AUDIT_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36500, default: 365 },
+    /** The organization of events that name none (a single-site LMS; docs/events.md). */
+    DEFAULT_ORGANIZATION: { type: 'string', minLength: 1, maxLength: 255 },
     /** The Confluent-compatible API of the schema registry the Open edX event bus's Avro names (consumers/avro.ts). */
     SCHEMA_REGISTRY_URL: { type: 'string', pattern: '^https?://[^\\s]+$' },
     SCHEMA_REGISTRY_USERNAME: { type: 'string', minLength: 1 },

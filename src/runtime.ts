@@ -97,7 +97,7 @@ export async function startService(
     if (config.SCHEMA_REGISTRY_URL) {
       avro = createAvroDecoder({ url: config.SCHEMA_REGISTRY_URL, username: config.SCHEMA_REGISTRY_USERNAME, password: config.SCHEMA_REGISTRY_PASSWORD });
     }
-    const handle: MessageHandler = opts.handle ?? createDispatcher({ db, log, metrics, avro });
+    const handle: MessageHandler = opts.handle ?? createDispatcher({ db, log, metrics, defaultOrganization: config.DEFAULT_ORGANIZATION ?? null, avro });
     consumer = createEventConsumer({ kafka, config, log, handle, metrics, retry: opts.retry });
   }
 
