@@ -24,6 +24,8 @@ export const configSchema = {
     JWT_AUDIENCE: { type: 'string', minLength: 1 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     SERVICE_ROLE: { type: 'string', enum: ['all', 'api', 'consumer'], default: 'all' },
+    /** Attempts at an event whose failure is not retriable before it goes to the DLQ (10: about 45 s of backoff). */
+    EVENT_MAX_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
     ACCESS_CACHE: { type: 'string', enum: ['on', 'off'], default: 'on' },
     /** Where change events go; empty turns them off (see loadConfig: empty is not "unset" here). */
     CHANGES_TOPIC: { type: 'string', pattern: '^[A-Za-z0-9._-]{0,249}$', default: 'course-access-groups.changes' },
@@ -46,6 +48,7 @@ export const configSchema = {
     'KAFKA_TOPICS',
     'LOG_LEVEL',
     'SERVICE_ROLE',
+    'EVENT_MAX_ATTEMPTS',
     'ACCESS_CACHE',
     'CHANGES_TOPIC',
     'AUDIT_LOG',

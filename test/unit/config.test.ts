@@ -12,6 +12,8 @@ test('defaults follow the SPEC', () => {
   expect(c.KAFKA_GROUP_ID).toBe('course-access-groups');
   expect(c.KAFKA_TOPICS).toEqual(['user-account-activated', 'user-lifecycle', 'course-catalog']);
   expect(c.SERVICE_ROLE).toBe('all');
+  expect(c.EVENT_MAX_ATTEMPTS).toBe(10);
+  expect(loadConfig({ ...base, EVENT_MAX_ATTEMPTS: '3' }).EVENT_MAX_ATTEMPTS).toBe(3);
   expect(Object.isFrozen(c)).toBe(true);
 });
 
@@ -39,6 +41,8 @@ test.each([
   ['AUDIT_LOG', 'maybe'],
   ['AUDIT_RETENTION_DAYS', '0'],
   ['AUDIT_RETENTION_DAYS', 'a year'],
+  ['EVENT_MAX_ATTEMPTS', '0'],
+  ['EVENT_MAX_ATTEMPTS', 'ten'],
   ['SCHEMA_REGISTRY_URL', 'registry:8081'],
 ])('an invalid %s (%s) is refused by name', (key, value) => {
   expect(() => loadConfig({ ...base, [key]: value })).toThrow(new RegExp(key));
