@@ -1,6 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import Ajv from 'ajv';
 import type { FromSchema } from 'json-schema-to-ts';
+import { MongoClient } from 'mongodb';
 
 /** The environment the service reads (SPEC section 6). One schema: validation and the type. */
 export const configSchema = {
@@ -24,6 +25,8 @@ export const configSchema = {
     JWT_AUDIENCE: { type: 'string', minLength: 1 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     SERVICE_ROLE: { type: 'string', enum: ['all', 'api', 'consumer'], default: 'all' },
+    /** Whether `X-Forwarded-Host`/`-Proto` shape links: only behind a proxy that sets them (SPEC section 6). */
+    TRUST_PROXY: { type: 'string', enum: ['on', 'off'], default: 'off' },
     ACCESS_CACHE: { type: 'string', enum: ['on', 'off'], default: 'on' },
     /** Where change events go; empty turns them off (see loadConfig: empty is not "unset" here). */
     CHANGES_TOPIC: { type: 'string', pattern: '^[A-Za-z0-9._-]{0,249}$', default: 'course-access-groups.changes' },
@@ -40,6 +43,7 @@ export const configSchema = {
     'KAFKA_TOPICS',
     'LOG_LEVEL',
     'SERVICE_ROLE',
+    'TRUST_PROXY',
     'ACCESS_CACHE',
     'CHANGES_TOPIC',
     'AUDIT_LOG',
@@ -89,6 +93,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // ajv applied the defaults and coercions to `raw` in place.
   const config = raw as unknown as RawConfig;
+  checkMongoUrl(config.MONGO_URL);
+  checkKafkaBrokers(config.KAFKA_BROKERS);
+  if (config.JWT_JWKS_URL !== undefined) checkHttpUrl('JWT_JWKS_URL', config.JWT_JWKS_URL);
   const list = (s: string) =>
     s
       .split(',')
@@ -103,6 +110,44 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   });
   jwtAlgorithm(result); // refuses a key and algorithm that do not go together
   return result;
+}
+
+/**
+ * The schema's patterns only look at a prefix; each URL is parsed here as the code that will use
+ * it parses it, so a value it would refuse stops start-up naming the setting, not with a stack
+ * trace at the first connection. No message repeats a whole URL: it may carry a password.
+ */
+function checkMongoUrl(url: string): void {
+  try {
+    // The driver parses the whole string and its options in the constructor, without connecting.
+    // Alone, not beside the service's own options, which would hide a bad value of the same name.
+    new MongoClient(url);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration: MONGO_URL: ${(err as Error).message}`);
+  }
+}
+
+/** kafkajs splits each broker on ':' into a host and a port number, and checks neither. */
+function checkKafkaBrokers(brokers: string): void {
+  for (const broker of brokers.split(',')) {
+    const [host, port, ...rest] = broker.trim().split(':');
+    const portNumber = Number(port);
+    const hostOk = host !== undefined && /^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?$/.test(host);
+    if (!hostOk || rest.length > 0 || !/^\d{1,5}$/.test(port ?? '') || portNumber < 1 || portNumber > 65535) {
+      throw new ConfigError(`Invalid configuration: KAFKA_BROKERS: "${broker}" is not host:port (a host name or IPv4 address, a port from 1 to 65535)`);
+    }
+  }
+}
+
+/** An http(s) URL as `fetch` (and jose's key set, which fetches it) reads it. */
+function checkHttpUrl(name: string, value: string): void {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`Invalid configuration: ${name}: not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`Invalid configuration: ${name}: must be an http or https URL`);
 }
 
 /**
@@ -164,5 +209,6 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
     const problems = (validate.errors ?? []).map((e) => `${e.instancePath.replace(/^\//, '')}: ${e.message}`);
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
   }
+  checkMongoUrl(raw.MONGO_URL as string);
   return Object.freeze(raw as unknown as CliConfig);
 }

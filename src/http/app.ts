@@ -34,9 +34,12 @@ const closeConnectionsWhileDraining =
     if (isDraining()) ctx.set('Connection', 'close');
   };
 
-/** The Koa application. Middleware order reads top to bottom. */
+/**
+ * The Koa application. Middleware order reads top to bottom. Forwarded headers count only with
+ * `TRUST_PROXY=on`, else any client could choose the host written into `next`/`previous` links.
+ */
 export function createApp(deps: AppDeps): Koa {
-  const app = new Koa({ proxy: true });
+  const app = new Koa({ proxy: deps.config.TRUST_PROXY === 'on' });
   const verify = createTokenVerifier(deps.config);
   const openapi = openApiDocument([...openFeatures, ...adminFeatures]);
 
