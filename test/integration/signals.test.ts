@@ -2,9 +2,9 @@
 // for a dependency, running)", on real `src/main.ts` processes: signalled while the modules load,
 // while the database or the broker is waited for with backoff, while running (a consumer-only
 // process, which serves its probes on PORT too), and a second signal while draining requests.
-import { request } from 'node:http';
 import { MongoClient } from 'mongodb';
 import { waitFor } from '../helpers/events';
+import { slowPost } from '../helpers/http';
 import { killAll, type ServiceProcess, spawnService } from '../helpers/service-process';
 import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
@@ -53,6 +53,17 @@ const logged = (p: ServiceProcess, msg: string, timeoutMs = 30000) =>
   waitFor(async () => lines(p).find((l) => l.msg === msg), Boolean, timeoutMs).catch((err: Error) => {
     throw new Error(`${err.message}: "${msg}" never logged; the process wrote:\n${p.output().slice(-2000)}`);
   });
+
+/** The port the process listens on, once its /readyz says ready. */
+async function readyPort(p: ServiceProcess): Promise<number> {
+  const { port } = (await logged(p, 'listening'))!;
+  await waitFor(
+    () => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status),
+    (s) => s === 200,
+    30000,
+  );
+  return port!;
+}
 
 /** Sends `signal` and returns the exit code and how long the process took to go. */
 async function stopWith(p: ServiceProcess, signal: NodeJS.Signals) {
@@ -106,12 +117,7 @@ test.each(['SIGTERM', 'SIGINT'] as const)(
 
 test('SIGINT while running as a consumer, after its own /readyz said ready: exit 0 within 10 s', async () => {
   const p = start({ SERVICE_ROLE: 'consumer' });
-  const { port } = (await logged(p, 'listening'))!;
-  await waitFor(
-    () => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status),
-    (s) => s === 200,
-    30000,
-  );
+  await readyPort(p);
   const exit = await stopWith(p, 'SIGINT');
   expect(exit).toMatchObject({ code: 0, signal: null });
   expect(exit.ms).toBeLessThan(STOP_LIMIT_MS);
@@ -120,40 +126,22 @@ test('SIGINT while running as a consumer, after its own /readyz said ready: exit
 
 test('SIGTERM, then SIGINT while draining a request in flight: the request completes, exit 0 within 10 s', async () => {
   const p = start({ SERVICE_ROLE: 'api' });
-  const { port } = (await logged(p, 'listening'))!;
-  await waitFor(
-    () => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status),
-    (s) => s === 200,
-    30000,
-  );
-  const body = JSON.stringify({ name: 'drained', description: '' });
-  const req = request({
-    host: '127.0.0.1',
+  const port = await readyPort(p);
+  const inFlight = slowPost(
     port,
-    method: 'POST',
-    path: '/course_access_groups/api/v1/course-access-groups/',
-    agent: false,
-    headers: { Authorization: `Bearer ${await siteAdminToken('org-sig')}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
-  });
-  const status = new Promise<number>((resolve, reject) => {
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-  });
-  const connected = new Promise<void>((resolve) => req.on('socket', (s) => s.on('connect', () => resolve())));
-  req.flushHeaders();
-  req.write(body.slice(0, 5));
-  await connected;
+    '/course_access_groups/api/v1/course-access-groups/',
+    await siteAdminToken('org-sig'),
+    JSON.stringify({ name: 'drained', description: '' }),
+  );
+  await inFlight.connected;
   await new Promise((r) => setTimeout(r, 200)); // the server has read the headers
 
   const at = Date.now();
   p.child.kill('SIGTERM');
   await logged(p, 'shutting down');
   p.child.kill('SIGINT'); // a second signal while draining changes nothing
-  req.end(body.slice(5));
-  expect(await status).toBe(201);
+  inFlight.finish();
+  expect(await inFlight.response).toBe(201);
   const exit = await p.exited;
   expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
   expect(exit.at - at).toBeLessThan(STOP_LIMIT_MS);
