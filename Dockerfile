@@ -26,6 +26,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force \
 COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 8000
+# GET /healthz with bash's /dev/tcp: a second Node.js process every 10 s would cost far more CPU
+# (it took 2.4 s, and once timed out, on a loaded 2-core machine).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${PORT:-8000} && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
 CMD ["node", "dist/src/main.js"]
