@@ -37,13 +37,14 @@ export function createKafka(config: Config, log: Logger, clientId = 'course-acce
  * Answers "is a broker reachable?" for /readyz and for start-up, within `timeoutMs` whatever the
  * broker does: a client of its own without kafkajs's retries (with them, a connection to a broker
  * that is down is retried for about a minute), one long-lived admin connection, one probe at a
- * time, and a short cache so a burst of probes costs one metadata request.
+ * time, and a short cache so a burst of probes costs one metadata request. Its client logs
+ * nothing (a failure every few seconds while the broker is away): `failure()` says why instead.
  */
 export function brokerProbe(config: Config, log: Logger, opts: { cacheMs?: number; timeoutMs?: number } = {}) {
   const { cacheMs = 2000, timeoutMs = 2000 } = opts;
-  const admin = createKafka(config, log, 'course-access-groups-probe', 0).admin({ retry: { retries: 0 } });
+  const admin = createKafka(config, log.child({}, { level: 'silent' }), 'course-access-groups-probe', 0).admin({ retry: { retries: 0 } });
   let connected = false;
-  let last = { at: 0, ok: false };
+  let last: { at: number; ok: boolean; error?: Error } = { at: 0, ok: false };
   let probing: Promise<boolean> | null = null;
   const probe = async (): Promise<boolean> => {
     try {
@@ -52,23 +53,24 @@ export function brokerProbe(config: Config, log: Logger, opts: { cacheMs?: numbe
         connected = true;
       }
       await admin.describeCluster();
-      return true;
-    } catch {
+      last = { at: Date.now(), ok: true };
+    } catch (err) {
       if (connected) await admin.disconnect().catch(() => undefined);
       connected = false;
-      return false;
+      last = { at: Date.now(), ok: false, error: err as Error };
     }
+    return last.ok;
   };
   return {
     reachable(): Promise<boolean> {
       if (Date.now() - last.at < cacheMs) return Promise.resolve(last.ok);
-      probing ??= probe().then((ok) => {
-        last = { at: Date.now(), ok };
+      probing ??= probe().finally(() => {
         probing = null;
-        return ok;
       });
       return within(probing, timeoutMs, false);
     },
+    /** Why the last probe failed (undefined: it succeeded, or is still under way). */
+    failure: (): Error | undefined => (last.ok ? undefined : last.error),
     async close() {
       if (probing) await within(probing, timeoutMs, false);
       if (connected) await admin.disconnect().catch(() => undefined);

@@ -183,7 +183,7 @@ export async function startService(
       await withRetry(
         'broker',
         async () => {
-          if (!(await broker.reachable())) throw new DependencyUnavailable('broker');
+          if (!(await broker.reachable())) throw new DependencyUnavailable('broker', broker.failure());
           stopping.signal.throwIfAborted();
           await consumer!.start();
         },
