@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: type-check, bring up the local stack (unless MONGO_URL and KAFKA_BROKERS name real
-# servers), run every test, and stop what this script started, whatever happens.
+# servers; SCHEMA_REGISTRY_URL likewise for the schema registry), make the real Open edX
+# producer's Python environment, run every test, and stop what this script started, whatever
+# happens.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -10,6 +12,10 @@ npm run lint
 # test/e2e drives: Debian's Chromium, installed when missing.
 node scripts/build-console.cjs
 bash scripts/browser.sh
+# The real Open edX event bus producer (Python 3.12, from PyPI, cached) that
+# test/integration/openedx-producer.test.ts runs.
+OPENEDX_PRODUCER_PYTHON="$(bash scripts/openedx-producer.sh)"
+export OPENEDX_PRODUCER_PYTHON
 
 source scripts/lib/local-stack.sh
 trap stop_local_stack EXIT

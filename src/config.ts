@@ -32,6 +32,12 @@ export const configSchema = {
     CHANGES_TOPIC: { type: 'string', pattern: '^[A-Za-z0-9._-]{0,249}$', default: 'course-access-groups.changes' },
     AUDIT_LOG: { type: 'string', enum: ['on', 'off'], default: 'on' },
     AUDIT_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36500, default: 365 },
+    /** The organization of events that name none (a single-site LMS; docs/events.md). */
+    DEFAULT_ORGANIZATION: { type: 'string', minLength: 1, maxLength: 255 },
+    /** The Confluent-compatible API of the schema registry the Open edX event bus's Avro names (consumers/avro.ts). */
+    SCHEMA_REGISTRY_URL: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    SCHEMA_REGISTRY_USERNAME: { type: 'string', minLength: 1 },
+    SCHEMA_REGISTRY_PASSWORD: { type: 'string', minLength: 1 },
   },
   additionalProperties: false,
   required: [
@@ -96,6 +102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   checkMongoUrl(config.MONGO_URL);
   checkKafkaBrokers(config.KAFKA_BROKERS);
   if (config.JWT_JWKS_URL !== undefined) checkHttpUrl('JWT_JWKS_URL', config.JWT_JWKS_URL);
+  if (config.SCHEMA_REGISTRY_URL !== undefined) checkHttpUrl('SCHEMA_REGISTRY_URL', config.SCHEMA_REGISTRY_URL);
   const list = (s: string) =>
     s
       .split(',')
@@ -109,6 +116,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     KAFKA_TOPICS: list(config.KAFKA_TOPICS),
   });
   jwtAlgorithm(result); // refuses a key and algorithm that do not go together
+  if ((result.SCHEMA_REGISTRY_USERNAME === undefined) !== (result.SCHEMA_REGISTRY_PASSWORD === undefined)) {
+    throw new ConfigError('Invalid configuration: set both SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD (basic auth), or neither');
+  }
+  if (result.SCHEMA_REGISTRY_USERNAME !== undefined && result.SCHEMA_REGISTRY_URL === undefined) {
+    throw new ConfigError('Invalid configuration: SCHEMA_REGISTRY_USERNAME is set but SCHEMA_REGISTRY_URL is not');
+  }
   return result;
 }
 
@@ -139,7 +152,7 @@ function checkKafkaBrokers(brokers: string): void {
   }
 }
 
-/** An http(s) URL as `fetch` (and jose's key set, which fetches it) reads it. */
+/** An http(s) URL as `fetch` reads it (jose's key set and the registry client fetch theirs). */
 function checkHttpUrl(name: string, value: string): void {
   let url: URL;
   try {

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db, MongoClient } from 'mongodb';
+import { type AvroDecoder, createAvroDecoder } from '../consumers/avro';
 import { createEventConsumer, type EventConsumer, type MessageHandler } from '../consumers/consumer';
 import { createDispatcher } from '../consumers/dispatch';
 import { type ChangeRelay, createChangeRelay } from './changes/relay';
@@ -95,8 +96,13 @@ export async function startService(
   let draining = false;
 
   let consumer: EventConsumer | null = null;
+  // Only a consumer reads Avro, and only it depends on the registry (for /readyz too).
+  let avro: AvroDecoder | null = null;
   if (config.SERVICE_ROLE !== 'api') {
-    const handle: MessageHandler = opts.handle ?? createDispatcher({ db, log, metrics });
+    if (config.SCHEMA_REGISTRY_URL) {
+      avro = createAvroDecoder({ url: config.SCHEMA_REGISTRY_URL, username: config.SCHEMA_REGISTRY_USERNAME, password: config.SCHEMA_REGISTRY_PASSWORD });
+    }
+    const handle: MessageHandler = opts.handle ?? createDispatcher({ db, log, metrics, defaultOrganization: config.DEFAULT_ORGANIZATION ?? null, avro });
     consumer = createEventConsumer({ kafka, config, log, handle, metrics, retry: opts.retry });
   }
 
@@ -125,7 +131,7 @@ export async function startService(
   };
 
   const notReady = async (): Promise<string[]> => {
-    const [dbOk, brokerOk] = await Promise.all([
+    const [dbOk, brokerOk, registryOk] = await Promise.all([
       within(
         ping(db).then(
           () => true,
@@ -135,11 +141,13 @@ export async function startService(
         false,
       ),
       broker.reachable(),
+      avro ? within(avro.reachable(), PROBE_MS, false) : true,
     ]);
     const failing: string[] = [];
     if (draining) failing.push('shutting down');
     if (!dbOk) failing.push('database');
     if (!brokerOk) failing.push('broker');
+    if (!registryOk) failing.push('schema registry');
     if (consumer && (!started || !consumer.healthy())) failing.push('consumer');
     return failing;
   };

@@ -39,6 +39,7 @@ test.each([
   ['AUDIT_LOG', 'maybe'],
   ['AUDIT_RETENTION_DAYS', '0'],
   ['AUDIT_RETENTION_DAYS', 'a year'],
+  ['SCHEMA_REGISTRY_URL', 'registry:8081'],
 ])('an invalid %s (%s) is refused by name', (key, value) => {
   expect(() => loadConfig({ ...base, [key]: value })).toThrow(new RegExp(key));
 });
@@ -57,6 +58,7 @@ describe('URL settings are parsed at start-up as the code that uses them parses 
     ['KAFKA_BROKERS', 'kafka:9092/x', /KAFKA_BROKERS/],
     ['JWT_JWKS_URL', 'https://', /JWT_JWKS_URL: not a URL/],
     ['JWT_JWKS_URL', 'http://', /JWT_JWKS_URL: not a URL/],
+    ['SCHEMA_REGISTRY_URL', 'http://:8081/apis', /SCHEMA_REGISTRY_URL: not a URL/],
   ])('%s=%s stops start-up naming the setting', (key, value, message) => {
     const env = key === 'JWT_JWKS_URL' ? { [key]: value } : { ...base, [key]: value };
     expect(() => loadConfig(env)).toThrow(ConfigError);
@@ -95,6 +97,20 @@ test.each([
   expect(res.status).toBe(2);
   expect(res.stderr).toMatch(new RegExp(`^Invalid configuration: ${key}: [^\\n]+\\n$`));
   expect(res.stdout + res.stderr).not.toMatch(/\bat .*\.(ts|js):\d+/);
+});
+
+test('the schema registry is optional; its basic auth takes a user and a password together, and a URL', () => {
+  expect(loadConfig(base).SCHEMA_REGISTRY_URL).toBeUndefined();
+  const url = 'http://registry:8081/apis/ccompat/v7';
+  expect(loadConfig({ ...base, SCHEMA_REGISTRY_URL: url, SCHEMA_REGISTRY_USERNAME: 'u', SCHEMA_REGISTRY_PASSWORD: 'p' })).toMatchObject({
+    SCHEMA_REGISTRY_URL: url,
+    SCHEMA_REGISTRY_USERNAME: 'u',
+    SCHEMA_REGISTRY_PASSWORD: 'p',
+  });
+  expect(() => loadConfig({ ...base, SCHEMA_REGISTRY_URL: url, SCHEMA_REGISTRY_USERNAME: 'u' })).toThrow(
+    /SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD/,
+  );
+  expect(() => loadConfig({ ...base, SCHEMA_REGISTRY_USERNAME: 'u', SCHEMA_REGISTRY_PASSWORD: 'p' })).toThrow(/SCHEMA_REGISTRY_URL is not$/);
 });
 
 test('the process exits non-zero at start-up with the message on stderr', () => {
