@@ -31,6 +31,19 @@ export function pause(ms: number, signal?: AbortSignal): Promise<boolean> {
   });
 }
 
+/**
+ * Resolves as `promise` does, or with `fallback` once `ms` have passed: bounds the wait for an
+ * operation that cannot be cancelled (the operation itself goes on). Does not keep the process alive.
+ */
+export function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 export interface RetryOptions {
   policy: RetryPolicy;
   /** Stops the retries: the last error is thrown. */
