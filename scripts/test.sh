@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: type-check, bring up the local stack (unless MONGO_URL and KAFKA_BROKERS name real
-# servers; SCHEMA_REGISTRY_URL likewise for the schema registry), make the real Open edX
-# producer's Python environment, run every test, and stop what this script started, whatever
-# happens.
+# servers; SCHEMA_REGISTRY_URL likewise for the schema registry), make the Python environments of
+# the real Open edX producer and of the LMS plugin's tests, run every test, and stop what this
+# script started, whatever happens.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -16,6 +16,10 @@ bash scripts/browser.sh
 # test/integration/openedx-producer.test.ts runs.
 OPENEDX_PRODUCER_PYTHON="$(bash scripts/openedx-producer.sh)"
 export OPENEDX_PRODUCER_PYTHON
+# The Open edX LMS plugin's pytest environment (Python 3.12, from PyPI, cached) that
+# test/integration/openedx-plugin.test.ts runs against the real service.
+OPENEDX_PLUGIN_PYTHON="$(bash scripts/openedx-plugin.sh)"
+export OPENEDX_PLUGIN_PYTHON
 
 source scripts/lib/local-stack.sh
 trap stop_local_stack EXIT
