@@ -9,7 +9,7 @@
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type UserDoc } from '../src/db/collections';
 import { Tenant } from '../src/db/tenant';
-import { normalizeEventTime } from '../src/domain/event-time';
+import { asStamp, normalizeEventTime } from '../src/domain/event-time';
 import { syncUserGroups } from '../src/domain/list-facts';
 import { insertMembershipIfAbsent } from '../src/domain/memberships';
 import { gramsOf, indexUser, userSearchFields } from '../src/domain/search-index';
@@ -58,6 +58,7 @@ async function main() {
         collection: COLLECTIONS.users,
         doc,
         set,
+        at: asStamp(time),
         tombstone: userTombstone(base + samples + i),
         ownerOrg: async () => null,
         moveOut: async () => undefined,

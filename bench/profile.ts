@@ -75,10 +75,13 @@ async function activations(client: MongoClient, db: Db) {
       is_site_admin: false,
       pii: { username: `user${i}`, name: `Learner Number ${i}`, email: `user${i}@profile.org` },
     };
-    return applyUserData(db, { organization: tenant.org, user } as UserEventData, new Date(Date.UTC(2025, 0, 1, 0, 0, i)).toISOString(), {
-      forceActive: false,
-      rules: true,
-    });
+    return applyUserData(
+      db,
+      { organization: tenant.org, user } as UserEventData,
+      new Date(Date.UTC(2025, 0, 1, 0, 0, i)).toISOString(),
+      'registration',
+      tenant.org,
+    );
   };
   for (let i = 1; i <= 20; i++) await activate(i); // warm-up
   const watch = monitor(client);

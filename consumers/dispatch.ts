@@ -4,7 +4,8 @@ import { runInChangeContext } from '../src/db/change-context';
 import { Invalid } from '../src/errors';
 import type { Logger } from '../src/log';
 import type { Metrics } from '../src/metrics';
-import { decodeCloudEvent, InvalidMessage } from './cloudevents';
+import { type AvroDecoder, createMessageDecoder } from './avro';
+import { InvalidMessage } from './cloudevents';
 import { HANDLERS } from './handlers';
 import type { Subject } from './handlers/handler';
 
@@ -28,15 +29,24 @@ export class HandlerFailure extends Error {
 }
 
 /**
- * The service's message handler: decode the CloudEvent (either binding), pick the handler by
+ * The service's message handler: decode the CloudEvent (JSON in either binding, or the Open edX
+ * event bus's Avro through the schema registry: consumers/avro.ts), pick the handler by
  * `type` whatever the topic, validate its `data`, apply it. Throws InvalidMessage for a
  * message that can never be applied (the consumer dead-letters it) and HandlerFailure for one
  * that failed this time (the consumer retries it). Types not handled here are skipped.
  */
-export function createDispatcher(deps: { db: Db; log: Logger; metrics: Metrics }): MessageHandler {
+export function createDispatcher(deps: {
+  db: Db;
+  log: Logger;
+  metrics: Metrics;
+  defaultOrganization?: string | null;
+  avro?: AvroDecoder | null;
+}): MessageHandler {
   const { db, log, metrics } = deps;
+  const defaultOrganization = deps.defaultOrganization ?? null;
+  const decode = createMessageDecoder(deps.avro ?? null);
   return async ({ topic, partition, message }) => {
-    const event = decodeCloudEvent(message);
+    const event = await decode(message);
     const handler = HANDLERS.get(event.type);
     if (!handler) {
       // Label 'other', not the type: a label per unknown type would grow without bound.
@@ -57,7 +67,7 @@ export function createDispatcher(deps: { db: Db; log: Logger; metrics: Metrics }
     try {
       // What the event changes is the LMS's doing (not audited); the event id traces it.
       outcome = await runInChangeContext({ cause: 'event', actor: { type: 'lms' }, requestId: event.id, audit: false }, () =>
-        handler.apply(db, event, parsed.data),
+        handler.apply({ db, event, data: parsed.data, defaultOrganization }),
       );
     } catch (err) {
       if (err instanceof InvalidMessage || err instanceof Invalid) {

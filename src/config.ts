@@ -29,6 +29,12 @@ export const configSchema = {
     CHANGES_TOPIC: { type: 'string', pattern: '^[A-Za-z0-9._-]{0,249}$', default: 'course-access-groups.changes' },
     AUDIT_LOG: { type: 'string', enum: ['on', 'off'], default: 'on' },
     AUDIT_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36500, default: 365 },
+    /** The organization of events that name none (a single-site LMS; docs/events.md). */
+    DEFAULT_ORGANIZATION: { type: 'string', minLength: 1, maxLength: 255 },
+    /** The Confluent-compatible API of the schema registry the Open edX event bus's Avro names (consumers/avro.ts). */
+    SCHEMA_REGISTRY_URL: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    SCHEMA_REGISTRY_USERNAME: { type: 'string', minLength: 1 },
+    SCHEMA_REGISTRY_PASSWORD: { type: 'string', minLength: 1 },
   },
   additionalProperties: false,
   required: [
@@ -102,6 +108,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     KAFKA_TOPICS: list(config.KAFKA_TOPICS),
   });
   jwtAlgorithm(result); // refuses a key and algorithm that do not go together
+  if ((result.SCHEMA_REGISTRY_USERNAME === undefined) !== (result.SCHEMA_REGISTRY_PASSWORD === undefined)) {
+    throw new ConfigError('Invalid configuration: set both SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD (basic auth), or neither');
+  }
+  if (result.SCHEMA_REGISTRY_USERNAME !== undefined && result.SCHEMA_REGISTRY_URL === undefined) {
+    throw new ConfigError('Invalid configuration: SCHEMA_REGISTRY_USERNAME is set but SCHEMA_REGISTRY_URL is not');
+  }
   return result;
 }
 

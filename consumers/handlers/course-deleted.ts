@@ -1,5 +1,4 @@
-import { Tenant } from '../../src/db/tenant';
-import { courseOrgForDeletion, deleteCourse } from '../../src/domain/courses';
+import { deleteCourse, orgFromCourseKey } from '../../src/domain/courses';
 import { defineHandler } from './handler';
 
 export const courseDeletedDataSchema = {
@@ -8,15 +7,13 @@ export const courseDeletedDataSchema = {
   required: ['course_key'],
 } as const;
 
-/** The course, its group links and its public record are deleted. */
+/**
+ * The course, its group links and its public record are deleted, in whichever organization holds
+ * it: a deletion needs no organization (its tombstone is keyed by the course key alone).
+ */
 export const courseDeleted = defineHandler({
   type: 'org.openedx.content_authoring.course.deleted.v1',
   schema: courseDeletedDataSchema,
   subject: (data) => ({ course_key: data.course_key }),
-  apply: async ({ db, event, data }) => {
-    const org = await courseOrgForDeletion(db, data.course_key);
-    // Never seen, and a key that names no organization: there is nothing to delete anywhere.
-    if (org === null) return 'stale';
-    return deleteCourse(new Tenant(db, org), data.course_key, event.eventTime);
-  },
+  apply: ({ db, event, data, defaultOrganization }) => deleteCourse(db, data.course_key, event.stamp, orgFromCourseKey(data.course_key) ?? defaultOrganization),
 });

@@ -11,6 +11,8 @@ export interface HandlerContext<D> {
   db: Db;
   event: CloudEvent;
   data: D;
+  /** DEFAULT_ORGANIZATION: the organization of an event that names none (src/domain/organization.ts). */
+  defaultOrganization: string | null;
 }
 
 /** One event type: the schema of its `data` and what applying it means. */
@@ -18,7 +20,7 @@ export interface EventHandler {
   type: string;
   /** Validates `data` (throws InvalidMessage) and returns what logs may name it by: `{user_id}` or `{course_key}`. */
   parse(data: unknown): { data: unknown; subject: Subject };
-  apply(db: Db, event: CloudEvent, data: unknown): Promise<ApplyOutcome>;
+  apply(ctx: HandlerContext<unknown>): Promise<ApplyOutcome>;
 }
 
 /**
@@ -41,6 +43,6 @@ export function defineHandler<const S extends JSONSchema, D = Infer<S>>(def: {
       if (!validate(copy)) throw new InvalidMessage(`data does not match the ${def.type} schema: ${describeErrors(validate.errors)}`);
       return { data: copy, subject: def.subject(copy as D) };
     },
-    apply: (db, event, data) => def.apply({ db, event, data: data as D }),
+    apply: (ctx) => def.apply(ctx as HandlerContext<D>),
   };
 }

@@ -1,4 +1,5 @@
 import { Tenant } from '../../src/db/tenant';
+import { eventOrganization } from '../../src/domain/organization';
 import { retireUser } from '../../src/domain/users';
 import { defineHandler } from './handler';
 
@@ -12,13 +13,14 @@ export const userRetiredDataSchema = {
     },
     organization: { type: 'string', minLength: 1, maxLength: 255 },
   },
-  required: ['user', 'organization'],
+  required: ['user'],
 } as const;
 
-/** The user and their membership are deleted. */
+/** The user and their membership are deleted, wherever the user is. */
 export const userRetired = defineHandler({
   type: 'org.openedx.learning.user.retired.v1',
   schema: userRetiredDataSchema,
   subject: (data) => ({ user_id: String(data.user.id) }),
-  apply: ({ db, event, data }) => retireUser(new Tenant(db, data.organization), data.user.id, event.eventTime),
+  apply: ({ db, event, data, defaultOrganization }) =>
+    retireUser(new Tenant(db, eventOrganization(data.organization, { defaultOrganization })), data.user.id, event.stamp),
 });

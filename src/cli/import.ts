@@ -8,6 +8,7 @@ import { Tenant } from '../db/tenant';
 import { applyCatalogInfo, type CatalogInfoData } from '../domain/course-event-data';
 import { type ApplyOutcome, normalizeEventTime } from '../domain/event-time';
 import { registerNewUsers } from '../domain/import-users';
+import { eventOrganization } from '../domain/organization';
 import { applyUserData, type UserEventData, userFacts } from '../domain/user-event-data';
 import { Invalid } from '../errors';
 import { type ProgressCounts, progressReporter } from './progress';
@@ -52,17 +53,25 @@ interface ChunkContext {
 const KINDS = {
   // A line is a registration: the user is upserted, and membership rules apply if it is active.
   users: {
-    parse: (data: unknown) => registrationCompleted.parse(data).data as UserEventData,
+    parse: (data: unknown) => withOrganization(registrationCompleted.parse(data).data as UserEventData),
     applyChunk: (ctx: ChunkContext, lines: Line<UserEventData>[]) => applyUsersChunk(ctx, lines),
   },
   // Courses are few: one by one, as events.
   courses: {
-    parse: (data: unknown) => catalogInfoChanged.parse(data).data as CatalogInfoData,
-    applyChunk: (ctx: ChunkContext, lines: Line<CatalogInfoData>[]) => applyEachLine(ctx, lines, (data) => applyCatalogInfo(ctx.db, data, IMPORT_TIME)),
+    parse: (data: unknown) => {
+      const course = catalogInfoChanged.parse(data).data as CatalogInfoData;
+      return { ...course, organization: eventOrganization(course.organization, { courseKey: course.catalog_info.course_key, defaultOrganization }) };
+    },
+    applyChunk: (ctx: ChunkContext, lines: Line<CatalogInfoData>[]) =>
+      applyEachLine(ctx, lines, (data) => applyCatalogInfo(ctx.db, data, IMPORT_TIME, data.organization!)),
   },
 } as const;
 
-const registration = (data: UserEventData) => ({ forceActive: false, rules: data.user.is_active });
+/** Lines that name no organization take DEFAULT_ORGANIZATION, as events do (a single-site LMS). */
+const defaultOrganization = process.env.DEFAULT_ORGANIZATION || null;
+
+/** The line with its organization resolved (src/domain/organization.ts): refused when it has none. */
+const withOrganization = (data: UserEventData) => ({ ...data, organization: eventOrganization(data.organization, { defaultOrganization }) });
 
 /**
  * Users of a chunk, organization by organization: new users in one batch (registerNewUsers),
@@ -74,7 +83,7 @@ async function applyUsersChunk(ctx: ChunkContext, lines: Line<UserEventData>[]):
   for (const [org, ofOrg] of byOrganization(lines)) {
     const outcomes = await registerNewUsers(
       new Tenant(ctx.db, org),
-      ofOrg.map((l) => userFacts(l.data, registration(l.data))),
+      ofOrg.map((l) => userFacts(l.data, 'registration')),
       IMPORT_TIME,
     );
     outcomes.forEach((outcome, i) => {
@@ -83,15 +92,16 @@ async function applyUsersChunk(ctx: ChunkContext, lines: Line<UserEventData>[]):
     });
   }
   perEvent.sort((x, y) => x.lineNo - y.lineNo);
-  await applyEachLine(ctx, perEvent, (data) => applyUserData(ctx.db, data, IMPORT_TIME, registration(data)));
+  await applyEachLine(ctx, perEvent, (data) => applyUserData(ctx.db, data, IMPORT_TIME, 'registration', data.organization!));
 }
 
 function byOrganization(lines: Line<UserEventData>[]): Map<string, Line<UserEventData>[]> {
   const groups = new Map<string, Line<UserEventData>[]>();
   for (const line of lines) {
-    const group = groups.get(line.data.organization);
+    const org = line.data.organization!; // resolved when the line was read
+    const group = groups.get(org);
     if (group) group.push(line);
-    else groups.set(line.data.organization, [line]);
+    else groups.set(org, [line]);
   }
   return groups;
 }

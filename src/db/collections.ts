@@ -72,8 +72,20 @@ export interface PublicCourseDoc extends TenantDoc {
   course: string;
 }
 
+/**
+ * What a record filled from events remembers of them (docs/events.md): the `time` of the newest
+ * event applied (normalized, src/domain/event-time.ts), how many distinct events of that time it
+ * applied, and the identities of the last few of them (older times need none: their time refuses them).
+ */
+export interface EventVersion {
+  event_time: string;
+  /** Absent on records written before identities were kept (and by seeds): read as 1 and none. */
+  event_n?: number;
+  event_ids?: string[];
+}
+
 /** Read model filled from LMS events. `_id` is `String(id)`. */
-export interface UserDoc extends TenantDoc {
+export interface UserDoc extends TenantDoc, EventVersion {
   id: number;
   username: string;
   name: string;
@@ -83,8 +95,11 @@ export interface UserDoc extends TenantDoc {
   is_active: boolean;
   is_staff: boolean;
   is_site_admin: boolean;
-  /** `time` of the newest event applied to this record (ISO 8601), for out-of-order delivery. */
-  event_time: string;
+  /** The version (`time#n`) of the newest event that showed the user inactive (docs/events.md). */
+  deact_v?: string;
+  /** The version of the activation whose membership rules were applied; `act_done` false while they are being applied. */
+  act_v?: string;
+  act_done?: boolean;
   /** 1 when `users/` lists the user (not a site administrator), else 0: an equality, for indexes. */
   listed: 0 | 1;
   /**
@@ -98,10 +113,9 @@ export interface UserDoc extends TenantDoc {
 }
 
 /** Read model filled from LMS events. `_id` and `id` are the course key. */
-export interface CourseDoc extends TenantDoc {
+export interface CourseDoc extends TenantDoc, EventVersion {
   id: string;
   name: string;
-  event_time: string;
   /**
    * Derived from the public record and the group links (src/domain/list-facts.ts), so
    * `is_public`/`no_group` are index equalities on the course; `facts_v` as on users.
@@ -126,11 +140,14 @@ export type UserGramDoc = GramDoc<number>;
 export type CourseGramDoc = GramDoc<string>;
 
 /**
- * The memory of a deletion made by an event (`_id` `user:<id>` or `course:<key>`), so that an
- * older event delivered after it (another topic, a redelivery) does not bring the record back.
+ * The memory of a deletion made by an event, so that an older or redelivered event does not bring
+ * the record back. `_id` is `user:<id>` or `course:<key>`, whatever the organization: user ids and
+ * course keys are unique across organizations, and so are their tombstones (src/db/tombstones.ts).
+ * `org` is where the record was deleted (for people reading the data; nothing filters by it).
  */
-export interface TombstoneDoc extends TenantDoc {
-  event_time: string;
+export interface TombstoneDoc extends EventVersion {
+  _id: string;
+  org: string | null;
 }
 
 /** `_id` is the organization. */

@@ -17,7 +17,7 @@ import { recordAfterWrite } from './change-log';
 import { COLLECTIONS, type CollectionName, type TenantDoc } from './collections';
 import { claimIds } from './counters';
 import { isDuplicateKey } from './errors';
-import { dropIntent, INTENT_GRACE_MS, type Intent, intentPolicy, narrowIntent, openIntent, reopenIntent, signalDone } from './outbox';
+import { dropIntent, INTENT_GRACE_MS, type Intent, intentPolicy, narrowIntent, openIntent, reopenIntent, signalDone, TRACKED } from './outbox';
 
 /**
  * Tenancy lives here and nowhere else. A `Tenant` is the only handle routes, domain functions
@@ -296,6 +296,18 @@ export class TenantCollection<T extends TenantDoc> {
       const errors = writeErrors === undefined ? [] : Array.isArray(writeErrors) ? writeErrors : [writeErrors];
       if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw err;
     }
+  }
+
+  /**
+   * Updates one document's fields that no cache, list or change event reads (an event's own
+   * bookkeeping, such as a user's activation claim): the change sequence is not moved for them,
+   * so the write is one command. True when a document matched (`many`: every match is updated).
+   * Untracked collections only.
+   */
+  async updateBookkeeping(filter: Filter<T>, update: UpdateFilter<T>, options: { many?: boolean } = {}): Promise<boolean> {
+    if (TRACKED.has(this.name)) throw new Error(`${this.name} is tracked: its writes are recorded`);
+    const r = options.many ? await this.inner.updateMany(this.scope(filter), update) : await this.inner.updateOne(this.scope(filter), update);
+    return r.matchedCount > 0;
   }
 
   /** Aggregations start with the organization's `$match`; callers add the rest. */

@@ -1,8 +1,8 @@
 import type { Db } from 'mongodb';
 import { Tenant } from '../db/tenant';
-import { Invalid } from '../errors';
 import type { Infer } from '../validation';
-import { orgFromCourseKey, upsertCourse } from './courses';
+import { upsertCourse } from './courses';
+import type { EventStamp } from './event-time';
 
 /** `data` of the catalog-info event (a courses line of `cag import` too). */
 export const catalogInfoChangedDataSchema = {
@@ -24,14 +24,10 @@ export const catalogInfoChangedDataSchema = {
 export type CatalogInfoData = Infer<typeof catalogInfoChangedDataSchema>;
 
 /**
- * What a catalog-info event does with its `data` as of `time` (the consumer's handler and the
- * backfill import): the course is upserted in `organization`, else in the ORG of
- * `course-v1:ORG+NUM+RUN`.
+ * What a catalog-info event does with its `data` in organization `org` (src/domain/organization.ts),
+ * as the event `at` (the consumer's handler and the backfill import): the course is upserted.
  */
-export function applyCatalogInfo(db: Db, data: CatalogInfoData, time: string) {
+export function applyCatalogInfo(db: Db, data: CatalogInfoData, at: string | EventStamp, org: string) {
   const { course_key: key, name } = data.catalog_info;
-  const org = data.organization ?? orgFromCourseKey(key);
-  // Without either, no organization can be named: the event can never be applied.
-  if (org === null) throw new Invalid({ non_field_errors: ['data has no organization and its course_key is not course-v1:ORG+NUM+RUN'] });
-  return upsertCourse(new Tenant(db, org), { key, name }, time);
+  return upsertCourse(new Tenant(db, org), { key, name }, at);
 }

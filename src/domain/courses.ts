@@ -1,10 +1,11 @@
+import type { Db } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../db/collections';
 import { ownerLookup, Tenant } from '../db/tenant';
-import type { ApplyOutcome } from './event-time';
+import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import { syncCourseFacts } from './list-facts';
 import { indexCourse, unindexCourse } from './search-index';
-import { recordDeletion, upsertIfNewer } from './versioned-records';
+import { compare, recordDeletion, upsertIfNewer } from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
 export function orgFromCourseKey(courseKey: string): string | null {
@@ -25,13 +26,15 @@ async function deleteCourseDependents(tenant: Tenant, courseKey: string): Promis
   return links.deletedCount + publicRecord.deletedCount;
 }
 
-/** Records a course in the tenant's organization as of `time`, unless a newer event is already reflected. */
-export async function upsertCourse(tenant: Tenant, course: { key: string; name: string }, time: string): Promise<ApplyOutcome> {
+/** Records a course in the tenant's organization as of `at`, unless it already reflects it or a newer event. */
+export async function upsertCourse(tenant: Tenant, course: { key: string; name: string }, at: string | EventStamp): Promise<ApplyOutcome> {
+  const stamp = asStamp(at);
   const { outcome, current } = await upsertIfNewer<CourseDoc>(tenant, {
     collection: COLLECTIONS.courses,
     // A new course has no link and no public record yet: its list facts are derived after the write.
-    doc: { _id: course.key, id: course.key, name: course.name, event_time: time, is_public: 0, linked: 0, facts_v: 0 },
-    set: { id: course.key, name: course.name, event_time: time },
+    doc: { _id: course.key, id: course.key, name: course.name, event_time: stamp.time, is_public: 0, linked: 0, facts_v: 0 },
+    set: { id: course.key, name: course.name, event_time: stamp.time },
+    at: stamp,
     tombstone: courseTombstone(course.key),
     ownerOrg: () => ownerLookup(tenant.db).courseOrg(course.key),
     // Links and the public record point at the old organization's groups: they do not travel.
@@ -50,22 +53,31 @@ export async function upsertCourse(tenant: Tenant, course: { key: string; name: 
 }
 
 /**
- * Deletes a course with its links and public record (SPEC section 5), in the organization that
- * holds it (else the one its key names), leaving a tombstone there. Dependents go first, so a
- * crash leaves the course and a redelivery finishes the job.
+ * Deletes a course with its links and public record (docs/events.md), in whichever organization
+ * holds it, and leaves a tombstone by course key alone, so that no older or redelivered event,
+ * whatever organization it names, brings it back. Dependents go first, so a crash leaves the
+ * course and a redelivery finishes the job. `org`: where the course would be if no organization
+ * holds it (recorded on the tombstone, for people reading the data).
  */
-export async function deleteCourse(tenant: Tenant, courseKey: string, time: string): Promise<ApplyOutcome> {
-  const tombstoned = await recordDeletion(tenant, courseTombstone(courseKey), time);
-  const courses = tenant.collection<CourseDoc>(COLLECTIONS.courses);
-  const course = await courses.findById(courseKey, { projection: { event_time: 1 } });
-  if (course && course.event_time > time) return 'stale';
-  const dependents = await deleteCourseDependents(tenant, courseKey);
-  const deleted = course ? await courses.deleteOne({ _id: courseKey, event_time: { $lte: time } }) : { deletedCount: 0 };
-  await unindexCourse(tenant, courseKey, time);
-  return dependents + deleted.deletedCount > 0 ? 'applied' : tombstoned;
-}
-
-/** The organization a course-deleted event applies to: the course's, else its key's. */
-export async function courseOrgForDeletion(tenantDb: Tenant['db'], courseKey: string): Promise<string | null> {
-  return (await ownerLookup(tenantDb).courseOrg(courseKey)) ?? orgFromCourseKey(courseKey);
+export async function deleteCourse(
+  db: Db,
+  courseKey: string,
+  at: string | EventStamp,
+  org: string | null = orgFromCourseKey(courseKey),
+): Promise<ApplyOutcome> {
+  const stamp = asStamp(at);
+  const owner = await ownerLookup(db).courseOrg(courseKey);
+  const tenant = owner === null ? null : new Tenant(db, owner);
+  const courses = tenant?.collection<CourseDoc>(COLLECTIONS.courses);
+  const course = (await courses?.findById(courseKey, { projection: { event_time: 1, event_n: 1, event_ids: 1 } })) ?? null;
+  if (course) {
+    const cmp = compare(course, stamp);
+    if (cmp !== 'newer') return cmp;
+  }
+  const tombstoned = await recordDeletion(db, courseTombstone(courseKey), owner ?? org, stamp, course);
+  if (!tenant || !course || !courses) return tombstoned;
+  await deleteCourseDependents(tenant, courseKey);
+  await courses.deleteOne({ _id: courseKey, event_time: course.event_time });
+  await unindexCourse(tenant, courseKey, stamp.time);
+  return 'applied';
 }

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * Event times as comparable strings. CloudEvents `time` is RFC 3339 with any offset and any
  * number of fraction digits, so two raw strings do not sort by instant; stored `event_time` is
@@ -35,3 +37,26 @@ export function outcomeAgainst(stored: string, time: string): ApplyOutcome | 'ne
   if (stored === time) return 'duplicate';
   return stored > time ? 'stale' : 'newer';
 }
+
+/**
+ * What identifies one event and orders it: its normalized `time` and its identity (`source` and
+ * `id`, hashed to a short fixed-size key by eventKey). A bare time (the import, which has no
+ * event ids) is its own identity: a second line of the same time is a duplicate.
+ */
+export interface EventStamp {
+  time: string;
+  id: string;
+}
+
+export const asStamp = (at: string | EventStamp): EventStamp => (typeof at === 'string' ? { time: at, id: `t:${at}` } : at);
+
+/** The identity of a CloudEvent: `source` and `id` together (SPEC: the same event is the same pair). */
+export function eventKey(source: string, id: string): string {
+  return createHash('sha256').update(source).update('\0').update(id).digest('base64url').slice(0, 22);
+}
+
+/**
+ * An event's version on a record: its time and its place among the events of that time the record
+ * applied (`time#n`, n from 1), which sort as strings. A stale event, never applied, is `time#0`.
+ */
+export const version = (time: string, n: number) => `${time}#${String(Math.min(n, 9999)).padStart(4, '0')}`;

@@ -1,6 +1,8 @@
+import type { Filter } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc, type RuleDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { ownerLookup, type Tenant } from '../db/tenant';
-import type { ApplyOutcome } from './event-time';
+import { tombstones } from '../db/tombstones';
+import { type ApplyOutcome, asStamp, version } from './event-time';
 import { syncUserGroups } from './list-facts';
 import { emailDomain, ruleId } from './membership-rules';
 import { indexNewUsers, unindexUser } from './search-index';
@@ -23,13 +25,20 @@ export type BatchOutcome = ApplyOutcome | 'per-event';
  */
 export async function registerNewUsers(tenant: Tenant, batch: readonly UserFacts[], time: string): Promise<BatchOutcome[]> {
   const firsts = firstLineOfEachId(batch);
-  const fresh = await usersToInsert(tenant, [...firsts.keys()], time);
-  const inserted = await insertUsers(tenant, fresh, time);
+  const { fresh, stones } = await usersToInsert(tenant, [...firsts.keys()], time);
+  const inserted = await insertUsers(tenant, fresh, stones, time);
   await indexNewUsers(
     tenant,
     inserted.map((u) => userRecord(u, time).doc),
   );
   const memberships = await insertRuleMemberships(tenant, inserted);
+  // Their activations' rules are applied: the claims the inserts made are done (docs/events.md).
+  const activated = inserted.filter((u) => u.is_active).map((u) => String(u.id));
+  if (activated.length > 0) {
+    await tenant
+      .collection<UserDoc>(COLLECTIONS.users)
+      .updateBookkeeping({ _id: { $in: activated }, act_done: false } as Filter<UserDoc>, { $set: { act_done: true } }, { many: true });
+  }
   // The memberships first, then the users' derived group from a fresh read, as per event (all of
   // them: a membership may predate its user). Two reads for the batch; writes only where it differs.
   await syncUserGroups(
@@ -63,21 +72,37 @@ const deletedSince = (stone: Pick<TombstoneDoc, 'event_time'> | undefined, time:
  * new as `time` (a retired user is the per-event path's: it decides what the deletion leaves).
  * One created meanwhile is caught by the insert, which refuses its `_id`.
  */
-async function usersToInsert(tenant: Tenant, users: readonly UserFacts[], time: string): Promise<UserFacts[]> {
+async function usersToInsert(tenant: Tenant, users: readonly UserFacts[], time: string) {
   const [known, stones] = await Promise.all([ownerLookup(tenant.db).userOrgs(users.map((u) => u.id)), tombstonesOf(tenant, users)]);
-  return users.filter((u) => !known.has(u.id) && !deletedSince(stones.get(userTombstone(u.id)), time));
+  return { fresh: users.filter((u) => !known.has(u.id) && !deletedSince(stones.get(userTombstone(u.id)), time)), stones };
 }
 
 function tombstonesOf(tenant: Tenant, users: readonly UserFacts[]) {
-  return tenant.collection<TombstoneDoc>(COLLECTIONS.tombstones).findByIds(
-    users.map((u) => userTombstone(u.id)),
-    { projection: { event_time: 1 } },
-  );
+  return tombstones(tenant.db).getMany(users.map((u) => userTombstone(u.id)));
+}
+
+/** The `deact_v` a user created again after its retirement starts with: a retirement is a deactivation (docs/events.md). */
+function afterRetirement(stone: TombstoneDoc | undefined, own: string | null) {
+  if (!stone) return {};
+  const retired = version(stone.event_time, stone.event_n ?? 1);
+  return { deact_v: own !== null && own > retired ? own : retired };
 }
 
 /** Inserts the users' records in one unordered insert; returns those inserted (a refused `_id` exists somewhere). */
-async function insertUsers(tenant: Tenant, users: readonly UserFacts[], time: string): Promise<UserFacts[]> {
-  const refused = await tenant.collection<UserDoc>(COLLECTIONS.users).insertMany(users.map((u) => userRecord(u, time).doc));
+async function insertUsers(tenant: Tenant, users: readonly UserFacts[], stones: Map<string, TombstoneDoc>, time: string): Promise<UserFacts[]> {
+  // Each insert is a registration event of `time`: its version fields, and its activation claimed when active.
+  const stamp = asStamp(time);
+  const v = version(time, 1);
+  const refused = await tenant.collection<UserDoc>(COLLECTIONS.users).insertMany(
+    users.map((u) => ({
+      ...userRecord(u, time).doc,
+      event_n: 1,
+      event_ids: [stamp.id],
+      ...(u.is_active ? { act_v: v, act_done: false } : { deact_v: v }),
+      // Created again after a retirement (an older one: newer ones are left to the per-event path).
+      ...afterRetirement(stones.get(userTombstone(u.id)), u.is_active ? null : v),
+    })),
+  );
   return users.filter((u) => !refused.has(String(u.id)));
 }
 

@@ -1,8 +1,10 @@
+import type { Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type MembershipDoc, type RuleDoc, type UserDoc } from '../db/collections';
 import type { Tenant } from '../db/tenant';
+import type { ApplyOutcome } from './event-time';
 import { deleteMembership, insertMembershipIfAbsent } from './memberships';
-import { userTombstone } from './users';
+import { isNewActivation, userTombstone } from './users';
 import { deletedSince } from './versioned-records';
 
 /** The domain a rule matches: what follows the last `@`, lowercased. */
@@ -37,11 +39,40 @@ export async function applyMembershipRules(tenant: Tenant, user: Pick<UserDoc, '
   // A retirement that ran while we inserted must not leave a membership of a user who is gone.
   // Its tombstone is written before it deletes the membership, so one of the two sees the
   // other; take back only the membership this call made. (Tombstones, unlike users, are few.)
-  if (await deletedSince(tenant, userTombstone(user.id), user.event_time)) {
+  if (await deletedSince(tenant.db, userTombstone(user.id), user.event_time)) {
     await withCause('rule', () => deleteMembership(tenant, { _id: created._id, id: created.id }));
     return null;
   }
   return created;
+}
+
+/**
+ * Membership rules once per activation (docs/events.md). After a user event was written
+ * (`written`: its outcome, the record, the event's version), an activation-capable event
+ * (`activates`) that is not a duplicate claims the activation when it is one whose rules are not
+ * applied yet: a write conditional on the bookkeeping it read, so two deliveries cannot both
+ * claim. A record created by such an event claimed it in the same write. A claim is pending
+ * (`act_done: false`) until the rules are applied; whichever event of the user comes next (a
+ * redelivery too) finishes a claim that a crash left pending.
+ */
+export async function settleActivation(
+  tenant: Tenant,
+  written: { outcome: ApplyOutcome; current: UserDoc; version: string },
+  activates: boolean,
+): Promise<void> {
+  const users = tenant.collection<UserDoc>(COLLECTIONS.users);
+  let user = written.current;
+  const claimedOnInsert = user.act_v === written.version;
+  if (activates && written.outcome !== 'duplicate' && !claimedOnInsert && isNewActivation(user, written.version)) {
+    const asRead = (field: 'act_v' | 'deact_v') => (user[field] === undefined ? { $exists: false } : user[field]);
+    const claimed = await users.updateBookkeeping({ _id: user._id, act_v: asRead('act_v'), deact_v: asRead('deact_v') } as Filter<UserDoc>, {
+      $set: { act_v: written.version, act_done: false },
+    });
+    if (claimed) user = { ...user, act_v: written.version, act_done: false };
+  }
+  if (user.act_done !== false) return;
+  await applyMembershipRules(tenant, user);
+  await users.updateBookkeeping({ _id: user._id, act_v: user.act_v, act_done: false } as Filter<UserDoc>, { $set: { act_done: true } });
 }
 
 /**

@@ -2,6 +2,7 @@ import { COLLECTIONS, type MembershipDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/errors';
 import type { Tenant } from '../db/tenant';
 import { syncUserGroups } from './list-facts';
+import { settlePendingActivation } from './users';
 
 /**
  * Creates a user's membership unless they already have one; returns it, or null when one exists.
@@ -26,19 +27,20 @@ export async function insertMembershipIfAbsent(tenant: Tenant, input: { user: nu
   }
   // The membership first, then the user's derived group from a fresh read (src/domain/list-facts.ts).
   await syncUserGroups(tenant, [input.user]);
+  if (!input.automatic) await settlePendingActivation(tenant, input.user);
   return created;
 }
 
 /** Moves a membership to another group, then derives the user's group again. */
 export async function moveMembership(tenant: Tenant, id: number, group: number): Promise<MembershipDoc | null> {
   const doc = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOneAndUpdate({ id }, { $set: { group } });
-  if (doc) await syncUserGroups(tenant, [doc.user]);
+  if (doc) await Promise.all([syncUserGroups(tenant, [doc.user]), settlePendingActivation(tenant, doc.user)]);
   return doc;
 }
 
 /** Deletes a membership by its public id, then derives the user's group again. */
 export async function deleteMembership(tenant: Tenant, filter: { id: number } | { _id: string; id: number }): Promise<boolean> {
   const doc = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOneAndDelete(filter);
-  if (doc) await syncUserGroups(tenant, [doc.user]);
+  if (doc) await Promise.all([syncUserGroups(tenant, [doc.user]), settlePendingActivation(tenant, doc.user)]);
   return doc !== null;
 }

@@ -1,8 +1,9 @@
 import type { Db } from 'mongodb';
 import { Tenant } from '../db/tenant';
 import type { Infer } from '../validation';
-import { applyMembershipRules } from './membership-rules';
-import { type UserFacts, upsertUser } from './users';
+import type { EventStamp } from './event-time';
+import { settleActivation } from './membership-rules';
+import { homeOf, type UserFacts, upsertUser } from './users';
 
 /**
  * `data` of the three user events that carry a whole user (activated, registration completed,
@@ -33,36 +34,42 @@ export const userEventDataSchema = {
     },
     organization: { type: 'string', minLength: 1, maxLength: 255 },
   },
-  required: ['user', 'organization'],
+  required: ['user'],
 } as const;
 
 export type UserEventData = Infer<typeof userEventDataSchema>;
 
 /**
- * What a user event does with its `data` as of `time`; the consumer's handlers and the backfill
- * import (src/cli/import.ts) both come here, so an imported line is exactly a delivered event.
- * Upserts the user; then, when `rules` says so and the stored user is active, applies
- * membership rules. Rules run even when the upsert was a duplicate or stale: a redelivery after
- * a crash between the two steps must still create the membership (creating it is idempotent).
+ * How a user event counts for activations (docs/events.md): `activation` (the learner confirmed
+ * their email: active, an activation), `registration` (registration or login: an activation if
+ * active), `update` (never an activation).
  */
-export async function applyUserData(db: Db, data: UserEventData, time: string, opts: { forceActive: boolean; rules: boolean }) {
-  const tenant = new Tenant(db, data.organization);
-  const { outcome, current } = await upsertUser(tenant, userFacts(data, opts), time);
-  if (opts.rules && current) {
-    await applyMembershipRules(current.org === tenant.org ? tenant : new Tenant(db, current.org), current);
-  }
-  return outcome;
+export type UserEventKind = 'activation' | 'registration' | 'update';
+
+/**
+ * What a user event does with its `data`, in organization `org`, as the event `at`; the
+ * consumer's handlers and the backfill import (src/cli/import.ts) both come here, so an imported
+ * line is exactly a delivered event. Upserts the user, then applies membership rules once per
+ * activation (membership-rules.ts `settleActivation`), also finishing an activation a crash left
+ * half done.
+ */
+export async function applyUserData(db: Db, data: UserEventData, at: string | EventStamp, kind: UserEventKind, org: string) {
+  const facts = userFacts(data, kind);
+  const tenant = new Tenant(db, org);
+  const result = await upsertUser(tenant, facts, at, kind !== 'update' && facts.is_active);
+  if (result.current) await settleActivation(homeOf(tenant, result.current), { ...result, current: result.current }, kind !== 'update' && facts.is_active);
+  return result.outcome;
 }
 
 /** The user an event's `data` describes (the import's batch path reads lines with it too). */
-export function userFacts(data: UserEventData, opts: { forceActive: boolean }): UserFacts {
+export function userFacts(data: UserEventData, kind: UserEventKind): UserFacts {
   const { user } = data;
   return {
     id: user.id,
     username: user.pii.username,
     name: user.pii.name,
     email: user.pii.email,
-    is_active: opts.forceActive || user.is_active,
+    is_active: kind === 'activation' || user.is_active,
     is_staff: user.is_staff,
     is_site_admin: user.is_site_admin,
   };

@@ -1,10 +1,11 @@
+import type { Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections';
 import { ownerLookup, Tenant } from '../db/tenant';
-import type { ApplyOutcome } from './event-time';
+import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import { syncUserGroups } from './list-facts';
 import { indexUser, unindexUser } from './search-index';
-import { recordDeletion, upsertIfNewer } from './versioned-records';
+import { compare, recordDeletion, upsertIfNewer, type VersionedResult } from './versioned-records';
 
 /** A user as the LMS describes it (the `user` of the user events, flattened). */
 export interface UserFacts {
@@ -23,9 +24,10 @@ export const userTombstone = (id: number) => `user:${id}`;
 /**
  * The record an event writes for a user as of `time`: the whole document for a new user, and the
  * fields it changes on an existing one (flags the event does not carry are left as they are).
- * The per-event upsert and the import's batch insert (import-users.ts) both write this.
+ * The per-event upsert and the import's batch insert (import-users.ts) both write this; the
+ * version fields (event_n, event_ids) are versioned-records.ts's.
  */
-export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc, 'org'>; set: Partial<UserDoc> } {
+export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc, 'org' | 'event_n' | 'event_ids'>; set: Partial<UserDoc> } {
   const profile = {
     id: facts.id,
     username: facts.username,
@@ -48,16 +50,44 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
 }
 
 /**
- * Records a user in the tenant's organization as of `time` (normalized, see event-time.ts),
- * unless the record already reflects a newer event. `current` is the record as it now stands
- * (null when a newer deletion wins), in whichever organization holds it.
+ * The activation bookkeeping a version `v` of a user event writes (docs/events.md): an event
+ * showing the learner inactive raises `deact_v`, and so does what a new record follows (a
+ * retirement, a record moved away); a record created by an activation-capable event claims its
+ * activation at once.
  */
-export async function upsertUser(tenant: Tenant, facts: UserFacts, time: string): Promise<{ outcome: ApplyOutcome; current: UserDoc | null }> {
-  const { doc, set } = userRecord(facts, time);
+export function activationFields(facts: Pick<UserFacts, 'is_active'>, activates: boolean) {
+  return (v: string, after: string | null) => {
+    const deact = [after, facts.is_active ? null : v]
+      .filter((x): x is string => x !== null)
+      .sort()
+      .pop();
+    return {
+      ...(deact ? { max: { deact_v: deact } } : {}),
+      ...(activates ? { onInsert: { act_v: v, act_done: false } } : {}),
+    };
+  };
+}
+
+/** True when an activation of version `v` is one whose rules are not applied yet (docs/events.md). */
+export function isNewActivation(user: Pick<UserDoc, 'is_active' | 'act_v' | 'deact_v'>, v: string): boolean {
+  const deact = user.deact_v ?? '';
+  return user.is_active && v > deact && !(user.act_v !== undefined && user.act_v > deact);
+}
+
+/**
+ * Records a user in the tenant's organization as of `at` (docs/events.md), unless the record
+ * already reflects it or a newer event. `activates`: the event is activation-capable and shows
+ * the learner active. `current` is the record as it now stands (null when a newer deletion
+ * wins), in whichever organization holds it; `version` the event's.
+ */
+export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | EventStamp, activates = false): Promise<VersionedResult<UserDoc>> {
+  const stamp = asStamp(at);
+  const { doc, set } = userRecord(facts, stamp.time);
   const result = await upsertIfNewer<UserDoc>(tenant, {
     collection: COLLECTIONS.users,
     doc,
     set,
+    at: stamp,
     tombstone: userTombstone(facts.id),
     ownerOrg: () => ownerLookup(tenant.db).userOrg(facts.id),
     // A membership belongs to a group of the old organization: it does not travel.
@@ -65,12 +95,32 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, time: string)
       await withCause('cascade', () => old.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(facts.id) }));
       await unindexUser(old, facts.id);
     },
+    fields: activationFields(facts, activates),
   });
+  // A stale event showing the learner inactive is still a deactivation (the activation rules ask for the newest one).
+  if (result.current && result.outcome === 'stale' && !facts.is_active && (result.current.deact_v ?? '') < result.version) {
+    await homeOf(tenant, result.current)
+      .collection<UserDoc>(COLLECTIONS.users)
+      .updateBookkeeping({ _id: result.current._id } as Filter<UserDoc>, { $max: { deact_v: result.version } });
+  }
   // Every event re-derives what is derived from the record (also a duplicate or a stale one: so a
   // redelivery repairs what a crash after the write left undone).
-  if (result.current) await reindexUser(result.current.org === tenant.org ? tenant : new Tenant(tenant.db, result.current.org), result.current);
+  if (result.current) await reindexUser(homeOf(tenant, result.current), result.current);
   return result;
 }
+
+/**
+ * An administrator's change to a user's membership (create, move, delete) settles any activation
+ * of that user still pending (docs/events.md), so that finishing it later cannot undo the change.
+ */
+export async function settlePendingActivation(tenant: Tenant, userId: number): Promise<void> {
+  await tenant
+    .collection<UserDoc>(COLLECTIONS.users)
+    .updateBookkeeping({ _id: String(userId), act_done: false } as Filter<UserDoc>, { $set: { act_done: true } });
+}
+
+/** The tenant of the organization that holds `record` (the one asked about, or the one it moved to). */
+export const homeOf = (tenant: Tenant, record: { org: string }) => (record.org === tenant.org ? tenant : new Tenant(tenant.db, record.org));
 
 /** The user's list facts (from its membership) and search grams (from its record), derived again. */
 export async function reindexUser(tenant: Tenant, user: UserDoc): Promise<void> {
@@ -79,22 +129,27 @@ export async function reindexUser(tenant: Tenant, user: UserDoc): Promise<void> 
 }
 
 /**
- * Deletes a retired user and their membership (SPEC section 5), wherever the user is, and
- * leaves a tombstone in the organization so an older event cannot bring the user back. A user
- * record newer than the retirement (an id the LMS used again) is left alone.
+ * Deletes a retired user and their membership (docs/events.md), wherever the user is, and
+ * leaves a tombstone (by user id, whatever the organization) so an older or redelivered event
+ * cannot bring the user back. A user record newer than the retirement (an id the LMS used again)
+ * is left alone.
  */
-export async function retireUser(tenant: Tenant, userId: number, time: string): Promise<ApplyOutcome> {
-  const owner = (await ownerLookup(tenant.db).userOrg(userId)) ?? tenant.org;
-  const home = owner === tenant.org ? tenant : new Tenant(tenant.db, owner);
-  const tombstoned = await recordDeletion(home, userTombstone(userId), time);
+export async function retireUser(tenant: Tenant, userId: number, at: string | EventStamp): Promise<ApplyOutcome> {
+  const stamp = asStamp(at);
+  const owner = await ownerLookup(tenant.db).userOrg(userId);
+  const home = owner === null || owner === tenant.org ? tenant : new Tenant(tenant.db, owner);
   const users = home.collection<UserDoc>(COLLECTIONS.users);
-  const memberships = home.collection<MembershipDoc>(COLLECTIONS.memberships);
-  const user = await users.findById(String(userId), { projection: { event_time: 1 } });
-  if (user && user.event_time > time) return 'stale';
-  // Membership first: a crash in between leaves the user, and the redelivered event finishes.
-  let deleted = (await memberships.deleteOne({ _id: String(userId) })).deletedCount;
-  if (user) deleted += (await users.deleteOne({ _id: String(userId), event_time: { $lte: time } })).deletedCount;
-  await unindexUser(home, userId, time);
-  if (deleted > 0) return 'applied';
-  return tombstoned;
+  const user = owner === null ? null : await users.findById(String(userId), { projection: { event_time: 1, event_n: 1, event_ids: 1 } });
+  if (user) {
+    const cmp = compare(user, stamp);
+    if (cmp !== 'newer') return cmp;
+  }
+  const tombstoned = await recordDeletion(tenant.db, userTombstone(userId), home.org, stamp, user);
+  if (!user) return tombstoned;
+  // Tombstone first, then the membership, then the user: a crash in between leaves the user, and
+  // the redelivered event (not a duplicate of the user's version) finishes.
+  await home.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(userId) });
+  await users.deleteOne({ _id: String(userId), event_time: user.event_time });
+  await unindexUser(home, userId, stamp.time);
+  return 'applied';
 }

@@ -11,7 +11,7 @@ import { registrationCompleted } from '../../consumers/handlers/registration-com
 import { IMPORT_TIME, type ImportSummary, importFiles } from '../../src/cli/import';
 import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
 import { ownerLookup, Tenant } from '../../src/db/tenant';
-import { normalizeEventTime } from '../../src/domain/event-time';
+import { asStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { registerNewUsers } from '../../src/domain/import-users';
 import { insertMembershipIfAbsent } from '../../src/domain/memberships';
 import { applyUserData, type UserEventData, userFacts } from '../../src/domain/user-event-data';
@@ -71,10 +71,10 @@ async function world(): Promise<Db> {
   await a.user(102, { email: 'u102@partner.org', event_time: LATER }); // exists, already a member of Staff
   await insertMembershipIfAbsent(tenantA, { user: 102, group: staff, automatic: false });
   await seeder(db, 'org-b').user(103, { email: 'u103@partner.org', event_time: LATER }); // another organization's user
-  await recordDeletion(tenantA, userTombstone(104), LATER); // retired after the import's time
+  await recordDeletion(db, userTombstone(104), tenantA.org, asStamp(LATER), null); // retired after the import's time
   await insertMembershipIfAbsent(tenantA, { user: 105, group: staff, automatic: false }); // a member, not yet a user
-  await a.user(106, { email: 'u106@partner.org', event_time: IMPORT_TIME }); // imported before: a duplicate
-  await recordDeletion(tenantA, userTombstone(107), IMPORT_TIME); // retired at the import's time (older than EVEN_LATER)
+  await a.user(106, { email: 'u106@partner.org', event_time: IMPORT_TIME }); // imported before: a duplicate, which applies no rules
+  await recordDeletion(db, userTombstone(107), tenantA.org, asStamp(IMPORT_TIME), null); // retired at the import's time (older than EVEN_LATER)
   return db;
 }
 
@@ -99,14 +99,13 @@ const LINES = [
 ];
 
 const parse = (text: string) => registrationCompleted.parse(JSON.parse(text)).data as UserEventData;
-const registration = (data: UserEventData) => ({ forceActive: false, rules: data.user.is_active });
 
 /** Applies each line as a registration event, one after the other; counts as the import does. */
 async function applyOneByOne(db: Db, lines: string[], time: string): Promise<ImportSummary> {
   const counts: ImportSummary = { read: lines.length, applied: 0, unchanged: 0, refused: 0 };
   for (const text of lines) {
     const data = parse(text);
-    const outcome = await applyUserData(db, data, time, registration(data));
+    const outcome = await applyUserData(db, data, time, 'registration', data.organization!);
     if (outcome === 'applied') counts.applied++;
     else counts.unchanged++;
   }
@@ -151,7 +150,8 @@ test.each([3, 2000])('the import in chunks of %i leaves what applying each line 
     .sort({ org: 1, user: 1 })
     .toArray();
   expect(members.map((m) => `${m.org}:${m.user}:${m.automatic}`)).toEqual([
-    ...['1:true', '8:true', '9:true', '10:true', '11:true', '101:true', '102:false', '105:false', '106:true'].map((m) => `org-a:${m}`),
+    // 106's line is a duplicate: rules apply once per activation, not again on a redelivery.
+    ...['1:true', '8:true', '9:true', '10:true', '11:true', '101:true', '102:false', '105:false'].map((m) => `org-a:${m}`),
     ...['7:true', '103:true'].map((m) => `org-b:${m}`),
   ]);
   expect(summary).toEqual({ read: 17, applied: 9, unchanged: 8, refused: 0 });
@@ -166,8 +166,8 @@ async function applyInBatches(db: Db, lines: string[], time: string): Promise<Im
   for (const org of new Set(datas.map((d) => d.organization))) {
     const ofOrg = datas.filter((d) => d.organization === org);
     const outcomes = await registerNewUsers(
-      new Tenant(db, org),
-      ofOrg.map((d) => userFacts(d, registration(d))),
+      new Tenant(db, org!),
+      ofOrg.map((d) => userFacts(d, 'registration')),
       time,
     );
     outcomes.forEach((outcome, i) => {
@@ -175,7 +175,7 @@ async function applyInBatches(db: Db, lines: string[], time: string): Promise<Im
       else count(outcome);
     });
   }
-  for (const data of perEvent) count(await applyUserData(db, data, time, registration(data)));
+  for (const data of perEvent) count(await applyUserData(db, data, time, 'registration', data.organization!));
   return counts;
 }
 
@@ -201,7 +201,7 @@ test('a user retired while the batch inserts keeps neither record nor membership
   const datas = ids.map((id) => parse(line(id, `r${id}@partner.org`)));
   const outcomes = registerNewUsers(
     tenant,
-    datas.map((d) => userFacts(d, registration(d))),
+    datas.map((d) => userFacts(d, 'registration')),
     IMPORT_TIME,
   );
   // Retirements (newer than the import), 16 at once, land before, during and after the batch's steps.
@@ -212,7 +212,7 @@ test('a user retired while the batch inserts keeps neither record nor membership
   await Promise.all(Array.from({ length: 16 }, retire));
   const done = await outcomes;
   const leftPerEvent = done.flatMap((o, i) => (o === 'per-event' ? [datas[i]!] : []));
-  for (const data of leftPerEvent) await applyUserData(db, data, IMPORT_TIME, registration(data));
+  for (const data of leftPerEvent) await applyUserData(db, data, IMPORT_TIME, 'registration', data.organization!);
   const idStrings = ids.map(String);
   expect(await db.collection<{ _id: string }>(COLLECTIONS.users).countDocuments({ _id: { $in: idStrings } })).toBe(0);
   expect(await db.collection<{ _id: string }>(COLLECTIONS.memberships).countDocuments({ _id: { $in: idStrings } })).toBe(0);
@@ -222,7 +222,7 @@ test('a user retired while the batch inserts keeps neither record nor membership
 test('a chunk of more than 1000 users of one organization is looked up whole (the $in goes 1000 at a time)', async () => {
   const db = await world();
   const tenant = new Tenant(db, 'org-a');
-  const facts = Array.from({ length: 1500 }, (_, i) => userFacts(parse(line(20000 + i, `m${i}@partner.org`)), { forceActive: false }));
+  const facts = Array.from({ length: 1500 }, (_, i) => userFacts(parse(line(20000 + i, `m${i}@partner.org`)), 'registration'));
   expect(new Set(await registerNewUsers(tenant, facts, IMPORT_TIME))).toEqual(new Set(['applied']));
   const known = await ownerLookup(db).userOrgs(facts.map((f) => f.id));
   expect(known.size).toBe(1500);

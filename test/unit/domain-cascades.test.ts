@@ -110,7 +110,7 @@ describe('a course', () => {
     await publicCoursesRepository(a).create({ course: doomed });
     await publicCoursesRepository(a).create({ course: other });
 
-    expect(await deleteCourse(a, doomed, day(3))).toBe('applied');
+    expect(await deleteCourse(a.db, doomed, day(3))).toBe('applied');
     expect(await courseOf(a, doomed)).toBeNull();
     expect(await publicRecord(a, doomed)).toBeNull();
     expect((await links(a)).map((l) => l.id)).toEqual([otherLink.id]);
