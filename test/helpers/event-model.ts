@@ -117,6 +117,8 @@ export class EventModel {
   private readonly courses = new Map<string, CourseTrack>();
   private readonly states = new Map<string, OrgState>();
   private nextGroup = 1;
+  /** What the deliveries did, for a test's report of what its histories covered. */
+  readonly counts = { applied: 0, duplicate: 0, stale: 0, dead_lettered: 0, moves: 0, rulesApplied: 0, membershipsByRule: 0 };
 
   /** `defaultOrg`: the consumer's DEFAULT_ORGANIZATION, when set. */
   constructor(private readonly defaultOrg?: string) {}
@@ -125,6 +127,12 @@ export class EventModel {
 
   /** Applies one delivered event (a redelivery too) and says what it was. */
   deliver(e: ModelEvent): Outcome {
+    const outcome = this.apply(e);
+    this.counts[outcome]++;
+    return outcome;
+  }
+
+  private apply(e: ModelEvent): Outcome {
     const isUser = e.kind !== 'catalog' && e.kind !== 'courseDeleted';
     // A deletion names no organization: it follows the record wherever it is.
     const org = e.kind === 'courseDeleted' ? '' : this.eventOrg(e);
@@ -167,12 +175,14 @@ export class EventModel {
             // A move: the membership stays behind and goes; the old record counts as a deactivation.
             this.org(old.org).memberships.delete(old.id);
             t.deact = max(t.deact, previous as Version);
+            this.counts.moves++;
           }
           t.record = { id: e.user.id, org, username: e.user.username, name: e.user.name, email: e.user.email, is_active: active };
         }
         const rec = t.record;
         if (ACTIVATION_CAPABLE(e) && rec?.is_active && newer(version, t.deact) && (t.act === null || !newer(t.act, t.deact))) {
           t.act = version;
+          this.counts.rulesApplied++;
           this.applyRules(rec);
         }
       }
@@ -187,7 +197,10 @@ export class EventModel {
   private applyRules(user: UserRecord) {
     const o = this.org(user.org);
     const group = o.rules.get(domainOf(user.email));
-    if (group !== undefined && !o.memberships.has(user.id)) o.memberships.set(user.id, group);
+    if (group !== undefined && !o.memberships.has(user.id)) {
+      o.memberships.set(user.id, group);
+      this.counts.membershipsByRule++;
+    }
   }
 
   private dropUser(t: UserTrack) {
@@ -197,7 +210,10 @@ export class EventModel {
   }
 
   private putCourse(t: CourseTrack, course: CourseRecord) {
-    if (t.record && t.record.org !== course.org) this.dropCourseDependents(t.record);
+    if (t.record && t.record.org !== course.org) {
+      this.dropCourseDependents(t.record);
+      this.counts.moves++;
+    }
     t.record = course;
   }
 
