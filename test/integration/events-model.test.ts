@@ -7,7 +7,8 @@
 // memberships, courses, links, public records, rules, groups, flags and every access decision.
 //
 // EVENT_MODEL_RUNS histories (5 by default; EVENT_MODEL_RUNS=200 for a long run) of up to
-// EVENT_MODEL_STEPS random steps (36); EVENT_MODEL_SEED replays a run.
+// EVENT_MODEL_STEPS random steps (36); EVENT_MODEL_SEED replays a run, EVENT_MODEL_REPLAY one
+// printed history.
 import fc from 'fast-check';
 import type { Admin } from 'kafkajs';
 import { DEFAULT_ORG, type EventStep, encode, type History, historyArbitrary, isEvent, type KafkaMessage, type Step } from '../helpers/event-history';
@@ -21,6 +22,8 @@ import { serviceToken, siteAdminToken } from '../helpers/tokens';
 const RUNS = Number(process.env.EVENT_MODEL_RUNS || 5);
 const STEPS = Number(process.env.EVENT_MODEL_STEPS || 36);
 const SEED = process.env.EVENT_MODEL_SEED ? Number(process.env.EVENT_MODEL_SEED) : undefined;
+/** A printed counterexample (the JSON object fast-check shows) to run alone, and shrink further if it fails. */
+const REPLAY = process.env.EVENT_MODEL_REPLAY ? (JSON.parse(process.env.EVENT_MODEL_REPLAY) as History) : undefined;
 /** Past this, fast-check stops (shrinking included) and reports the smallest failing history so far. */
 const BUDGET_MS = Number(process.env.EVENT_MODEL_BUDGET_S || RUNS * 40 + 240) * 1000;
 /** The longest wait for the consumer to catch up: past it, a message is failing (retried), which is a failure here too. */
@@ -451,7 +454,13 @@ test(
     const started = Date.now();
     await fc.assert(
       fc.asyncProperty(historyArbitrary(STEPS), (h) => runHistory(h)),
-      { numRuns: RUNS, seed: SEED, interruptAfterTimeLimit: BUDGET_MS, markInterruptAsFailure: true },
+      {
+        numRuns: REPLAY ? 1 : RUNS,
+        examples: REPLAY ? [[REPLAY]] : [],
+        seed: SEED,
+        interruptAfterTimeLimit: BUDGET_MS,
+        markInterruptAsFailure: true,
+      },
     );
     process.stderr.write(`[events-model] ${RUNS} histories in ${Math.round((Date.now() - started) / 1000)} s; covered: ${JSON.stringify(covered)}\n`);
   },
