@@ -74,7 +74,7 @@ interface Sizes {
 type Raw = { kind: string; [field: string]: unknown };
 
 const eventFields = fc.record({
-  t: fc.nat(9),
+  t: fc.nat(5),
   fmt: fc.nat(3),
   src: fc.oneof({ weight: 4, arbitrary: fc.constant(0 as const) }, { weight: 1, arbitrary: fc.constant(1 as const) }),
   bin: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
