@@ -1,0 +1,298 @@
+/**
+ * Random event histories for the event-history property test (test/integration/events-model.test.ts):
+ * the steps (LMS events, redeliveries, admin writes, a SIGKILL of the consumer), their
+ * fast-check arbitrary, and how an event step becomes both a Kafka message and a model event.
+ * A history is a plain JSON array, so a failure prints it as it is.
+ */
+import fc from 'fast-check';
+import type { ModelEvent, UserEventKind } from './event-model';
+
+/** Organizations (as an org UUID would be named: never the ORG of a course key but by chance). */
+export const ORGS = ['tenant-a', 'tenant-b', 'tenant-c'] as const;
+/** `DEFAULT_ORGANIZATION` of the consumer: where a user event without `organization` goes. */
+export const DEFAULT_ORG = ORGS[0];
+export const USER_IDS = [101, 102, 103, 104, 105] as const;
+/** The ORG of course i's key: two codes no event names as `organization`, and two that are organizations. */
+const KEY_ORGS = ['ORGX', 'tenant-b', 'ORGY', 'tenant-a'] as const;
+export const COURSE_KEYS = KEY_ORGS.map((org, i) => `course-v1:${org}+C${i}+R`);
+/** Rules are only ever made for these domains; emails mostly use them (in any case), now and then one without a rule. */
+const RULE_DOMAINS = ['uni.edu', 'corp.com', 'other.org'] as const;
+const emailDomain = fc.oneof(
+  { weight: 3, arbitrary: fc.constant('uni.edu') },
+  { weight: 1, arbitrary: fc.constant('UNI.edu') },
+  { weight: 2, arbitrary: fc.constant('corp.com') },
+  { weight: 1, arbitrary: fc.constant('other.org') },
+  { weight: 1, arbitrary: fc.constant('mail.net') },
+);
+export const SOURCES = ['openedx/lms/web', 'openedx/lms/worker'] as const;
+const BASE_TIME = Date.parse('2026-03-01T10:00:00Z');
+
+interface EventFields {
+  /** Event time in seconds after BASE_TIME: few values, so equal and older times are common. */
+  t: number;
+  /** How `time` is written (the same instant, several RFC 3339 spellings). */
+  fmt: number;
+  src: 0 | 1;
+  /** Binary mode (ce_* headers) instead of structured. */
+  bin: boolean;
+}
+
+export type Step =
+  | ({ do: 'user'; type: UserEventKind; user: number; org: string | null; active: boolean; email: string; name: string } & EventFields)
+  | ({ do: 'retire'; user: number; org: string | null } & EventFields)
+  | ({ do: 'course'; course: string; org: string | null; name: string } & EventFields)
+  | ({ do: 'delete'; course: string } & EventFields)
+  /** Sends again the message sent `back` messages ago (0: the last one, a duplicate). */
+  | { do: 'again'; back: number }
+  /** SIGKILL the consumer once it handled `after` more messages (as far as there are), then start another. */
+  | { do: 'kill'; after: number }
+  | { do: 'flag'; org: string; on: boolean }
+  | { do: 'group'; org: string }
+  /** `g`: the index, modulo their number, of a group in the organization's list (by id). */
+  | { do: 'ungroup'; org: string; g: number }
+  | { do: 'rule'; org: string; domain: string; g: number }
+  | { do: 'unrule'; org: string; domain: string }
+  | { do: 'member'; org: string; user: number; g: number }
+  | { do: 'unmember'; org: string; user: number }
+  | { do: 'move'; org: string; user: number; g: number }
+  | { do: 'link'; org: string; course: string; g: number }
+  | { do: 'unlink'; org: string; course: string; g: number }
+  | { do: 'public'; org: string; course: string; on: boolean };
+
+export type EventStep = Extract<Step, { t: number }>;
+export const isEvent = (s: Step): s is EventStep => 't' in s;
+export const isAdmin = (s: Step) => !isEvent(s) && s.do !== 'again' && s.do !== 'kill';
+
+/** How many organizations, learners and courses a history uses. */
+interface Sizes {
+  orgs: number;
+  users: number;
+  courses: number;
+}
+
+/** Steps are drawn over the largest universe with indices, then bound to the history's sizes. */
+type Raw = { kind: string; [field: string]: unknown };
+
+const eventFields = fc.record({
+  t: fc.nat(5),
+  fmt: fc.nat(3),
+  src: fc.oneof({ weight: 4, arbitrary: fc.constant(0 as const) }, { weight: 1, arbitrary: fc.constant(1 as const) }),
+  bin: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+});
+/** An event's organization: the record's home one mostly, another now and then (a move), or none. */
+const eventOrg = fc.oneof(
+  { weight: 5, arbitrary: fc.constant('home' as const) },
+  { weight: 3, arbitrary: fc.nat(2) },
+  { weight: 1, arbitrary: fc.constant(null) },
+);
+const idx = (n: number) => fc.nat(n - 1);
+const g = fc.nat(3);
+
+/** About three events to one admin write: events are cheap, an admin write waits for the consumer. */
+const rawStep: fc.Arbitrary<Raw> = fc.oneof(
+  {
+    weight: 36,
+    arbitrary: fc.record({
+      kind: fc.constant('user'),
+      type: fc.constantFrom<UserEventKind>('activated', 'registered', 'login', 'updated'),
+      user: idx(5),
+      org: eventOrg,
+      active: fc.boolean(),
+      email: fc.tuple(fc.constantFrom('ann', 'a.b', 'x@y'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      name: fc.constantFrom('Ann', 'Bea', 'Cy'),
+      ev: eventFields,
+    }),
+  },
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('retire'), user: idx(5), org: eventOrg, ev: eventFields }) },
+  {
+    weight: 12,
+    arbitrary: fc.record({ kind: fc.constant('course'), course: idx(4), org: eventOrg, name: fc.constantFrom('Intro', 'Advanced'), ev: eventFields }),
+  },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('delete'), course: idx(4), ev: eventFields }) },
+  { weight: 10, arbitrary: fc.record({ kind: fc.constant('again'), back: fc.oneof(fc.constant(0), fc.nat(30)) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('kill'), after: fc.nat(4) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('flag'), org: idx(3), on: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('group'), org: idx(3) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('ungroup'), org: idx(3), g }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('rule'), org: idx(3), domain: fc.constantFrom(...RULE_DOMAINS), g }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('unrule'), org: idx(3), domain: fc.constantFrom(...RULE_DOMAINS) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('member'), org: idx(3), user: idx(5), g }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('unmember'), org: idx(3), user: idx(5) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('move'), org: idx(3), user: idx(5), g }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('link'), org: idx(3), course: idx(4), g }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('unlink'), org: idx(3), course: idx(4), g }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('public'), org: idx(3), course: idx(4), on: fc.boolean() }) },
+);
+
+/** A start that makes rules matter: per organization some groups, rules into them and the flag. */
+const rawSetup = fc.array(
+  fc.record({ org: idx(3), groups: fc.integer({ min: 1, max: 2 }), rules: fc.subarray([...RULE_DOMAINS], { maxLength: 2 }), flag: fc.boolean() }),
+  { minLength: 1, maxLength: 3, size: 'max' },
+);
+
+function bind(raw: Raw, s: Sizes): Step {
+  const r = raw as Raw & Record<string, any>;
+  const org = (i: number) => ORGS[i % s.orgs]!;
+  const user = (i: number) => USER_IDS[i % s.users]!;
+  const course = (i: number) => COURSE_KEYS[i % s.courses]!;
+  // A user's home organization is fixed by its index, a course's by its key.
+  const named = (o: 'home' | number | null, home: number) => (o === null ? null : org(o === 'home' ? home : o));
+  switch (r.kind) {
+    case 'user':
+      return { do: 'user', type: r.type, user: user(r.user), org: named(r.org, r.user % s.users), active: r.active, email: r.email, name: r.name, ...r.ev };
+    case 'retire':
+      return { do: 'retire', user: user(r.user), org: named(r.org, r.user % s.users), ...r.ev };
+    case 'course':
+      return { do: 'course', course: course(r.course), org: named(r.org, r.course % s.courses), name: r.name, ...r.ev };
+    case 'delete':
+      return { do: 'delete', course: course(r.course), ...r.ev };
+    case 'again':
+      return { do: 'again', back: r.back };
+    case 'kill':
+      return { do: 'kill', after: r.after };
+    case 'flag':
+      return { do: 'flag', org: org(r.org), on: r.on };
+    case 'group':
+      return { do: 'group', org: org(r.org) };
+    case 'ungroup':
+      return { do: 'ungroup', org: org(r.org), g: r.g };
+    case 'rule':
+      return { do: 'rule', org: org(r.org), domain: r.domain, g: r.g };
+    case 'unrule':
+      return { do: 'unrule', org: org(r.org), domain: r.domain };
+    case 'member':
+      return { do: 'member', org: org(r.org), user: user(r.user), g: r.g };
+    case 'unmember':
+      return { do: 'unmember', org: org(r.org), user: user(r.user) };
+    case 'move':
+      return { do: 'move', org: org(r.org), user: user(r.user), g: r.g };
+    case 'link':
+      return { do: 'link', org: org(r.org), course: course(r.course), g: r.g };
+    case 'unlink':
+      return { do: 'unlink', org: org(r.org), course: course(r.course), g: r.g };
+    default:
+      return { do: 'public', org: org(r.org), course: course(r.course), on: r.on };
+  }
+}
+
+export interface History {
+  users: number[];
+  courses: string[];
+  orgs: string[];
+  steps: Step[];
+}
+
+/**
+ * Histories of 2-3 organizations, 3-5 learners and 2-4 courses: a short setup (groups, rules,
+ * flags), then up to `maxSteps` random steps with at least one SIGKILL of the consumer among them.
+ */
+export function historyArbitrary(maxSteps: number): fc.Arbitrary<History> {
+  // Unbiased: fast-check's bias makes most of a few runs tiny; a run here costs seconds, so each
+  // should be a full history (shrinking still goes down to a few steps).
+  return fc
+    .noBias(
+      fc.record({
+        sizes: fc.record({ orgs: fc.integer({ min: 2, max: 3 }), users: fc.integer({ min: 3, max: 5 }), courses: fc.integer({ min: 2, max: 4 }) }),
+        setup: rawSetup,
+        steps: fc.array(rawStep, { minLength: 3, maxLength: maxSteps, size: 'max' }),
+        kill: fc.record({ at: fc.nat(), after: fc.nat(4) }),
+      }),
+    )
+    .map(({ sizes, setup, steps, kill }) => {
+      const start: Step[] = setup.flatMap((o) => {
+        const org = ORGS[o.org % sizes.orgs]!;
+        return [
+          ...Array.from({ length: o.groups }, () => ({ do: 'group', org }) as const),
+          ...o.rules.map((domain, i) => ({ do: 'rule', org, domain, g: i }) as const),
+          ...(o.flag ? [{ do: 'flag', org, on: true } as const] : []),
+        ];
+      });
+      const main = steps.map((r) => bind(r, sizes));
+      main.splice(kill.at % (main.length + 1), 0, { do: 'kill', after: kill.after });
+      return {
+        orgs: ORGS.slice(0, sizes.orgs),
+        users: USER_IDS.slice(0, sizes.users),
+        courses: COURSE_KEYS.slice(0, sizes.courses),
+        steps: [...start, ...main],
+      };
+    });
+}
+
+/** The instant of `t`, written in one of several RFC 3339 spellings. */
+export function timeString(t: number, fmt: number): string {
+  const ms = BASE_TIME + t * 1000;
+  const iso = new Date(ms).toISOString(); // 2026-03-01T10:00:05.000Z
+  switch (fmt % 4) {
+    case 0:
+      return iso;
+    case 1:
+      return `${iso.slice(0, 19)}Z`;
+    case 2:
+      return `${iso.slice(0, 19)}.000000+00:00`;
+    default:
+      return `${new Date(ms + 2 * 3600_000).toISOString().slice(0, 19)}+02:00`;
+  }
+}
+
+export const EVENT_TYPES: Record<ModelEvent['kind'], string> = {
+  activated: 'org.openedx.learning.user.account.activated.v1',
+  registered: 'org.openedx.learning.student.registration.completed.v1',
+  login: 'org.openedx.learning.auth.session.login.completed.v1',
+  updated: 'org.openedx.learning.user.updated.v1',
+  retired: 'org.openedx.learning.user.retired.v1',
+  catalog: 'org.openedx.content_authoring.course.catalog_info.changed.v1',
+  courseDeleted: 'org.openedx.content_authoring.course.deleted.v1',
+};
+
+export interface KafkaMessage {
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+/** The model's event and the CloudEvent message the LMS would send for an event step (`id` given). */
+export function encode(step: EventStep, id: string): { event: ModelEvent; message: KafkaMessage } {
+  const source = SOURCES[step.src];
+  const base = { source, id, time: step.t };
+  const org = (o: string | null) => (o === null ? {} : { organization: o });
+  let event: ModelEvent;
+  let data: unknown;
+  let key: string;
+  switch (step.do) {
+    case 'user': {
+      const user = { id: step.user, is_active: step.active, username: `learner${step.user}`, email: step.email, name: step.name };
+      event = { ...base, kind: step.type, ...org(step.org), user };
+      data = { user: { id: user.id, is_active: user.is_active, pii: { username: user.username, email: user.email, name: user.name } }, ...org(step.org) };
+      key = String(step.user);
+      break;
+    }
+    case 'retire':
+      event = { ...base, kind: 'retired', ...org(step.org), userId: step.user };
+      data = { user: { id: step.user }, ...org(step.org) };
+      key = String(step.user);
+      break;
+    case 'course':
+      event = { ...base, kind: 'catalog', ...org(step.org), key: step.course, name: step.name };
+      data = { catalog_info: { course_key: step.course, name: step.name }, ...org(step.org) };
+      key = step.course;
+      break;
+    default:
+      event = { ...base, kind: 'courseDeleted', key: step.course };
+      data = { course_key: step.course };
+      key = step.course;
+  }
+  const type = EVENT_TYPES[event.kind];
+  const time = timeString(step.t, step.fmt);
+  const message: KafkaMessage = step.bin
+    ? {
+        key,
+        value: JSON.stringify(data),
+        headers: { ce_specversion: '1.0', ce_id: id, ce_source: source, ce_type: type, ce_time: time, 'content-type': 'application/json' },
+      }
+    : {
+        key,
+        value: JSON.stringify({ specversion: '1.0', id, source, type, time, datacontenttype: 'application/json', data }),
+        headers: { 'content-type': 'application/cloudevents+json' },
+      };
+  return { event, message };
+}

@@ -1,0 +1,414 @@
+/**
+ * A reference model of the event path: docs/events.md "How each event is applied: identity,
+ * order, activations, deletions", SPEC §3's cascades and SPEC §4's access decision, as far as the
+ * event-history property test (test/integration/events-model.test.ts) reaches. Pure, no I/O.
+ *
+ * Written independently of src/ and as plainly as possible: where the service keeps bounded
+ * fields (`event_time`, `event_n`, the last 16 `event_ids`, tombstones), the model keeps every
+ * identity it has seen per record and the full list of its distinct events, so a disagreement
+ * points at the service's bookkeeping, not at a shared shortcut. It knows nothing of staff or
+ * site administrators: the generator never sends those flags.
+ */
+
+export type UserEventKind = 'activated' | 'registered' | 'login' | 'updated';
+
+interface EventBase {
+  source: string;
+  id: string;
+  /** Event time as a number (the test uses seconds); equal numbers are equal instants. */
+  time: number;
+}
+
+export interface UserEvent extends EventBase {
+  kind: UserEventKind;
+  organization?: string;
+  user: { id: number; is_active: boolean; username: string; email: string; name: string };
+}
+export interface RetiredEvent extends EventBase {
+  kind: 'retired';
+  organization?: string;
+  userId: number;
+}
+export interface CatalogEvent extends EventBase {
+  kind: 'catalog';
+  organization?: string;
+  key: string;
+  name: string;
+}
+export interface CourseDeletedEvent extends EventBase {
+  kind: 'courseDeleted';
+  key: string;
+}
+export type ModelEvent = UserEvent | RetiredEvent | CatalogEvent | CourseDeletedEvent;
+
+export type Outcome = 'applied' | 'duplicate' | 'stale' | 'dead_lettered';
+
+/** An event's version: its time, then its position among the applied events of that time (0: stale). */
+export interface Version {
+  t: number;
+  n: number;
+}
+/** a is newer than b; anything is newer than nothing. */
+export const newer = (a: Version, b: Version | null): boolean => b === null || a.t > b.t || (a.t === b.t && a.n > b.n);
+const max = (a: Version | null, b: Version): Version => (newer(b, a) ? b : (a as Version));
+
+/** What one record (a user id or a course key) has seen: every distinct event, in arrival order. */
+interface Track {
+  events: { ident: string; outcome: Outcome; version: Version }[];
+  /** The newest version applied (a deletion's too): the record, or its tombstone. */
+  version: Version | null;
+}
+
+export interface UserRecord {
+  id: number;
+  org: string;
+  username: string;
+  name: string;
+  email: string;
+  is_active: boolean;
+}
+interface UserTrack extends Track {
+  record: UserRecord | null;
+  /** Newest version of an event that showed the learner inactive (a retirement, a move's old record). */
+  deact: Version | null;
+  /** Version of the activation whose rules were applied last. */
+  act: Version | null;
+}
+
+export interface CourseRecord {
+  key: string;
+  org: string;
+  name: string;
+}
+interface CourseTrack extends Track {
+  record: CourseRecord | null;
+}
+
+interface OrgState {
+  flag: boolean;
+  /** Group handle -> name, in creation order (the order of the service's increasing ids). */
+  groups: Map<number, string>;
+  /** Domain (lowercase) -> group handle. */
+  rules: Map<string, number>;
+  /** User id -> group handle. */
+  memberships: Map<number, number>;
+  /** `course|group` pairs. */
+  links: Set<string>;
+  publics: Set<string>;
+}
+
+export interface Decision {
+  allowed: boolean;
+  reason: 'feature_disabled' | 'public' | 'no_access' | 'group' | 'unknown_course';
+}
+
+/** The ORG of `course-v1:ORG+NUM+RUN`, or undefined for a key of another shape. */
+export function keyOrg(key: string): string | undefined {
+  return /^course-v1:([^+/:\s]+)\+[^+\s]+\+[^+\s]+$/.exec(key)?.[1];
+}
+
+/** What follows the last `@`, lowercased. */
+export const domainOf = (email: string) => email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+
+const ACTIVATION_CAPABLE = (e: UserEvent) => e.kind === 'activated' || ((e.kind === 'registered' || e.kind === 'login') && e.user.is_active);
+
+export class EventModel {
+  private readonly users = new Map<number, UserTrack>();
+  private readonly courses = new Map<string, CourseTrack>();
+  private readonly states = new Map<string, OrgState>();
+  private nextGroup = 1;
+  /** What the deliveries did, for a test's report of what its histories covered. */
+  readonly counts = { applied: 0, duplicate: 0, stale: 0, dead_lettered: 0, moves: 0, rulesApplied: 0, membershipsByRule: 0 };
+
+  /** `defaultOrg`: the consumer's DEFAULT_ORGANIZATION, when set. */
+  constructor(private readonly defaultOrg?: string) {}
+
+  // ---- events -------------------------------------------------------------------------------
+
+  /** Applies one delivered event (a redelivery too) and says what it was. */
+  deliver(e: ModelEvent): Outcome {
+    const outcome = this.apply(e);
+    this.counts[outcome]++;
+    return outcome;
+  }
+
+  private apply(e: ModelEvent): Outcome {
+    const isUser = e.kind !== 'catalog' && e.kind !== 'courseDeleted';
+    // A deletion names no organization: it follows the record wherever it is.
+    const org = e.kind === 'courseDeleted' ? '' : this.eventOrg(e);
+    if (org === null) return 'dead_lettered';
+    const track: UserTrack | CourseTrack = isUser ? this.userTrack(e.kind === 'retired' ? e.userId : e.user.id) : this.courseTrack(e.key);
+    const ident = JSON.stringify([e.source, e.id]);
+    if (track.events.some((seen) => seen.ident === ident)) return 'duplicate';
+    // Versions: newer than the record (or its tombstone) applies as time#1; the same time applies
+    // after the ones before it; older is stale, with version time#0.
+    const previous = track.version;
+    let version: Version;
+    let outcome: Outcome;
+    if (previous === null || e.time > previous.t) [version, outcome] = [{ t: e.time, n: 1 }, 'applied'];
+    else if (e.time === previous.t) [version, outcome] = [{ t: e.time, n: previous.n + 1 }, 'applied'];
+    else [version, outcome] = [{ t: e.time, n: 0 }, 'stale'];
+    track.events.push({ ident, outcome, version });
+    if (outcome === 'applied') track.version = version;
+    const applied = outcome === 'applied';
+
+    switch (e.kind) {
+      case 'catalog':
+        if (applied) this.putCourse(track as CourseTrack, { key: e.key, org, name: e.name });
+        break;
+      case 'courseDeleted':
+        if (applied) this.dropCourse(track as CourseTrack);
+        break;
+      case 'retired': {
+        const t = track as UserTrack;
+        t.deact = max(t.deact, version);
+        if (applied) this.dropUser(t);
+        break;
+      }
+      default: {
+        const t = track as UserTrack;
+        const active = e.kind === 'activated' || e.user.is_active;
+        if (!active) t.deact = max(t.deact, version);
+        if (applied) {
+          const old = t.record;
+          if (old && old.org !== org) {
+            // A move: the membership stays behind and goes; the old record counts as a deactivation.
+            this.org(old.org).memberships.delete(old.id);
+            t.deact = max(t.deact, previous as Version);
+            this.counts.moves++;
+          }
+          t.record = { id: e.user.id, org, username: e.user.username, name: e.user.name, email: e.user.email, is_active: active };
+        }
+        const rec = t.record;
+        if (ACTIVATION_CAPABLE(e) && rec?.is_active && newer(version, t.deact) && (t.act === null || !newer(t.act, t.deact))) {
+          t.act = version;
+          this.counts.rulesApplied++;
+          this.applyRules(rec);
+        }
+      }
+    }
+    return outcome;
+  }
+
+  private eventOrg(e: Exclude<ModelEvent, CourseDeletedEvent>): string | null {
+    return e.organization ?? (e.kind === 'catalog' ? keyOrg(e.key) : undefined) ?? this.defaultOrg ?? null;
+  }
+
+  private applyRules(user: UserRecord) {
+    const o = this.org(user.org);
+    const group = o.rules.get(domainOf(user.email));
+    if (group !== undefined && !o.memberships.has(user.id)) {
+      o.memberships.set(user.id, group);
+      this.counts.membershipsByRule++;
+    }
+  }
+
+  private dropUser(t: UserTrack) {
+    if (!t.record) return;
+    this.org(t.record.org).memberships.delete(t.record.id);
+    t.record = null;
+  }
+
+  private putCourse(t: CourseTrack, course: CourseRecord) {
+    if (t.record && t.record.org !== course.org) {
+      this.dropCourseDependents(t.record);
+      this.counts.moves++;
+    }
+    t.record = course;
+  }
+
+  private dropCourse(t: CourseTrack) {
+    if (!t.record) return;
+    this.dropCourseDependents(t.record);
+    t.record = null;
+  }
+
+  private dropCourseDependents(course: CourseRecord) {
+    const o = this.org(course.org);
+    o.publics.delete(course.key);
+    for (const link of o.links) if (link.startsWith(`${course.key}|`)) o.links.delete(link);
+  }
+
+  private userTrack(id: number): UserTrack {
+    let t = this.users.get(id);
+    if (!t) {
+      t = { events: [], version: null, record: null, deact: null, act: null };
+      this.users.set(id, t);
+    }
+    return t;
+  }
+
+  private courseTrack(key: string): CourseTrack {
+    let t = this.courses.get(key);
+    if (!t) {
+      t = { events: [], version: null, record: null };
+      this.courses.set(key, t);
+    }
+    return t;
+  }
+
+  private org(name: string): OrgState {
+    let o = this.states.get(name);
+    if (!o) {
+      o = { flag: false, groups: new Map(), rules: new Map(), memberships: new Map(), links: new Set(), publics: new Set() };
+      this.states.set(name, o);
+    }
+    return o;
+  }
+
+  // ---- admin writes (SPEC §3); each returns the HTTP status the service answers -------------
+
+  setFlag(org: string, on: boolean): 200 {
+    this.org(org).flag = on;
+    return 200;
+  }
+
+  /** A new group; returns its handle (the model's stand-in for the service's id). */
+  createGroup(org: string, name: string): number {
+    const handle = this.nextGroup++;
+    this.org(org).groups.set(handle, name);
+    return handle;
+  }
+
+  /** The organization's groups, oldest first (the service lists them by increasing id). */
+  groups(org: string): { handle: number; name: string }[] {
+    return [...this.org(org).groups].map(([handle, name]) => ({ handle, name }));
+  }
+
+  /** Deleting a group deletes its memberships, rules and course links. */
+  deleteGroup(org: string, group: number): 204 | 404 {
+    const o = this.org(org);
+    if (!o.groups.delete(group)) return 404;
+    for (const [user, g] of o.memberships) if (g === group) o.memberships.delete(user);
+    for (const [domain, g] of o.rules) if (g === group) o.rules.delete(domain);
+    for (const link of o.links) if (link.endsWith(`|${group}`)) o.links.delete(link);
+    return 204;
+  }
+
+  createRule(org: string, domain: string, group: number): 201 | 400 {
+    const o = this.org(org);
+    const d = domain.toLowerCase();
+    if (!o.groups.has(group) || o.rules.has(d)) return 400;
+    o.rules.set(d, group);
+    return 201;
+  }
+
+  deleteRule(org: string, domain: string): 204 | 404 {
+    return this.org(org).rules.delete(domain.toLowerCase()) ? 204 : 404;
+  }
+
+  /** The user of `org` with this id, if the organization holds it. */
+  user(org: string, id: number): UserRecord | null {
+    const rec = this.users.get(id)?.record;
+    return rec && rec.org === org ? rec : null;
+  }
+
+  course(org: string, key: string): CourseRecord | null {
+    const rec = this.courses.get(key)?.record;
+    return rec && rec.org === org ? rec : null;
+  }
+
+  membership(org: string, user: number): number | null {
+    return this.org(org).memberships.get(user) ?? null;
+  }
+
+  createMembership(org: string, user: number, group: number): 201 | 400 {
+    const o = this.org(org);
+    if (!this.user(org, user) || !o.groups.has(group) || o.memberships.has(user)) return 400;
+    o.memberships.set(user, group);
+    return 201;
+  }
+
+  moveMembership(org: string, user: number, group: number): 200 | 400 | 404 {
+    const o = this.org(org);
+    if (!o.memberships.has(user)) return 404;
+    if (!o.groups.has(group)) return 400;
+    o.memberships.set(user, group);
+    return 200;
+  }
+
+  deleteMembership(org: string, user: number): 204 | 404 {
+    return this.org(org).memberships.delete(user) ? 204 : 404;
+  }
+
+  link(org: string, key: string, group: number): 201 | 400 {
+    const o = this.org(org);
+    const id = `${key}|${group}`;
+    if (!this.course(org, key) || !o.groups.has(group) || o.links.has(id)) return 400;
+    o.links.add(id);
+    return 201;
+  }
+
+  unlink(org: string, key: string, group: number): 204 | 404 {
+    return this.org(org).links.delete(`${key}|${group}`) ? 204 : 404;
+  }
+
+  makePublic(org: string, key: string): 201 | 400 {
+    const o = this.org(org);
+    if (!this.course(org, key) || o.publics.has(key)) return 400;
+    o.publics.add(key);
+    return 201;
+  }
+
+  makePrivate(org: string, key: string): 204 | 404 {
+    return this.org(org).publics.delete(key) ? 204 : 404;
+  }
+
+  // ---- what the REST API should show -----------------------------------------------------------
+
+  /** Every organization anything happened in. */
+  orgs(): string[] {
+    const names = new Set(this.states.keys());
+    for (const t of this.users.values()) if (t.record) names.add(t.record.org);
+    for (const t of this.courses.values()) if (t.record) names.add(t.record.org);
+    return [...names].sort();
+  }
+
+  /** One organization as the REST API shows it, with group handles for group ids. */
+  view(org: string) {
+    const o = this.org(org);
+    const users = [...this.users.values()]
+      .flatMap((t) => (t.record?.org === org ? [t.record] : []))
+      .sort((a, b) => a.id - b.id)
+      .map((u) => ({ id: u.id, username: u.username, name: u.name, email: u.email, group: o.memberships.get(u.id) ?? null }));
+    const courses = [...this.courses.values()]
+      .flatMap((t) => (t.record?.org === org ? [t.record] : []))
+      .sort((a, b) => (a.key < b.key ? -1 : 1))
+      .map((c) => ({
+        id: c.key,
+        name: c.name,
+        is_public: o.publics.has(c.key),
+        groups: [...o.links].filter((l) => l.startsWith(`${c.key}|`)).map((l) => Number(l.slice(c.key.length + 1))),
+      }));
+    return {
+      flag: o.flag,
+      groups: this.groups(org),
+      rules: [...o.rules].map(([domain, group]) => ({ domain, group })),
+      users,
+      memberships: [...o.memberships].map(([user, group]) => ({ user, group })),
+      courses,
+      links: [...o.links].map((l) => ({ course: l.slice(0, l.lastIndexOf('|')), group: Number(l.slice(l.lastIndexOf('|') + 1)) })),
+      publics: [...o.publics],
+    };
+  }
+
+  /** SPEC §4, in the course's organization (no staff, no site administrators in these histories). */
+  decide(userId: number | null, key: string): Decision {
+    const course = this.courses.get(key)?.record;
+    if (!course) return { allowed: false, reason: 'unknown_course' };
+    const o = this.org(course.org);
+    if (!o.flag) return { allowed: true, reason: 'feature_disabled' };
+    if (o.publics.has(key)) return { allowed: true, reason: 'public' };
+    const user = userId === null ? null : this.user(course.org, userId);
+    if (!user?.is_active) return { allowed: false, reason: 'no_access' };
+    const group = o.memberships.get(user.id);
+    if (group !== undefined && o.links.has(`${key}|${group}`)) return { allowed: true, reason: 'group' };
+    return { allowed: false, reason: 'no_access' };
+  }
+
+  /** For a failure report: what a record saw, in arrival order. */
+  trace(record: { user: number } | { course: string }) {
+    const t = 'user' in record ? this.users.get(record.user) : this.courses.get(record.course);
+    return t?.events.map((e) => `${e.ident} ${e.outcome} ${e.version.t}#${e.version.n}`) ?? [];
+  }
+}

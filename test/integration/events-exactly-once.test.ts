@@ -1,0 +1,142 @@
+// Issue 19's three findings, as plain regression tests through the real consumer on the local
+// stack (SPEC §5 "the same event twice changes nothing the second time", "rules are applied once
+// per activation", "different events with the same time are both applied, in arrival order").
+// Every message of a test goes to partition 0 of the test's own topic, so they arrive in the
+// order sent, and a test whose partition is stuck does not hold up the others.
+import { randomUUID } from 'node:crypto';
+import { COLLECTIONS, type UserDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+import {
+  closeProducer,
+  cloudEvent,
+  type EventTestService,
+  kafka,
+  newUserId,
+  produceOne,
+  startEventService,
+  structured,
+  TYPES,
+  userData,
+  waitCommitted,
+  waitFor,
+} from '../helpers/events';
+import { client } from '../helpers/http';
+import { uniqueName } from '../helpers/stack';
+import { siteAdminToken } from '../helpers/tokens';
+
+const LOGIN = 'org.openedx.learning.auth.session.login.completed.v1';
+
+let service: EventTestService;
+
+beforeAll(async () => {
+  service = await startEventService();
+}, 60000);
+afterAll(async () => {
+  await closeProducer();
+  await service.close();
+});
+
+/** The service's topics: one per test. */
+const topicOf = (test: 0 | 1 | 2) => service.config.KAFKA_TOPICS[test]!;
+const sender = (topic: string) => (message: ReturnType<typeof structured>) => produceOne(topic, { ...message, partition: 0 });
+const handled = (at: { topic: string; partition: number; offset: number }) => waitCommitted(service.config.KAFKA_GROUP_ID, at);
+
+/** How many messages `<topic>.dlq` holds (none when the topic was never created). */
+async function dlqCount(topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    if (!(await admin.listTopics()).includes(`${topic}.dlq`)) return 0;
+    return (await admin.fetchTopicOffsets(`${topic}.dlq`)).reduce((n, p) => n + Number(p.high), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** An organization with a group and a rule `domain -> group`, made through the admin API. */
+async function orgWithRule(domain: string) {
+  const org = uniqueName('tenant');
+  const api = client(service.baseUrl, await siteAdminToken(org));
+  const group = (await api.post('course-access-groups/', { name: 'learners', description: '' })).body as { id: number };
+  expect((await api.post('membership-rules/', { name: domain, domain, group: group.id })).status).toBe(201);
+  return { org, api, group };
+}
+
+test('finding 1: a course.deleted delivered twice, for a course whose organization differs from its key ORG, leaves it deleted, sends nothing to the DLQ and later events still apply', async () => {
+  const send = sender(topicOf(0));
+  const org = uniqueName('tenant-a');
+  const api = client(service.baseUrl, await siteAdminToken(org));
+  const run = randomUUID().slice(0, 8);
+  const key = `course-v1:ORGX+C1+${run}`;
+  const later = `course-v1:ORGX+C2+${run}`;
+  await send(
+    structured(
+      cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name: 'Doomed' }, organization: org }, { time: '2026-05-01T00:00:01Z' }),
+      key,
+    ),
+  );
+  const deletion = structured(cloudEvent(TYPES.courseDeleted, { course_key: key }, { time: '2026-05-01T00:00:02Z' }), key);
+  await send(deletion);
+  await send(deletion);
+  // An older catalog event naming the key's ORG (no `organization`) does not bring it back either.
+  await send(structured(cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name: 'Back?' } }, { time: '2026-05-01T00:00:01.5Z' }), key));
+  const last = await send(
+    structured(
+      cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: later, name: 'Later' }, organization: org }, { time: '2026-05-01T00:00:03Z' }),
+      later,
+    ),
+  );
+
+  // The consumer got past the second deletion: the event behind it is applied.
+  expect(
+    (
+      await waitFor(
+        () => api.get(`courses/${later}/`),
+        (r) => r.status === 200,
+      )
+    ).body,
+  ).toMatchObject({ id: later, name: 'Later' });
+  await handled(last);
+  expect((await api.get(`courses/${key}/`)).status).toBe(404);
+  const keyOrg = client(service.baseUrl, await siteAdminToken('ORGX'));
+  expect((await keyOrg.get(`courses/${key}/`)).status).toBe(404);
+  expect(await dlqCount(topicOf(0))).toBe(0);
+}, 60000);
+
+test('finding 2: a membership an administrator removed is not created again by the same activation delivered again, nor by a login of the same or an older time', async () => {
+  const send = sender(topicOf(1));
+  const { org, api, group } = await orgWithRule('again.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@again.edu`, is_active: true };
+  const activation = structured(cloudEvent(TYPES.activated, userData(org, user), { time: '2026-05-02T00:00:10Z' }), id);
+  await send(activation);
+  const created = await waitFor(
+    () => api.get(`users/${id}/`),
+    (r) => r.status === 200 && r.body.membership !== null,
+  );
+  expect(created.body.membership.group.id).toBe(group.id);
+  expect((await api.delete(`memberships/${created.body.membership.id}/`)).status).toBe(204);
+
+  await send(activation);
+  await send(structured(cloudEvent(LOGIN, userData(org, user), { time: '2026-05-02T00:00:10Z' }), id));
+  const last = await send(structured(cloudEvent(LOGIN, userData(org, user), { time: '2026-05-02T00:00:09Z' }), id));
+  await handled(last);
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
+  expect((await api.get('memberships/')).body.count).toBe(0);
+}, 60000);
+
+test('finding 3: a registration (inactive) and an activation of the same time, another id: the learner ends active and a member by the rule', async () => {
+  const send = sender(topicOf(2));
+  const { org, api, group } = await orgWithRule('same-time.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@same-time.edu` };
+  const time = '2026-05-03T00:00:00Z';
+  await send(structured(cloudEvent(TYPES.registered, userData(org, { ...user, is_active: false }), { time }), id));
+  const last = await send(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time }), id));
+  await handled(last);
+
+  expect((await api.get(`users/${id}/`)).body.membership).toMatchObject({ group: { id: group.id } });
+  const stored = await new Tenant(service.db, org).collection<UserDoc>(COLLECTIONS.users).findById(String(id));
+  expect(stored?.is_active).toBe(true);
+}, 60000);
