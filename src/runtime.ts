@@ -5,7 +5,7 @@ import { createEventConsumer, type EventConsumer, type MessageHandler } from '..
 import { createDispatcher } from '../consumers/dispatch';
 import { type ChangeRelay, createChangeRelay } from './changes/relay';
 import type { Config } from './config';
-import { PURGE_EVERY_MS, purgeExpiredAudit, setUpAuditRetention } from './db/audit';
+import { keepAuditRetention } from './db/audit-log';
 import { createMongoClient, ping } from './db/client';
 import { ensureIndexes } from './db/collections';
 import { configureChanges } from './db/outbox';
@@ -106,19 +106,6 @@ export async function startService(
     log: log.child({ component: 'change-relay' }),
     metrics,
   });
-  let purgeTimer: NodeJS.Timeout | undefined;
-  /** A TTL index on MongoDB; on FerretDB (no TTL) a purge now and every hour. */
-  const keepRetention = async () => {
-    if ((await setUpAuditRetention(db, config.AUDIT_RETENTION_DAYS)) === 'ttl') return;
-    const purge = () =>
-      purgeExpiredAudit(db, config.AUDIT_RETENTION_DAYS).catch((err: Error) =>
-        log.warn({ err: { name: err.name, message: err.message } }, 'audit purge failed'),
-      );
-    await purge();
-    purgeTimer = setInterval(purge, PURGE_EVERY_MS);
-    purgeTimer.unref();
-  };
-
   const ready = (async () => {
     await withRetry(
       'database',
@@ -130,7 +117,7 @@ export async function startService(
       stopping.signal,
     );
     relay.start();
-    await keepRetention().catch((err: Error) => log.warn({ err: { name: err.name, message: err.message } }, 'audit retention not set up'));
+    await keepAuditRetention(db, config.AUDIT_RETENTION_DAYS, log, stopping.signal);
     if (consumer) await withRetry('broker', () => consumer!.start(), log, stopping.signal);
     started = true;
   })();
@@ -179,7 +166,6 @@ export async function startService(
       await Promise.all([server ? closeGracefully(server) : undefined, consumer?.stop()]);
       // After the doors: what they wrote last is relayed now or by the next lease holder.
       await relay.stop();
-      clearInterval(purgeTimer);
       await broker.close();
       await client.close();
     },

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Kafka, Producer } from 'kafkajs';
 import type { Db, Document } from 'mongodb';
-import { insertAuditRecords } from '../db/audit';
+import { insertAuditRecords } from '../db/audit-log';
 import { readChangeLog } from '../db/change-log';
 import type { OutboxDoc } from '../db/collections';
 import { acquireLease, releaseLease, renewLease } from '../db/lease';

@@ -1,12 +1,8 @@
 import type { Filter, WithId } from 'mongodb';
 import type { TenantDoc } from './collections';
-import type { TenantCollection } from './tenant';
+import type { Page, TenantCollection } from './tenant';
 
-/** One page of a list: `limit` records after the first `offset` (the API's `limit` and `offset`). */
-export interface Page {
-  limit: number;
-  offset: number;
-}
+export type { Page };
 
 /** How a resource shows its documents (adding what they reference). */
 type Present<D, R> = (docs: WithId<D>[]) => R[] | Promise<R[]>;

@@ -1,10 +1,11 @@
 import type { Db } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../db/collections';
-import { ownerLookup, Tenant } from '../db/tenant';
+import { ownerLookup } from '../db/owners';
+import { indexCourse, unindexCourse } from '../db/search-index';
+import { Tenant } from '../db/tenant';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import { indexCourse, unindexCourse } from './search-index';
 import { compare, recordDeletion, upsertIfNewer } from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */

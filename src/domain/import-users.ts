@@ -1,11 +1,12 @@
 import type { Filter } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc, type RuleDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
-import { ownerLookup, type Tenant } from '../db/tenant';
+import { ownerLookup } from '../db/owners';
+import { indexNewUsers, unindexUser } from '../db/search-index';
+import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { type ApplyOutcome, asStamp, version } from './event-time';
 import { syncUserGroups } from './list-facts';
 import { emailDomain, ruleId } from './membership-rules';
-import { indexNewUsers, unindexUser } from './search-index';
 import { type UserFacts, userRecord, userTombstone } from './users';
 
 /**

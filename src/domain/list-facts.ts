@@ -1,7 +1,8 @@
 import type { Filter } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type MembershipDoc, type PublicCourseDoc, type UserDoc } from '../db/collections';
+import { readInPieces } from '../db/dialect';
+import { indexCourse, indexUser } from '../db/search-index';
 import type { Tenant, TenantCollection } from '../db/tenant';
-import { indexCourse, indexUser } from './search-index';
 
 /**
  * The list facts: fields of a user or course document derived from other records, so that the
@@ -115,12 +116,8 @@ export function syncCourseFacts(tenant: Tenant, courseKeys: Iterable<string>): P
 
 /** Which of `keys` have at least one link (the `{org, course}` index, a piece of keys at a time). */
 async function linkedCourses(links: TenantCollection<GroupCourseDoc>, keys: string[]): Promise<Set<string>> {
-  const out = new Set<string>();
-  for (let i = 0; i < keys.length; i += 1000) {
-    const found = await links.find({ course: { $in: keys.slice(i, i + 1000) } }, { projection: { _id: 0, course: 1 } }).toArray();
-    for (const l of found) out.add(l.course);
-  }
-  return out;
+  const found = await readInPieces(keys, (piece) => links.find({ course: { $in: piece } }, { projection: { _id: 0, course: 1 } }).toArray());
+  return new Set(found.map((l) => l.course));
 }
 
 /** The user ids of the tenant's members of `group`, through the membership index. */

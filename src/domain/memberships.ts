@@ -1,5 +1,5 @@
 import { COLLECTIONS, type MembershipDoc } from '../db/collections';
-import { isDuplicateKey } from '../db/errors';
+import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { syncUserGroups } from './list-facts';
 import { settlePendingActivation } from './users';

@@ -1,10 +1,11 @@
 import type { Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections';
-import { ownerLookup, Tenant } from '../db/tenant';
+import { ownerLookup } from '../db/owners';
+import { indexUser, unindexUser } from '../db/search-index';
+import { Tenant } from '../db/tenant';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import { syncUserGroups } from './list-facts';
-import { indexUser, unindexUser } from './search-index';
 import { compare, recordDeletion, upsertIfNewer, type VersionedResult } from './versioned-records';
 
 /** A user as the LMS describes it (the `user` of the user events, flattened). */

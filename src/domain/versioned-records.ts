@@ -1,6 +1,6 @@
 import type { Document, Filter, UpdateFilter } from 'mongodb';
 import type { CollectionName, EventVersion, TenantDoc } from '../db/collections';
-import { isDuplicateKey } from '../db/errors';
+import { isDuplicateKey } from '../db/driver-errors';
 import { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { type ApplyOutcome, type EventStamp, version } from './event-time';

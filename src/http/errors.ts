@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { isDatabaseUnavailable, isDuplicateKey } from '../db/errors';
+import { isDatabaseUnavailable, isDuplicateKey } from '../db/driver-errors';
 import { Invalid, NotFound } from '../errors';
 import type { Logger } from '../log';
 

@@ -6,7 +6,7 @@
 // in any command, no injected `$` name appears as a key, and every `$regex` is an escaped literal.
 
 import { COLLECTIONS } from '../../src/db/collections';
-import { literalPattern } from '../../src/domain/search-index';
+import { literalPattern } from '../../src/db/search-index';
 import { makeWorld, type World } from '../helpers/fixtures';
 import { client, type Reply } from '../helpers/http';
 import { startTestService, type TestService } from '../helpers/stack';

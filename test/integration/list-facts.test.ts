@@ -2,11 +2,11 @@
 // search grams converge under concurrent writers, and a writer that died between its write and
 // its derivation is repaired by the next event, `cag import`'s path, or a list page.
 import { COLLECTIONS, type MembershipDoc, type UserDoc, type UserGramDoc } from '../../src/db/collections';
+import { gramsOf, userSearchFields } from '../../src/db/search-index';
 import { Tenant } from '../../src/db/tenant';
 import { normalizeEventTime } from '../../src/domain/event-time';
 import { syncUserGroups } from '../../src/domain/list-facts';
 import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../src/domain/memberships';
-import { gramsOf, userSearchFields } from '../../src/domain/search-index';
 import { upsertUser } from '../../src/domain/users';
 import { usersRepository } from '../../src/features/users/repository';
 import { client } from '../helpers/http';

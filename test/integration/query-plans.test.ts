@@ -12,8 +12,8 @@
 import { type CommandStartedEvent, type Db, type Document, Long, MongoClient } from 'mongodb';
 import { MAIN_ORG, seedBenchData } from '../../bench/seed';
 import { ensureIndexes, type UserDoc } from '../../src/db/collections';
+import { indexUser } from '../../src/db/search-index';
 import { Tenant } from '../../src/db/tenant';
-import { indexUser } from '../../src/domain/search-index';
 import { coursesRepository } from '../../src/features/courses/repository';
 import { groupCoursesRepository } from '../../src/features/group-courses/repository';
 import { groupsRepository } from '../../src/features/groups/repository';

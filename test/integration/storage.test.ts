@@ -2,7 +2,7 @@
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../../src/db/collections';
 import { nextId } from '../../src/db/counters';
-import { isDuplicateKey } from '../../src/db/errors';
+import { isDuplicateKey } from '../../src/db/driver-errors';
 import { Tenant } from '../../src/db/tenant';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 

@@ -1,7 +1,7 @@
 // SPEC §3 filters: search terms are literal text, split on spaces and commas; booleans' spellings;
 // a repeated parameter counts with its last value.
 import fc from 'fast-check';
-import { literalPattern, searchFilter, searchTerms } from '../../src/domain/search-index';
+import { literalPattern, searchFilter, searchTerms } from '../../src/db/search-index';
 import { Invalid } from '../../src/errors';
 import { userListQuerySchema } from '../../src/features/users/schema';
 import { toHttpError } from '../../src/http/errors';

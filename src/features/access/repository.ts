@@ -9,7 +9,8 @@ import {
   type TenantDoc,
   type UserDoc,
 } from '../../db/collections';
-import { ownerLookup, Tenant, type TenantCollection } from '../../db/tenant';
+import { ownerLookup } from '../../db/owners';
+import { Tenant, type TenantCollection } from '../../db/tenant';
 import type { FactsCache, FactsView } from './cache';
 import { type AccessFacts, needsLink, needsUser, type UserFacts } from './decide';
 

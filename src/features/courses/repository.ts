@@ -1,9 +1,9 @@
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../../db/collections';
+import { searchList } from '../../db/list-plan';
 import { getOne, hasOne, listPage, type Page } from '../../db/records';
+import { COURSE_SEARCH_FIELDS, courseGrams, searchTerms } from '../../db/search-index';
 import type { Tenant } from '../../db/tenant';
 import { syncCourseFacts } from '../../domain/list-facts';
-import { searchList } from '../../domain/list-plan';
-import { COURSE_SEARCH_FIELDS, courseGrams, searchTerms } from '../../domain/search-index';
 import { type Infer, toBoolean, toInteger } from '../../validation';
 import { groupsRepository } from '../groups/repository';
 import type { courseListQuerySchema, courseRefSchema, courseSchema } from './schema';
@@ -23,12 +23,7 @@ export function coursesRepository(tenant: Tenant) {
     const keys = docs.map((d) => d._id);
     const [publicByKey, courseLinks] = await Promise.all([
       publics.findByIds(keys, { projection: { id: 1 } }),
-      // Sorted here, not by the server: with a sort, SQLite serves the `$in` from the `{org, id}`
-      // index (the order) instead of `{org, course}` (the 20 courses) and reads every link.
-      links
-        .find({ course: { $in: keys } }, { projection: { id: 1, course: 1, group: 1 } })
-        .toArray()
-        .then((found) => found.sort((a, b) => a.id - b.id)),
+      links.findFew({ course: { $in: keys } }, { projection: { id: 1, course: 1, group: 1 } }),
     ]);
     // Read repair: a course whose derived facts disagree with what was just read (a writer died
     // between its write and its sync) has them derived again.
@@ -61,7 +56,7 @@ export function coursesRepository(tenant: Tenant) {
      * Every filter is an index equality on the course (`is_public`, `linked`, derived in
      * src/domain/list-facts.ts), but `group`, whose courses are the group's links in course
      * order (`{org, group, course}`: a link's course is the course's id). A search is driven by
-     * its rarest trigram, or by the group's links (src/domain/list-plan.ts).
+     * its rarest trigram, or by the group's links (src/db/list-plan.ts).
      */
     async list(page: Page, query: CourseListQuery): Promise<{ count: number; results: Course[] }> {
       const group = toInteger(query.group);

@@ -1,5 +1,5 @@
 import { COLLECTIONS, type PublicCourseDoc } from '../../db/collections';
-import { isDuplicateKey } from '../../db/errors';
+import { isDuplicateKey } from '../../db/driver-errors';
 import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import type { Tenant } from '../../db/tenant';
 import { syncCourseFacts } from '../../domain/list-facts';

@@ -1,9 +1,9 @@
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../db/collections';
+import { searchList } from '../../db/list-plan';
 import { hasOne, listPage, type Page } from '../../db/records';
+import { searchTerms, USER_SEARCH_FIELDS, userGrams } from '../../db/search-index';
 import type { Tenant } from '../../db/tenant';
 import { syncUserGroups } from '../../domain/list-facts';
-import { searchList } from '../../domain/list-plan';
-import { searchTerms, USER_SEARCH_FIELDS, userGrams } from '../../domain/search-index';
 import { type Infer, toBoolean, toInteger } from '../../validation';
 import { groupsRepository } from '../groups/repository';
 import type { userListQuerySchema, userRefSchema, userSchema } from './schema';
@@ -71,15 +71,14 @@ export function usersRepository(tenant: Tenant) {
   }
 
   return {
-    /** Every filter is an index equality; a search is driven by its rarest trigram (src/domain/list-plan.ts). */
+    /** Every filter is an index equality; a search is driven by its rarest trigram (src/db/list-plan.ts). */
     async list(page: Page, query: UserListQuery): Promise<{ count: number; results: User[] }> {
       const filter = userListFilter(query);
       if (!filter) return { count: 0, results: [] };
       if (searchTerms(query.search).length === 0) {
         if (filter.email_lower !== undefined) {
-          // An email names one user (a few at most): read them and page here. With a sort, SQLite
-          // would serve the sort from `{org, listed, id}` and read the organization to find them.
-          const all = (await users.find(filter).toArray()).sort((a, b) => a.id - b.id);
+          // An email names one user (a few at most): read them all and page here.
+          const all = await users.findFew(filter);
           return { count: all.length, results: await present(all.slice(page.offset, page.offset + page.limit)) };
         }
         return listPage(users, page, filter, present);
