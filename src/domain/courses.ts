@@ -16,6 +16,9 @@ export function orgFromCourseKey(courseKey: string): string | null {
 
 export const courseTombstone = (courseKey: string) => `course:${courseKey}`;
 
+/** Whether the organization has course `key` (a reference a link or public record makes must exist). */
+export const courseExists = (tenant: Tenant, key: string) => tenant.collection<CourseDoc>(COLLECTIONS.courses).has({ _id: key });
+
 /** Deletes a course's group links and public record: what hangs off a course in its organization. */
 async function deleteCourseDependents(tenant: Tenant, courseKey: string): Promise<number> {
   const [links, publicRecord] = await withCause('cascade', () =>

@@ -1,8 +1,11 @@
 import type { Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type MembershipDoc, type RuleDoc, type UserDoc } from '../db/collections';
+import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
+import { Conflict, doesNotExist, fieldError } from '../errors';
 import type { ApplyOutcome } from './event-time';
+import { groupExists } from './groups';
 import { deleteMembership, insertMembershipIfAbsent } from './memberships';
 import { isNewActivation, userTombstone } from './users';
 import { deletedSince } from './versioned-records';
@@ -99,4 +102,61 @@ export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDo
     const made = await Promise.all(matching.map((u) => applyMembershipRules(tenant, u)));
     created += made.filter((m) => m !== null).length;
   }
+}
+
+const domainTaken = () => new Conflict({ domain: ['A membership rule for this domain already exists.'] });
+const rules = (tenant: Tenant) => tenant.collection<RuleDoc>(COLLECTIONS.rules);
+
+async function checkGroup(tenant: Tenant, group: number | undefined) {
+  if (group !== undefined && !(await groupExists(tenant, group))) throw fieldError('group', doesNotExist(group));
+}
+
+/** Inserts a rule, refusing a domain that has one (Invalid on `domain`). */
+async function insert(tenant: Tenant, doc: Omit<RuleDoc, 'org' | '_id'>): Promise<RuleDoc> {
+  try {
+    return await rules(tenant).insertOne({ _id: ruleId(tenant.org, doc.domain), ...doc });
+  } catch (err) {
+    if (isDuplicateKey(err)) throw domainTaken();
+    throw err;
+  }
+}
+
+const taken = (tenant: Tenant, domain: string) => rules(tenant).has({ _id: ruleId(tenant.org, domain) });
+
+export async function createRule(tenant: Tenant, input: { name: string; domain: string; group: number }): Promise<RuleDoc> {
+  await checkGroup(tenant, input.group);
+  const domain = input.domain.toLowerCase();
+  // Checked first so that a refused request claims no id.
+  if (await taken(tenant, domain)) throw domainTaken();
+  const id = await tenant.nextId('membership_rules');
+  return insert(tenant, { id, name: input.name, domain, group: input.group });
+}
+
+/**
+ * A new domain is a new `_id`: the new document is inserted (refused when the domain has a
+ * rule) and then the old one deleted; a crash in between leaves both, with one id, until the
+ * next PATCH or DELETE of that id. Null: no rule `id` here.
+ */
+export async function updateRule(tenant: Tenant, id: number, patch: { name?: string; domain?: string; group?: number }): Promise<RuleDoc | null> {
+  await checkGroup(tenant, patch.group);
+  const old = await rules(tenant).findOne({ id });
+  if (!old) return null;
+  const domain = patch.domain === undefined ? old.domain : patch.domain.toLowerCase();
+  const changes = { name: patch.name ?? old.name, group: patch.group ?? old.group };
+  if (domain === old.domain) return rules(tenant).findOneAndUpdate({ _id: old._id }, { $set: changes });
+  if (await taken(tenant, domain)) throw domainTaken();
+  const doc = await insert(tenant, { id, domain, ...changes });
+  await rules(tenant).deleteMany({ id, _id: { $ne: doc._id } });
+  return doc;
+}
+
+/** Deletes every document of the id (normally one; two after an interrupted PATCH). */
+export async function deleteRule(tenant: Tenant, id: number): Promise<boolean> {
+  return (await rules(tenant).deleteMany({ id })).deletedCount > 0;
+}
+
+/** Applies rule `id` to the organization's existing users: the memberships created, or null for an unknown id. */
+export async function applyRule(tenant: Tenant, id: number): Promise<number | null> {
+  const rule = await rules(tenant).findOne({ id });
+  return rule && applyRuleToExistingUsers(tenant, rule);
 }

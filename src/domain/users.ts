@@ -22,6 +22,9 @@ export interface UserFacts {
 
 export const userTombstone = (id: number) => `user:${id}`;
 
+/** Whether the organization has user `id`, site administrators included (a membership may name one). */
+export const userExists = (tenant: Tenant, id: number) => tenant.collection<UserDoc>(COLLECTIONS.users).has({ _id: String(id) });
+
 /**
  * The record an event writes for a user as of `time`: the whole document for a new user, and the
  * fields it changes on an existing one (flags the event does not carry are left as they are).

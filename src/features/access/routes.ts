@@ -7,7 +7,7 @@ import type { AppDeps } from '../../http/feature';
 import { type Infer, validator } from '../../validation';
 import { createFactsCache } from './cache';
 import { decide } from './decide';
-import { accessRepository, type OrgFilter } from './repository';
+import { accessQueries, type OrgFilter } from './queries';
 import { accessQuerySchema, batchRequestSchema, type batchResponseSchema } from './schema';
 
 const parseQuery = validator(accessQuerySchema);
@@ -39,7 +39,7 @@ function queryObject(ctx: Context): Record<string, unknown> {
 
 export function registerAccessRoutes(router: Router, deps: AppDeps): void {
   const cache = createFactsCache(deps.db, { enabled: deps.config.ACCESS_CACHE === 'on' });
-  const access = accessRepository(deps.db, cache);
+  const access = accessQueries(deps.db, cache);
 
   router.get('/access', async (ctx) => {
     const mayAsk = callerScope(ctx.state.principal);

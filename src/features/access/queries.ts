@@ -32,7 +32,7 @@ export type OrgFilter = (org: string) => boolean;
 /** Past this many links, an organization's link table is not held in memory. */
 const MAX_CACHED_LINKS = 200_000;
 
-export function accessRepository(db: Db, cache: FactsCache) {
+export function accessQueries(db: Db, cache: FactsCache) {
   const owners = ownerLookup(db);
 
   async function courseOrgs(view: FactsView, keys: string[]): Promise<Map<string, string | null>> {
@@ -193,5 +193,3 @@ export function accessRepository(db: Db, cache: FactsCache) {
     },
   };
 }
-
-export type AccessRepository = ReturnType<typeof accessRepository>;

@@ -1,18 +1,19 @@
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../../db/collections';
 import { searchList } from '../../db/list-plan';
-import { getOne, hasOne, listPage, type Page } from '../../db/records';
 import { COURSE_SEARCH_FIELDS, courseGrams, searchTerms } from '../../db/search-index';
-import type { Tenant } from '../../db/tenant';
-import { syncCourseFacts } from '../../domain/list-facts';
+import type { Page, Tenant } from '../../db/tenant';
+import { repairCourseFactsLater } from '../../domain/list-facts';
 import { type Infer, toBoolean, toInteger } from '../../validation';
-import { groupsRepository } from '../groups/repository';
+import { groupQueries } from '../groups/queries';
+import { getOne, listPage } from '../queries';
 import type { courseListQuerySchema, courseRefSchema, courseSchema } from './schema';
 
-export type Course = Infer<typeof courseSchema>;
-export type CourseRef = Infer<typeof courseRefSchema>;
-export type CourseListQuery = Infer<typeof courseListQuerySchema>;
+type Course = Infer<typeof courseSchema>;
+type CourseRef = Infer<typeof courseRefSchema>;
+type CourseListQuery = Infer<typeof courseListQuerySchema>;
 
-export function coursesRepository(tenant: Tenant) {
+/** Reads of the read-only `courses` resource (filled from LMS events by src/domain/courses.ts). */
+export function courseQueries(tenant: Tenant) {
   const courses = tenant.collection<CourseDoc>(COLLECTIONS.courses);
   const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
   const publics = tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);
@@ -26,20 +27,18 @@ export function coursesRepository(tenant: Tenant) {
       links.findFew({ course: { $in: keys } }, { projection: { id: 1, course: 1, group: 1 } }),
     ]);
     // Read repair: a course whose derived facts disagree with what was just read (a writer died
-    // between its write and its sync) has them derived again.
-    const stale = docs.filter(
-      (d) =>
-        d.is_public !== undefined && (d.is_public !== (publicByKey.has(d._id) ? 1 : 0) || d.linked !== (courseLinks.some((l) => l.course === d._id) ? 1 : 0)),
+    // between its write and its sync) is handed to the domain to derive again, after the answer.
+    repairCourseFactsLater(
+      tenant,
+      docs
+        .filter(
+          (d) =>
+            d.is_public !== undefined &&
+            (d.is_public !== (publicByKey.has(d._id) ? 1 : 0) || d.linked !== (courseLinks.some((l) => l.course === d._id) ? 1 : 0)),
+        )
+        .map((d) => d._id),
     );
-    const [groups] = await Promise.all([
-      groupsRepository(tenant).refs(courseLinks.map((l) => l.group)),
-      stale.length > 0
-        ? syncCourseFacts(
-            tenant,
-            stale.map((d) => d._id),
-          )
-        : undefined,
-    ]);
+    const groups = await groupQueries(tenant).refs(courseLinks.map((l) => l.group));
     return docs.map((d) => {
       const record = publicByKey.get(d._id);
       return {
@@ -107,10 +106,6 @@ export function coursesRepository(tenant: Tenant) {
       return getOne(courses, { _id: key }, present);
     },
 
-    exists(key: string): Promise<boolean> {
-      return hasOne(courses, { _id: key });
-    },
-
     /** `{id, name}` of each of `keys` that exists in this organization, for embedding in other resources. */
     async refs(keys: Iterable<string>): Promise<Map<string, CourseRef>> {
       const docs = await courses.findByIds(keys, { projection: { id: 1, name: 1 } });
@@ -118,5 +113,3 @@ export function coursesRepository(tenant: Tenant) {
     },
   };
 }
-
-export type CoursesRepository = ReturnType<typeof coursesRepository>;
