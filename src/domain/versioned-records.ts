@@ -1,5 +1,5 @@
 import type { Document, Filter, UpdateFilter } from 'mongodb';
-import type { CollectionName, EventVersion, TenantDoc } from '../db/collections';
+import type { CollectionName, EventVersion, TenantDoc, TombstoneDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
@@ -196,8 +196,7 @@ export async function recordDeletion(db: Tenant['db'], key: string, org: string 
   throw new Error(`tombstone ${key} kept changing`);
 }
 
-/** True when the record was deleted by an event at least as new as `time`. */
-export async function deletedSince(db: Tenant['db'], key: string, time: string): Promise<boolean> {
-  const stone = await tombstones(db).get(key);
-  return stone !== null && stone.event_time >= time;
+/** True when a record's tombstone (null or undefined: none) says it was deleted by an event at least as new as `time`. */
+export function deletedSince(stone: Pick<TombstoneDoc, 'event_time'> | null | undefined, time: string): boolean {
+  return !!stone && stone.event_time >= time;
 }
