@@ -1,6 +1,6 @@
 import { createPublicKey } from 'node:crypto';
-import Ajv from 'ajv';
 import type { FromSchema } from 'json-schema-to-ts';
+import { ajv, fromEnvironmentStrings } from './validation';
 
 /** The environment the service reads (SPEC section 6). One schema: validation and the type. */
 export const configSchema = {
@@ -65,15 +65,15 @@ const KEYS = Object.keys(configSchema.properties);
  * message naming it. Empty strings count as unset, as a shell `FOO=` usually means.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const raw: Record<string, string> = {};
+  const raw: Record<string, unknown> = {};
   for (const key of KEYS) {
     const value = env[key];
     if (value !== undefined && value !== '') raw[key] = value;
   }
   // CHANGES_TOPIC= (set, empty) is how change events are turned off.
   if (env.CHANGES_TOPIC === '') raw.CHANGES_TOPIC = '';
-  const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true });
-  const validate = ajv.compile<RawConfig>(configSchema);
+  fromEnvironmentStrings(configSchema, raw);
+  const validate = ajv.compile(configSchema);
   if (!validate(raw)) {
     const problems = (validate.errors ?? []).map((e) => {
       const name = e.instancePath.replace(/^\//, '') || (e.params as { missingProperty?: string }).missingProperty;
@@ -89,7 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         : `Invalid configuration: set exactly one of JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL (${keys.join(', ')} are set)`,
     );
   }
-  // ajv applied the defaults and coercions to `raw` in place.
+  // ajv applied the defaults to `raw` in place.
   const config = raw as unknown as RawConfig;
   const list = (s: string) =>
     s
@@ -161,7 +161,7 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
     const value = env[key];
     if (value !== undefined && value !== '') raw[key] = value;
   }
-  const validate = new Ajv({ useDefaults: true, allErrors: true }).compile<CliConfig>(cliConfigSchema);
+  const validate = ajv.compile(cliConfigSchema);
   if (!validate(raw)) {
     const problems = (validate.errors ?? []).map((e) => `${e.instancePath.replace(/^\//, '')}: ${e.message}`);
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);

@@ -1,10 +1,9 @@
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { Document } from 'mongodb';
 import { type Actor, CAUSES } from '../db/change-context';
 import { COLLECTIONS, type CollectionName, type OutboxDoc } from '../db/collections';
 import { TRACKED_RESOURCES } from '../db/outbox';
+import { strictValidator } from '../validation';
 
 const resourceOf = (c: CollectionName) => TRACKED_RESOURCES.get(c)!;
 
@@ -259,16 +258,16 @@ export function toMessage({ key, event }: { key: string; event: ChangeEvent }) {
 
 /**
  * Validates a built event against its envelope and its type's `data` schema (tests, and a
- * consumer's reference). Strict and separate from the request ajv, which drops unknown fields.
+ * consumer's reference), refusing unknown fields.
  */
-const strict = addFormats(new Ajv({ allErrors: true, strict: true }));
-const validateEnvelope = strict.compile(changeEventSchema);
-const validateData = new Map(Object.values(CHANGE_KINDS).map((k) => [k.type, strict.compile(k.dataSchema)]));
+const envelopeErrors = strictValidator(changeEventSchema);
+const dataErrors = new Map(Object.values(CHANGE_KINDS).map((k) => [k.type, strictValidator(k.dataSchema)]));
 
 export function changeEventErrors(event: unknown): string[] {
-  if (!validateEnvelope(event)) return (validateEnvelope.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`);
+  const envelope = envelopeErrors(event);
+  if (envelope.length > 0) return envelope;
   const e = event as ChangeEvent;
-  const validate = validateData.get(e.type);
-  if (!validate) return [`unknown type ${e.type}`];
-  return validate(e.data) ? [] : (validate.errors ?? []).map((x) => `/data${x.instancePath} ${x.message}`);
+  const errors = dataErrors.get(e.type);
+  if (!errors) return [`unknown type ${e.type}`];
+  return errors(e.data).map((x) => `/data${x.startsWith('/ ') ? x.slice(1) : x}`);
 }
