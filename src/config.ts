@@ -1,5 +1,6 @@
 import { createPublicKey } from 'node:crypto';
 import type { FromSchema } from 'json-schema-to-ts';
+import { ServiceError } from './errors';
 import { ajv, fromEnvironmentStrings } from './validation';
 
 /** The environment the service reads (SPEC section 6). One schema: validation and the type. */
@@ -56,7 +57,10 @@ export interface Config extends Readonly<Omit<RawConfig, 'KAFKA_BROKERS' | 'KAFK
   readonly KAFKA_TOPICS: readonly string[];
 }
 
-export class ConfigError extends Error {}
+/** A missing or invalid setting: fixed by the operator, never by waiting. */
+export class ConfigError extends ServiceError {
+  readonly retriable = false;
+}
 
 const KEYS = Object.keys(configSchema.properties);
 

@@ -10,11 +10,14 @@ import { insertMembershipIfAbsent } from '../domain/memberships';
 import { createPublicCourse } from '../domain/public-courses';
 import { updateSiteConfiguration } from '../domain/site-configuration';
 import { userExists } from '../domain/users';
-import { Invalid } from '../errors';
+import { Invalid, ServiceError } from '../errors';
 import { ajv, describeErrors } from '../validation';
 import { type ConfigDocument, configDocumentSchema } from './config-document';
 
-export class ImportConfigError extends Error {}
+/** The configuration file cannot be imported (unreadable, not an export, a target already configured): exit code 1. */
+export class ImportConfigError extends ServiceError {
+  readonly retriable = false;
+}
 
 export interface ImportConfigReport {
   created: { groups: number; membership_rules: number; group_courses: number; public_courses: number; memberships: number };
