@@ -101,7 +101,7 @@ function messageFor(e: ErrorObject): string {
 }
 
 /** ajv errors in DRF's shape, keyed by the top-level field. */
-export function toFieldErrors(errors: ErrorObject[]): FieldErrors {
+function toFieldErrors(errors: ErrorObject[]): FieldErrors {
   const out: FieldErrors = {};
   for (const e of errors) {
     const segments = e.instancePath.split('/').filter(Boolean);

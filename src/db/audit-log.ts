@@ -26,7 +26,7 @@ export async function insertAuditRecords(db: Db, records: AuditDoc[]): Promise<n
  * place when the retention changes). FerretDB v1.24 refuses `expireAfterSeconds` ("not
  * implemented"), so there the caller purges periodically: the answer says which.
  */
-export async function setUpAuditRetention(db: Db, days: number): Promise<'ttl' | 'purge'> {
+async function setUpAuditRetention(db: Db, days: number): Promise<'ttl' | 'purge'> {
   if (await isFerretDb(db)) return 'purge';
   const expireAfterSeconds = days * 86_400;
   try {
@@ -40,7 +40,7 @@ export async function setUpAuditRetention(db: Db, days: number): Promise<'ttl' |
 }
 
 /** Deletes the audit records older than `days` (what the TTL index does on MongoDB); returns how many. */
-export async function purgeExpiredAudit(db: Db, days: number, now = Date.now()): Promise<number> {
+async function purgeExpiredAudit(db: Db, days: number, now = Date.now()): Promise<number> {
   return (await auditLog(db).deleteMany({ time: { $lt: new Date(now - days * DAY_MS) } })).deletedCount;
 }
 

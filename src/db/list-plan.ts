@@ -17,7 +17,7 @@ import type { Page, TenantCollection } from './tenant';
  */
 
 /** Counts stop here: past it a gram or a filter is "large", and its exact size does not matter. */
-export const CANDIDATE_CAP = 5000;
+const CANDIDATE_CAP = 5000;
 
 export interface SearchSource<T extends { id: number | string }, R extends number | string> {
   records: TenantCollection<T & { _id: string; org: string }>;

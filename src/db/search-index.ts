@@ -41,7 +41,7 @@ export function searchFilter(fields: readonly string[], raw: string | undefined)
 /** Case-insensitive comparison: both sides lowercased (JavaScript's Unicode lowercase mapping). */
 export const fold = (text: string) => text.toLowerCase();
 
-export const GRAM = 3;
+const GRAM = 3;
 
 /** The distinct trigrams of each value, by code point (a surrogate pair is one character). */
 export function gramsOf(values: readonly string[]): Set<string> {

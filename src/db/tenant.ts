@@ -39,7 +39,7 @@ export interface Page {
 }
 
 /** The offset from which a page reads its ids from the index before its documents (TenantCollection.page). */
-export const DEEP_OFFSET = 200;
+const DEEP_OFFSET = 200;
 
 /** One organization's documents of one collection: reads here, writes by the tracked-write protocol. */
 export class TenantCollection<T extends TenantDoc> extends TrackedCollection<T> {

@@ -14,7 +14,7 @@ export function orgFromCourseKey(courseKey: string): string | null {
   return m ? m[1]! : null;
 }
 
-export const courseTombstone = (courseKey: string) => `course:${courseKey}`;
+const courseTombstone = (courseKey: string) => `course:${courseKey}`;
 
 /** Whether the organization has course `key` (a reference a link or public record makes must exist). */
 export const courseExists = (tenant: Tenant, key: string) => tenant.collection<CourseDoc>(COLLECTIONS.courses).has({ _id: key });

@@ -32,12 +32,6 @@ export type ApplyOutcome =
   /** the record reflects a newer event (or a newer deletion): the event is left out */
   | 'stale';
 
-/** Compares an event time with the one a record reflects. */
-export function outcomeAgainst(stored: string, time: string): ApplyOutcome | 'newer' {
-  if (stored === time) return 'duplicate';
-  return stored > time ? 'stale' : 'newer';
-}
-
 /**
  * What identifies one event and orders it: its normalized `time` and its identity (`source` and
  * `id`, hashed to a short fixed-size key by eventKey). A bare time (the import, which has no

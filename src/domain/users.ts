@@ -59,7 +59,7 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
  * retirement, a record moved away); a record created by an activation-capable event claims its
  * activation at once.
  */
-export function activationFields(facts: Pick<UserFacts, 'is_active'>, activates: boolean) {
+function activationFields(facts: Pick<UserFacts, 'is_active'>, activates: boolean) {
   return (v: string, after: string | null) => {
     const deact = [after, facts.is_active ? null : v]
       .filter((x): x is string => x !== null)
@@ -127,7 +127,7 @@ export async function settlePendingActivation(tenant: Tenant, userId: number): P
 export const homeOf = (tenant: Tenant, record: { org: string }) => (record.org === tenant.org ? tenant : new Tenant(tenant.db, record.org));
 
 /** The user's list facts (from its membership) and search grams (from its record), derived again. */
-export async function reindexUser(tenant: Tenant, user: UserDoc): Promise<void> {
+async function reindexUser(tenant: Tenant, user: UserDoc): Promise<void> {
   await syncUserGroups(tenant, [user.id]);
   await indexUser(tenant, user);
 }

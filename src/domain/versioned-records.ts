@@ -13,7 +13,7 @@ import { type ApplyOutcome, type EventStamp, version } from './event-time';
  */
 
 /** How many identities of the newest time a record keeps: more events than this of one time are rare. */
-export const RECENT_IDS = 16;
+const RECENT_IDS = 16;
 
 export interface VersionedDoc extends TenantDoc, EventVersion {}
 

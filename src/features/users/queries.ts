@@ -18,7 +18,7 @@ type UserListQuery = Infer<typeof userListQuerySchema>;
  * `member` says whether there is one. Null when no user can match (group 0, or a group together
  * with no_group=true).
  */
-export function userListFilter(query: UserListQuery): Record<string, unknown> | null {
+function userListFilter(query: UserListQuery): Record<string, unknown> | null {
   const filter: Record<string, unknown> = { listed: 1 };
   const group = toInteger(query.group);
   const noGroup = toBoolean(query.no_group);
