@@ -3,7 +3,7 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { ServiceError } from './errors';
 import { ajv, fromEnvironmentStrings } from './validation';
 
-/** The environment the service reads (SPEC section 6). One schema: validation and the type. */
+/** The environment the service reads (docs/operations.md and the README's configuration table). One schema: validation and the type. */
 export const configSchema = {
   type: 'object',
   properties: {
@@ -112,7 +112,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /**
- * The one algorithm tokens must be signed with (SPEC section 2: any other is refused):
+ * The one algorithm tokens must be signed with (docs/api.md: any other is refused):
  * HS256 with `JWT_SECRET`; with `JWT_PUBLIC_KEY`, the key's (RS256 for RSA, ES256 for an EC
  * P-256 key); with `JWT_JWKS_URL`, `JWT_ALGORITHM` (default RS256). `JWT_ALGORITHM` may also
  * confirm a public key's algorithm; a contradiction is a configuration error.

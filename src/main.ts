@@ -2,7 +2,7 @@ import { ConfigError, loadConfig } from './config';
 import { createLogger } from './log';
 import { startService } from './runtime';
 
-/** Process entry: configuration, then the service, then signal handling (SPEC section 6). */
+/** Process entry: configuration, then the service, then signal handling (docs/operations.md). */
 async function main(): Promise<void> {
   let config;
   try {
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
     stopping = true;
     log.info({ signal }, 'shutting down');
     aborter.abort();
-    // The SPEC's ceiling: whatever happens, the process is gone within 10 seconds.
+    // The ceiling docs/operations.md promises: whatever happens, the process is gone within 10 seconds.
     setTimeout(() => {
       log.error('shutdown took longer than 9.5 s; exiting');
       process.exit(1);

@@ -36,7 +36,7 @@ const STARTUP_RETRY: RetryPolicy = { initialMs: 500, maxMs: 10000 };
 
 /** How long connections already open may still bring a request after shutdown begins. */
 const DRAIN_GRACE_MS = 1000;
-/** After this, connections still busy are cut so the process exits within the SPEC's 10 s. */
+/** After this, connections still busy are cut so the process exits within the 10 s docs/operations.md promises. */
 const DRAIN_LIMIT_MS = 7000;
 
 /**

@@ -8,7 +8,7 @@ import { strictValidator } from '../validation';
 const resourceOf = (c: CollectionName) => TRACKED_RESOURCES.get(c)!;
 
 /**
- * The change events the service publishes (SPEC §7): CloudEvents 1.0 in structured mode (the
+ * The change events the service publishes (docs/events-published.md): CloudEvents 1.0 in structured mode (the
  * JSON envelope is the Kafka value, `content-type: application/cloudevents+json`), one type per
  * kind of record, in the openedx-events naming style under our own prefix. Each event carries the
  * record as it is now (or null: it is gone), never a delta, and a version that grows with every

@@ -44,7 +44,7 @@ export interface EventStamp {
 
 export const asStamp = (at: string | EventStamp): EventStamp => (typeof at === 'string' ? { time: at, id: `t:${at}` } : at);
 
-/** The identity of a CloudEvent: `source` and `id` together (SPEC: the same event is the same pair). */
+/** The identity of a CloudEvent: `source` and `id` together (docs/events.md: the same event is the same pair). */
 export function eventKey(source: string, id: string): string {
   return createHash('sha256').update(source).update('\0').update(id).digest('base64url').slice(0, 22);
 }

@@ -1,4 +1,4 @@
-// Issue 6 part B, SPEC §3 ("bad input is a 400 ... nothing is written"): NoSQL operator
+// Issue 6 part B, docs/api.md ("bad input is a 400 ... nothing is written"): NoSQL operator
 // injection. Every operation of the OpenAPI document, every query parameter, every body field
 // and every path id is tried with operator-shaped values. Beyond the status, the test watches
 // every command the service's MongoClient sends (command monitoring) and proves no

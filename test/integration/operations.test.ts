@@ -1,4 +1,4 @@
-// SPEC §6 operations endpoints and issue #2's HTTP checks.
+// docs/operations.md operations endpoints and issue #2's HTTP checks.
 import { client } from '../helpers/http';
 import { startTestService, type TestService } from '../helpers/stack';
 

@@ -1,4 +1,4 @@
-// SPEC §2 (tenancy) and issue #2: the database module against the real local MongoDB-protocol server.
+// docs/api.md (tenancy) and issue #2: the database module against the real local MongoDB-protocol server.
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../../src/db/collections';
 import { nextId } from '../../src/db/counters';

@@ -1,4 +1,4 @@
-// SPEC §4: the seven access rules, first match wins, as a pure function of the facts.
+// docs/api.md: the seven access rules, first match wins, as a pure function of the facts.
 import { type AccessFacts, decide, needsLink, needsUser, type UserFacts } from '../../src/features/access/decide';
 
 const learner: UserFacts = { isActive: true, isStaff: false, isSiteAdmin: false, org: 'org-a' };

@@ -1,4 +1,4 @@
-// Cascades (SPEC sections 3 and 5): what goes with a deleted group or course, and what a record
+// Cascades (docs/api.md and docs/events.md): what goes with a deleted group or course, and what a record
 // leaves behind when it moves organization (src/domain/groups.ts, users.ts, courses.ts),
 // over the in-memory Db. test/integration/memberships.test.ts and events.test.ts check the same
 // through HTTP and Kafka.

@@ -1,4 +1,4 @@
-// SPEC §3 filters: search terms are literal text, split on spaces and commas; booleans' spellings;
+// docs/api.md filters: search terms are literal text, split on spaces and commas; booleans' spellings;
 // a repeated parameter counts with its last value.
 import fc from 'fast-check';
 import { literalPattern, searchFilter, searchTerms } from '../../src/db/search-index';

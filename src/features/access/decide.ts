@@ -13,7 +13,7 @@ export interface UserFacts {
   org: string;
 }
 
-/** Everything SPEC §4 looks at for one (course, learner) pair, all read in the course's organization. */
+/** Everything an access decision (docs/api.md) looks at for one (course, learner) pair, all read in the course's organization. */
 export interface AccessFacts {
   courseOrg: string;
   /** The organization's ENABLE_COURSE_ACCESS_GROUPS (false when never set). */
@@ -26,8 +26,8 @@ export interface AccessFacts {
 }
 
 /**
- * SPEC §4's seven rules, first match wins. Pure: the same facts always give the same decision,
- * and it is the same for all four actions (the SPEC gives them one rule list).
+ * The seven rules of an access decision (docs/api.md), first match wins. Pure: the same facts always give the same decision,
+ * and it is the same for all four actions (the contract gives them one rule list).
  */
 export function decide(f: AccessFacts): Decision {
   if (!f.featureEnabled) return { allowed: true, reason: 'feature_disabled' };

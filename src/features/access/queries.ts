@@ -23,7 +23,7 @@ interface Learner {
 export type OrgFilter = (org: string) => boolean;
 
 /**
- * Reads the facts of SPEC §4 with a number of round trips that does not grow with the batch:
+ * Reads the facts of an access decision (docs/api.md) with a number of round trips that does not grow with the batch:
  * the change log (when caching), the courses' organizations, then per organization the flag,
  * the public records and the learner (user and membership) in parallel (the learner only if
  * needed, when the first two are cached), then the links of the learner's group to the courses

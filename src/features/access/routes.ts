@@ -14,7 +14,7 @@ const parseQuery = validator(accessQuerySchema);
 const parseBatch = validator(batchRequestSchema);
 
 /**
- * SPEC §4 callers: the LMS (`service`) and platform staff for any organization's courses, a
+ * The callers of access decisions (docs/api.md): the LMS (`service`) and platform staff for any organization's courses, a
  * site administrator for their own organization's only (another's behave as unknown). Anyone
  * else is refused before their input is looked at, as DRF checks permissions first.
  */

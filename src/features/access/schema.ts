@@ -1,4 +1,4 @@
-/** JSON Schemas of the access-decision API (SPEC §4): validation, types and OpenAPI. */
+/** JSON Schemas of the access-decision API (docs/api.md, access decisions): validation, types and OpenAPI. */
 
 const ACCESS_ACTIONS = ['course.enroll', 'course.see_in_catalog', 'course.see_about_page', 'course.see_exists'] as const;
 
