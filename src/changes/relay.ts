@@ -10,7 +10,7 @@ import { countOutbox, deleteIntents, INTENT_GRACE_MS, outboxSignals, readOutbox,
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { backoffDelay, DEFAULT_RETRY, pause, type RetryPolicy } from '../retry';
-import { buildAuditRecords } from './audit';
+import { buildAuditRecords } from './audit-records';
 import { buildChangeEvent, changeKind, toMessage } from './events';
 
 export const RELAY_LEASE = 'change-relay';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { NotFound } from '../errors';
-import { HttpError } from '../http/errors';
+import { HttpError } from '../http/error-responses';
 
 export const CONSOLE_PREFIX = '/course_access_groups/console';
 

@@ -2,7 +2,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { createRemoteJWKSet, type JWTVerifyGetKey, errors as joseErrors, jwtVerify } from 'jose';
 import type { Middleware } from 'koa';
 import { type Config, jwtAlgorithm } from '../config';
-import { forbidden, serviceUnavailable, unauthorized } from './errors';
+import { forbidden, serviceUnavailable, unauthorized } from './error-responses';
 
 /** Who is calling, from the token's claims (docs/api.md, tokens and roles). */
 export interface Principal {

@@ -3,7 +3,7 @@ import type { Middleware } from 'koa';
 import type { Db } from 'mongodb';
 import { Tenant } from '../db/tenant';
 import { isSiteAdminOf, type Principal } from './auth';
-import { forbidden } from './errors';
+import { forbidden } from './error-responses';
 import { lastValues } from './query';
 
 /**

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { literalPattern, searchFilter, searchTerms } from '../../src/db/search-index';
 import { Invalid } from '../../src/errors';
 import { userListQuerySchema } from '../../src/features/users/schema';
-import { toHttpError } from '../../src/http/errors';
+import { toHttpError } from '../../src/http/error-responses';
 import { lastValues, queryParser } from '../../src/http/query';
 import { createLogger } from '../../src/log';
 import { toBoolean } from '../../src/validation';

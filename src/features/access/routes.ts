@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { NotFound } from '../../errors';
 import { isService, type Principal } from '../../http/auth';
-import { forbidden } from '../../http/errors';
+import { forbidden } from '../../http/error-responses';
 import type { AppDeps } from '../../http/feature';
 import { type Infer, validator } from '../../validation';
 import { createFactsCache } from './cache';
