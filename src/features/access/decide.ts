@@ -40,7 +40,7 @@ export function decide(f: AccessFacts): Decision {
 }
 
 /**
- * Which facts a decision still needs, so the repository reads no more than it must: the user
+ * Which facts a decision still needs, so the queries read no more than they must: the user
  * only past rules 1-2, the group link only past rules 3-5.
  */
 export const needsUser = (f: Pick<AccessFacts, 'featureEnabled' | 'isPublic'>) => f.featureEnabled && !f.isPublic;
