@@ -11,8 +11,8 @@ import {
 } from '../../db/collections';
 import { ownerLookup } from '../../db/owners';
 import { Tenant, type TenantCollection } from '../../db/tenant';
+import { type AccessFacts, needsLink, needsUser, type UserFacts } from '../../domain/access-decisions';
 import type { FactsCache, FactsView } from './cache';
-import { type AccessFacts, needsLink, needsUser, type UserFacts } from './decide';
 
 interface Learner {
   user: UserFacts | null;

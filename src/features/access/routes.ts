@@ -1,12 +1,12 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import { decide } from '../../domain/access-decisions';
 import { NotFound } from '../../errors';
 import { isService, type Principal } from '../../http/auth';
 import { forbidden } from '../../http/error-responses';
 import type { AppDeps } from '../../http/feature';
 import { type Infer, validator } from '../../validation';
 import { createFactsCache } from './cache';
-import { decide } from './decide';
 import { accessQueries, type OrgFilter } from './queries';
 import { accessQuerySchema, batchRequestSchema, type batchResponseSchema } from './schema';
 

@@ -1,4 +1,5 @@
 /** JSON Schemas of the access-decision API (docs/api.md, access decisions): validation, types and OpenAPI. */
+import { DECISION_REASONS } from '../../domain/access-decisions';
 
 const ACCESS_ACTIONS = ['course.enroll', 'course.see_in_catalog', 'course.see_about_page', 'course.see_exists'] as const;
 
@@ -18,18 +19,6 @@ export const accessQuerySchema = {
     user_id: { ...userId, description: 'The learner; absent for an anonymous visitor.' },
   },
   required: ['course_id', 'action'],
-  additionalProperties: false,
-} as const;
-
-const DECISION_REASONS = ['feature_disabled', 'public', 'no_access', 'staff', 'site_admin', 'group'] as const;
-
-export const decisionSchema = {
-  type: 'object',
-  properties: {
-    allowed: { type: 'boolean' },
-    reason: { type: 'string', enum: DECISION_REASONS },
-  },
-  required: ['allowed', 'reason'],
   additionalProperties: false,
 } as const;
 

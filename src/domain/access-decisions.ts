@@ -1,7 +1,24 @@
-import type { Infer } from '../../validation';
-import type { decisionSchema } from './schema';
+import type { Infer } from '../validation';
 
-export type Decision = Infer<typeof decisionSchema>;
+/**
+ * Access decisions (docs/api.md): the rule, a pure function of the facts the access feature
+ * reads (src/features/access/queries.ts). The decision's schema is here, beside the rule that
+ * makes it; the feature's schemas and OpenAPI use it.
+ */
+
+export const DECISION_REASONS = ['feature_disabled', 'public', 'no_access', 'staff', 'site_admin', 'group'] as const;
+
+export const decisionSchema = {
+  type: 'object',
+  properties: {
+    allowed: { type: 'boolean' },
+    reason: { type: 'string', enum: DECISION_REASONS },
+  },
+  required: ['allowed', 'reason'],
+  additionalProperties: false,
+} as const;
+
+type Decision = Infer<typeof decisionSchema>;
 
 /** What the decision needs to know about the learner (the UserDoc read model). */
 export interface UserFacts {
