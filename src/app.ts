@@ -1,18 +1,18 @@
 import Router from '@koa/router';
 import Koa from 'koa';
-import { consoleRoutes } from '../console/route';
-import { NotFound } from '../errors';
-import { adminFeatures, openFeatures } from '../features';
-import { accessLog } from './access-log';
-import { attributeChanges } from './attribute-changes';
-import { authenticate, createTokenVerifier } from './auth';
-import { jsonBody } from './body';
-import { errorMapping, toHttpError } from './error-responses';
-import type { AppDeps } from './feature';
-import { healthRoutes } from './health';
-import { API_PREFIX, openApiDocument } from './openapi';
-import { requestId } from './request-id';
-import { adminTenant } from './tenancy';
+import { consoleRoutes } from './console/route';
+import { NotFound } from './errors';
+import { adminFeatures, openFeatures } from './features';
+import { accessLog } from './http/access-log';
+import { attributeChanges } from './http/attribute-changes';
+import { authenticate, createTokenVerifier } from './http/auth';
+import { jsonBody } from './http/body';
+import { errorMapping, toHttpError } from './http/error-responses';
+import type { AppDeps } from './http/feature';
+import { healthRoutes } from './http/health';
+import { API_PREFIX, openApiDocument } from './http/openapi';
+import { requestId } from './http/request-id';
+import { adminTenant } from './http/tenancy';
 
 /**
  * The router's allowedMethods() answers a method the path lacks with 405 and `Allow` (or 501
@@ -34,7 +34,10 @@ const closeConnectionsWhileDraining =
     if (isDraining()) ctx.set('Connection', 'close');
   };
 
-/** The Koa application. Middleware order reads top to bottom. */
+/**
+ * The Koa application, assembled here at the top from the http/ toolkit, the features and the
+ * console, so that src/http/ imports nothing above it. Middleware order reads top to bottom.
+ */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: true });
   const verify = createTokenVerifier(deps.config);
