@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
-import { MongoClient } from 'mongodb';
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { type IHeaders, Kafka, logLevel } from 'kafkajs';
+import { type Db, MongoClient } from 'mongodb';
 import { loadConfig } from '../src/config';
 import { COLLECTIONS, type GroupDoc, type RuleDoc } from '../src/db/collections';
 import { Tenant } from '../src/db/tenant';
 import { createLogger } from '../src/log';
 import { startService } from '../src/runtime';
+import { eventBusHeaders, registerActivationSchema } from '../test/helpers/avro';
 import { type BenchRow, formatTable } from './table';
 
 /**
@@ -16,6 +18,12 @@ import { type BenchRow, formatTable } from './table';
  * partition concurrency. The service does several database operations per activation (user
  * upsert, tombstone check, rule lookup, membership check, id claim, membership insert, and a
  * change-log entry per write). Both clocks start once the consumer runs and stop at the last message.
+ *
+ * Then the same activations as the Open edX event bus sends them (Avro in the Confluent frame,
+ * encoded through the schema registry at `schemaRegistryUrl`, the envelope in ce_* headers), on a
+ * topic and database of their own, drained by a second service consumer: its ratio is to the JSON
+ * row of the same run (target ≥ 0.9: the schema is fetched once and cached, then each message is
+ * a local Avro decode).
  */
 const PARTITIONS = 3;
 const ACTIVATED = 'org.openedx.learning.user.account.activated.v1';
@@ -52,46 +60,59 @@ async function until(done: () => boolean | Promise<boolean>, what: string, progr
   }
 }
 
-export async function benchEvents(opts: { events: number; mongoUrl: string; kafkaBrokers: string }): Promise<BenchRow[]> {
+export async function benchEvents(opts: { events: number; mongoUrl: string; kafkaBrokers: string; schemaRegistryUrl: string }): Promise<BenchRow[]> {
   const run = `${Date.now().toString(36)}${randomUUID().slice(0, 4)}`;
   const topic = `bench-events-${run}`;
+  const avroTopic = `bench-events-avro-${run}`;
   const org = `bench-org-${run}`;
   const serviceDb = `bench_events_${run}`;
+  const avroDb = `bench_events_avro_${run}`;
   const scratchDb = `bench_ceiling_${run}`;
   const kafka = new Kafka({ clientId: 'bench-events', brokers: opts.kafkaBrokers.split(','), logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   const mongo = new MongoClient(opts.mongoUrl, { serverSelectionTimeoutMS: 5000 });
   await Promise.all([admin.connect(), mongo.connect()]);
   try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }], waitForLeaders: true });
+    await admin.createTopics({
+      topics: [
+        { topic, numPartitions: PARTITIONS },
+        { topic: avroTopic, numPartitions: PARTITIONS },
+      ],
+      waitForLeaders: true,
+    });
 
-    // The organization's rule, written through its Tenant as the admin API would.
-    const tenant = new Tenant(mongo.db(serviceDb), org);
-    const groupId = await tenant.nextId('groups');
-    await tenant.collection<GroupDoc>(COLLECTIONS.groups).insertOne({ _id: String(groupId), id: groupId, name: 'Bench', description: '' });
-    await tenant
-      .collection<RuleDoc>(COLLECTIONS.rules)
-      .insertOne({ _id: `${org}|bench.example`, id: await tenant.nextId('membership_rules'), name: 'bench', domain: 'bench.example', group: groupId });
+    /** The organization's rule, written through its Tenant as the admin API would. */
+    const seedRule = async (db: Db) => {
+      const tenant = new Tenant(db, org);
+      const groupId = await tenant.nextId('groups');
+      await tenant.collection<GroupDoc>(COLLECTIONS.groups).insertOne({ _id: String(groupId), id: groupId, name: 'Bench', description: '' });
+      await tenant
+        .collection<RuleDoc>(COLLECTIONS.rules)
+        .insertOne({ _id: `${org}|bench.example`, id: await tenant.nextId('membership_rules'), name: 'bench', domain: 'bench.example', group: groupId });
+      return tenant;
+    };
+    const tenant = await seedRule(mongo.db(serviceDb));
+    const avroTenant = await seedRule(mongo.db(avroDb));
 
-    say(`producing ${opts.events} activation events to ${topic}`);
+    say(`producing ${opts.events} activation events to ${topic}, and the same as Avro to ${avroTopic}`);
+    const registry = new SchemaRegistry({ host: opts.schemaRegistryUrl });
+    const schemaId = await registerActivationSchema(registry, avroTopic);
     const producer = kafka.producer();
     await producer.connect();
     const time = Date.parse('2026-01-01T00:00:00Z');
     for (let start = 0; start < opts.events; start += 500) {
       const messages = [];
+      const avroMessages: { key: string; value: Buffer; headers: IHeaders }[] = [];
       for (let i = start; i < Math.min(opts.events, start + 500); i++) {
         const id = i + 1;
-        const event = {
-          specversion: '1.0',
-          id: randomUUID(),
-          source: 'bench',
-          type: ACTIVATED,
-          time: new Date(time + i).toISOString(),
-          data: { user: { id, is_active: true, pii: { username: `u${id}`, email: `u${id}@bench.example`, name: `User ${id}` } }, organization: org },
-        };
+        const at = new Date(time + i).toISOString();
+        const data = { user: { id, is_active: true, pii: { username: `u${id}`, email: `u${id}@bench.example`, name: `User ${id}` } }, organization: org };
+        const event = { specversion: '1.0', id: randomUUID(), source: 'bench', type: ACTIVATED, time: at, data };
         messages.push({ key: String(id), value: JSON.stringify(event) });
+        avroMessages.push({ key: `u${id}`, value: await registry.encode(schemaId, data), headers: eventBusHeaders(ACTIVATED, randomUUID(), at) });
       }
       await producer.send({ topic, acks: -1, messages });
+      await producer.send({ topic: avroTopic, acks: -1, messages: avroMessages });
     }
     await producer.disconnect();
 
@@ -133,57 +154,71 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
       note: `${opts.events} messages, ${PARTITIONS} partitions; latency = one upsert`,
     };
 
-    // The service: its real consumer, handlers and storage, until every event was applied.
+    /** The service: its real consumer, handlers and storage, until every event of `from` was applied. */
+    const serviceRow = async (row: string, from: string, db: string, rowTenant: Tenant, ceilingRate: number, env: Record<string, string> = {}) => {
+      const config = loadConfig({
+        MONGO_URL: opts.mongoUrl,
+        MONGO_DB: db,
+        KAFKA_BROKERS: opts.kafkaBrokers,
+        KAFKA_TOPICS: from,
+        KAFKA_GROUP_ID: `bench-service-${from}`,
+        SERVICE_ROLE: 'consumer',
+        // Memberships made by rules are published, as deployed, to a topic of this run.
+        CHANGES_TOPIC: `bench-changes-${run}`,
+        LOG_LEVEL: 'silent',
+        JWT_SECRET: 'bench-secret-not-used-0123456789',
+        ...env,
+      });
+      const service = await startService(config, createLogger('silent'));
+      await service.ready;
+      const serviceStart = performance.now();
+      const handled = async () => {
+        const metric = await service.metrics.eventsHandled.get();
+        return metric.values.filter((v) => v.labels.type === ACTIVATED && v.labels.outcome !== 'retried').reduce((sum, v) => sum + v.value, 0);
+      };
+      let applied = 0;
+      await until(
+        async () => {
+          applied = await handled();
+          return applied >= opts.events;
+        },
+        'the service consumer',
+        () => `${applied} of ${opts.events}`,
+      );
+      const serviceSeconds = (performance.now() - serviceStart) / 1000;
+      const histogram = (await service.metrics.eventDuration.get()).values.filter((v) => v.labels.type === ACTIVATED);
+      const durations = histogram.find((v) => v.metricName === 'event_handler_duration_seconds_sum');
+      const buckets = histogram
+        .map((v) => ({ name: v.metricName, le: (v.labels as Record<string, string | number>).le, count: v.value }))
+        .filter((v) => v.name === 'event_handler_duration_seconds_bucket' && v.le !== '+Inf')
+        .map((v) => ({ le: Number(v.le) * 1000, count: v.count }));
+      await service.stop();
+      const memberships = await rowTenant.collection(COLLECTIONS.memberships).countDocuments();
+      if (memberships !== opts.events) say(`WARNING: ${memberships} memberships for ${opts.events} events (${row})`);
+      return {
+        row,
+        rate: opts.events / serviceSeconds,
+        p50: bucketQuantile(buckets, opts.events, 0.5),
+        p99: bucketQuantile(buckets, opts.events, 0.99),
+        ceilingRate,
+        note: `${memberships}/${opts.events} memberships; latency = handler duration (histogram buckets), mean ${durations ? ((durations.value / opts.events) * 1000).toFixed(1) : '?'} ms`,
+      } satisfies BenchRow;
+    };
     say('service consumer: activation -> user + membership');
-    const config = loadConfig({
-      MONGO_URL: opts.mongoUrl,
-      MONGO_DB: serviceDb,
-      KAFKA_BROKERS: opts.kafkaBrokers,
-      KAFKA_TOPICS: topic,
-      KAFKA_GROUP_ID: `bench-service-${run}`,
-      SERVICE_ROLE: 'consumer',
-      // Memberships made by rules are published, as deployed, to a topic of this run.
-      CHANGES_TOPIC: `bench-changes-${run}`,
-      LOG_LEVEL: 'silent',
-      JWT_SECRET: 'bench-secret-not-used-0123456789',
+    const events = await serviceRow('events: activation -> user + membership (service consumer)', topic, serviceDb, tenant, ceiling.rate);
+    say('service consumer: the same activations in Avro through the schema registry');
+    const avro = await serviceRow('events: the same in Avro through the schema registry (service consumer)', avroTopic, avroDb, avroTenant, events.rate, {
+      SCHEMA_REGISTRY_URL: opts.schemaRegistryUrl,
     });
-    const service = await startService(config, createLogger('silent'));
-    await service.ready;
-    const serviceStart = performance.now();
-    const handled = async () => {
-      const metric = await service.metrics.eventsHandled.get();
-      return metric.values.filter((v) => v.labels.type === ACTIVATED && v.labels.outcome !== 'retried').reduce((sum, v) => sum + v.value, 0);
-    };
-    let applied = 0;
-    await until(
-      async () => {
-        applied = await handled();
-        return applied >= opts.events;
-      },
-      'the service consumer',
-      () => `${applied} of ${opts.events}`,
-    );
-    const serviceSeconds = (performance.now() - serviceStart) / 1000;
-    const histogram = (await service.metrics.eventDuration.get()).values.filter((v) => v.labels.type === ACTIVATED);
-    const durations = histogram.find((v) => v.metricName === 'event_handler_duration_seconds_sum');
-    const buckets = histogram
-      .map((v) => ({ name: v.metricName, le: (v.labels as Record<string, string | number>).le, count: v.value }))
-      .filter((v) => v.name === 'event_handler_duration_seconds_bucket' && v.le !== '+Inf')
-      .map((v) => ({ le: Number(v.le) * 1000, count: v.count }));
-    await service.stop();
-    const memberships = await tenant.collection(COLLECTIONS.memberships).countDocuments();
-    const events: BenchRow = {
-      row: 'events: activation -> user + membership (service consumer)',
-      rate: opts.events / serviceSeconds,
-      p50: bucketQuantile(buckets, opts.events, 0.5),
-      p99: bucketQuantile(buckets, opts.events, 0.99),
-      ceilingRate: ceiling.rate,
-      note: `${memberships}/${opts.events} memberships; latency = handler duration (histogram buckets), mean ${durations ? ((durations.value / opts.events) * 1000).toFixed(1) : '?'} ms`,
-    };
-    if (memberships !== opts.events) say(`WARNING: ${memberships} memberships for ${opts.events} events`);
-    return [ceiling, events];
+    avro.note = `ratio to the JSON row above (target ≥ 0.9); ${avro.note}`;
+    return [ceiling, events, avro];
   } finally {
-    await Promise.allSettled([mongo.db(serviceDb).dropDatabase(), mongo.db(scratchDb).dropDatabase(), admin.deleteTopics({ topics: [topic] })]);
+    await Promise.allSettled([
+      mongo.db(serviceDb).dropDatabase(),
+      mongo.db(avroDb).dropDatabase(),
+      mongo.db(scratchDb).dropDatabase(),
+      admin.deleteTopics({ topics: [topic, avroTopic] }),
+    ]);
     await Promise.allSettled([mongo.close(), admin.disconnect()]);
   }
 }
@@ -193,6 +228,7 @@ if (require.main === module) {
     events: Number(process.env.BENCH_EVENTS ?? 10000),
     mongoUrl: process.env.MONGO_URL || 'mongodb://127.0.0.1:27017/',
     kafkaBrokers: process.env.KAFKA_BROKERS || '127.0.0.1:9092',
+    schemaRegistryUrl: process.env.SCHEMA_REGISTRY_URL || 'http://127.0.0.1:8081/apis/ccompat/v7',
   }).then(
     (rows) => console.log(formatTable(rows)),
     (err) => {

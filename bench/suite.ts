@@ -15,6 +15,8 @@ import { type BenchRow, formatTable } from './table';
 export interface SuiteOptions extends BenchScale, LoadOptions {
   mongoUrl: string;
   kafkaBrokers: string;
+  /** The schema registry (Confluent-compatible API) of the Avro events row. */
+  schemaRegistryUrl: string;
   /** Activation events for the events rows (bench/events.ts). */
   events: number;
   /** Seconds of unrecorded load before each row (JIT, connection pools, caches). */
@@ -292,7 +294,12 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
       writes = { off, on: await adminWriteRow('admin writes: events and audit on', { AUDIT_LOG: 'on' }, off.rate) };
       opts.progress?.(`events: ${opts.events} activations`);
       const eventsBusy = await idleNote();
-      const eventRows = await benchEvents({ events: opts.events, mongoUrl: opts.mongoUrl, kafkaBrokers: opts.kafkaBrokers });
+      const eventRows = await benchEvents({
+        events: opts.events,
+        mongoUrl: opts.mongoUrl,
+        kafkaBrokers: opts.kafkaBrokers,
+        schemaRegistryUrl: opts.schemaRegistryUrl,
+      });
       if (eventsBusy) for (const row of eventRows) row.note = [row.note, eventsBusy].filter(Boolean).join('; ');
       rows.push(...eventRows);
     }
@@ -309,6 +316,7 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
     const byName = (name: string) => rows.find((r) => r.row === name);
     const fmt = (n: number | undefined | null, d = 2) => (n === undefined || n === null ? 'n/a' : n.toFixed(d));
     const events = rows.find((r) => r.row.startsWith('events: activation'));
+    const avroEvents = rows.find((r) => r.row.startsWith('events: the same in Avro'));
     const p99 = (name: string) => {
       const row = byName(name);
       return !row ? 'not run' : row.failed ? 'FAILED row' : `${fmt(row.p99, 1)} ms`;
@@ -338,7 +346,12 @@ export async function runBenchSuite(opts: SuiteOptions): Promise<SuiteResult> {
         : []),
       ...listRows.map(([name, ms]) => `${name} p99 < ${ms} ms: ${p99(name)}`),
       `every list row ≥ 0.3 × ceiling: slowest ${slowest ? `${slowest.row}, ${fmt(slowest.rate / ceiling.rate)} × ceiling` : 'not run'}`,
-      ...(all ? [`events ≥ 0.5 × their ceiling: ${fmt(events?.ceilingRate ? events.rate / events.ceilingRate : undefined)} × ceiling`] : []),
+      ...(all
+        ? [
+            `events ≥ 0.5 × their ceiling: ${fmt(events?.ceilingRate ? events.rate / events.ceilingRate : undefined)} × ceiling`,
+            `Avro events ≥ 0.9 × the JSON events row: ${fmt(avroEvents?.ceilingRate ? avroEvents.rate / avroEvents.ceilingRate : undefined)} ×`,
+          ]
+        : []),
       ...(writes
         ? [
             `admin writes with change events and audit ≥ 0.7 × without: ${writes.on.failed || writes.off.failed ? 'FAILED row' : `${fmt(writes.on.rate / writes.off.rate)} ×`}`,

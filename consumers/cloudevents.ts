@@ -28,11 +28,11 @@ export type CloudEvent = Infer<typeof cloudEventSchema> & {
   eventTime: string;
   /** Its time and identity (`source` and `id`), as records remember them (docs/events.md). */
   stamp: EventStamp;
-  /** Which binding the message used. */
-  mode: 'structured' | 'binary';
+  /** Which binding the message used: JSON structured or binary mode, or the Open edX event bus's Avro (consumers/avro.ts). */
+  mode: 'structured' | 'binary' | 'avro';
 };
 
-/** A message that can never be handled (not JSON, not a CloudEvent, bad `data`): it goes to the DLQ. */
+/** A message that can never be handled (not JSON, not a CloudEvent, bad `data`): it goes to the DLQ at once. */
 export class InvalidMessage extends ServiceError {
   override readonly name = 'InvalidMessage';
   readonly retriable = false;
@@ -57,31 +57,19 @@ function parseJson(bytes: Buffer | null, what: string): unknown {
   }
 }
 
-/**
- * Decodes one Kafka message. Binary mode is recognised, as the binding says, by a
- * `ce_specversion` header (its attributes are the `ce_*` headers, the value is `data`);
- * anything else is read as structured mode (the value is the JSON envelope), whatever its
- * `content-type` says, since some producers leave it out.
- */
-export function decodeCloudEvent(message: Pick<KafkaMessage, 'value' | 'headers' | 'timestamp'>): CloudEvent {
-  let envelope: unknown;
-  let mode: CloudEvent['mode'];
-  if (header(message.headers, 'ce_specversion') !== undefined) {
-    mode = 'binary';
-    const attributes: Record<string, unknown> = {};
-    for (const name of Object.keys(message.headers ?? {})) {
-      if (name.startsWith('ce_')) attributes[name.slice(3)] = header(message.headers, name);
-    }
-    const contentType = header(message.headers, 'content-type');
-    if (contentType !== undefined) attributes.datacontenttype = contentType;
-    if (contentType !== undefined && !/^application\/([\w.+-]*\+)?json\b/i.test(contentType)) {
-      throw new InvalidMessage(`binary-mode data of content type ${contentType.slice(0, 100)} is not JSON`);
-    }
-    envelope = { ...attributes, data: parseJson(message.value, 'binary-mode value (data)') };
-  } else {
-    mode = 'structured';
-    envelope = parseJson(message.value, 'value');
+/** A binary-mode message's attributes: its `ce_*` headers, and `content-type` as `datacontenttype`. */
+function headerAttributes(headers: IHeaders | undefined): Record<string, unknown> {
+  const attributes: Record<string, unknown> = {};
+  for (const name of Object.keys(headers ?? {})) {
+    if (name.startsWith('ce_')) attributes[name.slice(3)] = header(headers, name);
   }
+  const contentType = header(headers, 'content-type');
+  if (contentType !== undefined) attributes.datacontenttype = contentType;
+  return attributes;
+}
+
+/** Checks the envelope and orders it in time: the event, or InvalidMessage. */
+function toCloudEvent(envelope: unknown, mode: CloudEvent['mode'], timestamp: string): CloudEvent {
   if (typeof envelope !== 'object' || envelope === null || Array.isArray(envelope)) {
     throw new InvalidMessage('not a CloudEvent: the value is not a JSON object');
   }
@@ -91,9 +79,35 @@ export function decodeCloudEvent(message: Pick<KafkaMessage, 'value' | 'headers'
   const event = envelope as Infer<typeof cloudEventSchema>;
   let eventTime: string;
   try {
-    eventTime = event.time !== undefined ? normalizeEventTime(event.time) : eventTimeFromMillis(message.timestamp);
+    eventTime = event.time !== undefined ? normalizeEventTime(event.time) : eventTimeFromMillis(timestamp);
   } catch {
     throw new InvalidMessage('not a CloudEvent: time is not a usable RFC 3339 date-time');
   }
   return { ...event, eventTime, stamp: { time: eventTime, id: eventKey(event.source, event.id) }, mode };
+}
+
+type Message = Pick<KafkaMessage, 'value' | 'headers' | 'timestamp'>;
+
+/**
+ * Decodes one Kafka message. Binary mode is recognised, as the binding says, by a
+ * `ce_specversion` header (its attributes are the `ce_*` headers, the value is `data`);
+ * anything else is read as structured mode (the value is the JSON envelope), whatever its
+ * `content-type` says, since some producers leave it out.
+ */
+export function decodeCloudEvent(message: Message): CloudEvent {
+  if (!isBinaryMode(message)) return toCloudEvent(parseJson(message.value, 'value'), 'structured', message.timestamp);
+  const attributes = headerAttributes(message.headers);
+  const contentType = header(message.headers, 'content-type');
+  if (contentType !== undefined && !/^application\/([\w.+-]*\+)?json\b/i.test(contentType)) {
+    throw new InvalidMessage(`binary-mode data of content type ${contentType.slice(0, 100)} is not JSON`);
+  }
+  return toCloudEvent({ ...attributes, data: parseJson(message.value, 'binary-mode value (data)') }, 'binary', message.timestamp);
+}
+
+/** Whether the message's attributes are in `ce_*` headers (the binding's binary mode). */
+export const isBinaryMode = (message: Pick<KafkaMessage, 'headers'>) => header(message.headers, 'ce_specversion') !== undefined;
+
+/** A binary-mode event whose value another decoder turned into `data` (the Open edX event bus's Avro). */
+export function cloudEventFromHeaders(message: Message, data: unknown, mode: CloudEvent['mode']): CloudEvent {
+  return toCloudEvent({ ...headerAttributes(message.headers), data }, mode, message.timestamp);
 }

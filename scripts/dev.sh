@@ -7,6 +7,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/stack.sh start
 export MONGO_URL="${MONGO_URL:-mongodb://127.0.0.1:${STACK_MONGO_PORT:-27017}/}"
 export KAFKA_BROKERS="${KAFKA_BROKERS:-127.0.0.1:${STACK_KAFKA_PORT:-9092}}"
+export SCHEMA_REGISTRY_URL="${SCHEMA_REGISTRY_URL:-http://127.0.0.1:${STACK_REGISTRY_PORT:-8081}/apis/ccompat/v7}"
 if [[ -z "${JWT_SECRET:-}${JWT_PUBLIC_KEY:-}${JWT_JWKS_URL:-}" ]]; then
   export JWT_SECRET="dev-secret-change-me-0123456789"
   echo "[dev] JWT_SECRET not set: using the development secret 'dev-secret-change-me-0123456789'" >&2

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# The local stack: one Apache Kafka KRaft node and FerretDB (SQLite backend), both on loopback.
-# Installs (Kafka jars, the FerretDB binary) are cached in $STACK_CACHE (default
+# The local stack: one Apache Kafka KRaft node, FerretDB (SQLite backend) and Apicurio Registry
+# (a Confluent-compatible schema registry), all on loopback.
+# Installs (Kafka jars, the FerretDB binary, the registry) are cached in $STACK_CACHE (default
 # ~/.cache/course-access-groups/stack), so a fresh clone on the same machine starts fast;
 # data, logs and pid files live under $STACK_DIR (default .stack/, git-ignored).
 #
-#   install  fetch Kafka jars (Maven Central) and build FerretDB (Go module proxy) with the
-#            patches in scripts/ferretdb/, after their own SQLite backend tests pass; cached
+#   install  fetch Kafka jars (Maven Central), build FerretDB (Go module proxy) with the
+#            patches in scripts/ferretdb/, after their own SQLite backend tests pass, and build
+#            Apicurio Registry from its released jars (Maven Central, scripts/registry/); cached
 #   test-ferretdb   run FerretDB's SQLite backend tests on the patched source again
-#   start    start both in the background and wait until each answers
+#   start    start the three in the background and wait until each answers
 #   stop     stop exactly the processes `start` started (pid files)
 #   status   say what runs
-#   restart-db / stop-db / start-db   used by fault tests
+#   stop-db / start-db / stop-kafka / start-kafka / stop-registry / start-registry   one server
 #
 # When MONGO_URL and KAFKA_BROKERS are both set, start/stop do nothing: those servers are used.
+# When SCHEMA_REGISTRY_URL is set, that registry is used and none is started.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +26,7 @@ MONGO_PORT="${STACK_MONGO_PORT:-27017}"
 KAFKA_PORT="${STACK_KAFKA_PORT:-9092}"
 CONTROLLER_PORT="${STACK_KAFKA_CONTROLLER_PORT:-9093}"
 KAFKA_HEAP="${STACK_KAFKA_HEAP:-512m}"
+REGISTRY_PORT="${STACK_REGISTRY_PORT:-8081}"
 
 STACK_CACHE="${STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/course-access-groups/stack}"
 KAFKA_HOME="$STACK_CACHE/kafka-$KAFKA_VERSION"
@@ -32,6 +36,11 @@ FERRET_PATCHES=("$ROOT"/scripts/ferretdb/*.patch)
 FERRET_BUILD="ferretdb-$FERRETDB_VERSION-$(cat "${FERRET_PATCHES[@]}" | sha256sum | cut -c1-12)"
 FERRET_BIN="$STACK_CACHE/bin/$FERRET_BUILD"
 FERRET_SRC="$STACK_CACHE/src/$FERRET_BUILD"
+# Named after the content of scripts/registry/ (its pom pins every version), so a changed pom
+# means a new build, never an old one.
+REGISTRY_BUILD="apicurio-registry-$(cd "$ROOT/scripts/registry" && find . -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)"
+REGISTRY_HOME="$STACK_CACHE/$REGISTRY_BUILD"
+REGISTRY_URL="http://127.0.0.1:$REGISTRY_PORT/apis/ccompat/v7"
 RUN_DIR="$STACK_DIR/run"
 LOG_DIR="$STACK_DIR/logs"
 
@@ -80,6 +89,18 @@ install_ferretdb() {
   # The binary is cached only once the tests pass, so every cached binary has passed them.
   test_ferretdb
   mv "$FERRET_BIN.tmp" "$FERRET_BIN"
+}
+
+install_registry() {
+  if [[ -f "$REGISTRY_HOME/quarkus-run.jar" ]]; then return; fi
+  say "building Apicurio Registry from its jars on Maven Central ($REGISTRY_BUILD)"
+  local work; work="$(mktemp -d)"
+  cp -r "$ROOT/scripts/registry/." "$work/"
+  mvn -q -B -Dstyle.color=never -f "$work/pom.xml" package -DskipTests >&2
+  # Moved into place whole (another clone may be building the same one): never half an install.
+  mkdir -p "$STACK_CACHE"
+  mv -T "$work/target/quarkus-app" "$REGISTRY_HOME" 2>/dev/null || [[ -f "$REGISTRY_HOME/quarkus-run.jar" ]]
+  rm -rf "$work"
 }
 
 pid_alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -175,6 +196,26 @@ PROPS
   say "Kafka on 127.0.0.1:$KAFKA_PORT"
 }
 
+start_registry() {
+  if [[ -n "${SCHEMA_REGISTRY_URL:-}" ]]; then say "SCHEMA_REGISTRY_URL is set: using it, starting no registry"; return; fi
+  if pid_alive "$RUN_DIR/registry.pid"; then say "schema registry already running"; return; fi
+  if port_open "$REGISTRY_PORT"; then
+    if node "$ROOT/scripts/ping-registry.cjs" "$REGISTRY_URL"; then say "a schema registry already answers on $REGISTRY_PORT; using it"; return; fi
+    say "port $REGISTRY_PORT is taken by another process"; exit 1
+  fi
+  mkdir -p "$STACK_DIR/data/registry" "$RUN_DIR" "$LOG_DIR"
+  # Its H2 database in a file beside Kafka's data (the default is in memory): the schema ids
+  # that messages kept in Kafka name must survive a restart of the stack. Loopback only.
+  nohup java -Xms64m -Xmx256m -XX:+UseSerialGC -Djava.awt.headless=true \
+    -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$REGISTRY_PORT" \
+    -Dquarkus.datasource.jdbc.url="jdbc:h2:file:$STACK_DIR/data/registry/registry" \
+    -Dquarkus.log.level=WARN -Dquarkus.log.category.\"io.apicurio\".level=WARN \
+    -jar "$REGISTRY_HOME/quarkus-run.jar" >>"$LOG_DIR/registry.log" 2>&1 &
+  echo $! >"$RUN_DIR/registry.pid"
+  wait_for "schema registry" 60 "$RUN_DIR/registry.pid" "$LOG_DIR/registry.log" node "$ROOT/scripts/ping-registry.cjs" "$REGISTRY_URL"
+  say "schema registry on $REGISTRY_URL"
+}
+
 stop_one() { # name
   local pidf="$RUN_DIR/$1.pid"
   if pid_alive "$pidf"; then
@@ -191,21 +232,23 @@ stop_one() { # name
 }
 
 case "${1:-}" in
-  install) install_kafka; install_ferretdb ;;
+  install) install_kafka; install_ferretdb; install_registry ;;
   test-ferretdb) ferretdb_source "$FERRET_SRC"; test_ferretdb ;;
   start)
     if external; then say "MONGO_URL and KAFKA_BROKERS are set: using them, starting nothing"; exit 0; fi
-    install_kafka; install_ferretdb; start_ferretdb; start_kafka ;;
+    install_kafka; install_ferretdb; install_registry; start_ferretdb; start_kafka; start_registry ;;
   stop)
     if external; then exit 0; fi
-    stop_one kafka; stop_one ferretdb ;;
+    stop_one registry; stop_one kafka; stop_one ferretdb ;;
   stop-db) stop_one ferretdb ;;
   start-db) start_ferretdb ;;
   stop-kafka) stop_one kafka ;;
   start-kafka) start_kafka ;;
+  stop-registry) stop_one registry ;;
+  start-registry) install_registry; start_registry ;;
   status)
-    for p in ferretdb kafka; do
+    for p in ferretdb kafka registry; do
       if pid_alive "$RUN_DIR/$p.pid"; then echo "$p running (pid $(cat "$RUN_DIR/$p.pid"))"; else echo "$p stopped"; fi
     done ;;
-  *) echo "usage: $0 install|test-ferretdb|start|stop|status|stop-db|start-db|stop-kafka|start-kafka" >&2; exit 2 ;;
+  *) echo "usage: $0 install|test-ferretdb|start|stop|status|stop-db|start-db|stop-kafka|start-kafka|stop-registry|start-registry" >&2; exit 2 ;;
 esac

@@ -25,6 +25,8 @@ export const configSchema = {
     JWT_AUDIENCE: { type: 'string', minLength: 1 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     SERVICE_ROLE: { type: 'string', enum: ['all', 'api', 'consumer'], default: 'all' },
+    /** Attempts at an event whose failure is not retriable before it goes to the DLQ (10: about 45 s of backoff). */
+    EVENT_MAX_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
     ACCESS_CACHE: { type: 'string', enum: ['on', 'off'], default: 'on' },
     /** Where change events go; empty turns them off (see loadConfig: empty is not "unset" here). */
     CHANGES_TOPIC: { type: 'string', pattern: '^[A-Za-z0-9._-]{0,249}$', default: 'course-access-groups.changes' },
@@ -32,6 +34,10 @@ export const configSchema = {
     AUDIT_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 36500, default: 365 },
     /** The organization of events that name none (a single-site LMS; docs/events.md). */
     DEFAULT_ORGANIZATION: { type: 'string', minLength: 1, maxLength: 255 },
+    /** The Confluent-compatible API of the schema registry the Open edX event bus's Avro names (consumers/avro.ts). */
+    SCHEMA_REGISTRY_URL: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    SCHEMA_REGISTRY_USERNAME: { type: 'string', minLength: 1 },
+    SCHEMA_REGISTRY_PASSWORD: { type: 'string', minLength: 1 },
   },
   additionalProperties: false,
   required: [
@@ -43,6 +49,7 @@ export const configSchema = {
     'KAFKA_TOPICS',
     'LOG_LEVEL',
     'SERVICE_ROLE',
+    'EVENT_MAX_ATTEMPTS',
     'ACCESS_CACHE',
     'CHANGES_TOPIC',
     'AUDIT_LOG',
@@ -108,6 +115,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     KAFKA_TOPICS: list(config.KAFKA_TOPICS),
   });
   jwtAlgorithm(result); // refuses a key and algorithm that do not go together
+  if ((result.SCHEMA_REGISTRY_USERNAME === undefined) !== (result.SCHEMA_REGISTRY_PASSWORD === undefined)) {
+    throw new ConfigError('Invalid configuration: set both SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD (basic auth), or neither');
+  }
+  if (result.SCHEMA_REGISTRY_USERNAME !== undefined && result.SCHEMA_REGISTRY_URL === undefined) {
+    throw new ConfigError('Invalid configuration: SCHEMA_REGISTRY_USERNAME is set but SCHEMA_REGISTRY_URL is not');
+  }
   return result;
 }
 

@@ -1,8 +1,8 @@
 /**
- * The one retry loop of the service: capped exponential backoff, used wherever something must
- * eventually succeed: start-up against a database or broker that is not there yet, an event
- * handler whose database went away, the change record after a write, the change relay while the
- * database or broker is down.
+ * The one retry policy of the service: capped exponential backoff, used wherever something must
+ * eventually succeed: start-up against a database or broker that is not there yet, the change
+ * record after a write, the change relay while the database or broker is down (this loop), and
+ * an event whose handler failed (the consumer pauses its partition for `backoffDelay`).
  */
 
 /** The pause after failure n is `initialMs × 2^(n-1)`, never more than `maxMs`. */

@@ -6,12 +6,14 @@ import { createLogger } from '../../src/log';
 import { type Running, startService } from '../../src/runtime';
 
 /**
- * The local stack the tests talk to: scripts/test.sh starts FerretDB and Kafka (or passes the
- * MONGO_URL and KAFKA_BROKERS of real servers). Each test file gets its own database, topics
+ * The local stack the tests talk to: scripts/test.sh starts FerretDB, Kafka and the schema
+ * registry (or passes the MONGO_URL, KAFKA_BROKERS and SCHEMA_REGISTRY_URL of real servers). Each test file gets its own database, topics
  * and consumer group, so files can run in parallel against one stack.
  */
 export const MONGO_URL = process.env.MONGO_URL || 'mongodb://127.0.0.1:27017/';
 export const KAFKA_BROKERS = process.env.KAFKA_BROKERS || '127.0.0.1:9092';
+/** The Confluent-compatible API of the stack's schema registry (Apicurio); services get it only when a test passes it. */
+export const SCHEMA_REGISTRY_URL = process.env.SCHEMA_REGISTRY_URL || 'http://127.0.0.1:8081/apis/ccompat/v7';
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-1234';
 
 export const uniqueName = (prefix: string) => `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;

@@ -1,12 +1,13 @@
 // `npm run bench` (issue 5) at a tiny scale: every row of the table is there and measured
 // something. Timings are never asserted: the machine is shared and they mean nothing here.
 import { runBenchSuite } from '../../bench/suite';
-import { KAFKA_BROKERS, MONGO_URL } from '../helpers/stack';
+import { KAFKA_BROKERS, MONGO_URL, SCHEMA_REGISTRY_URL } from '../helpers/stack';
 
 test('the bench suite runs at a tiny scale and reports every row with a positive rate and no failure', async () => {
   const result = await runBenchSuite({
     mongoUrl: MONGO_URL,
     kafkaBrokers: KAFKA_BROKERS,
+    schemaRegistryUrl: SCHEMA_REGISTRY_URL,
     events: 100,
     users: 200,
     courses: 40,
@@ -35,6 +36,7 @@ test('the bench suite runs at a tiny scale and reports every row with a positive
     'admin writes: events and audit on',
     'events: kafkajs + one upsert per message (ceiling)',
     'events: activation -> user + membership (service consumer)',
+    'events: the same in Avro through the schema registry (service consumer)',
     'access single (cache off)',
     'access batch 100 (cache off)',
     'access single, 100 returning users (cache off)',
@@ -48,5 +50,5 @@ test('the bench suite runs at a tiny scale and reports every row with a positive
   }
   expect(result.peakRssMiB).toBeGreaterThan(0);
   expect(result.table.split('\n')).toHaveLength(2 + result.rows.length);
-  expect(result.targets).toHaveLength(16);
+  expect(result.targets).toHaveLength(17);
 }, 180_000);

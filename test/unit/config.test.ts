@@ -12,6 +12,8 @@ test('defaults follow the SPEC', () => {
   expect(c.KAFKA_GROUP_ID).toBe('course-access-groups');
   expect(c.KAFKA_TOPICS).toEqual(['user-account-activated', 'user-lifecycle', 'course-catalog']);
   expect(c.SERVICE_ROLE).toBe('all');
+  expect(c.EVENT_MAX_ATTEMPTS).toBe(10);
+  expect(loadConfig({ ...base, EVENT_MAX_ATTEMPTS: '3' }).EVENT_MAX_ATTEMPTS).toBe(3);
   expect(Object.isFrozen(c)).toBe(true);
 });
 
@@ -39,8 +41,25 @@ test.each([
   ['AUDIT_LOG', 'maybe'],
   ['AUDIT_RETENTION_DAYS', '0'],
   ['AUDIT_RETENTION_DAYS', 'a year'],
+  ['EVENT_MAX_ATTEMPTS', '0'],
+  ['EVENT_MAX_ATTEMPTS', 'ten'],
+  ['SCHEMA_REGISTRY_URL', 'registry:8081'],
 ])('an invalid %s (%s) is refused by name', (key, value) => {
   expect(() => loadConfig({ ...base, [key]: value })).toThrow(new RegExp(key));
+});
+
+test('the schema registry is optional; its basic auth takes a user and a password together, and a URL', () => {
+  expect(loadConfig(base).SCHEMA_REGISTRY_URL).toBeUndefined();
+  const url = 'http://registry:8081/apis/ccompat/v7';
+  expect(loadConfig({ ...base, SCHEMA_REGISTRY_URL: url, SCHEMA_REGISTRY_USERNAME: 'u', SCHEMA_REGISTRY_PASSWORD: 'p' })).toMatchObject({
+    SCHEMA_REGISTRY_URL: url,
+    SCHEMA_REGISTRY_USERNAME: 'u',
+    SCHEMA_REGISTRY_PASSWORD: 'p',
+  });
+  expect(() => loadConfig({ ...base, SCHEMA_REGISTRY_URL: url, SCHEMA_REGISTRY_USERNAME: 'u' })).toThrow(
+    /SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD/,
+  );
+  expect(() => loadConfig({ ...base, SCHEMA_REGISTRY_USERNAME: 'u', SCHEMA_REGISTRY_PASSWORD: 'p' })).toThrow(/SCHEMA_REGISTRY_URL is not$/);
 });
 
 test('the process exits non-zero at start-up with the message on stderr', () => {

@@ -5,16 +5,20 @@ import { parse } from 'yaml';
 
 const root = path.resolve(__dirname, '../..');
 
-test('docker-compose.yml parses and names MongoDB, Kafka and the service, with health checks', () => {
+test('docker-compose.yml parses and names MongoDB, Kafka, the schema registry and the service, with health checks', () => {
   const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'));
-  expect(Object.keys(compose.services).sort()).toEqual(['kafka', 'mongo', 'service']);
+  expect(Object.keys(compose.services).sort()).toEqual(['kafka', 'mongo', 'registry', 'service']);
   expect(compose.services.mongo.image).toMatch(/^mongo:7/);
   expect(compose.services.kafka.image).toMatch(/^apache\/kafka:3\.9/);
-  for (const s of ['mongo', 'kafka', 'service']) expect(compose.services[s].healthcheck).toBeDefined();
+  // The version the local stack builds and the tests run against.
+  expect(compose.services.registry.image).toBe('apicurio/apicurio-registry-mem:2.4.2.Final');
+  for (const s of ['mongo', 'kafka', 'registry', 'service']) expect(compose.services[s].healthcheck).toBeDefined();
   expect(compose.services.service.depends_on).toEqual({
     mongo: { condition: 'service_healthy' },
     kafka: { condition: 'service_healthy' },
+    registry: { condition: 'service_healthy' },
   });
+  expect(compose.services.service.environment.SCHEMA_REGISTRY_URL).toBe('http://registry:8080/apis/ccompat/v7');
 });
 
 test('the Dockerfile is multi-stage, installs production dependencies only, runs as non-root with a health check', () => {
