@@ -17,8 +17,8 @@ import { DEFAULT_CHUNK_SIZE, importFiles } from '../src/cli/import';
 import { createMongoClient } from '../src/db/client';
 import { ensureIndexes } from '../src/db/collections';
 import { Tenant } from '../src/db/tenant';
-import { groupsRepository } from '../src/features/groups/repository';
-import { rulesRepository } from '../src/features/membership-rules/repository';
+import { createGroup } from '../src/domain/groups';
+import { createRule } from '../src/domain/membership-rules';
 
 const ORG = 'bench-import';
 const lines = Number(process.argv[2] ?? 20000);
@@ -52,8 +52,8 @@ async function main() {
     console.log(`generated ${lines} lines (${((await stat(file)).size / 1e6).toFixed(1)} MB); concurrency ${concurrency}, chunks of ${chunkSize}`);
     await ensureIndexes(db);
     const tenant = new Tenant(db, ORG);
-    const group = await groupsRepository(tenant).create({ name: 'Partners', description: '' });
-    await rulesRepository(tenant).create({ name: 'partners', domain: 'partner.example', group: group.id });
+    const group = await createGroup(tenant, { name: 'Partners', description: '' });
+    await createRule(tenant, { name: 'partners', domain: 'partner.example', group: group.id });
 
     const progress = Object.assign(new PassThrough(), { isTTY: false });
     progress.on('data', (chunk) => process.stderr.write(chunk));

@@ -8,11 +8,11 @@
  */
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type UserDoc } from '../src/db/collections';
+import { gramsOf, indexUser, userSearchFields } from '../src/db/search-index';
 import { Tenant } from '../src/db/tenant';
 import { asStamp, normalizeEventTime } from '../src/domain/event-time';
 import { syncUserGroups } from '../src/domain/list-facts';
 import { insertMembershipIfAbsent } from '../src/domain/memberships';
-import { gramsOf, indexUser, userSearchFields } from '../src/domain/search-index';
 import { upsertUser, userRecord, userTombstone } from '../src/domain/users';
 import { upsertIfNewer } from '../src/domain/versioned-records';
 import { MAIN_ORG, seedBenchData } from './seed';

@@ -19,12 +19,12 @@ import { type Db, MongoClient } from 'mongodb';
 import { CHANGE_LOG_LENGTH, encodeEntry } from '../src/db/change-log';
 import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../src/db/collections';
 import { Tenant } from '../src/db/tenant';
+import { decide } from '../src/domain/access-decisions';
 import { applyUserData, type UserEventData } from '../src/domain/user-event-data';
 import { createFactsCache } from '../src/features/access/cache';
-import { decide } from '../src/features/access/decide';
-import { accessRepository } from '../src/features/access/repository';
-import { coursesRepository } from '../src/features/courses/repository';
-import { usersRepository } from '../src/features/users/repository';
+import { accessQueries } from '../src/features/access/queries';
+import { courseQueries } from '../src/features/courses/queries';
+import { userQueries } from '../src/features/users/queries';
 import { MAIN_ORG, seedBenchData } from './seed';
 
 const url = process.env.MONGO_URL || 'mongodb://127.0.0.1:27017/';
@@ -124,7 +124,7 @@ async function access(client: MongoClient) {
     .toArray();
   const watch = monitor(client);
   for (const enabled of [false, true]) {
-    const repository = accessRepository(db, createFactsCache(db, { enabled }));
+    const repository = accessQueries(db, createFactsCache(db, { enabled }));
     const ask = async (user: number, course: string) => decide((await repository.facts([course], user, () => true)).get(course)!);
     await ask(7, String(courses[0]!._id)); // warm-up (and, with the cache, the same pair again below)
     for (const [user, course] of [
@@ -146,13 +146,13 @@ async function lists(client: MongoClient) {
   const tenant = new Tenant(db, MAIN_ORG);
   const page = (offset = 0) => ({ limit: 20, offset });
   const requests: [string, () => Promise<{ count: number }>][] = [
-    ['users/?search=cedar 417', () => usersRepository(tenant).list(page(), { search: 'cedar 417' })],
-    ['users/?search=ced', () => usersRepository(tenant).list(page(), { search: 'ced' })],
-    ['users/?group=5', () => usersRepository(tenant).list(page(), { group: '5' })],
-    ['users/?no_group=true', () => usersRepository(tenant).list(page(), { no_group: 'true' })],
-    [`users/?offset=${users - 1000}`, () => usersRepository(tenant).list(page(users - 1000), {})],
-    ['courses/?group=5', () => coursesRepository(tenant).list(page(), { group: '5' })],
-    ['courses/?search=cedar&is_public=false', () => coursesRepository(tenant).list(page(), { search: 'cedar', is_public: 'false' })],
+    ['users/?search=cedar 417', () => userQueries(tenant).list(page(), { search: 'cedar 417' })],
+    ['users/?search=ced', () => userQueries(tenant).list(page(), { search: 'ced' })],
+    ['users/?group=5', () => userQueries(tenant).list(page(), { group: '5' })],
+    ['users/?no_group=true', () => userQueries(tenant).list(page(), { no_group: 'true' })],
+    [`users/?offset=${users - 1000}`, () => userQueries(tenant).list(page(users - 1000), {})],
+    ['courses/?group=5', () => courseQueries(tenant).list(page(), { group: '5' })],
+    ['courses/?search=cedar&is_public=false', () => courseQueries(tenant).list(page(), { search: 'cedar', is_public: 'false' })],
   ];
   const watch = monitor(client);
   for (const [name, request] of requests) {

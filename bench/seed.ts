@@ -11,7 +11,7 @@ import {
   type UserDoc,
   type UserGramDoc,
 } from '../src/db/collections';
-import { courseSearchFields, gramsOf, userSearchFields } from '../src/domain/search-index';
+import { courseSearchFields, gramsOf, userSearchFields } from '../src/db/search-index';
 
 /** The data set of `npm run bench`. Everything lives in organization `MAIN_ORG` but a second one. */
 export interface BenchScale {

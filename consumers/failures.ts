@@ -1,5 +1,5 @@
 import { KafkaJSError } from 'kafkajs';
-import { isDatabaseUnavailable } from '../src/db/errors';
+import { isDatabaseUnavailable } from '../src/db/driver-errors';
 import { ServiceError } from '../src/errors';
 
 /**

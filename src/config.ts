@@ -1,9 +1,10 @@
 import { createPublicKey } from 'node:crypto';
-import Ajv from 'ajv';
 import type { FromSchema } from 'json-schema-to-ts';
 import { MongoClient } from 'mongodb';
+import { ServiceError } from './errors';
+import { ajv, fromEnvironmentStrings } from './validation';
 
-/** The environment the service reads (docs/operations.md). One schema: validation and the type. */
+/** The environment the service reads (docs/operations.md and the README's configuration table). One schema: validation and the type. */
 export const configSchema = {
   type: 'object',
   properties: {
@@ -67,7 +68,10 @@ export interface Config extends Readonly<Omit<RawConfig, 'KAFKA_BROKERS' | 'KAFK
   readonly KAFKA_TOPICS: readonly string[];
 }
 
-export class ConfigError extends Error {}
+/** A missing or invalid setting: fixed by the operator, never by waiting. */
+export class ConfigError extends ServiceError {
+  readonly retriable = false;
+}
 
 const KEYS = Object.keys(configSchema.properties);
 
@@ -76,15 +80,15 @@ const KEYS = Object.keys(configSchema.properties);
  * message naming it. Empty strings count as unset, as a shell `FOO=` usually means.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const raw: Record<string, string> = {};
+  const raw: Record<string, unknown> = {};
   for (const key of KEYS) {
     const value = env[key];
     if (value !== undefined && value !== '') raw[key] = value;
   }
   // CHANGES_TOPIC= (set, empty) is how change events are turned off.
   if (env.CHANGES_TOPIC === '') raw.CHANGES_TOPIC = '';
-  const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true });
-  const validate = ajv.compile<RawConfig>(configSchema);
+  fromEnvironmentStrings(configSchema, raw);
+  const validate = ajv.compile(configSchema);
   if (!validate(raw)) {
     const problems = (validate.errors ?? []).map((e) => {
       const name = e.instancePath.replace(/^\//, '') || (e.params as { missingProperty?: string }).missingProperty;
@@ -100,7 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         : `Invalid configuration: set exactly one of JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL (${keys.join(', ')} are set)`,
     );
   }
-  // ajv applied the defaults and coercions to `raw` in place.
+  // ajv applied the defaults to `raw` in place.
   const config = raw as unknown as RawConfig;
   checkMongoUrl(config.MONGO_URL);
   checkKafkaBrokers(config.KAFKA_BROKERS);
@@ -167,7 +171,7 @@ function checkHttpUrl(name: string, value: string): void {
 }
 
 /**
- * The one algorithm tokens must be signed with (SPEC section 2: any other is refused):
+ * The one algorithm tokens must be signed with (docs/api.md: any other is refused):
  * HS256 with `JWT_SECRET`; with `JWT_PUBLIC_KEY`, the key's (RS256 for RSA, ES256 for an EC
  * P-256 key); with `JWT_JWKS_URL`, `JWT_ALGORITHM` (default RS256). `JWT_ALGORITHM` may also
  * confirm a public key's algorithm; a contradiction is a configuration error.
@@ -220,7 +224,7 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
     const value = env[key];
     if (value !== undefined && value !== '') raw[key] = value;
   }
-  const validate = new Ajv({ useDefaults: true, allErrors: true }).compile<CliConfig>(cliConfigSchema);
+  const validate = ajv.compile(cliConfigSchema);
   if (!validate(raw)) {
     const problems = (validate.errors ?? []).map((e) => `${e.instancePath.replace(/^\//, '')}: ${e.message}`);
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);

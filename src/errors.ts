@@ -1,7 +1,7 @@
 /**
- * The service's own errors, thrown by storage, domain rules, validation and repositories, and
- * known by no door. Each door says what they mean to its users in one place: the HTTP error
- * middleware (src/http/errors.ts: the contract's status and DRF-shaped body) and `cag`
+ * The service's own errors, thrown by storage, domain rules and validation, and known by no
+ * door; every error class of the service extends ServiceError. Each door says what they mean to its users in one place: the HTTP error
+ * middleware (src/http/error-responses.ts: the contract's status and DRF-shaped body) and `cag`
  * (src/cli: an item skipped, or an exit code and a message); the consumer dead-letters an event
  * a domain rule refuses (consumers/dispatch.ts).
  */

@@ -1,7 +1,7 @@
 import type { Running } from './runtime';
 
 /**
- * Process entry: signal handling, configuration, then the service (SPEC section 6).
+ * Process entry: signal handling, configuration, then the service (docs/operations.md).
  *
  * The signal handlers come first, before the service's modules load: a signal that arrives
  * meanwhile would otherwise kill the process (or, as PID 1 in a container, be ignored), and
@@ -14,7 +14,7 @@ let onSignal: (signal: string) => void = (signal) => {
 process.on('SIGTERM', () => onSignal('SIGTERM'));
 process.on('SIGINT', () => onSignal('SIGINT'));
 
-/** The SPEC's ceiling: whatever happens, the process is gone within 10 seconds. */
+/** The ceiling docs/operations.md promises: whatever happens, the process is gone within 10 seconds. */
 const STOP_CEILING_MS = 9500;
 
 async function main(): Promise<void> {

@@ -4,15 +4,15 @@ import type { Db, MongoClient } from 'mongodb';
 import { type AvroDecoder, createAvroDecoder } from '../consumers/avro';
 import { createEventConsumer, type EventConsumer, type MessageHandler } from '../consumers/consumer';
 import { createDispatcher } from '../consumers/dispatch';
+import { createApp, createOperationsApp } from './app';
 import { type ChangeRelay, createChangeRelay } from './changes/relay';
 import type { Config } from './config';
 import { ConfigError } from './config';
-import { PURGE_EVERY_MS, purgeExpiredAudit, setUpAuditRetention } from './db/audit';
+import { keepAuditRetention } from './db/audit-log';
 import { createMongoClient, ping } from './db/client';
 import { ensureIndexes } from './db/collections';
 import { configureChanges } from './db/outbox';
 import { DependencyUnavailable } from './errors';
-import { createApp, createOperationsApp } from './http/app';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
 import { createMetrics, type Metrics } from './metrics';
@@ -39,9 +39,9 @@ const STARTUP_RETRY: RetryPolicy = { initialMs: 500, maxMs: 10000 };
 
 /** How long connections already open may still bring a request after shutdown begins. */
 const DRAIN_GRACE_MS = 1000;
-/** After this, connections still busy are cut so the process exits within the SPEC's 10 s. */
+/** After this, connections still busy are cut so the process exits within the 10 s docs/operations.md promises. */
 const DRAIN_LIMIT_MS = 7000;
-/** Each dependency's answer to /readyz, checked in parallel: the SPEC wants the answer within 3 s. */
+/** Each dependency's answer to /readyz, checked in parallel: docs/operations.md promises the answer within 3 s. */
 const PROBE_MS = 2000;
 
 /**
@@ -117,18 +117,6 @@ export async function startService(
     log: log.child({ component: 'change-relay' }),
     metrics,
   });
-  let purgeTimer: NodeJS.Timeout | undefined;
-  /** A TTL index on MongoDB; on FerretDB (no TTL) a purge now and every hour. */
-  const keepRetention = async () => {
-    if ((await setUpAuditRetention(db, config.AUDIT_RETENTION_DAYS)) === 'ttl') return;
-    const purge = () =>
-      purgeExpiredAudit(db, config.AUDIT_RETENTION_DAYS).catch((err: Error) =>
-        log.warn({ err: { name: err.name, message: err.message } }, 'audit purge failed'),
-      );
-    await purge();
-    purgeTimer = setInterval(purge, PURGE_EVERY_MS);
-    purgeTimer.unref();
-  };
 
   const notReady = async (): Promise<string[]> => {
     const [dbOk, brokerOk, registryOk] = await Promise.all([
@@ -186,7 +174,7 @@ export async function startService(
     // A stop during a step leaves the rest undone (kafkajs and the driver cannot be interrupted).
     stopping.signal.throwIfAborted();
     relay.start();
-    await keepRetention().catch((err: Error) => log.warn({ err: { name: err.name, message: err.message } }, 'audit retention not set up'));
+    await keepAuditRetention(db, config.AUDIT_RETENTION_DAYS, log, stopping.signal);
     // The broker is waited for with the probe, which a stop interrupts at once; kafkajs's own
     // connection retries (about a minute) would hold a stop up until they end.
     if (consumer) {
@@ -232,7 +220,6 @@ export async function startService(
       if (!stopped) log.warn(`consumer not stopped within ${DRAIN_LIMIT_MS} ms; not waited for`);
       // After the doors: what they wrote last is relayed now or by the next lease holder.
       await relay.stop();
-      clearInterval(purgeTimer);
       await broker.close();
       await client.close();
     },

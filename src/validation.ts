@@ -5,13 +5,54 @@ import { type FieldErrors, Invalid } from './errors';
 
 /**
  * The one ajv instance. Schemas are the single source of truth: they validate request bodies,
- * query strings and event payloads, give TypeScript their types (`FromSchema`) and make the
- * OpenAPI document. `x-message` is a schema annotation carrying the human message for a
- * `pattern`, `format`, `enum` or `const` failure. Unknown body fields are dropped, as DRF ignores them.
+ * query strings, event payloads and the environment, give TypeScript their types (`FromSchema`)
+ * and make the OpenAPI document. `x-message` is a schema annotation carrying the human message for a
+ * `pattern`, `format`, `enum` or `const` failure. Unknown fields are dropped, as DRF ignores them
+ * (strictValidator below reports them instead); `default`s fill what the environment leaves unset.
  */
-export const ajv = new Ajv({ allErrors: true, verbose: true, removeAdditional: 'all', strict: true });
+export const ajv = new Ajv({ allErrors: true, verbose: true, removeAdditional: 'all', useDefaults: true, strict: true });
 addFormats(ajv);
 ajv.addVocabulary(['x-message', 'example']);
+
+type AnySchema = { type?: unknown; properties?: Record<string, AnySchema> };
+
+/**
+ * Environment values are strings: those a schema's property declares integer, number or boolean
+ * are converted first (as ajv's `coerceTypes` would, which would also coerce request bodies), so
+ * that the schema checks the value. A string that is no such value is left for the schema to refuse.
+ */
+export function fromEnvironmentStrings(schema: AnySchema, raw: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(raw)) {
+    const type = schema.properties?.[key]?.type;
+    if (typeof value !== 'string') continue;
+    if ((type === 'integer' || type === 'number') && value.trim() !== '' && !Number.isNaN(Number(value))) raw[key] = Number(value);
+    else if (type === 'boolean' && (value === 'true' || value === 'false')) raw[key] = value === 'true';
+  }
+}
+
+/**
+ * A checker that refuses unknown fields instead of dropping them (the change events a consumer
+ * may rely on): the shared instance validates a copy, and a field it dropped is reported.
+ */
+export function strictValidator(schema: object): (data: unknown) => string[] {
+  const validate = ajv.compile(schema);
+  return (data) => {
+    const copy: unknown = structuredClone(data);
+    if (!validate(copy)) return (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`);
+    return droppedFields(data, copy);
+  };
+}
+
+/** The places where `copy` lacks a field `original` has: `<path> must NOT have additional properties`, as ajv says it. */
+function droppedFields(original: unknown, copy: unknown, path = ''): string[] {
+  if (original === null || typeof original !== 'object' || copy === null || typeof copy !== 'object') return [];
+  const out: string[] = [];
+  for (const [key, value] of Object.entries(original)) {
+    if (!(key in copy)) out.push(`${path || '/'} must NOT have additional properties`);
+    else out.push(...droppedFields(value, (copy as Record<string, unknown>)[key], `${path}/${key}`));
+  }
+  return [...new Set(out)];
+}
 
 export type Infer<S extends JSONSchema> = FromSchema<S>;
 
@@ -60,7 +101,7 @@ function messageFor(e: ErrorObject): string {
 }
 
 /** ajv errors in DRF's shape, keyed by the top-level field. */
-export function toFieldErrors(errors: ErrorObject[]): FieldErrors {
+function toFieldErrors(errors: ErrorObject[]): FieldErrors {
   const out: FieldErrors = {};
   for (const e of errors) {
     const segments = e.instancePath.split('/').filter(Boolean);

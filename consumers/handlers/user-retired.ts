@@ -1,6 +1,5 @@
-import { Tenant } from '../../src/db/tenant';
 import { eventOrganization } from '../../src/domain/organization';
-import { retireUser } from '../../src/domain/users';
+import { applyUserRetired } from '../../src/domain/user-event-data';
 import { defineHandler } from './handler';
 
 export const userRetiredDataSchema = {
@@ -22,5 +21,5 @@ export const userRetired = defineHandler({
   schema: userRetiredDataSchema,
   subject: (data) => ({ user_id: String(data.user.id) }),
   apply: ({ db, event, data, defaultOrganization }) =>
-    retireUser(new Tenant(db, eventOrganization(data.organization, { defaultOrganization })), data.user.id, event.stamp),
+    applyUserRetired(db, data.user.id, event.stamp, eventOrganization(data.organization, { defaultOrganization })),
 });

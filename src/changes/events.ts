@@ -1,15 +1,14 @@
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { Document } from 'mongodb';
 import { type Actor, CAUSES } from '../db/change-context';
 import { COLLECTIONS, type CollectionName, type OutboxDoc } from '../db/collections';
 import { TRACKED_RESOURCES } from '../db/outbox';
+import { strictValidator } from '../validation';
 
 const resourceOf = (c: CollectionName) => TRACKED_RESOURCES.get(c)!;
 
 /**
- * The change events the service publishes (SPEC §7): CloudEvents 1.0 in structured mode (the
+ * The change events the service publishes (docs/events-published.md): CloudEvents 1.0 in structured mode (the
  * JSON envelope is the Kafka value, `content-type: application/cloudevents+json`), one type per
  * kind of record, in the openedx-events naming style under our own prefix. Each event carries the
  * record as it is now (or null: it is gone), never a delta, and a version that grows with every
@@ -17,7 +16,7 @@ const resourceOf = (c: CollectionName) => TRACKED_RESOURCES.get(c)!;
  * users appear by id only. docs/events-published.md is the consumer's guide.
  */
 export const EVENT_TYPE_PREFIX = 'org.openedx.course_access_groups';
-export const SOURCE_PREFIX = '/course-access-groups/organizations/';
+const SOURCE_PREFIX = '/course-access-groups/organizations/';
 
 const actorSchema = {
   type: 'object',
@@ -45,42 +44,42 @@ const commonProperties = {
 
 const idSchema = { type: 'integer', minimum: 1 } as const;
 
-export const membershipStateSchema = {
+const membershipStateSchema = {
   type: 'object',
   properties: { id: idSchema, user_id: idSchema, group_id: idSchema, automatic: { type: 'boolean' } },
   required: ['id', 'user_id', 'group_id', 'automatic'],
   additionalProperties: false,
 } as const;
 
-export const groupStateSchema = {
+const groupStateSchema = {
   type: 'object',
   properties: { id: idSchema, name: { type: 'string' }, description: { type: 'string' } },
   required: ['id', 'name', 'description'],
   additionalProperties: false,
 } as const;
 
-export const groupCourseStateSchema = {
+const groupCourseStateSchema = {
   type: 'object',
   properties: { id: idSchema, course_id: { type: 'string' }, group_id: idSchema },
   required: ['id', 'course_id', 'group_id'],
   additionalProperties: false,
 } as const;
 
-export const publicCourseStateSchema = {
+const publicCourseStateSchema = {
   type: 'object',
   properties: { id: idSchema, course_id: { type: 'string' } },
   required: ['id', 'course_id'],
   additionalProperties: false,
 } as const;
 
-export const membershipRuleStateSchema = {
+const membershipRuleStateSchema = {
   type: 'object',
   properties: { id: idSchema, name: { type: 'string' }, domain: { type: 'string' }, group_id: idSchema },
   required: ['id', 'name', 'domain', 'group_id'],
   additionalProperties: false,
 } as const;
 
-export const siteConfigurationStateSchema = {
+const siteConfigurationStateSchema = {
   type: 'object',
   properties: { ENABLE_COURSE_ACCESS_GROUPS: { type: 'boolean' } },
   required: ['ENABLE_COURSE_ACCESS_GROUPS'],
@@ -99,19 +98,19 @@ function changeData<const F extends string, const S extends object>(field: F, st
   } as const;
 }
 
-export const membershipChangedDataSchema = changeData('membership', membershipStateSchema);
-export const groupChangedDataSchema = changeData('group', groupStateSchema);
-export const groupCourseChangedDataSchema = changeData('group_course', groupCourseStateSchema);
-export const publicCourseChangedDataSchema = changeData('public_course', publicCourseStateSchema);
-export const membershipRuleChangedDataSchema = changeData('membership_rule', membershipRuleStateSchema);
-export const siteConfigurationChangedDataSchema = changeData('site_configuration', siteConfigurationStateSchema);
+const membershipChangedDataSchema = changeData('membership', membershipStateSchema);
+const groupChangedDataSchema = changeData('group', groupStateSchema);
+const groupCourseChangedDataSchema = changeData('group_course', groupCourseStateSchema);
+const publicCourseChangedDataSchema = changeData('public_course', publicCourseStateSchema);
+const membershipRuleChangedDataSchema = changeData('membership_rule', membershipRuleStateSchema);
+const siteConfigurationChangedDataSchema = changeData('site_configuration', siteConfigurationStateSchema);
 
-export type MembershipState = FromSchema<typeof membershipStateSchema>;
-export type GroupState = FromSchema<typeof groupStateSchema>;
-export type GroupCourseState = FromSchema<typeof groupCourseStateSchema>;
-export type PublicCourseState = FromSchema<typeof publicCourseStateSchema>;
-export type MembershipRuleState = FromSchema<typeof membershipRuleStateSchema>;
-export type SiteConfigurationState = FromSchema<typeof siteConfigurationStateSchema>;
+type MembershipState = FromSchema<typeof membershipStateSchema>;
+type GroupState = FromSchema<typeof groupStateSchema>;
+type GroupCourseState = FromSchema<typeof groupCourseStateSchema>;
+type PublicCourseState = FromSchema<typeof publicCourseStateSchema>;
+type MembershipRuleState = FromSchema<typeof membershipRuleStateSchema>;
+type SiteConfigurationState = FromSchema<typeof siteConfigurationStateSchema>;
 
 /** One kind of published record: its event type, the API's name for it, and its state from a stored document. */
 interface ChangeKind<S> {
@@ -181,7 +180,7 @@ export function changeKind(collection: CollectionName): ChangeKind<unknown> {
 }
 
 /** The CloudEvents envelope as published (structured mode). */
-export const changeEventSchema = {
+const changeEventSchema = {
   type: 'object',
   properties: {
     specversion: { const: '1.0' },
@@ -259,16 +258,16 @@ export function toMessage({ key, event }: { key: string; event: ChangeEvent }) {
 
 /**
  * Validates a built event against its envelope and its type's `data` schema (tests, and a
- * consumer's reference). Strict and separate from the request ajv, which drops unknown fields.
+ * consumer's reference), refusing unknown fields.
  */
-const strict = addFormats(new Ajv({ allErrors: true, strict: true }));
-const validateEnvelope = strict.compile(changeEventSchema);
-const validateData = new Map(Object.values(CHANGE_KINDS).map((k) => [k.type, strict.compile(k.dataSchema)]));
+const envelopeErrors = strictValidator(changeEventSchema);
+const dataErrors = new Map(Object.values(CHANGE_KINDS).map((k) => [k.type, strictValidator(k.dataSchema)]));
 
 export function changeEventErrors(event: unknown): string[] {
-  if (!validateEnvelope(event)) return (validateEnvelope.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`);
+  const envelope = envelopeErrors(event);
+  if (envelope.length > 0) return envelope;
   const e = event as ChangeEvent;
-  const validate = validateData.get(e.type);
-  if (!validate) return [`unknown type ${e.type}`];
-  return validate(e.data) ? [] : (validate.errors ?? []).map((x) => `/data${x.instancePath} ${x.message}`);
+  const errors = dataErrors.get(e.type);
+  if (!errors) return [`unknown type ${e.type}`];
+  return errors(e.data).map((x) => `/data${x.startsWith('/ ') ? x.slice(1) : x}`);
 }

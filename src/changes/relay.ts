@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Kafka, Producer } from 'kafkajs';
 import type { Db, Document } from 'mongodb';
-import { insertAuditRecords } from '../db/audit';
+import { insertAuditRecords } from '../db/audit-log';
 import { readChangeLog, recordChanges } from '../db/change-log';
 import type { ChangeLogEntry, OutboxDoc } from '../db/collections';
 import { acquireLease, releaseLease, renewLease } from '../db/lease';
@@ -10,7 +10,7 @@ import { countOutbox, deleteIntents, INTENT_GRACE_MS, outboxSignals, readOutbox,
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { backoffDelay, DEFAULT_RETRY, pause, type RetryPolicy } from '../retry';
-import { buildAuditRecords } from './audit';
+import { buildAuditRecords } from './audit-records';
 import { buildChangeEvent, changeKind, toMessage } from './events';
 
 export const RELAY_LEASE = 'change-relay';

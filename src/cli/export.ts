@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type GroupCourseDoc, type GroupDoc, type MembershipDoc, type PublicCourseDoc, type RuleDoc, type TenantDoc } from '../db/collections';
 import { Tenant } from '../db/tenant';
-import { siteConfigurationRepository } from '../features/site-configuration/repository';
+import { readSiteConfiguration } from '../features/site-configuration/queries';
 import { CONFIG_VERSION, type ConfigDocument } from './config-document';
 
 /** Every document of one of the organization's collections, by public id. */
@@ -13,7 +13,7 @@ async function all<T extends TenantDoc>(tenant: Tenant, name: (typeof COLLECTION
 export async function exportConfiguration(db: Db, org: string): Promise<ConfigDocument> {
   const tenant = new Tenant(db, org);
   const [site, groups, rules, links, publicCourses, memberships] = await Promise.all([
-    siteConfigurationRepository(tenant).get(),
+    readSiteConfiguration(tenant),
     all<GroupDoc>(tenant, COLLECTIONS.groups),
     all<RuleDoc>(tenant, COLLECTIONS.rules),
     all<GroupCourseDoc>(tenant, COLLECTIONS.groupCourses),

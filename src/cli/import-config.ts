@@ -2,18 +2,22 @@ import { readFile } from 'node:fs/promises';
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type TenantDoc } from '../db/collections';
 import { Tenant } from '../db/tenant';
+import { courseExists } from '../domain/courses';
+import { createGroupCourse } from '../domain/group-courses';
+import { createGroup } from '../domain/groups';
+import { createRule } from '../domain/membership-rules';
 import { insertMembershipIfAbsent } from '../domain/memberships';
-import { Invalid } from '../errors';
-import { groupCoursesRepository } from '../features/group-courses/repository';
-import { groupsRepository } from '../features/groups/repository';
-import { rulesRepository } from '../features/membership-rules/repository';
-import { publicCoursesRepository } from '../features/public-courses/repository';
-import { siteConfigurationRepository } from '../features/site-configuration/repository';
-import { usersRepository } from '../features/users/repository';
+import { createPublicCourse } from '../domain/public-courses';
+import { updateSiteConfiguration } from '../domain/site-configuration';
+import { userExists } from '../domain/users';
+import { Invalid, ServiceError } from '../errors';
 import { ajv, describeErrors } from '../validation';
 import { type ConfigDocument, configDocumentSchema } from './config-document';
 
-export class ImportConfigError extends Error {}
+/** The configuration file cannot be imported (unreadable, not an export, a target already configured): exit code 1. */
+export class ImportConfigError extends ServiceError {
+  readonly retriable = false;
+}
 
 export interface ImportConfigReport {
   created: { groups: number; membership_rules: number; group_courses: number; public_courses: number; memberships: number };
@@ -36,7 +40,7 @@ const CONFIGURED = [COLLECTIONS.groups, COLLECTIONS.rules, COLLECTIONS.groupCour
 const refused = (err: unknown) => err instanceof Invalid;
 
 /**
- * Restores an exported configuration into `org` through the same repositories as the REST API:
+ * Restores an exported configuration into `org` through the same domain functions as the REST API:
  * every group gets an id claimed in the target and every reference is remapped. An organization
  * that already has configuration is refused unless `merge`.
  */
@@ -64,20 +68,18 @@ export async function importConfiguration(db: Db, org: string, path: string, opt
   };
   const missingCourses = new Set<string>();
   const groupIds = new Map<number, number>();
-  const groups = groupsRepository(tenant);
   for (const g of config.groups) {
-    groupIds.set(g.id, (await groups.create({ name: g.name, description: g.description })).id);
+    groupIds.set(g.id, (await createGroup(tenant, { name: g.name, description: g.description })).id);
     report.created.groups++;
   }
   // A reference to a group the file does not define cannot be remapped: the item is skipped.
   const group = (oldId: number) => groupIds.get(oldId);
 
-  const rules = rulesRepository(tenant);
   for (const r of config.membership_rules) {
     const target = group(r.group);
     try {
       if (target === undefined) throw new Invalid({});
-      await rules.create({ name: r.name, domain: r.domain, group: target });
+      await createRule(tenant, { name: r.name, domain: r.domain, group: target });
       report.created.membership_rules++;
     } catch (err) {
       if (!refused(err)) throw err;
@@ -87,38 +89,35 @@ export async function importConfiguration(db: Db, org: string, path: string, opt
 
   const courseKnown = async (key: string) => {
     if (missingCourses.has(key)) return false;
-    const known = await tenant.collection<TenantDoc>(COLLECTIONS.courses).findById(key, { projection: { _id: 1 } });
+    const known = await courseExists(tenant, key);
     if (!known) missingCourses.add(key);
-    return known !== null;
+    return known;
   };
-  const links = groupCoursesRepository(tenant);
   for (const l of config.group_courses) {
     const target = group(l.group);
     if (!(await courseKnown(l.course))) continue;
     try {
       if (target === undefined) throw new Invalid({});
-      await links.create({ course: l.course, group: target });
+      await createGroupCourse(tenant, { course: l.course, group: target });
       report.created.group_courses++;
     } catch (err) {
       if (!refused(err)) throw err;
       report.skipped.group_courses.push({ course: l.course, group: l.group });
     }
   }
-  const publicCourses = publicCoursesRepository(tenant);
   for (const p of config.public_courses) {
     if (!(await courseKnown(p.course))) continue;
     try {
-      await publicCourses.create({ course: p.course });
+      await createPublicCourse(tenant, { course: p.course });
       report.created.public_courses++;
     } catch (err) {
       if (!refused(err)) throw err; // already public: nothing to do
     }
   }
 
-  const users = usersRepository(tenant);
   for (const m of config.memberships) {
     const target = group(m.group);
-    if (!(await users.exists(m.user))) {
+    if (!(await userExists(tenant, m.user))) {
       report.skipped.users.push(m.user);
       continue;
     }
@@ -130,7 +129,7 @@ export async function importConfiguration(db: Db, org: string, path: string, opt
     report.created.memberships++;
   }
 
-  await siteConfigurationRepository(tenant).update(config.site_configuration);
+  await updateSiteConfiguration(tenant, config.site_configuration);
   report.skipped.courses = [...missingCourses].sort();
   return report;
 }

@@ -10,7 +10,7 @@ import { type ApplyOutcome, normalizeEventTime } from '../domain/event-time';
 import { registerNewUsers } from '../domain/import-users';
 import { eventOrganization } from '../domain/organization';
 import { applyUserData, type UserEventData, userFacts } from '../domain/user-event-data';
-import { Invalid } from '../errors';
+import { Invalid, ServiceError } from '../errors';
 import { type ProgressCounts, progressReporter } from './progress';
 
 /**
@@ -22,7 +22,10 @@ export const IMPORT_TIME = normalizeEventTime('1970-01-01T00:00:00Z');
 
 export type ImportSummary = ProgressCounts;
 
-export class FatalImportError extends Error {}
+/** The import cannot go on (no file, a file it cannot read): exit code 1. */
+export class FatalImportError extends ServiceError {
+  readonly retriable = false;
+}
 
 export interface ImportOptions {
   users?: string;

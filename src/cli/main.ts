@@ -20,7 +20,7 @@ const USAGE = `usage:
 environment: MONGO_URL, MONGO_DB, LOG_LEVEL (as the service reads them); CAG_OPERATOR (else USER) names you in the audit log`;
 
 /** Who runs `cag`, for the audit log: CAG_OPERATOR, else the login name; printable, bounded. */
-export function operatorName(env: NodeJS.ProcessEnv): string {
+function operatorName(env: NodeJS.ProcessEnv): string {
   const raw = env.CAG_OPERATOR || env.USER || env.LOGNAME || 'unknown';
   return raw.replace(/[^\w.@+-]/g, '_').slice(0, 100) || 'unknown';
 }

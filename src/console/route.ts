@@ -4,7 +4,7 @@ import path from 'node:path';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { NotFound } from '../errors';
-import { HttpError } from '../http/errors';
+import { HttpError } from '../http/error-responses';
 
 export const CONSOLE_PREFIX = '/course_access_groups/console';
 
@@ -90,7 +90,7 @@ function assetStore(dir: string) {
 }
 
 /**
- * The console's route (SPEC §9): its page and modules under `/course_access_groups/console/`,
+ * The console's route (docs/console.md): its page and modules under `/course_access_groups/console/`,
  * without a token (the page asks for one; every API call carries it).
  */
 export function consoleRoutes(opts: { dir?: string } = {}): Router {

@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import { retry } from '../retry';
 import { type ChangeLogDoc, type ChangeLogEntry, COLLECTIONS } from './collections';
-import { isClientClosed } from './errors';
+import { isClientClosed } from './driver-errors';
 
 /**
  * The change sequence: one document per collection counting the writes that changed it (`seq`)

@@ -2,7 +2,7 @@ import { type Db, MongoClient } from 'mongodb';
 
 /**
  * Short server-selection and socket timeouts make a query against an unreachable database
- * fail in about two seconds, so the API can answer 503 within the 3 s the SPEC promises;
+ * fail in about two seconds, so the API can answer 503 within the 3 s docs/operations.md promises;
  * the driver reconnects by itself when the server returns.
  */
 export function createMongoClient(url: string): MongoClient {

@@ -234,7 +234,7 @@ export interface LeaseDoc {
  * deleting the old one and both briefly share the public id: there the index is not unique, and
  * ids stay unique because each is claimed once (src/db/counters.ts).
  */
-export const INDEXES: Record<string, IndexDescription[]> = {
+const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.groups]: [
     { key: { org: 1, id: 1 }, unique: true }, // list by id
   ],

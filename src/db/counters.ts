@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type CounterDoc } from './collections';
-import { isDuplicateKey } from './errors';
+import { isDuplicateKey } from './driver-errors';
 
 /**
  * Claims the next `count` integer ids of a resource and returns the last of them (so the ids are

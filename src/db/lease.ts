@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type LeaseDoc } from './collections';
-import { isDuplicateKey } from './errors';
+import { isDuplicateKey } from './driver-errors';
 
 /**
  * A lease: one holder at a time per database, until it expires unless renewed; then anyone may

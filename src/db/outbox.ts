@@ -27,7 +27,7 @@ import { COLLECTIONS, type CollectionName, type OutboxDoc } from './collections'
  */
 
 /**
- * The collections whose changes are published (SPEC §7) and audited (SPEC §8), with the name the
+ * The collections whose changes are published (docs/events-published.md) and audited (docs/audit-log.md), with the name the
  * API gives their records (the audit log's `resource`, the first part of an event's `subject`).
  */
 export const TRACKED_RESOURCES: ReadonlyMap<CollectionName, string> = new Map<CollectionName, string>([

@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type EventVersion, type TombstoneDoc } from './collections';
-import { isDuplicateKey } from './errors';
+import { isDuplicateKey } from './driver-errors';
 
 /**
  * Tombstones, read and written by `_id` alone. Like the owner lookup (tenant.ts), they answer a

@@ -1,10 +1,11 @@
 import type { Db } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../db/collections';
-import { ownerLookup, Tenant } from '../db/tenant';
+import { ownerLookup } from '../db/owners';
+import { indexCourse, unindexCourse } from '../db/search-index';
+import { Tenant } from '../db/tenant';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import { indexCourse, unindexCourse } from './search-index';
 import { announceDeletion, compare, recordDeletion, upsertIfNewer } from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
@@ -13,7 +14,10 @@ export function orgFromCourseKey(courseKey: string): string | null {
   return m ? m[1]! : null;
 }
 
-export const courseTombstone = (courseKey: string) => `course:${courseKey}`;
+const courseTombstone = (courseKey: string) => `course:${courseKey}`;
+
+/** Whether the organization has course `key` (a reference a link or public record makes must exist). */
+export const courseExists = (tenant: Tenant, key: string) => tenant.collection<CourseDoc>(COLLECTIONS.courses).has({ _id: key });
 
 /** Deletes a course's group links and public record: what hangs off a course in its organization. */
 async function deleteCourseDependents(tenant: Tenant, courseKey: string): Promise<number> {

@@ -32,12 +32,6 @@ export type ApplyOutcome =
   /** the record reflects a newer event (or a newer deletion): the event is left out */
   | 'stale';
 
-/** Compares an event time with the one a record reflects. */
-export function outcomeAgainst(stored: string, time: string): ApplyOutcome | 'newer' {
-  if (stored === time) return 'duplicate';
-  return stored > time ? 'stale' : 'newer';
-}
-
 /**
  * What identifies one event and orders it: its normalized `time` and its identity (`source` and
  * `id`, hashed to a short fixed-size key by eventKey). A bare time (the import, which has no
@@ -50,7 +44,7 @@ export interface EventStamp {
 
 export const asStamp = (at: string | EventStamp): EventStamp => (typeof at === 'string' ? { time: at, id: `t:${at}` } : at);
 
-/** The identity of a CloudEvent: `source` and `id` together (SPEC: the same event is the same pair). */
+/** The identity of a CloudEvent: `source` and `id` together (docs/events.md: the same event is the same pair). */
 export function eventKey(source: string, id: string): string {
   return createHash('sha256').update(source).update('\0').update(id).digest('base64url').slice(0, 22);
 }

@@ -1,12 +1,14 @@
 import type { Filter } from 'mongodb';
-import { COLLECTIONS, type MembershipDoc, type RuleDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
-import { ownerLookup, type Tenant } from '../db/tenant';
+import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
+import { ownerLookup } from '../db/owners';
+import { indexNewUsers, unindexUser } from '../db/search-index';
+import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { type ApplyOutcome, asStamp, version } from './event-time';
 import { syncUserGroups } from './list-facts';
-import { emailDomain, ruleId } from './membership-rules';
-import { indexNewUsers, unindexUser } from './search-index';
+import { matchRules } from './membership-rules';
 import { type UserFacts, userRecord, userTombstone } from './users';
+import { deletedSince } from './versioned-records';
 
 /**
  * What the batch did with one user: the outcome applying it as an event would have had, or
@@ -64,9 +66,6 @@ function firstLineOfEachId(batch: readonly UserFacts[]): Map<UserFacts, number> 
   return firsts;
 }
 
-/** True when the user's tombstone is at least as new as `time` (versioned-records' deletedSince, on a read already made). */
-const deletedSince = (stone: Pick<TombstoneDoc, 'event_time'> | undefined, time: string) => stone !== undefined && stone.event_time >= time;
-
 /**
  * The users worth a plain insert: those no organization has, with no tombstone here at least as
  * new as `time` (a retired user is the per-event path's: it decides what the deletion leaves).
@@ -107,34 +106,27 @@ async function insertUsers(tenant: Tenant, users: readonly UserFacts[], stones: 
 }
 
 /**
- * applyMembershipRules for new users, at once: the organization's rules are read once, the ids
+ * applyMembershipRules for new users, at once: one matchRules for the batch, the ids
  * of all the memberships claimed in one `$inc`, and the memberships inserted in one unordered
  * insert. A user who is already a member keeps their membership: the primary key (the user id)
  * refuses the new one, whose id is then unused (ids may have gaps). Returns those created.
  */
 async function insertRuleMemberships(tenant: Tenant, users: readonly UserFacts[]): Promise<MembershipDoc[]> {
-  const active = users.filter((u) => u.is_active);
-  if (active.length === 0) return [];
-  const groupOf = await ruleGroups(tenant);
-  const matches = active.flatMap((u) => {
-    const domain = emailDomain(u.email);
-    const group = domain === null ? undefined : groupOf.get(ruleId(tenant.org, domain));
-    return group === undefined ? [] : [{ user: u.id, group }];
-  });
+  const matches = await matchRules(
+    tenant,
+    users.filter((u) => u.is_active),
+  );
   if (matches.length === 0) return [];
   const last = await tenant.claimIds('memberships', matches.length);
-  const docs = matches.map((m, i) => ({ _id: String(m.user), id: last - matches.length + 1 + i, user: m.user, group: m.group, automatic: true }));
+  const docs = matches.map((m, i) => ({
+    _id: String(m.user.id),
+    id: last - matches.length + 1 + i,
+    user: m.user.id,
+    group: m.rule.group,
+    automatic: true,
+  }));
   const refused = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).insertMany(docs);
   return docs.filter((d) => !refused.has(d._id)).map((d) => ({ ...d, org: tenant.org }));
-}
-
-/** The group of each of the organization's rules, by the rule's `_id` (`org|domain`): rules are few. */
-async function ruleGroups(tenant: Tenant): Promise<Map<string, number>> {
-  const rules = await tenant
-    .collection<RuleDoc>(COLLECTIONS.rules)
-    .find({}, { projection: { _id: 1, group: 1 } })
-    .toArray();
-  return new Map(rules.map((r) => [r._id, r.group]));
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { Filter } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type MembershipDoc, type PublicCourseDoc, type UserDoc } from '../db/collections';
+import { readInPieces } from '../db/dialect';
+import { indexCourse, indexUser } from '../db/search-index';
 import type { Tenant, TenantCollection } from '../db/tenant';
-import { indexCourse, indexUser } from './search-index';
 
 /**
  * The list facts: fields of a user or course document derived from other records, so that the
@@ -18,7 +19,7 @@ import { indexCourse, indexUser } from './search-index';
  * landed, so once the writers have finished, the facts equal their sources. A writer that dies
  * between its source write and its sync leaves the fact stale until the record's next sync:
  * any later write of the same record, the next event about the user or course (handlers and
- * `cag import` sync after their upsert), or a list page that shows it (read repair).
+ * `cag import` sync after their upsert), or a list page that shows it (read repair, below).
  */
 
 /** Sync rounds before giving up: each extra round means another sync landed meanwhile. */
@@ -115,12 +116,36 @@ export function syncCourseFacts(tenant: Tenant, courseKeys: Iterable<string>): P
 
 /** Which of `keys` have at least one link (the `{org, course}` index, a piece of keys at a time). */
 async function linkedCourses(links: TenantCollection<GroupCourseDoc>, keys: string[]): Promise<Set<string>> {
-  const out = new Set<string>();
-  for (let i = 0; i < keys.length; i += 1000) {
-    const found = await links.find({ course: { $in: keys.slice(i, i + 1000) } }, { projection: { _id: 0, course: 1 } }).toArray();
-    for (const l of found) out.add(l.course);
-  }
-  return out;
+  const found = await readInPieces(keys, (piece) => links.find({ course: { $in: piece } }, { projection: { _id: 0, course: 1 } }).toArray());
+  return new Set(found.map((l) => l.course));
+}
+
+/** Read repairs under way, so that a test (or a shutdown) can wait for them. */
+const repairs = new Set<Promise<void>>();
+
+/**
+ * Read repair: a list page that read a record whose derived fields disagree with the sources it
+ * also read hands the record here, and it is derived again after the answer, off the request
+ * (queries never write). A repair that fails is dropped: the other paths above still cover it.
+ */
+function repairLater(derive: () => Promise<void>): void {
+  const repair = derive()
+    .catch(() => undefined)
+    .finally(() => repairs.delete(repair));
+  repairs.add(repair);
+}
+
+export function repairUserGroupsLater(tenant: Tenant, userIds: readonly number[]): void {
+  if (userIds.length > 0) repairLater(() => syncUserGroups(tenant, userIds));
+}
+
+export function repairCourseFactsLater(tenant: Tenant, courseKeys: readonly string[]): void {
+  if (courseKeys.length > 0) repairLater(() => syncCourseFacts(tenant, courseKeys));
+}
+
+/** Resolves once every read repair started so far is done. */
+export async function repairsDone(): Promise<void> {
+  await Promise.all([...repairs]);
 }
 
 /** The user ids of the tenant's members of `group`, through the membership index. */

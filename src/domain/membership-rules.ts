@@ -1,49 +1,88 @@
 import type { Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type MembershipDoc, type RuleDoc, type UserDoc } from '../db/collections';
+import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
+import { tombstones } from '../db/tombstones';
+import { Conflict, doesNotExist, fieldError } from '../errors';
 import type { ApplyOutcome } from './event-time';
+import { groupExists } from './groups';
 import { deleteMembership, insertMembershipIfAbsent } from './memberships';
 import { isNewActivation, userTombstone } from './users';
 import { deletedSince } from './versioned-records';
 
+/**
+ * Membership rules (docs/api.md, `membership-rules`): a learner whose email has `domain` joins
+ * `group` (docs/events.md, activations). Everything about matching is here: how a domain is
+ * compared, a rule's key, and the one matcher that events, "apply to existing learners" and
+ * `cag import` use.
+ */
+
+/** Domains are compared and stored lowercase (docs/api.md). */
+const ruleDomain = (domain: string) => domain.toLowerCase();
+
+/** A rule's `_id`: one rule per domain per organization is the primary key. */
+const ruleKey = (org: string, domain: string) => `${org}|${ruleDomain(domain)}`;
+
 /** The domain a rule matches: what follows the last `@`, lowercased. */
 export function emailDomain(email: string): string | null {
   const at = email.lastIndexOf('@');
-  const domain = email
-    .slice(at + 1)
-    .trim()
-    .toLowerCase();
+  const domain = ruleDomain(email.slice(at + 1).trim());
   return at < 0 || domain === '' ? null : domain;
 }
 
-export const ruleId = (org: string, domain: string) => `${org}|${domain}`;
+/**
+ * The one matcher: each of `users` whose email's domain has a rule in the organization, with that
+ * rule. One read, by the rules' keys (a primary-key lookup per domain, never a scan of the rules).
+ */
+export async function matchRules<U extends Pick<UserDoc, 'id' | 'email'>>(
+  tenant: Tenant,
+  users: readonly U[],
+): Promise<{ user: U; rule: Pick<RuleDoc, 'domain' | 'group'> }[]> {
+  const keyed = users.flatMap((user) => {
+    const domain = emailDomain(user.email);
+    return domain === null ? [] : [{ user, key: ruleKey(tenant.org, domain) }];
+  });
+  if (keyed.length === 0) return [];
+  const rules = await tenant.collection<RuleDoc>(COLLECTIONS.rules).findByIds(
+    keyed.map((k) => k.key),
+    { projection: { domain: 1, group: 1 } },
+  );
+  return keyed.flatMap(({ user, key }) => {
+    const rule = rules.get(key);
+    return rule ? [{ user, rule }] : [];
+  });
+}
 
 /**
- * Applies the organization's membership rules to one user (SPEC section 5): an active user
- * whose email domain has a rule, and who has no membership yet, becomes an automatic member of
- * the rule's group. An existing membership is never changed; an inactive user gets none.
- * Returns the membership created, or null. Safe to run any number of times, concurrently too:
- * the membership's primary key is the user id.
+ * Makes `user` an automatic member of `group` unless they have a membership (the rule's doing,
+ * whoever's request or event ran it: change events and the audit say so). Returns the membership
+ * created, or null. Safe to run any number of times, concurrently too: the membership's primary
+ * key is the user id.
  */
-export async function applyMembershipRules(tenant: Tenant, user: Pick<UserDoc, 'id' | 'email' | 'is_active' | 'event_time'>): Promise<MembershipDoc | null> {
-  if (!user.is_active) return null;
-  const domain = emailDomain(user.email);
-  if (!domain) return null;
-  // The rule's `_id` is `org|domain`: a primary-key lookup, not a scan of the rules.
-  const rule = await tenant.collection<RuleDoc>(COLLECTIONS.rules).findById(ruleId(tenant.org, domain));
-  if (!rule) return null;
-  // The rule's doing, whoever's request or event ran it (change events and the audit say so).
-  const created = await withCause('rule', () => insertMembershipIfAbsent(tenant, { user: user.id, group: rule.group, automatic: true }));
+async function joinByRule(tenant: Tenant, user: Pick<UserDoc, 'id' | 'event_time'>, group: number): Promise<MembershipDoc | null> {
+  const created = await withCause('rule', () => insertMembershipIfAbsent(tenant, { user: user.id, group, automatic: true }));
   if (!created) return null;
   // A retirement that ran while we inserted must not leave a membership of a user who is gone.
   // Its tombstone is written before it deletes the membership, so one of the two sees the
   // other; take back only the membership this call made. (Tombstones, unlike users, are few.)
-  if (await deletedSince(tenant.db, userTombstone(user.id), user.event_time)) {
+  if (deletedSince(await tombstones(tenant.db).get(userTombstone(user.id)), user.event_time)) {
     await withCause('rule', () => deleteMembership(tenant, { _id: created._id, id: created.id }));
     return null;
   }
   return created;
+}
+
+/**
+ * Applies the organization's membership rules to one user (docs/events.md): an active user
+ * whose email domain has a rule, and who has no membership yet, becomes an automatic member of
+ * the rule's group. An existing membership is never changed; an inactive user gets none.
+ * Returns the membership created, or null.
+ */
+export async function applyMembershipRules(tenant: Tenant, user: Pick<UserDoc, 'id' | 'email' | 'is_active' | 'event_time'>): Promise<MembershipDoc | null> {
+  if (!user.is_active) return null;
+  const [match] = await matchRules(tenant, [user]);
+  return match ? joinByRule(tenant, user, match.rule.group) : null;
 }
 
 /**
@@ -79,8 +118,9 @@ export async function settleActivation(
  * Applies one rule to the learners already registered: every active user of the organization
  * whose email domain is the rule's and who has no membership becomes an automatic member of the
  * rule's group. Returns how many memberships were created (0 when run again). Users are read a
- * page at a time by public id, never all at once; each user goes through applyMembershipRules, so
- * existing memberships are left to the primary key (insertMembershipIfAbsent), which also makes a concurrent event or admin safe.
+ * page at a time by public id, never all at once, and matched as an event matches them; existing
+ * memberships are left to the primary key (insertMembershipIfAbsent), which also makes a
+ * concurrent event or admin safe.
  */
 export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDoc, 'domain' | 'group'>, pageSize = 500): Promise<number> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
@@ -94,9 +134,65 @@ export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDo
       .toArray();
     if (page.length === 0) return created;
     after = page[page.length - 1]!.id;
-    // The same function an event runs per user: it finds this rule by the user's domain.
-    const matching = page.filter((u) => emailDomain(u.email) === rule.domain);
-    const made = await Promise.all(matching.map((u) => applyMembershipRules(tenant, u)));
+    const matching = (await matchRules(tenant, page)).filter((m) => m.rule.domain === ruleDomain(rule.domain));
+    const made = await Promise.all(matching.map((m) => joinByRule(tenant, m.user, m.rule.group)));
     created += made.filter((m) => m !== null).length;
   }
+}
+
+const domainTaken = () => new Conflict({ domain: ['A membership rule for this domain already exists.'] });
+const rules = (tenant: Tenant) => tenant.collection<RuleDoc>(COLLECTIONS.rules);
+
+async function checkGroup(tenant: Tenant, group: number | undefined) {
+  if (group !== undefined && !(await groupExists(tenant, group))) throw fieldError('group', doesNotExist(group));
+}
+
+/** Inserts a rule, refusing a domain that has one (Invalid on `domain`). */
+async function insert(tenant: Tenant, doc: Omit<RuleDoc, 'org' | '_id'>): Promise<RuleDoc> {
+  try {
+    return await rules(tenant).insertOne({ _id: ruleKey(tenant.org, doc.domain), ...doc });
+  } catch (err) {
+    if (isDuplicateKey(err)) throw domainTaken();
+    throw err;
+  }
+}
+
+const taken = (tenant: Tenant, domain: string) => rules(tenant).has({ _id: ruleKey(tenant.org, domain) });
+
+export async function createRule(tenant: Tenant, input: { name: string; domain: string; group: number }): Promise<RuleDoc> {
+  await checkGroup(tenant, input.group);
+  const domain = ruleDomain(input.domain);
+  // Checked first so that a refused request claims no id.
+  if (await taken(tenant, domain)) throw domainTaken();
+  const id = await tenant.nextId('membership_rules');
+  return insert(tenant, { id, name: input.name, domain, group: input.group });
+}
+
+/**
+ * A new domain is a new `_id`: the new document is inserted (refused when the domain has a
+ * rule) and then the old one deleted; a crash in between leaves both, with one id, until the
+ * next PATCH or DELETE of that id. Null: no rule `id` here.
+ */
+export async function updateRule(tenant: Tenant, id: number, patch: { name?: string; domain?: string; group?: number }): Promise<RuleDoc | null> {
+  await checkGroup(tenant, patch.group);
+  const old = await rules(tenant).findOne({ id });
+  if (!old) return null;
+  const domain = patch.domain === undefined ? old.domain : ruleDomain(patch.domain);
+  const changes = { name: patch.name ?? old.name, group: patch.group ?? old.group };
+  if (domain === old.domain) return rules(tenant).findOneAndUpdate({ _id: old._id }, { $set: changes });
+  if (await taken(tenant, domain)) throw domainTaken();
+  const doc = await insert(tenant, { id, domain, ...changes });
+  await rules(tenant).deleteMany({ id, _id: { $ne: doc._id } });
+  return doc;
+}
+
+/** Deletes every document of the id (normally one; two after an interrupted PATCH). */
+export async function deleteRule(tenant: Tenant, id: number): Promise<boolean> {
+  return (await rules(tenant).deleteMany({ id })).deletedCount > 0;
+}
+
+/** Applies rule `id` to the organization's existing users: the memberships created, or null for an unknown id. */
+export async function applyRule(tenant: Tenant, id: number): Promise<number | null> {
+  const rule = await rules(tenant).findOne({ id });
+  return rule && applyRuleToExistingUsers(tenant, rule);
 }

@@ -1,8 +1,38 @@
 import { COLLECTIONS, type MembershipDoc } from '../db/collections';
-import { isDuplicateKey } from '../db/errors';
+import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
+import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../errors';
+import { groupExists } from './groups';
 import { syncUserGroups } from './list-facts';
-import { settlePendingActivation } from './users';
+import { settlePendingActivation, userExists } from './users';
+
+const ALREADY_MEMBER = 'This user already has a membership.';
+
+async function checkGroup(tenant: Tenant, group: number | undefined, errors: FieldErrors) {
+  if (group !== undefined && !(await groupExists(tenant, group))) errors.group = [doesNotExist(group)];
+}
+
+/** An administrator's membership: Invalid on `user` or `group` when either is unknown here, or when the user already has a membership. */
+export async function createMembership(tenant: Tenant, input: { user: number; group: number }): Promise<MembershipDoc> {
+  const errors: FieldErrors = {};
+  if (!(await userExists(tenant, input.user))) errors.user = [doesNotExist(input.user)];
+  // Checked before inserting, so a refused request claims no id; the insert's own duplicate
+  // check still settles a race with a concurrent creation.
+  else if (await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).has({ _id: String(input.user) })) errors.user = [ALREADY_MEMBER];
+  await checkGroup(tenant, input.group, errors);
+  if (Object.keys(errors).length > 0) throw new Invalid(errors);
+  const doc = await insertMembershipIfAbsent(tenant, { user: input.user, group: input.group, automatic: false });
+  if (!doc) throw new Conflict({ user: [ALREADY_MEMBER] });
+  return doc;
+}
+
+/** Moves membership `id` to `patch.group` (Invalid when that group is unknown here); null when there is no membership `id`. */
+export async function updateMembership(tenant: Tenant, id: number, patch: { group?: number }): Promise<MembershipDoc | null> {
+  const errors: FieldErrors = {};
+  await checkGroup(tenant, patch.group, errors);
+  if (Object.keys(errors).length > 0) throw new Invalid(errors);
+  return patch.group === undefined ? tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ id }) : moveMembership(tenant, id, patch.group);
+}
 
 /**
  * Creates a user's membership unless they already have one; returns it, or null when one exists.

@@ -3,7 +3,7 @@ import { Tenant } from '../db/tenant';
 import type { Infer } from '../validation';
 import type { EventStamp } from './event-time';
 import { settleActivation } from './membership-rules';
-import { homeOf, type UserFacts, upsertUser } from './users';
+import { homeOf, retireUser, type UserFacts, upsertUser } from './users';
 
 /**
  * `data` of the three user events that carry a whole user (activated, registration completed,
@@ -59,6 +59,11 @@ export async function applyUserData(db: Db, data: UserEventData, at: string | Ev
   const result = await upsertUser(tenant, facts, at, kind !== 'update' && facts.is_active);
   if (result.current) await settleActivation(homeOf(tenant, result.current), { ...result, current: result.current }, kind !== 'update' && facts.is_active);
   return result.outcome;
+}
+
+/** What a retirement event does, in organization `org` (where the user is looked for first), as the event `at`. */
+export function applyUserRetired(db: Db, userId: number, at: string | EventStamp, org: string) {
+  return retireUser(new Tenant(db, org), userId, at);
 }
 
 /** The user an event's `data` describes (the import's batch path reads lines with it too). */

@@ -1,10 +1,11 @@
 import type { Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections';
-import { ownerLookup, Tenant } from '../db/tenant';
+import { ownerLookup } from '../db/owners';
+import { indexUser, unindexUser } from '../db/search-index';
+import { Tenant } from '../db/tenant';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import { syncUserGroups } from './list-facts';
-import { indexUser, unindexUser } from './search-index';
 import { announceDeletion, compare, recordDeletion, upsertIfNewer, type VersionedResult } from './versioned-records';
 
 /** A user as the LMS describes it (the `user` of the user events, flattened). */
@@ -20,6 +21,9 @@ export interface UserFacts {
 }
 
 export const userTombstone = (id: number) => `user:${id}`;
+
+/** Whether the organization has user `id`, site administrators included (a membership may name one). */
+export const userExists = (tenant: Tenant, id: number) => tenant.collection<UserDoc>(COLLECTIONS.users).has({ _id: String(id) });
 
 /**
  * The record an event writes for a user as of `time`: the whole document for a new user, and the
@@ -55,7 +59,7 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
  * retirement, a record moved away); a record created by an activation-capable event claims its
  * activation at once.
  */
-export function activationFields(facts: Pick<UserFacts, 'is_active'>, activates: boolean) {
+function activationFields(facts: Pick<UserFacts, 'is_active'>, activates: boolean) {
   return (v: string, after: string | null) => {
     const deact = [after, facts.is_active ? null : v]
       .filter((x): x is string => x !== null)
@@ -123,7 +127,7 @@ export async function settlePendingActivation(tenant: Tenant, userId: number): P
 export const homeOf = (tenant: Tenant, record: { org: string }) => (record.org === tenant.org ? tenant : new Tenant(tenant.db, record.org));
 
 /** The user's list facts (from its membership) and search grams (from its record), derived again. */
-export async function reindexUser(tenant: Tenant, user: UserDoc): Promise<void> {
+async function reindexUser(tenant: Tenant, user: UserDoc): Promise<void> {
   await syncUserGroups(tenant, [user.id]);
   await indexUser(tenant, user);
 }

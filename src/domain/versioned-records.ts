@@ -1,6 +1,6 @@
 import type { Document, Filter, UpdateFilter } from 'mongodb';
-import type { CollectionName, EventVersion, TenantDoc } from '../db/collections';
-import { isDuplicateKey } from '../db/errors';
+import type { CollectionName, EventVersion, TenantDoc, TombstoneDoc } from '../db/collections';
+import { isDuplicateKey } from '../db/driver-errors';
 import { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { type ApplyOutcome, type EventStamp, version } from './event-time';
@@ -13,7 +13,7 @@ import { type ApplyOutcome, type EventStamp, version } from './event-time';
  */
 
 /** How many identities of the newest time a record keeps: more events than this of one time are rare. */
-export const RECENT_IDS = 16;
+const RECENT_IDS = 16;
 
 export interface VersionedDoc extends TenantDoc, EventVersion {}
 
@@ -207,8 +207,7 @@ export async function announceDeletion(db: Tenant['db'], key: string, collection
   if (stone?.org) await new Tenant(db, stone.org).collection(collection).announce([id]);
 }
 
-/** True when the record was deleted by an event at least as new as `time`. */
-export async function deletedSince(db: Tenant['db'], key: string, time: string): Promise<boolean> {
-  const stone = await tombstones(db).get(key);
-  return stone !== null && stone.event_time >= time;
+/** True when a record's tombstone (null or undefined: none) says it was deleted by an event at least as new as `time`. */
+export function deletedSince(stone: Pick<TombstoneDoc, 'event_time'> | null | undefined, time: string): boolean {
+  return !!stone && stone.event_time >= time;
 }

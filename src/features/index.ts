@@ -10,7 +10,7 @@ import { publicCoursesFeature } from './public-courses';
 import { siteConfigurationFeature } from './site-configuration';
 import { usersFeature } from './users';
 
-/** Admin resources (SPEC section 3): staff or site administrators, scoped to one organization. */
+/** Admin resources (docs/api.md): staff or site administrators, scoped to one organization. */
 export const adminFeatures: Feature[] = [
   groupsFeature,
   coursesFeature,

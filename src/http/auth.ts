@@ -2,9 +2,9 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { createRemoteJWKSet, type JWTVerifyGetKey, errors as joseErrors, jwtVerify } from 'jose';
 import type { Middleware } from 'koa';
 import { type Config, jwtAlgorithm } from '../config';
-import { forbidden, serviceUnavailable, unauthorized } from './errors';
+import { forbidden, serviceUnavailable, unauthorized } from './error-responses';
 
-/** Who is calling, from the token's claims (SPEC section 2). */
+/** Who is calling, from the token's claims (docs/api.md, tokens and roles). */
 export interface Principal {
   userId: number;
   org: string | null;
@@ -19,8 +19,8 @@ export const isSiteAdminOf = (p: Principal, org: string) => p.roles.includes('si
 export type TokenVerifier = (token: string) => Promise<Principal>;
 
 /**
- * Builds the verifier for the one key and the one algorithm the configuration names (SPEC
- * section 2): `exp` is required, `iss`/`aud` are checked when configured, and `alg: none` or any
+ * Builds the verifier for the one key and the one algorithm the configuration names
+ * (docs/api.md): `exp` is required, `iss`/`aud` are checked when configured, and `alg: none` or any
  * other algorithm is refused (jose never accepts `none`; `algorithms` pins the rest).
  */
 export function createTokenVerifier(config: Config): TokenVerifier {

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import { Invalid } from '../errors';
-import { HttpError } from './errors';
+import { HttpError } from './error-responses';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 

@@ -20,7 +20,7 @@ export interface AppDeps {
 export type OpenApiPaths = Record<string, Record<string, unknown>>;
 
 /**
- * A resource of the API. Its folder owns its schemas, repository and routes; `register` adds
+ * A resource of the API. Its folder owns its schemas, read-only queries and routes; `register` adds
  * its routes to a router that already authenticated the caller (and, for admin features,
  * resolved `ctx.state.tenant`).
  */

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { Page } from '../db/records';
+import type { Page } from '../db/tenant';
 import { Invalid } from '../errors';
 
 export const DEFAULT_LIMIT = 20;

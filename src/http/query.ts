@@ -14,7 +14,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination';
 /** A non-negative integer written in decimal. */
 const nonNegativeInteger = (message: string) => ({ type: 'string', pattern: '^[0-9]{1,15}$', 'x-message': message }) as const;
 
-/** The spellings of a boolean the contract accepts (SPEC section 3, filters); toBoolean (src/validation.ts) reads them. */
+/** The spellings of a boolean the contract accepts (docs/api.md, lists); toBoolean (src/validation.ts) reads them. */
 export const booleanParam = {
   type: 'string',
   enum: ['true', 'false', 'True', 'False', '1', '0'],

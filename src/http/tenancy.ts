@@ -3,14 +3,14 @@ import type { Middleware } from 'koa';
 import type { Db } from 'mongodb';
 import { Tenant } from '../db/tenant';
 import { isSiteAdminOf, type Principal } from './auth';
-import { forbidden } from './errors';
+import { forbidden } from './error-responses';
 import { lastValues } from './query';
 
 /**
  * The organization of an admin request: the token's `org`, or `organization_uuid` for platform
  * staff (authenticate() already refused it for anyone else).
  */
-export function requestOrganization(principal: Principal, query: ParsedUrlQuery | Record<string, unknown>): string | null {
+function requestOrganization(principal: Principal, query: ParsedUrlQuery | Record<string, unknown>): string | null {
   const named = lastValues(query).organization_uuid;
   if (typeof named === 'string' && named !== '' && principal.isStaff) return named;
   return principal.org;

@@ -1,4 +1,4 @@
-// SPEC §9: a site administrator's whole day in the console, in a real browser (Debian's
+// docs/console.md: a site administrator's whole day in the console, in a real browser (Debian's
 // Chromium) against the real service; every step is checked through the REST API too.
 import type { Browser, Page } from 'playwright-core';
 import { dialogText, flashed, go, launchBrowser, openConsole, type PageWatch, settled, watch } from '../helpers/browser';

@@ -1,4 +1,4 @@
-// SPEC §9 and §2 in the browser: field errors beside their fields with nothing written, one
+// docs/console.md and docs/api.md in the browser: field errors beside their fields with nothing written, one
 // organization's administrator seeing nothing of another's, tokens that expire or are refused,
 // hostile names shown as text, and a group created with the keyboard alone.
 import type { Browser, BrowserContext, Page } from 'playwright-core';

@@ -2,16 +2,16 @@ import type { Db } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, ensureIndexes, type GroupCourseDoc, type MembershipDoc, type RuleDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { normalizeEventTime } from '../../src/domain/event-time';
+import { createGroupCourse } from '../../src/domain/group-courses';
+import { createGroup } from '../../src/domain/groups';
+import { createRule } from '../../src/domain/membership-rules';
 import type { UserFacts } from '../../src/domain/users';
-import { groupCoursesRepository } from '../../src/features/group-courses/repository';
-import { groupsRepository } from '../../src/features/groups/repository';
-import { rulesRepository } from '../../src/features/membership-rules/repository';
 import { memoryDb } from './memory-db';
 
 /**
  * The domain unit tests' world: a fresh in-memory database with the service's indexes, and
- * tenants on it. Groups, rules and links are made by the features' own repositories, as the
- * admin API makes them; users and courses by the domain's event functions in each test.
+ * tenants on it. Groups, rules and links are made by the domain's functions, as the admin API
+ * makes them; users and courses by the domain's event functions in each test.
  */
 export async function memoryWorld(): Promise<{ db: Db; tenant: (org: string) => Tenant }> {
   const db = memoryDb();
@@ -28,10 +28,10 @@ export const facts = (id: number, over: Partial<UserFacts> & { domain?: string }
   return { id, username: `user${id}`, name: `User ${id}`, email: `user${id}@${domain}`, is_active: true, ...rest };
 };
 
-export const newGroup = async (tenant: Tenant, name = 'Group') => (await groupsRepository(tenant).create({ name, description: '' })).id;
+export const newGroup = async (tenant: Tenant, name = 'Group') => (await createGroup(tenant, { name, description: '' })).id;
 
 /** A rule putting users of `domain` into `group`. */
-export const addRule = (tenant: Tenant, domain: string, group: number) => rulesRepository(tenant).create({ name: `rule ${domain}`, domain, group });
+export const addRule = (tenant: Tenant, domain: string, group: number) => createRule(tenant, { name: `rule ${domain}`, domain, group });
 
 /** A group and a rule putting `domain` into it; returns the group's id. */
 export async function groupWithRule(tenant: Tenant, domain: string): Promise<number> {
@@ -40,7 +40,7 @@ export async function groupWithRule(tenant: Tenant, domain: string): Promise<num
   return group;
 }
 
-export const link = (tenant: Tenant, course: string, group: number) => groupCoursesRepository(tenant).create({ course, group });
+export const link = (tenant: Tenant, course: string, group: number) => createGroupCourse(tenant, { course, group });
 
 export const userOf = (tenant: Tenant, id: number) => tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(id));
 export const courseOf = (tenant: Tenant, key: string) => tenant.collection<CourseDoc>(COLLECTIONS.courses).findById(key);

@@ -1,8 +1,8 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, type UserDoc } from '../../src/db/collections';
+import { indexCourse, indexUser } from '../../src/db/search-index';
 import { Tenant } from '../../src/db/tenant';
 import { syncCourseFacts, syncUserGroups } from '../../src/domain/list-facts';
-import { indexCourse, indexUser } from '../../src/domain/search-index';
 
 /**
  * Users and courses are read models the Kafka consumer fills; tests seed them directly, through

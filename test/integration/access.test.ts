@@ -1,4 +1,4 @@
-// SPEC §4: access decisions for the LMS over HTTP against the real local stack: the seven rules
+// docs/api.md: access decisions for the LMS over HTTP against the real local stack: the seven rules
 // in order, the four actions, callers, unknown courses, batches, and freshness after changes.
 import type { CommandStartedEvent } from 'mongodb';
 import { COLLECTIONS } from '../../src/db/collections';

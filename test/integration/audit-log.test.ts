@@ -1,4 +1,4 @@
-// SPEC §8 / issue 14: every write through the admin API or `cag` is in the audit trail (when,
+// docs/audit-log.md / issue 14: every write through the admin API or `cag` is in the audit trail (when,
 // who, organization, action, resource and id, fields before and after, request id), listed by
 // GET audit-log/ for the organization's admins (staff: any), newest first, paginated, filtered;
 // refused writes leave nothing; records expire after AUDIT_RETENTION_DAYS.

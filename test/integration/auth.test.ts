@@ -1,4 +1,4 @@
-// SPEC §2: authentication (jose) and who may use the admin API. Each case names the rule it proves.
+// docs/api.md: authentication (jose) and who may use the admin API. Each case names the rule it proves.
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,4 +1,4 @@
-// SPEC §7 / issue 14: every change that can alter an access decision or a listing is published
+// docs/events-published.md / issue 14: every change that can alter an access decision or a listing is published
 // to CHANGES_TOPIC as a CloudEvent carrying the record's state (or null: gone) and its cause, keyed
 // by record, with no PII. Read back with kafkajs, as an LMS would.
 import { type ChangeEvent, changeEventErrors, EVENT_TYPE_PREFIX } from '../../src/changes/events';

@@ -1,4 +1,4 @@
-// SPEC §4 "a change ... is visible to the very next decision": every write through a Tenant
+// docs/api.md "a change ... is visible to the very next decision": every write through a Tenant
 // records which records it changed in its collection's change sequence, which caches in every
 // process read.
 import { type Db, MongoClient } from 'mongodb';

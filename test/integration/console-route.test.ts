@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Koa from 'koa';
 import { CONSOLE_HEADERS, consoleRoutes } from '../../src/console/route';
-import { errorMapping } from '../../src/http/errors';
+import { errorMapping } from '../../src/http/error-responses';
 import { createLogger } from '../../src/log';
 import { ensureConsoleBuilt } from '../helpers/browser';
 import { client } from '../helpers/http';

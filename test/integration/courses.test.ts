@@ -1,4 +1,4 @@
-// SPEC §3: the read-only courses resource, its shape, filters and search.
+// docs/api.md: the read-only courses resource, its shape, filters and search.
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';

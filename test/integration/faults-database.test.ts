@@ -1,4 +1,4 @@
-// SPEC §6: "When the database is unreachable the API answers 503 {"detail": ...} within 3 seconds
+// docs/operations.md: "When the database is unreachable the API answers 503 {"detail": ...} within 3 seconds
 // and recovers by itself when it returns", and start-up waits for a database that is not up yet.
 import { client } from '../helpers/http';
 import { privateDatabase } from '../helpers/private-stack';

@@ -1,4 +1,4 @@
-// SPEC §3: group-course links: shapes and codes, a (course, group) pair linked once, references.
+// docs/api.md: group-course links: shapes and codes, a (course, group) pair linked once, references.
 import { client } from '../helpers/http';
 import { expectRefusedWithoutWrites, seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';

@@ -1,4 +1,4 @@
-// SPEC §3: the course-access-groups resource over HTTP against the real local stack.
+// docs/api.md: the course-access-groups resource over HTTP against the real local stack.
 import { client } from '../helpers/http';
 import { startTestService, type TestService } from '../helpers/stack';
 import { learnerToken, siteAdminToken, staffToken } from '../helpers/tokens';

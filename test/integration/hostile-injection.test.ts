@@ -1,4 +1,4 @@
-// Issue 6 part B, SPEC §3 ("bad input is a 400 ... nothing is written"): NoSQL operator
+// Issue 6 part B, docs/api.md ("bad input is a 400 ... nothing is written"): NoSQL operator
 // injection. Every operation of the OpenAPI document, every query parameter, every body field
 // and every path id is tried with operator-shaped values. Beyond the status, the test watches
 // every command the service's MongoClient sends (command monitoring) and proves no
@@ -6,7 +6,7 @@
 // in any command, no injected `$` name appears as a key, and every `$regex` is an escaped literal.
 
 import { COLLECTIONS } from '../../src/db/collections';
-import { literalPattern } from '../../src/domain/search-index';
+import { literalPattern } from '../../src/db/search-index';
 import { makeWorld, type World } from '../helpers/fixtures';
 import { client, type Reply } from '../helpers/http';
 import { startTestService, type TestService } from '../helpers/stack';

@@ -1,4 +1,4 @@
-// Issue 6 part B, SPEC §3 (bad input is a clear 400/404/413 in the contract's shape and nothing
+// Issue 6 part B, docs/api.md (bad input is a clear 400/404/413 in the contract's shape and nothing
 // written; never a 5xx): oversized and odd input. Long search strings, emoji and right-to-left
 // names (lengths counted in code points, as DRF/Python counts them), NUL bytes, numbers as strings
 // and strings as numbers, ids beyond 2^53, deep nesting, duplicate keys, a body one byte over

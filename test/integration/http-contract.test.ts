@@ -1,4 +1,4 @@
-// SPEC §3: POST and PATCH need Content-Type application/json (415), a JSON object body (400,
+// docs/api.md: POST and PATCH need Content-Type application/json (415), a JSON object body (400,
 // also for malformed JSON) and at most 1 MiB (413); nothing is written when a request is refused.
 // Checked on every endpoint that takes a body.
 import { makeWorld, type World } from '../helpers/fixtures';

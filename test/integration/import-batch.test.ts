@@ -10,15 +10,16 @@ import { type Db, MongoClient } from 'mongodb';
 import { registrationCompleted } from '../../consumers/handlers/registration-completed';
 import { IMPORT_TIME, type ImportSummary, importFiles } from '../../src/cli/import';
 import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
-import { ownerLookup, Tenant } from '../../src/db/tenant';
+import { ownerLookup } from '../../src/db/owners';
+import { Tenant } from '../../src/db/tenant';
 import { asStamp, normalizeEventTime } from '../../src/domain/event-time';
+import { createGroup } from '../../src/domain/groups';
 import { registerNewUsers } from '../../src/domain/import-users';
+import { createRule } from '../../src/domain/membership-rules';
 import { insertMembershipIfAbsent } from '../../src/domain/memberships';
 import { applyUserData, type UserEventData, userFacts } from '../../src/domain/user-event-data';
 import { retireUser, userTombstone } from '../../src/domain/users';
 import { recordDeletion } from '../../src/domain/versioned-records';
-import { groupsRepository } from '../../src/features/groups/repository';
-import { rulesRepository } from '../../src/features/membership-rules/repository';
 import { seeder } from '../helpers/seed';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
@@ -60,9 +61,9 @@ async function world(): Promise<Db> {
   await ensureIndexes(db);
   for (const org of ['org-a', 'org-b']) {
     const tenant = new Tenant(db, org);
-    const partners = await groupsRepository(tenant).create({ name: 'Partners', description: '' });
-    await groupsRepository(tenant).create({ name: 'Staff', description: '' });
-    await rulesRepository(tenant).create({ name: 'p', domain: 'partner.org', group: partners.id });
+    const partners = await createGroup(tenant, { name: 'Partners', description: '' });
+    await createGroup(tenant, { name: 'Staff', description: '' });
+    await createRule(tenant, { name: 'p', domain: 'partner.org', group: partners.id });
   }
   const a = seeder(db, 'org-a');
   const tenantA = a.tenant;

@@ -1,4 +1,4 @@
-// Issue 12, as a property: `users/` and `courses/` with every filter of SPEC §3 (search with
+// Issue 12, as a property: `users/` and `courses/` with every filter of docs/api.md (search with
 // random terms, email_exact, group, no_group, is_public) and random limit/offset answer exactly
 // what a plain in-memory model of §3 answers (count, ids in order, each user's membership, each
 // course's public status and links), while memberships, links, public records, groups, user
@@ -189,7 +189,7 @@ async function apply(change: Change): Promise<void> {
   }
 }
 
-// The model of SPEC §3.
+// The model of docs/api.md.
 const terms = (search: string | undefined) =>
   (search ?? '')
     .split(/[\s,]+/)

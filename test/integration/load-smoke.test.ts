@@ -1,5 +1,5 @@
 // Issue 6 (load): `npm run load` at a tiny scale (2 s, 4 connections). Under mixed traffic the
-// service answers every request (SPEC §3/§4: valid requests get 2xx) with no 5xx and no socket
+// service answers every request (docs/api.md: valid requests get 2xx) with no 5xx and no socket
 // error. Counts only: timings on a shared machine mean nothing here.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// SPEC §3: membership rules: shapes and codes, the domain rule, one rule per domain per organization.
+// docs/api.md: membership rules: shapes and codes, the domain rule, one rule per domain per organization.
 import { client } from '../helpers/http';
 import { expectRefusedWithoutWrites } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';

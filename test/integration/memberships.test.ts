@@ -1,4 +1,4 @@
-// SPEC §3: memberships: shapes and codes, one membership per user, `user` set on creation only,
+// docs/api.md: memberships: shapes and codes, one membership per user, `user` set on creation only,
 // references checked in the organization, and the group cascade.
 import { client } from '../helpers/http';
 import { expectRefusedWithoutWrites, seeder } from '../helpers/seed';

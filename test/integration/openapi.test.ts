@@ -1,4 +1,4 @@
-// SPEC §6: the OpenAPI 3.1 document, served without a token, generated from the same JSON Schemas
+// docs/operations.md: the OpenAPI 3.1 document, served without a token, generated from the same JSON Schemas
 // that validate requests; checked against the OpenAPI 3.1 schema by a validator package.
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';

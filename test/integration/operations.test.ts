@@ -1,4 +1,4 @@
-// SPEC §6 operations endpoints, served by every process whatever its role, and issue #2's HTTP checks.
+// docs/operations.md's endpoints, served by every process whatever its role, and issue #2's HTTP checks.
 
 import type { AddressInfo } from 'node:net';
 import { createServer, type Socket } from 'node:net';

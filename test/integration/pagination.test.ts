@@ -1,4 +1,4 @@
-// SPEC §3 pagination: limit (default 20, at most 1000) and offset; the envelope; absolute
+// docs/api.md pagination: limit (default 20, at most 1000) and offset; the envelope; absolute
 // next/previous links keeping the other parameters; 400 for values that are not non-negative integers.
 import { API, client } from '../helpers/http';
 import { seeder } from '../helpers/seed';

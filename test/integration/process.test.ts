@@ -1,4 +1,4 @@
-// SPEC §6 on a real child process: JSON request logs with no token or email, and SIGTERM
+// docs/operations.md on a real child process: JSON request logs with no token or email, and SIGTERM
 // (stop taking requests, finish what is in flight, exit 0 within 10 seconds).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';

@@ -1,4 +1,4 @@
-// SPEC §3, property-based: random JSON bodies, random query strings and random ids sent to every
+// docs/api.md, property-based: random JSON bodies, random query strings and random ids sent to every
 // endpoint never get a 5xx; every 4xx has the contract's error shape; every 2xx matches the
 // OpenAPI document; and the database (every collection of the test database) is unchanged after
 // every refused request.

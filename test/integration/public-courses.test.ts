@@ -1,4 +1,4 @@
-// SPEC §3: public-course records: create, list, retrieve, delete (no PATCH); one per course.
+// docs/api.md: public-course records: create, list, retrieve, delete (no PATCH); one per course.
 import { client } from '../helpers/http';
 import { expectRefusedWithoutWrites, seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';

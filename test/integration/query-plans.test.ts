@@ -12,15 +12,15 @@
 import { type CommandStartedEvent, type Db, type Document, Long, MongoClient } from 'mongodb';
 import { MAIN_ORG, seedBenchData } from '../../bench/seed';
 import { ensureIndexes, type UserDoc } from '../../src/db/collections';
+import { indexUser } from '../../src/db/search-index';
 import { Tenant } from '../../src/db/tenant';
-import { indexUser } from '../../src/domain/search-index';
-import { coursesRepository } from '../../src/features/courses/repository';
-import { groupCoursesRepository } from '../../src/features/group-courses/repository';
-import { groupsRepository } from '../../src/features/groups/repository';
-import { rulesRepository } from '../../src/features/membership-rules/repository';
-import { membershipsRepository } from '../../src/features/memberships/repository';
-import { publicCoursesRepository } from '../../src/features/public-courses/repository';
-import { usersRepository } from '../../src/features/users/repository';
+import { courseQueries } from '../../src/features/courses/queries';
+import { groupCourseQueries } from '../../src/features/group-courses/queries';
+import { groupQueries } from '../../src/features/groups/queries';
+import { ruleQueries } from '../../src/features/membership-rules/queries';
+import { membershipQueries } from '../../src/features/memberships/queries';
+import { publicCourseQueries } from '../../src/features/public-courses/queries';
+import { userQueries } from '../../src/features/users/queries';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 const USERS = Number(process.env.PLAN_USERS ?? 1500);
@@ -138,11 +138,11 @@ const ORG = USERS + 50;
 const users =
   (q: Record<string, string>, page = { limit: 20, offset: 0 }) =>
   () =>
-    usersRepository(tenant()).list(page, q);
+    userQueries(tenant()).list(page, q);
 const courses =
   (q: Record<string, string>, page = { limit: 20, offset: 0 }) =>
   () =>
-    coursesRepository(tenant()).list(page, q);
+    courseQueries(tenant()).list(page, q);
 
 // [name, request, bound on MongoDB, at least this many results]
 const cases: [string, () => Promise<{ count: number; results: unknown[] }>, Bound, number][] = [
@@ -174,11 +174,11 @@ const cases: [string, () => Promise<{ count: number; results: unknown[] }>, Boun
   ['courses/?no_group=true&is_public=false', courses({ no_group: 'true', is_public: 'false' }), { keys: 3 * COURSES + 100, docs: COURSE_PAGE_DOCS }, 0],
   ['courses/?group=3', courses({ group: '3' }), { keys: 3 * COURSES + 100, docs: COURSE_PAGE_DOCS }, 1],
   ['courses/?search=c12&is_public=false', courses({ search: 'c12', is_public: 'false' }), { keys: 5 * COURSES + 100, docs: 2 * COURSES + COURSE_PAGE_DOCS }, 1],
-  ['course-access-groups/', () => groupsRepository(tenant()).list({ limit: 20, offset: 0 }), { keys: 2 * GROUPS + 100, docs: PAGE_DOCS }, 1],
-  ['memberships/?offset=<deep>', () => membershipsRepository(tenant()).list({ limit: 20, offset: USERS - 100 }), { keys: 2 * ORG + 100, docs: PAGE_DOCS }, 20],
-  ['group-courses/', () => groupCoursesRepository(tenant()).list({ limit: 20, offset: 0 }), { keys: 4 * COURSES + 100, docs: PAGE_DOCS }, 20],
-  ['public-courses/', () => publicCoursesRepository(tenant()).list({ limit: 20, offset: 0 }), { keys: COURSES + 100, docs: PAGE_DOCS }, 1],
-  ['membership-rules/', () => rulesRepository(tenant()).list({ limit: 20, offset: 0 }), { keys: 100, docs: PAGE_DOCS }, 0],
+  ['course-access-groups/', () => groupQueries(tenant()).list({ limit: 20, offset: 0 }), { keys: 2 * GROUPS + 100, docs: PAGE_DOCS }, 1],
+  ['memberships/?offset=<deep>', () => membershipQueries(tenant()).list({ limit: 20, offset: USERS - 100 }), { keys: 2 * ORG + 100, docs: PAGE_DOCS }, 20],
+  ['group-courses/', () => groupCourseQueries(tenant()).list({ limit: 20, offset: 0 }), { keys: 4 * COURSES + 100, docs: PAGE_DOCS }, 20],
+  ['public-courses/', () => publicCourseQueries(tenant()).list({ limit: 20, offset: 0 }), { keys: COURSES + 100, docs: PAGE_DOCS }, 1],
+  ['membership-rules/', () => ruleQueries(tenant()).list({ limit: 20, offset: 0 }), { keys: 100, docs: PAGE_DOCS }, 0],
 ];
 
 test.each(cases)(

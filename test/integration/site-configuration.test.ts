@@ -1,4 +1,4 @@
-// SPEC §3: GET / PATCH site-configuration/, {"ENABLE_COURSE_ACCESS_GROUPS": <boolean>}, default false.
+// docs/api.md: GET / PATCH site-configuration/, {"ENABLE_COURSE_ACCESS_GROUPS": <boolean>}, default false.
 import { client } from '../helpers/http';
 import { snapshot } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';

@@ -1,8 +1,8 @@
-// SPEC §2 (tenancy) and issue #2: the database module against the real local MongoDB-protocol server.
+// docs/api.md (tenancy) and issue #2: the database module against the real local MongoDB-protocol server.
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../../src/db/collections';
 import { nextId } from '../../src/db/counters';
-import { isDuplicateKey } from '../../src/db/errors';
+import { isDuplicateKey } from '../../src/db/driver-errors';
 import { Tenant } from '../../src/db/tenant';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 

@@ -1,4 +1,4 @@
-// SPEC §2: no request reads, counts, links or changes another organization's records; an id of
+// docs/api.md: no request reads, counts, links or changes another organization's records; an id of
 // another organization's record behaves exactly like an id that does not exist, and nothing is
 // written. Every resource, every method, both directions.
 import { type Client, makeWorld, type World } from '../helpers/fixtures';

@@ -1,9 +1,9 @@
-// Issue 6 part B: tenant isolation as a property (SPEC §1, §3, §4). Random sequences of admin
+// Issue 6 part B: tenant isolation as a property (docs/api.md). Random sequences of admin
 // operations and access checks by two organizations run against the real service, beside a
 // small in-memory model of the contract. After every step: (a) no response to one organization
 // holds a name of the other's records (each org's names carry its own word), and (b) the acting
 // organization's groups, links, public courses, memberships and rules, and every access
-// decision, are what the model says (SPEC §3's uniqueness and cascade rules, §4's decision order).
+// decision, are what the model says (docs/api.md: its uniqueness and cascade rules, its decision order).
 import fc from 'fast-check';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
@@ -136,7 +136,7 @@ async function expectStateMatches(m: OrgModel, other: OrgModel): Promise<void> {
   expect(sorted(rules.map((r) => `${r.domain}>${idOf(r.group)}`))).toEqual(sorted([...m.rules].map(([d, g]) => `${d}>${g}`)));
 }
 
-/** SPEC §4's decision for a site's own learner, the flag on; a user of another organization is unknown there. */
+/** docs/api.md's decision for a site's own learner, the flag on; a user of another organization is unknown there. */
 function modelDecision(course: OrgModel, userOrg: OrgModel, user: number, courseKey: string) {
   if (course.publics.has(courseKey)) return { allowed: true, reason: 'public' };
   if (userOrg !== course) return { allowed: false, reason: 'no_access' };
@@ -165,7 +165,7 @@ async function step(orgs: [OrgModel, OrgModel], c: Command): Promise<void> {
       const g = groupAt(m, c.pick);
       if (g === undefined) return;
       expect((await m.http.delete(`course-access-groups/${g}/`)).status).toBe(204);
-      m.groups.delete(g); // SPEC §3: its memberships, rules and links go with it
+      m.groups.delete(g); // docs/api.md: its memberships, rules and links go with it
       for (const l of [...m.links]) if (l.endsWith(`|${g}`)) m.links.delete(l);
       for (const [u, gg] of [...m.members]) if (gg === g) m.members.delete(u);
       for (const [d, gg] of [...m.rules]) if (gg === g) m.rules.delete(d);
@@ -231,7 +231,7 @@ async function step(orgs: [OrgModel, OrgModel], c: Command): Promise<void> {
       ]) {
         expect({ status: res.status, body: res.body }).toEqual({ status: 404, body: { detail: 'Not found.' } });
       }
-      // A site administrator of one organization may not ask about the other's courses (SPEC §4 callers):
+      // A site administrator of one organization may not ask about the other's courses (docs/api.md callers):
       // refused as an unknown course, so the answer does not even tell that the course exists elsewhere.
       const ask = await m.http.get(`access/?course_id=${encodeURIComponent(other.courses[0]!)}&action=course.enroll`);
       expect({ status: ask.status, body: ask.body }).toEqual({ status: 404, body: { detail: 'Not found.' } });

@@ -1,4 +1,4 @@
-// SPEC §3: the read-only users resource: shape, membership, site administrators left out, filters.
+// docs/api.md: the read-only users resource: shape, membership, site administrators left out, filters.
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';

@@ -1,4 +1,4 @@
-// SPEC §4 "a change ... is visible to the very next decision": the access cache keeps a fact
+// docs/api.md "a change ... is visible to the very next decision": the access cache keeps a fact
 // until the change sequence names its record, and drops only what changed.
 import type { Db } from 'mongodb';
 import { CHANGE_LOG_LENGTH, encodeEntry } from '../../src/db/change-log';

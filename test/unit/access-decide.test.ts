@@ -1,5 +1,5 @@
-// SPEC §4: the seven access rules, first match wins, as a pure function of the facts.
-import { type AccessFacts, decide, needsLink, needsUser, type UserFacts } from '../../src/features/access/decide';
+// docs/api.md: the seven access rules, first match wins, as a pure function of the facts.
+import { type AccessFacts, decide, needsLink, needsUser, type UserFacts } from '../../src/domain/access-decisions';
 
 const learner: UserFacts = { isActive: true, isStaff: false, isSiteAdmin: false, org: 'org-a' };
 /** A private course of an organization with the flag on, asked about by an ordinary active learner who is no member. */

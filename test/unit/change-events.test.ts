@@ -1,6 +1,6 @@
-// SPEC §7 (change events) and §8 (audit records), the pure parts: what the relay builds from an
+// docs/events-published.md (change events) and docs/audit-log.md (audit records), the pure parts: what the relay builds from an
 // outbox entry and the record as it reads it.
-import { buildAuditRecords } from '../../src/changes/audit';
+import { buildAuditRecords } from '../../src/changes/audit-records';
 import { buildChangeEvent, CHANGE_KINDS, changeEventErrors, EVENT_TYPE_PREFIX, toMessage } from '../../src/changes/events';
 import { COLLECTIONS, type CollectionName, type OutboxDoc } from '../../src/db/collections';
 

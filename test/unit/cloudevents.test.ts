@@ -1,4 +1,4 @@
-// SPEC §5: both Kafka bindings of CloudEvents 1.0 decode into one envelope; anything else is invalid.
+// docs/events.md: both Kafka bindings of CloudEvents 1.0 decode into one envelope; anything else is invalid.
 import { decodeCloudEvent, InvalidMessage } from '../../consumers/cloudevents';
 import { orgFromCourseKey } from '../../src/domain/courses';
 import { normalizeEventTime } from '../../src/domain/event-time';

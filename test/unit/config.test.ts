@@ -1,4 +1,4 @@
-// SPEC §6: a missing or invalid setting stops start-up with a message naming it.
+// docs/operations.md: a missing or invalid setting stops start-up with a message naming it.
 import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import path from 'node:path';

@@ -1,14 +1,14 @@
-// Cascades (SPEC sections 3 and 5): what goes with a deleted group or course, and what a record
-// leaves behind when it moves organization (src/domain/delete-group.ts, users.ts, courses.ts),
+// Cascades (docs/api.md and docs/events.md): what goes with a deleted group or course, and what a record
+// leaves behind when it moves organization (src/domain/groups.ts, users.ts, courses.ts),
 // over the in-memory Db. test/integration/memberships.test.ts and events.test.ts check the same
 // through HTTP and Kafka.
 import { COLLECTIONS, type PublicCourseDoc, type UserGramDoc } from '../../src/db/collections';
 import type { Tenant } from '../../src/db/tenant';
 import { deleteCourse, upsertCourse } from '../../src/domain/courses';
-import { deleteGroup } from '../../src/domain/delete-group';
+import { deleteGroup } from '../../src/domain/groups';
 import { insertMembershipIfAbsent } from '../../src/domain/memberships';
+import { createPublicCourse } from '../../src/domain/public-courses';
 import { upsertUser } from '../../src/domain/users';
-import { publicCoursesRepository } from '../../src/features/public-courses/repository';
 import { addRule, courseOf, day, facts, link, links, membershipOf, memberships, memoryWorld, newGroup, rules, userOf } from '../helpers/domain';
 
 let tenant: (org: string) => Tenant;
@@ -107,8 +107,8 @@ describe('a course', () => {
     const group = await newGroup(a);
     await link(a, doomed, group);
     const otherLink = await link(a, other, group);
-    await publicCoursesRepository(a).create({ course: doomed });
-    await publicCoursesRepository(a).create({ course: other });
+    await createPublicCourse(a, { course: doomed });
+    await createPublicCourse(a, { course: other });
 
     expect(await deleteCourse(a.db, doomed, day(3))).toBe('applied');
     expect(await courseOf(a, doomed)).toBeNull();
@@ -125,7 +125,7 @@ describe('a course', () => {
     const key = 'course-v1:A+MOVE+1';
     await upsertCourse(a, { key, name: 'Moving' }, day(1));
     await link(a, key, await newGroup(a));
-    await publicCoursesRepository(a).create({ course: key });
+    await createPublicCourse(a, { course: key });
 
     expect(await upsertCourse(b, { key, name: 'Moved' }, day(2))).toBe('applied');
     expect(await courseOf(a, key)).toBeNull();

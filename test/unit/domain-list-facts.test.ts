@@ -4,11 +4,11 @@
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../src/db/collections';
 import type { Tenant } from '../../src/db/tenant';
 import { upsertCourse } from '../../src/domain/courses';
+import { deleteGroupCourse } from '../../src/domain/group-courses';
 import { reindexOrganization, syncUserGroups } from '../../src/domain/list-facts';
 import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../src/domain/memberships';
+import { createPublicCourse, deletePublicCourse } from '../../src/domain/public-courses';
 import { upsertUser } from '../../src/domain/users';
-import { groupCoursesRepository } from '../../src/features/group-courses/repository';
-import { publicCoursesRepository } from '../../src/features/public-courses/repository';
 import { courseOf, day, facts, link, memoryWorld, newGroup, userOf } from '../helpers/domain';
 
 let a: Tenant;
@@ -66,12 +66,12 @@ test("a course's is_public and linked follow its public record and links", async
   const [g1, g2] = [await newGroup(a, 'One'), await newGroup(a, 'Two')];
   const first = await link(a, key, g1);
   const second = await link(a, key, g2);
-  const record = await publicCoursesRepository(a).create({ course: key });
+  const record = await createPublicCourse(a, { course: key });
   expect(await courseOf(a, key)).toMatchObject({ is_public: 1, linked: 1 });
-  await groupCoursesRepository(a).delete(first.id);
+  await deleteGroupCourse(a, first.id);
   expect(await courseOf(a, key)).toMatchObject({ linked: 1 }); // one link left
-  await groupCoursesRepository(a).delete(second.id);
-  await publicCoursesRepository(a).delete(record.id);
+  await deleteGroupCourse(a, second.id);
+  await deletePublicCourse(a, record.id);
   expect(await courseOf(a, key)).toMatchObject({ is_public: 0, linked: 0 });
 });
 

@@ -1,4 +1,4 @@
-// Membership rules (SPEC section 5, src/domain/membership-rules.ts) over the in-memory Db: the real
+// Membership rules (docs/events.md, src/domain/membership-rules.ts) over the in-memory Db: the real
 // domain functions, no stack. test/integration/events.test.ts and rule-apply.test.ts check the
 // same through Kafka and HTTP.
 import type { Tenant } from '../../src/db/tenant';

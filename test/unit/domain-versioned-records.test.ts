@@ -2,6 +2,7 @@
 // users.ts, courses.ts; docs/events.md "ordering, duplicates"), over the in-memory Db.
 import { COLLECTIONS, type TombstoneDoc } from '../../src/db/collections';
 import type { Tenant } from '../../src/db/tenant';
+import { tombstones } from '../../src/db/tombstones';
 import { upsertCourse } from '../../src/domain/courses';
 import { asStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { applyMembershipRules } from '../../src/domain/membership-rules';
@@ -105,12 +106,12 @@ describe('tombstones', () => {
   test('a tombstone only moves forward, and says which events it outlives', async () => {
     const stone = userTombstone(9);
     const record = (time: string) => recordDeletion(a.db, stone, a.org, asStamp(time), null);
-    expect(await deletedSince(a.db, stone, day(1))).toBe(false);
+    expect(deletedSince(await tombstones(a.db).get(stone), day(1))).toBe(false);
     expect(await record(day(2))).toBe('applied');
     expect(await record(day(1))).toBe('stale');
     expect(await record(day(2))).toBe('duplicate');
-    expect(await deletedSince(a.db, stone, day(2))).toBe(true);
-    expect(await deletedSince(a.db, stone, day(3))).toBe(false);
+    expect(deletedSince(await tombstones(a.db).get(stone), day(2))).toBe(true);
+    expect(deletedSince(await tombstones(a.db).get(stone), day(3))).toBe(false);
     expect(await record(day(3))).toBe('applied');
     expect(await a.db.collection<TombstoneDoc>(COLLECTIONS.tombstones).findOne({ _id: stone })).toMatchObject({ event_time: day(3) });
   });

@@ -1,7 +1,7 @@
 // The in-memory Db of the domain unit tests (test/helpers/memory-db.ts), where it must act as the
 // driver does for src/db to take the same paths: duplicate keys and upserts.
 import type { Document } from 'mongodb';
-import { isDuplicateKey } from '../../src/db/errors';
+import { isDuplicateKey } from '../../src/db/driver-errors';
 import { memoryDb } from '../helpers/memory-db';
 
 type Thing = Document & { _id: string };

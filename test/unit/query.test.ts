@@ -1,10 +1,10 @@
-// SPEC §3 filters: search terms are literal text, split on spaces and commas; booleans' spellings;
+// docs/api.md filters: search terms are literal text, split on spaces and commas; booleans' spellings;
 // a repeated parameter counts with its last value.
 import fc from 'fast-check';
-import { literalPattern, searchFilter, searchTerms } from '../../src/domain/search-index';
+import { literalPattern, searchFilter, searchTerms } from '../../src/db/search-index';
 import { Invalid } from '../../src/errors';
 import { userListQuerySchema } from '../../src/features/users/schema';
-import { toHttpError } from '../../src/http/errors';
+import { toHttpError } from '../../src/http/error-responses';
 import { lastValues, queryParser } from '../../src/http/query';
 import { createLogger } from '../../src/log';
 import { toBoolean } from '../../src/validation';

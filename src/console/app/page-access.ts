@@ -1,4 +1,4 @@
-/** Access check: "may learner X do A on course C?", the decision and its reason (SPEC §4). */
+/** Access check: "may learner X do A on course C?", the decision and its reason (docs/api.md). */
 import * as api from './api.js';
 import { ApiError } from './api.js';
 import { h, replace } from './dom.js';

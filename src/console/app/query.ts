@@ -42,7 +42,7 @@ export function errorReport(body: unknown): ErrorReport {
   return report;
 }
 
-/** The decisions of SPEC §4, in words an administrator reads. */
+/** The access decisions (docs/api.md), in words an administrator reads. */
 export const REASONS: Record<string, string> = {
   feature_disabled: "Course access groups are off for the course's organization, so every learner may.",
   public: 'The course is public: every learner may.',

@@ -1,4 +1,4 @@
-/** The REST API's shapes the console reads (SPEC §3, §4). */
+/** The REST API's shapes the console reads (docs/api.md). */
 
 export interface Page<T> {
   count: number;

@@ -7,7 +7,7 @@ import { COLLECTIONS, type CollectionName } from '../../db/collections';
  * their record changed. Every decision first reads the change log (one small read, shared by
  * the decisions that arrive while one is under way) and drops what the cache holds of each
  * record changed since, by any process. So a kept fact is never older than the last write to
- * its record, which is SPEC §4's "visible to the very next decision" across processes, and a
+ * its record, which is the contract's "visible to the very next decision" (docs/api.md) across processes, and a
  * stream of user events drops only the users it names.
  *
  * Keys: a record's `_id`, or `<org>|<_id>`; `<org>|*` is something built from many records of

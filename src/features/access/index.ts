@@ -1,7 +1,8 @@
+import { decisionSchema } from '../../domain/access-decisions';
 import type { Feature } from '../../http/feature';
 import { commonResponses, jsonRequestBody, parameters, responses } from '../../http/openapi';
 import { registerAccessRoutes } from './routes';
-import { accessQuerySchema, batchRequestSchema, batchResponseSchema, decisionSchema } from './schema';
+import { accessQuerySchema, batchRequestSchema, batchResponseSchema } from './schema';
 
 const tags = ['access'];
 

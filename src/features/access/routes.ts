@@ -1,20 +1,20 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import { decide } from '../../domain/access-decisions';
 import { NotFound } from '../../errors';
 import { isService, type Principal } from '../../http/auth';
-import { forbidden } from '../../http/errors';
+import { forbidden } from '../../http/error-responses';
 import type { AppDeps } from '../../http/feature';
 import { type Infer, validator } from '../../validation';
 import { createFactsCache } from './cache';
-import { decide } from './decide';
-import { accessRepository, type OrgFilter } from './repository';
+import { accessQueries, type OrgFilter } from './queries';
 import { accessQuerySchema, batchRequestSchema, type batchResponseSchema } from './schema';
 
 const parseQuery = validator(accessQuerySchema);
 const parseBatch = validator(batchRequestSchema);
 
 /**
- * SPEC §4 callers: the LMS (`service`) and platform staff for any organization's courses, a
+ * The callers of access decisions (docs/api.md): the LMS (`service`) and platform staff for any organization's courses, a
  * site administrator for their own organization's only (another's behave as unknown). Anyone
  * else is refused before their input is looked at, as DRF checks permissions first.
  */
@@ -39,7 +39,7 @@ function queryObject(ctx: Context): Record<string, unknown> {
 
 export function registerAccessRoutes(router: Router, deps: AppDeps): void {
   const cache = createFactsCache(deps.db, { enabled: deps.config.ACCESS_CACHE === 'on' });
-  const access = accessRepository(deps.db, cache);
+  const access = accessQueries(deps.db, cache);
 
   router.get('/access', async (ctx) => {
     const mayAsk = callerScope(ctx.state.principal);

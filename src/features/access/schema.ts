@@ -1,9 +1,10 @@
-/** JSON Schemas of the access-decision API (SPEC §4): validation, types and OpenAPI. */
+/** JSON Schemas of the access-decision API (docs/api.md, access decisions): validation, types and OpenAPI. */
+import { DECISION_REASONS } from '../../domain/access-decisions';
 
-export const ACCESS_ACTIONS = ['course.enroll', 'course.see_in_catalog', 'course.see_about_page', 'course.see_exists'] as const;
+const ACCESS_ACTIONS = ['course.enroll', 'course.see_in_catalog', 'course.see_about_page', 'course.see_exists'] as const;
 
 /** The most course ids one batch may ask about. */
-export const MAX_BATCH = 1000;
+const MAX_BATCH = 1000;
 
 const action = { type: 'string', enum: ACCESS_ACTIONS, description: 'What the learner wants to do.' } as const;
 const courseId = { type: 'string', minLength: 1, maxLength: 255, example: 'course-v1:ORG+NUM+RUN' } as const;
@@ -21,18 +22,6 @@ export const accessQuerySchema = {
   additionalProperties: false,
 } as const;
 
-export const DECISION_REASONS = ['feature_disabled', 'public', 'no_access', 'staff', 'site_admin', 'group'] as const;
-
-export const decisionSchema = {
-  type: 'object',
-  properties: {
-    allowed: { type: 'boolean' },
-    reason: { type: 'string', enum: DECISION_REASONS },
-  },
-  required: ['allowed', 'reason'],
-  additionalProperties: false,
-} as const;
-
 export const batchRequestSchema = {
   type: 'object',
   properties: {
@@ -44,7 +33,7 @@ export const batchRequestSchema = {
   additionalProperties: false,
 } as const;
 
-export const batchResultSchema = {
+const batchResultSchema = {
   type: 'object',
   properties: {
     course_id: { type: 'string' },

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import { pageEnvelope, parsePage } from '../../http/pagination';
 import { queryParser } from '../../http/query';
-import { auditLogRepository } from './repository';
+import { auditLogQueries } from './queries';
 import { auditListQuerySchema } from './schema';
 
 const parseListQuery = queryParser(auditListQuerySchema);
@@ -11,7 +11,7 @@ export function registerAuditLogRoutes(router: Router): void {
   router.get('/audit-log', async (ctx) => {
     const query = parseListQuery(ctx.query);
     const page = parsePage(query);
-    const { count, results } = await auditLogRepository(ctx.state.tenant).list(page, query);
+    const { count, results } = await auditLogQueries(ctx.state.tenant).list(page, query);
     ctx.body = pageEnvelope(ctx, page, count, results);
   });
 }

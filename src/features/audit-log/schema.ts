@@ -3,7 +3,7 @@ import { CAUSES } from '../../db/change-context';
 import { TRACKED_RESOURCES } from '../../db/outbox';
 import { organizationProperties, pageProperties } from '../../http/query';
 
-export const AUDITED_RESOURCES = [...TRACKED_RESOURCES.values()];
+const AUDITED_RESOURCES = [...TRACKED_RESOURCES.values()];
 
 const recordFields = {
   type: ['object', 'null'],

@@ -1,7 +1,8 @@
 import type Router from '@koa/router';
+import { createGroupCourse, deleteGroupCourse, updateGroupCourse } from '../../domain/group-courses';
 import { resourceRoutes } from '../../http/resource-routes';
 import { validator } from '../../validation';
-import { groupCoursesRepository } from './repository';
+import { groupCourseQueries } from './queries';
 import { groupCourseCreateSchema, groupCoursePatchSchema } from './schema';
 
 const parseCreate = validator(groupCourseCreateSchema);
@@ -9,9 +10,9 @@ const parsePatch = validator(groupCoursePatchSchema);
 
 export function registerGroupCourseRoutes(router: Router): void {
   resourceRoutes(router, '/group-courses', {
-    repository: groupCoursesRepository,
-    create: parseCreate,
-    patch: parsePatch,
-    remove: true,
+    queries: groupCourseQueries,
+    create: { parse: parseCreate, write: createGroupCourse },
+    patch: { parse: parsePatch, write: updateGroupCourse },
+    remove: deleteGroupCourse,
   });
 }

@@ -1,7 +1,8 @@
 import type Router from '@koa/router';
+import { createGroup, deleteGroup, updateGroup } from '../../domain/groups';
 import { resourceRoutes } from '../../http/resource-routes';
 import { validator } from '../../validation';
-import { groupsRepository } from './repository';
+import { groupQueries } from './queries';
 import { groupCreateSchema, groupPatchSchema } from './schema';
 
 const parseCreate = validator(groupCreateSchema);
@@ -9,9 +10,10 @@ const parsePatch = validator(groupPatchSchema);
 
 export function registerGroupRoutes(router: Router): void {
   resourceRoutes(router, '/course-access-groups', {
-    repository: groupsRepository,
-    create: parseCreate,
-    patch: parsePatch,
-    remove: true,
+    queries: groupQueries,
+    create: { parse: parseCreate, write: createGroup },
+    patch: { parse: parsePatch, write: updateGroup },
+    // With its memberships, rules and course links.
+    remove: deleteGroup,
   });
 }

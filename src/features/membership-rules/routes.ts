@@ -1,23 +1,24 @@
 import type Router from '@koa/router';
+import { applyRule, createRule, deleteRule, updateRule } from '../../domain/membership-rules';
 import { NotFound } from '../../errors';
 import { intId } from '../../http/params';
 import { queryParser } from '../../http/query';
 import { resourceRoutes } from '../../http/resource-routes';
 import { validator } from '../../validation';
-import { applyRule, rulesRepository } from './repository';
+import { ruleQueries } from './queries';
 import { ruleCreateSchema, ruleListQuerySchema, rulePatchSchema } from './schema';
 
 const parseCreate = validator(ruleCreateSchema);
-const parsePatch = validator(rulePatchSchema);
 const parseListQuery = queryParser(ruleListQuerySchema);
+const parsePatch = validator(rulePatchSchema);
 
 export function registerRuleRoutes(router: Router): void {
   resourceRoutes(router, '/membership-rules', {
-    repository: rulesRepository,
+    queries: ruleQueries,
     query: parseListQuery,
-    create: parseCreate,
-    patch: parsePatch,
-    remove: true,
+    create: { parse: parseCreate, write: createRule },
+    patch: { parse: parsePatch, write: updateRule },
+    remove: deleteRule,
   });
 
   // An action, not an edit: the body is ignored (none, or `{}`), the answer is how many joined.

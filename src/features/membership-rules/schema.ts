@@ -6,7 +6,7 @@ import { groupIdSchema, groupRefSchema } from '../groups/schema';
  * A DNS name: labels of letters, digits and inner hyphens, separated by dots, ending in a TLD of
  * letters. Nothing is trimmed: ` example.com ` is refused, like `@example.com`, `111` and `===`.
  */
-export const domainSchema = {
+const domainSchema = {
   type: 'string',
   minLength: 1,
   maxLength: 253,

@@ -1,20 +1,21 @@
 import type Router from '@koa/router';
+import { createMembership, deleteMembership, updateMembership } from '../../domain/memberships';
 import { queryParser } from '../../http/query';
 import { resourceRoutes } from '../../http/resource-routes';
 import { validator } from '../../validation';
-import { membershipsRepository } from './repository';
+import { membershipQueries } from './queries';
 import { membershipCreateSchema, membershipListQuerySchema, membershipPatchSchema } from './schema';
 
 const parseCreate = validator(membershipCreateSchema);
-const parsePatch = validator(membershipPatchSchema);
 const parseListQuery = queryParser(membershipListQuerySchema);
+const parsePatch = validator(membershipPatchSchema);
 
 export function registerMembershipRoutes(router: Router): void {
   resourceRoutes(router, '/memberships', {
-    repository: membershipsRepository,
+    queries: membershipQueries,
     query: parseListQuery,
-    create: parseCreate,
-    patch: parsePatch,
-    remove: true,
+    create: { parse: parseCreate, write: createMembership },
+    patch: { parse: parsePatch, write: updateMembership },
+    remove: (tenant, id) => deleteMembership(tenant, { id }),
   });
 }

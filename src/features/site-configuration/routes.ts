@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
+import { updateSiteConfiguration } from '../../domain/site-configuration';
 import { validator } from '../../validation';
-import { siteConfigurationRepository } from './repository';
+import { readSiteConfiguration } from './queries';
 import { siteConfigurationPatchSchema } from './schema';
 
 const parsePatch = validator(siteConfigurationPatchSchema);
@@ -9,10 +10,11 @@ export function registerSiteConfigurationRoutes(router: Router): void {
   const path = '/site-configuration';
 
   router.get(path, async (ctx) => {
-    ctx.body = await siteConfigurationRepository(ctx.state.tenant).get();
+    ctx.body = await readSiteConfiguration(ctx.state.tenant);
   });
 
   router.patch(path, async (ctx) => {
-    ctx.body = await siteConfigurationRepository(ctx.state.tenant).update(parsePatch(ctx.state.body));
+    await updateSiteConfiguration(ctx.state.tenant, parsePatch(ctx.state.body));
+    ctx.body = await readSiteConfiguration(ctx.state.tenant);
   });
 }

@@ -1,24 +1,24 @@
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../db/collections';
-import { hasOne, listPage, type Page } from '../../db/records';
-import type { Tenant } from '../../db/tenant';
-import { syncUserGroups } from '../../domain/list-facts';
-import { searchList } from '../../domain/list-plan';
-import { searchTerms, USER_SEARCH_FIELDS, userGrams } from '../../domain/search-index';
+import { searchList } from '../../db/list-plan';
+import { searchTerms, USER_SEARCH_FIELDS, userGrams } from '../../db/search-index';
+import type { Page, Tenant } from '../../db/tenant';
+import { repairUserGroupsLater } from '../../domain/list-facts';
 import { type Infer, toBoolean, toInteger } from '../../validation';
-import { groupsRepository } from '../groups/repository';
+import { groupQueries } from '../groups/queries';
+import { listPage } from '../queries';
 import type { userListQuerySchema, userRefSchema, userSchema } from './schema';
 
-export type User = Infer<typeof userSchema>;
-export type UserRef = Infer<typeof userRefSchema>;
-export type UserListQuery = Infer<typeof userListQuerySchema>;
+type User = Infer<typeof userSchema>;
+type UserRef = Infer<typeof userRefSchema>;
+type UserListQuery = Infer<typeof userListQuerySchema>;
 
 /**
  * The list's filter as equalities on the user's own indexed fields (src/domain/list-facts.ts):
- * `listed` leaves out site administrators (SPEC section 3), `grp` is the member's group (0: none),
+ * `listed` leaves out site administrators (docs/api.md), `grp` is the member's group (0: none),
  * `member` says whether there is one. Null when no user can match (group 0, or a group together
  * with no_group=true).
  */
-export function userListFilter(query: UserListQuery): Record<string, unknown> | null {
+function userListFilter(query: UserListQuery): Record<string, unknown> | null {
   const filter: Record<string, unknown> = { listed: 1 };
   const group = toInteger(query.group);
   const noGroup = toBoolean(query.no_group);
@@ -33,30 +33,26 @@ export function userListFilter(query: UserListQuery): Record<string, unknown> | 
   return filter;
 }
 
-export function usersRepository(tenant: Tenant) {
+/** Reads of the read-only `users` resource (filled from LMS events by src/domain/users.ts). */
+export function userQueries(tenant: Tenant) {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
 
   /**
    * Adds each user's membership (`_id` of a membership is the user id: key lookups). A user
    * whose derived group disagrees with the membership just read (a writer died between the two)
-   * has it derived again: read repair.
+   * is handed to the domain to derive again, after the answer: read repair, never a write here.
    */
   async function present(docs: UserDoc[]): Promise<User[]> {
     const byUser = await memberships.findByIds(
       docs.map((d) => d._id),
       { projection: { id: 1, group: 1 } },
     );
-    const stale = docs.filter((d) => d.grp !== undefined && d.grp !== (byUser.get(d._id)?.group ?? 0));
-    const [groups] = await Promise.all([
-      groupsRepository(tenant).refs([...byUser.values()].map((m) => m.group)),
-      stale.length > 0
-        ? syncUserGroups(
-            tenant,
-            stale.map((d) => d.id),
-          )
-        : undefined,
-    ]);
+    repairUserGroupsLater(
+      tenant,
+      docs.filter((d) => d.grp !== undefined && d.grp !== (byUser.get(d._id)?.group ?? 0)).map((d) => d.id),
+    );
+    const groups = await groupQueries(tenant).refs([...byUser.values()].map((m) => m.group));
     return docs.map((d) => {
       const m = byUser.get(d._id);
       const group = m && groups.get(m.group);
@@ -71,15 +67,14 @@ export function usersRepository(tenant: Tenant) {
   }
 
   return {
-    /** Every filter is an index equality; a search is driven by its rarest trigram (src/domain/list-plan.ts). */
+    /** Every filter is an index equality; a search is driven by its rarest trigram (src/db/list-plan.ts). */
     async list(page: Page, query: UserListQuery): Promise<{ count: number; results: User[] }> {
       const filter = userListFilter(query);
       if (!filter) return { count: 0, results: [] };
       if (searchTerms(query.search).length === 0) {
         if (filter.email_lower !== undefined) {
-          // An email names one user (a few at most): read them and page here. With a sort, SQLite
-          // would serve the sort from `{org, listed, id}` and read the organization to find them.
-          const all = (await users.find(filter).toArray()).sort((a, b) => a.id - b.id);
+          // An email names one user (a few at most): read them all and page here.
+          const all = await users.findFew(filter);
           return { count: all.length, results: await present(all.slice(page.offset, page.offset + page.limit)) };
         }
         return listPage(users, page, filter, present);
@@ -97,11 +92,6 @@ export function usersRepository(tenant: Tenant) {
       return doc && doc.is_site_admin !== true ? (await present([doc]))[0]! : null;
     },
 
-    /** Whether the user exists in this organization (site administrators included). */
-    exists(id: number): Promise<boolean> {
-      return hasOne(users, { _id: String(id) });
-    },
-
     /** `{id, username, email}` of each of `ids` that exists in this organization. */
     async refs(ids: Iterable<number>): Promise<Map<number, UserRef>> {
       const docs = await users.findByIds([...ids].map(String), { projection: { id: 1, username: 1, email: 1 } });
@@ -109,5 +99,3 @@ export function usersRepository(tenant: Tenant) {
     },
   };
 }
-
-export type UsersRepository = ReturnType<typeof usersRepository>;

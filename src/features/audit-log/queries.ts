@@ -1,12 +1,11 @@
 import type { Filter } from 'mongodb';
 import { type AuditDoc, COLLECTIONS } from '../../db/collections';
-import type { Page } from '../../db/records';
-import type { Tenant } from '../../db/tenant';
+import type { Page, Tenant } from '../../db/tenant';
 import type { Infer } from '../../validation';
 import type { auditListQuerySchema, auditRecordSchema } from './schema';
 
-export type AuditRecord = Infer<typeof auditRecordSchema>;
-export type AuditListQuery = Infer<typeof auditListQuerySchema>;
+type AuditRecord = Infer<typeof auditRecordSchema>;
+type AuditListQuery = Infer<typeof auditListQuerySchema>;
 
 const toRecord = (d: AuditDoc): AuditRecord =>
   ({
@@ -24,7 +23,7 @@ const toRecord = (d: AuditDoc): AuditRecord =>
   }) as AuditRecord;
 
 /** The organization's audit trail, newest first (written by the change relay, src/changes/relay.ts). */
-export function auditLogRepository(tenant: Tenant) {
+export function auditLogQueries(tenant: Tenant) {
   const records = tenant.collection<AuditDoc>(COLLECTIONS.auditLog);
   return {
     async list(page: Page, query: AuditListQuery): Promise<{ count: number; results: AuditRecord[] }> {

@@ -1,15 +1,15 @@
 import type { Filter } from 'mongodb';
-import { COLLECTIONS, type CourseDoc, type CourseGramDoc, type GramDoc, type UserDoc, type UserGramDoc } from '../db/collections';
-import type { Tenant, TenantCollection } from '../db/tenant';
+import { COLLECTIONS, type CourseDoc, type CourseGramDoc, type GramDoc, type UserDoc, type UserGramDoc } from './collections';
+import type { Tenant, TenantCollection } from './tenant';
 
 /**
- * The search index (SPEC section 3's `search`: every term a case-insensitive literal substring
+ * The search index, a storage structure (docs/api.md, filters: `search` makes every term a case-insensitive literal substring
  * of one of the record's fields). An unanchored substring cannot use a B-tree, so each record's
  * searchable fields are cut into trigrams, lowercased, one scalar document per (record, gram)
  * in a side collection (`user_grams`, `course_grams`) indexed `{g, org, r}`. A term of three or
  * more characters occurs in a field only if each of its trigrams does, so the users having the
  * rarest trigram of the query are a superset of the answer; each candidate is then checked
- * exactly by the database, with the escaped literal `$regex` of each term (src/domain/list-plan.ts). Scalar documents serve identically on MongoDB
+ * exactly by the database, with the escaped literal `$regex` of each term (src/db/list-plan.ts). Scalar documents serve identically on MongoDB
  * and on the patched FerretDB (no multikey index needed). docs/lists-and-search.md has the plan
  * and its costs.
  */
@@ -41,7 +41,7 @@ export function searchFilter(fields: readonly string[], raw: string | undefined)
 /** Case-insensitive comparison: both sides lowercased (JavaScript's Unicode lowercase mapping). */
 export const fold = (text: string) => text.toLowerCase();
 
-export const GRAM = 3;
+const GRAM = 3;
 
 /** The distinct trigrams of each value, by code point (a surrogate pair is one character). */
 export function gramsOf(values: readonly string[]): Set<string> {
@@ -53,7 +53,7 @@ export function gramsOf(values: readonly string[]): Set<string> {
   return out;
 }
 
-/** The fields `search` looks in (SPEC section 3). */
+/** The fields `search` looks in (docs/api.md). */
 export const USER_SEARCH_FIELDS = ['username', 'name', 'email'] as const;
 export const COURSE_SEARCH_FIELDS = ['id', 'name'] as const;
 export const userSearchFields = (u: Pick<UserDoc, 'username' | 'name' | 'email'>) => [u.username, u.name, u.email];

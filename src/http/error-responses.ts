@@ -1,16 +1,19 @@
 import type { Middleware } from 'koa';
-import { isDatabaseUnavailable, isDuplicateKey } from '../db/errors';
-import { Invalid, NotFound } from '../errors';
+import { isDatabaseUnavailable, isDuplicateKey } from '../db/driver-errors';
+import { Invalid, NotFound, ServiceError } from '../errors';
 import type { Logger } from '../log';
 
 /** An error with a status and a body in the contract's shape (DRF's): what only HTTP can refuse (401, 403, 413, 415, a malformed body). */
-export class HttpError extends Error {
+export class HttpError extends ServiceError {
+  /** A 503 (a dependency down) may pass; anything else the caller must change. */
+  readonly retriable: boolean;
   constructor(
     readonly status: number,
     readonly body: Record<string, unknown>,
     readonly headers: Record<string, string> = {},
   ) {
     super(typeof body.detail === 'string' ? body.detail : `HTTP ${status}`);
+    this.retriable = status === 503;
   }
 }
 

@@ -9,9 +9,10 @@ import {
   type TenantDoc,
   type UserDoc,
 } from '../../db/collections';
-import { ownerLookup, Tenant, type TenantCollection } from '../../db/tenant';
+import { ownerLookup } from '../../db/owners';
+import { Tenant, type TenantCollection } from '../../db/tenant';
+import { type AccessFacts, needsLink, needsUser, type UserFacts } from '../../domain/access-decisions';
 import type { FactsCache, FactsView } from './cache';
-import { type AccessFacts, needsLink, needsUser, type UserFacts } from './decide';
 
 interface Learner {
   user: UserFacts | null;
@@ -22,7 +23,7 @@ interface Learner {
 export type OrgFilter = (org: string) => boolean;
 
 /**
- * Reads the facts of SPEC §4 with a number of round trips that does not grow with the batch:
+ * Reads the facts of an access decision (docs/api.md) with a number of round trips that does not grow with the batch:
  * the change log (when caching), the courses' organizations, then per organization the flag,
  * the public records and the learner (user and membership) in parallel (the learner only if
  * needed, when the first two are cached), then the links of the learner's group to the courses
@@ -31,7 +32,7 @@ export type OrgFilter = (org: string) => boolean;
 /** Past this many links, an organization's link table is not held in memory. */
 const MAX_CACHED_LINKS = 200_000;
 
-export function accessRepository(db: Db, cache: FactsCache) {
+export function accessQueries(db: Db, cache: FactsCache) {
   const owners = ownerLookup(db);
 
   async function courseOrgs(view: FactsView, keys: string[]): Promise<Map<string, string | null>> {
@@ -192,5 +193,3 @@ export function accessRepository(db: Db, cache: FactsCache) {
     },
   };
 }
-
-export type AccessRepository = ReturnType<typeof accessRepository>;

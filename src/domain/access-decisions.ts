@@ -1,7 +1,24 @@
-import type { Infer } from '../../validation';
-import type { decisionSchema } from './schema';
+import type { Infer } from '../validation';
 
-export type Decision = Infer<typeof decisionSchema>;
+/**
+ * Access decisions (docs/api.md): the rule, a pure function of the facts the access feature
+ * reads (src/features/access/queries.ts). The decision's schema is here, beside the rule that
+ * makes it; the feature's schemas and OpenAPI use it.
+ */
+
+export const DECISION_REASONS = ['feature_disabled', 'public', 'no_access', 'staff', 'site_admin', 'group'] as const;
+
+export const decisionSchema = {
+  type: 'object',
+  properties: {
+    allowed: { type: 'boolean' },
+    reason: { type: 'string', enum: DECISION_REASONS },
+  },
+  required: ['allowed', 'reason'],
+  additionalProperties: false,
+} as const;
+
+type Decision = Infer<typeof decisionSchema>;
 
 /** What the decision needs to know about the learner (the UserDoc read model). */
 export interface UserFacts {
@@ -13,7 +30,7 @@ export interface UserFacts {
   org: string;
 }
 
-/** Everything SPEC §4 looks at for one (course, learner) pair, all read in the course's organization. */
+/** Everything an access decision (docs/api.md) looks at for one (course, learner) pair, all read in the course's organization. */
 export interface AccessFacts {
   courseOrg: string;
   /** The organization's ENABLE_COURSE_ACCESS_GROUPS (false when never set). */
@@ -26,8 +43,8 @@ export interface AccessFacts {
 }
 
 /**
- * SPEC §4's seven rules, first match wins. Pure: the same facts always give the same decision,
- * and it is the same for all four actions (the SPEC gives them one rule list).
+ * The seven rules of an access decision (docs/api.md), first match wins. Pure: the same facts always give the same decision,
+ * and it is the same for all four actions (the contract gives them one rule list).
  */
 export function decide(f: AccessFacts): Decision {
   if (!f.featureEnabled) return { allowed: true, reason: 'feature_disabled' };
@@ -40,7 +57,7 @@ export function decide(f: AccessFacts): Decision {
 }
 
 /**
- * Which facts a decision still needs, so the repository reads no more than it must: the user
+ * Which facts a decision still needs, so the queries read no more than they must: the user
  * only past rules 1-2, the group link only past rules 3-5.
  */
 export const needsUser = (f: Pick<AccessFacts, 'featureEnabled' | 'isPublic'>) => f.featureEnabled && !f.isPublic;

@@ -1,6 +1,7 @@
 import type { Db } from 'mongodb';
+import type { Logger } from '../log';
 import { type AuditDoc, COLLECTIONS } from './collections';
-import { isDuplicateKey } from './errors';
+import { isFerretDb, refusedAsDuplicates } from './dialect';
 
 const auditLog = (db: Db) => db.collection<AuditDoc>(COLLECTIONS.auditLog);
 const DAY_MS = 86_400_000;
@@ -14,17 +15,10 @@ export async function insertAuditRecords(db: Db, records: AuditDoc[]): Promise<n
   try {
     return (await auditLog(db).insertMany(records, { ordered: false })).insertedCount;
   } catch (err) {
-    const errors = (err as { writeErrors?: { code: number }[] | { code: number } }).writeErrors;
-    const list = errors === undefined ? [] : Array.isArray(errors) ? errors : [errors];
-    if (!isDuplicateKey(err) || list.length === 0 || list.some((e) => e.code !== 11000)) throw err;
-    return records.length - list.length;
+    const refused = refusedAsDuplicates(err);
+    if (!refused) throw err;
+    return records.length - refused.length;
   }
-}
-
-/** FerretDB says so in `buildInfo`; MongoDB has no such field. */
-export async function isFerretDb(db: Db): Promise<boolean> {
-  const info = await db.admin().command({ buildInfo: 1 });
-  return typeof info.ferretdbVersion === 'string';
 }
 
 /**
@@ -32,7 +26,7 @@ export async function isFerretDb(db: Db): Promise<boolean> {
  * place when the retention changes). FerretDB v1.24 refuses `expireAfterSeconds` ("not
  * implemented"), so there the caller purges periodically: the answer says which.
  */
-export async function setUpAuditRetention(db: Db, days: number): Promise<'ttl' | 'purge'> {
+async function setUpAuditRetention(db: Db, days: number): Promise<'ttl' | 'purge'> {
   if (await isFerretDb(db)) return 'purge';
   const expireAfterSeconds = days * 86_400;
   try {
@@ -46,9 +40,30 @@ export async function setUpAuditRetention(db: Db, days: number): Promise<'ttl' |
 }
 
 /** Deletes the audit records older than `days` (what the TTL index does on MongoDB); returns how many. */
-export async function purgeExpiredAudit(db: Db, days: number, now = Date.now()): Promise<number> {
+async function purgeExpiredAudit(db: Db, days: number, now = Date.now()): Promise<number> {
   return (await auditLog(db).deleteMany({ time: { $lt: new Date(now - days * DAY_MS) } })).deletedCount;
 }
 
 /** How often the purge runs where there is no TTL index: records live at most this much longer than `days`. */
-export const PURGE_EVERY_MS = 3_600_000;
+const PURGE_EVERY_MS = 3_600_000;
+
+/**
+ * Keeps audit records for `days` until `signal` aborts: a TTL index where the server has one,
+ * else a purge now and every PURGE_EVERY_MS. Failures are logged, never thrown: the trail is
+ * still written, records just live longer.
+ */
+export async function keepAuditRetention(db: Db, days: number, log: Pick<Logger, 'warn'>, signal: AbortSignal): Promise<void> {
+  const warn = (what: string) => (err: Error) => log.warn({ err: { name: err.name, message: err.message } }, what);
+  try {
+    if ((await setUpAuditRetention(db, days)) === 'ttl') return;
+  } catch (err) {
+    warn('audit retention not set up')(err as Error);
+    return;
+  }
+  const purge = () => purgeExpiredAudit(db, days).catch(warn('audit purge failed'));
+  await purge();
+  if (signal.aborted) return;
+  const timer = setInterval(purge, PURGE_EVERY_MS);
+  timer.unref();
+  signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+}

@@ -1,18 +1,18 @@
 import Router from '@koa/router';
 import Koa from 'koa';
-import { consoleRoutes } from '../console/route';
-import { NotFound } from '../errors';
-import { adminFeatures, openFeatures } from '../features';
-import { accessLog } from './access-log';
-import { authenticate, createTokenVerifier } from './auth';
-import { jsonBody } from './body';
-import { attributeChanges } from './change-context';
-import { errorMapping, toHttpError } from './errors';
-import type { AppDeps } from './feature';
-import { healthRoutes } from './health';
-import { API_PREFIX, openApiDocument } from './openapi';
-import { requestId } from './request-id';
-import { adminTenant } from './tenancy';
+import { consoleRoutes } from './console/route';
+import { NotFound } from './errors';
+import { adminFeatures, openFeatures } from './features';
+import { accessLog } from './http/access-log';
+import { attributeChanges } from './http/attribute-changes';
+import { authenticate, createTokenVerifier } from './http/auth';
+import { jsonBody } from './http/body';
+import { errorMapping, toHttpError } from './http/error-responses';
+import type { AppDeps } from './http/feature';
+import { healthRoutes } from './http/health';
+import { API_PREFIX, openApiDocument } from './http/openapi';
+import { requestId } from './http/request-id';
+import { adminTenant } from './http/tenancy';
 
 /**
  * The router's allowedMethods() answers a method the path lacks with 405 and `Allow` (or 501

@@ -1,18 +1,19 @@
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../../db/collections';
-import { getOne, hasOne, listPage, type Page } from '../../db/records';
-import type { Tenant } from '../../db/tenant';
-import { syncCourseFacts } from '../../domain/list-facts';
-import { searchList } from '../../domain/list-plan';
-import { COURSE_SEARCH_FIELDS, courseGrams, searchTerms } from '../../domain/search-index';
+import { searchList } from '../../db/list-plan';
+import { COURSE_SEARCH_FIELDS, courseGrams, searchTerms } from '../../db/search-index';
+import type { Page, Tenant } from '../../db/tenant';
+import { repairCourseFactsLater } from '../../domain/list-facts';
 import { type Infer, toBoolean, toInteger } from '../../validation';
-import { groupsRepository } from '../groups/repository';
+import { groupQueries } from '../groups/queries';
+import { getOne, listPage } from '../queries';
 import type { courseListQuerySchema, courseRefSchema, courseSchema } from './schema';
 
-export type Course = Infer<typeof courseSchema>;
-export type CourseRef = Infer<typeof courseRefSchema>;
-export type CourseListQuery = Infer<typeof courseListQuerySchema>;
+type Course = Infer<typeof courseSchema>;
+type CourseRef = Infer<typeof courseRefSchema>;
+type CourseListQuery = Infer<typeof courseListQuerySchema>;
 
-export function coursesRepository(tenant: Tenant) {
+/** Reads of the read-only `courses` resource (filled from LMS events by src/domain/courses.ts). */
+export function courseQueries(tenant: Tenant) {
   const courses = tenant.collection<CourseDoc>(COLLECTIONS.courses);
   const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
   const publics = tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);
@@ -23,28 +24,21 @@ export function coursesRepository(tenant: Tenant) {
     const keys = docs.map((d) => d._id);
     const [publicByKey, courseLinks] = await Promise.all([
       publics.findByIds(keys, { projection: { id: 1 } }),
-      // Sorted here, not by the server: with a sort, SQLite serves the `$in` from the `{org, id}`
-      // index (the order) instead of `{org, course}` (the 20 courses) and reads every link.
-      links
-        .find({ course: { $in: keys } }, { projection: { id: 1, course: 1, group: 1 } })
-        .toArray()
-        .then((found) => found.sort((a, b) => a.id - b.id)),
+      links.findFew({ course: { $in: keys } }, { projection: { id: 1, course: 1, group: 1 } }),
     ]);
     // Read repair: a course whose derived facts disagree with what was just read (a writer died
-    // between its write and its sync) has them derived again.
-    const stale = docs.filter(
-      (d) =>
-        d.is_public !== undefined && (d.is_public !== (publicByKey.has(d._id) ? 1 : 0) || d.linked !== (courseLinks.some((l) => l.course === d._id) ? 1 : 0)),
+    // between its write and its sync) is handed to the domain to derive again, after the answer.
+    repairCourseFactsLater(
+      tenant,
+      docs
+        .filter(
+          (d) =>
+            d.is_public !== undefined &&
+            (d.is_public !== (publicByKey.has(d._id) ? 1 : 0) || d.linked !== (courseLinks.some((l) => l.course === d._id) ? 1 : 0)),
+        )
+        .map((d) => d._id),
     );
-    const [groups] = await Promise.all([
-      groupsRepository(tenant).refs(courseLinks.map((l) => l.group)),
-      stale.length > 0
-        ? syncCourseFacts(
-            tenant,
-            stale.map((d) => d._id),
-          )
-        : undefined,
-    ]);
+    const groups = await groupQueries(tenant).refs(courseLinks.map((l) => l.group));
     return docs.map((d) => {
       const record = publicByKey.get(d._id);
       return {
@@ -61,7 +55,7 @@ export function coursesRepository(tenant: Tenant) {
      * Every filter is an index equality on the course (`is_public`, `linked`, derived in
      * src/domain/list-facts.ts), but `group`, whose courses are the group's links in course
      * order (`{org, group, course}`: a link's course is the course's id). A search is driven by
-     * its rarest trigram, or by the group's links (src/domain/list-plan.ts).
+     * its rarest trigram, or by the group's links (src/db/list-plan.ts).
      */
     async list(page: Page, query: CourseListQuery): Promise<{ count: number; results: Course[] }> {
       const group = toInteger(query.group);
@@ -112,10 +106,6 @@ export function coursesRepository(tenant: Tenant) {
       return getOne(courses, { _id: key }, present);
     },
 
-    exists(key: string): Promise<boolean> {
-      return hasOne(courses, { _id: key });
-    },
-
     /** `{id, name}` of each of `keys` that exists in this organization, for embedding in other resources. */
     async refs(keys: Iterable<string>): Promise<Map<string, CourseRef>> {
       const docs = await courses.findByIds(keys, { projection: { id: 1, name: 1 } });
@@ -123,5 +113,3 @@ export function coursesRepository(tenant: Tenant) {
     },
   };
 }
-
-export type CoursesRepository = ReturnType<typeof coursesRepository>;

@@ -3,8 +3,26 @@ import { COLLECTIONS, type GroupCourseDoc, type GroupDoc, type MembershipDoc, ty
 import type { Tenant } from '../db/tenant';
 import { coursesOf, membersOf, syncCourseFacts, syncUserGroups, usersShowingGroup } from './list-facts';
 
+/** Groups (docs/api.md, `course-access-groups`): a named set of learners of one organization, and its deletion's cascade. */
+
+const groups = (tenant: Tenant) => tenant.collection<GroupDoc>(COLLECTIONS.groups);
+
+/** Whether the organization has group `id` (a reference another record makes must exist). */
+export const groupExists = (tenant: Tenant, id: number) => groups(tenant).has({ _id: String(id) });
+
+/** A new group, with an id claimed for it. */
+export async function createGroup(tenant: Tenant, input: { name: string; description: string }): Promise<GroupDoc> {
+  const id = await tenant.nextId('groups');
+  return groups(tenant).insertOne({ _id: String(id), id, ...input });
+}
+
+/** Renames or redescribes group `id`; null when the organization has no such group. */
+export function updateGroup(tenant: Tenant, id: number, patch: { name?: string; description?: string }): Promise<GroupDoc | null> {
+  return groups(tenant).findOneAndUpdate({ _id: String(id) }, { $set: patch });
+}
+
 /**
- * Deletes a group with its memberships, rules and course links (SPEC section 3). Without
+ * Deletes a group with its memberships, rules and course links (docs/api.md). Without
  * multi-document transactions the order matters: dependents first, and the list facts of the
  * users and courses they touched derived again (src/domain/list-facts.ts), so a crash leaves the
  * group in place and a second DELETE finishes the job; then the group; then one more sweep for
@@ -26,10 +44,9 @@ export async function deleteGroup(tenant: Tenant, id: number): Promise<boolean> 
         tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ group: id }),
       ]),
     );
-  const groups = tenant.collection<GroupDoc>(COLLECTIONS.groups);
-  if (!(await groups.findOne({ _id: String(id) }, { projection: { _id: 1 } }))) return false;
+  if (!(await groupExists(tenant, id))) return false;
   await sweep();
-  const { deletedCount } = await groups.deleteOne({ _id: String(id) });
+  const { deletedCount } = await groups(tenant).deleteOne({ _id: String(id) });
   await sweep();
   return deletedCount === 1;
 }

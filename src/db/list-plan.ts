@@ -1,11 +1,12 @@
 import type { Filter } from 'mongodb';
-import type { GramDoc } from '../db/collections';
-import type { Page } from '../db/records';
-import { compareIds, type TenantCollection } from '../db/tenant';
+import type { GramDoc } from './collections';
+import { compareIds, IN_LIMIT } from './dialect';
 import { fold, gramCounts, recordsWithGram, searchFilter, searchTerms, termGrams } from './search-index';
+import type { Page, TenantCollection } from './tenant';
 
 /**
- * How a filtered, searched list is read without scanning an organization (docs/lists-and-search.md).
+ * How a filtered, searched list is read without scanning an organization (docs/lists-and-search.md):
+ * a storage plan, chosen from index counts, hence here in src/db.
  *
  * A search chooses its *driver*, the smallest index range that contains every answer: the
  * records of the query's rarest trigram (`{g, org, r}`), or the list's filter itself (an
@@ -16,9 +17,7 @@ import { fold, gramCounts, recordsWithGram, searchFilter, searchTerms, termGrams
  */
 
 /** Counts stop here: past it a gram or a filter is "large", and its exact size does not matter. */
-export const CANDIDATE_CAP = 5000;
-/** Candidates checked per query (the patched FerretDB serves an `_id` `$in` of up to 1000 from its index). */
-const CHECK_CHUNK = 1000;
+const CANDIDATE_CAP = 5000;
 
 export interface SearchSource<T extends { id: number | string }, R extends number | string> {
   records: TenantCollection<T & { _id: string; org: string }>;
@@ -83,7 +82,7 @@ export async function searchList<T extends { id: number | string }, R extends nu
           (d) => (d as unknown as { id: R }).id,
         );
   const matches: T[] = [];
-  for (let i = 0; i < keys.length; i += CHECK_CHUNK) matches.push(...(await checked(keys.slice(i, i + CHECK_CHUNK))));
+  for (let i = 0; i < keys.length; i += IN_LIMIT) matches.push(...(await checked(keys.slice(i, i + IN_LIMIT))));
   matches.sort((a, b) => compareIds(a.id, b.id));
   return { count: matches.length, docs: matches.slice(page.offset, page.offset + page.limit) };
 }

@@ -1,0 +1,81 @@
+import { COLLECTIONS, type GroupCourseDoc } from '../db/collections';
+import { isDuplicateKey } from '../db/driver-errors';
+import type { Tenant } from '../db/tenant';
+import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../errors';
+import { courseExists } from './courses';
+import { groupExists } from './groups';
+import { syncCourseFacts } from './list-facts';
+
+/**
+ * Group-course links (docs/api.md, `group-courses`): a course linked to a group. A (course,
+ * group) pair is linked at most once: it is the document's `_id`. Every write derives the
+ * course's list facts again (src/domain/list-facts.ts).
+ */
+
+const linkKey = (course: string, group: number) => `${course}|${group}`;
+const notUnique = () => new Conflict({ non_field_errors: ['The fields course, group must make a unique set.'] });
+const links = (tenant: Tenant) => tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
+
+/** Invalid on `course` and/or `group` when they are given and unknown in this organization. */
+async function checkReferences(tenant: Tenant, input: { course?: string; group?: number }) {
+  const errors: FieldErrors = {};
+  const [courseOk, groupOk] = await Promise.all([
+    input.course === undefined || courseExists(tenant, input.course),
+    input.group === undefined || groupExists(tenant, input.group),
+  ]);
+  if (!courseOk) errors.course = [doesNotExist(input.course)];
+  if (!groupOk) errors.group = [doesNotExist(input.group)];
+  if (Object.keys(errors).length > 0) throw new Invalid(errors);
+}
+
+/** Inserts a link, refusing an existing (course, group) pair with DRF's unique-together message. */
+async function insert(tenant: Tenant, doc: Omit<GroupCourseDoc, 'org'>): Promise<GroupCourseDoc> {
+  try {
+    return await links(tenant).insertOne(doc);
+  } catch (err) {
+    if (isDuplicateKey(err)) throw notUnique();
+    throw err;
+  }
+}
+
+export async function createGroupCourse(tenant: Tenant, input: { course: string; group: number }): Promise<GroupCourseDoc> {
+  await checkReferences(tenant, input);
+  const _id = linkKey(input.course, input.group);
+  // Checked first so that a refused request claims no id.
+  if (await links(tenant).has({ _id })) throw notUnique();
+  const id = await tenant.nextId('group_courses');
+  const doc = await insert(tenant, { _id, id, course: input.course, group: input.group });
+  await syncCourseFacts(tenant, [doc.course]);
+  return doc;
+}
+
+/**
+ * A link's `_id` is its (course, group) pair, so changing either inserts the new document
+ * (refused when that pair exists) and then deletes the old one: a crash in between leaves
+ * both, with one id, until the next PATCH or DELETE of that id. Null: no link `id` here.
+ */
+export async function updateGroupCourse(tenant: Tenant, id: number, patch: { course?: string; group?: number }): Promise<GroupCourseDoc | null> {
+  await checkReferences(tenant, patch);
+  const old = await links(tenant).findOne({ id });
+  if (!old) return null;
+  const course = patch.course ?? old.course;
+  const group = patch.group ?? old.group;
+  const _id = linkKey(course, group);
+  if (_id === old._id) return old;
+  const doc = await insert(tenant, { _id, id, course, group });
+  await links(tenant).deleteMany({ id, _id: { $ne: _id } });
+  await syncCourseFacts(tenant, [old.course, course]);
+  return doc;
+}
+
+/** Deletes every document of the id (normally one; two after an interrupted PATCH). */
+export async function deleteGroupCourse(tenant: Tenant, id: number): Promise<boolean> {
+  const courses = (
+    await links(tenant)
+      .find({ id }, { projection: { course: 1 } })
+      .toArray()
+  ).map((l) => l.course);
+  const deleted = (await links(tenant).deleteMany({ id })).deletedCount > 0;
+  await syncCourseFacts(tenant, courses);
+  return deleted;
+}

@@ -1,0 +1,37 @@
+import { COLLECTIONS, type PublicCourseDoc } from '../db/collections';
+import { isDuplicateKey } from '../db/driver-errors';
+import type { Tenant } from '../db/tenant';
+import { Conflict, doesNotExist, fieldError } from '../errors';
+import { courseExists } from './courses';
+import { syncCourseFacts } from './list-facts';
+
+/**
+ * Public-course records (docs/api.md, `public-courses`): a course open to everyone. The
+ * record's `_id` is the course key, so a course has at most one. Every write derives the
+ * course's list facts again (src/domain/list-facts.ts).
+ */
+
+const alreadyPublic = () => new Conflict({ course: ['This course is already public.'] });
+const records = (tenant: Tenant) => tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);
+
+export async function createPublicCourse(tenant: Tenant, input: { course: string }): Promise<PublicCourseDoc> {
+  if (!(await courseExists(tenant, input.course))) throw fieldError('course', doesNotExist(input.course));
+  // Checked first so that a refused request claims no id.
+  if (await records(tenant).has({ _id: input.course })) throw alreadyPublic();
+  const id = await tenant.nextId('public_courses');
+  let doc: PublicCourseDoc;
+  try {
+    doc = await records(tenant).insertOne({ _id: input.course, id, course: input.course });
+  } catch (err) {
+    if (isDuplicateKey(err)) throw alreadyPublic();
+    throw err;
+  }
+  await syncCourseFacts(tenant, [doc.course]);
+  return doc;
+}
+
+export async function deletePublicCourse(tenant: Tenant, id: number): Promise<boolean> {
+  const doc = await records(tenant).findOneAndDelete({ id });
+  if (doc) await syncCourseFacts(tenant, [doc.course]);
+  return doc !== null;
+}
