@@ -1,6 +1,10 @@
 # syntax=docker/dockerfile:1
+# The Node.js 20 base of both stages. Its default is the official image; the container test
+# (scripts/container-test.sh) passes a local one, since no image registry is reachable there.
+ARG NODE_IMAGE=node:20-bookworm-slim
+
 # Build stage: compile TypeScript with the dev dependencies.
-FROM node:20-bookworm-slim AS build
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -12,14 +16,18 @@ COPY scripts/build-console.cjs ./scripts/
 RUN npm run build
 
 # Runtime stage: production dependencies and the compiled JavaScript only, as a non-root user.
-FROM node:20-bookworm-slim
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production PORT=8000
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# npm leaves the scope folders of the packages it omitted behind, empty: removed.
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force \
+  && find node_modules -mindepth 1 -maxdepth 1 -type d -empty -delete
 COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 8000
+# GET /healthz with bash's /dev/tcp: a second Node.js process every 10 s would cost far more CPU
+# (it took 2.4 s, and once timed out, on a loaded 2-core machine).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${PORT:-8000} && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
 CMD ["node", "dist/src/main.js"]

@@ -3,6 +3,8 @@ module.exports = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': ['@swc/jest'] },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
+  // The built image's checks need a container engine: `npm run test:container` runs them.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/container/'],
   testTimeout: 30000,
   // Integration tests share one local stack; each file uses its own database and topics.
   maxWorkers: 2,

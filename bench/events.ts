@@ -163,6 +163,7 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
         KAFKA_TOPICS: from,
         KAFKA_GROUP_ID: `bench-service-${from}`,
         SERVICE_ROLE: 'consumer',
+        PORT: '0', // its probes' port: any free one
         // Memberships made by rules are published, as deployed, to a topic of this run.
         CHANGES_TOPIC: `bench-changes-${run}`,
         LOG_LEVEL: 'silent',

@@ -1,5 +1,6 @@
 import type { IHeaders, KafkaMessage } from 'kafkajs';
 import { type EventStamp, eventKey, eventTimeFromMillis, normalizeEventTime } from '../src/domain/event-time';
+import { ServiceError } from '../src/errors';
 import { ajv, describeErrors, type Infer } from '../src/validation';
 
 /**
@@ -31,9 +32,10 @@ export type CloudEvent = Infer<typeof cloudEventSchema> & {
   mode: 'structured' | 'binary' | 'avro';
 };
 
-/** A message that can never be handled (not JSON, not a CloudEvent, bad `data`): it goes to the DLQ. */
-export class InvalidMessage extends Error {
+/** A message that can never be handled (not JSON, not a CloudEvent, bad `data`): it goes to the DLQ at once. */
+export class InvalidMessage extends ServiceError {
   override readonly name = 'InvalidMessage';
+  readonly retriable = false;
   /** Set once the type is known to be one the service handles (a metrics label). */
   eventType: string | undefined;
 }

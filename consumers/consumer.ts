@@ -1,44 +1,68 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { type Consumer, type EachMessagePayload, type IHeaders, type Kafka, Partitioners, type Producer } from 'kafkajs';
+import { type Consumer, type EachMessagePayload, type IHeaders, type Kafka, type KafkaMessage, Partitioners, type Producer } from 'kafkajs';
 import type { Config } from '../src/config';
 import type { Logger } from '../src/log';
-import type { Metrics } from '../src/metrics';
-import { DEFAULT_RETRY, type RetryPolicy, retry } from '../src/retry';
+import type { Metrics, PartitionProgress } from '../src/metrics';
+import { backoffDelay, DEFAULT_RETRY, type RetryPolicy } from '../src/retry';
 import { InvalidMessage } from './cloudevents';
 import { HandlerFailure, type MessageHandler } from './dispatch';
+import { describeError, isRetriable } from './failures';
 
 export type { MessageHandler };
 
 export interface EventConsumer {
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** False while a handler keeps failing (the consumer is retrying), for /readyz. */
-  healthy(): boolean;
 }
 
 export type { RetryPolicy };
 export { DEFAULT_RETRY };
 
-/** The longest stretch without a heartbeat while waiting to retry (session timeout is 30 s). */
-const HEARTBEAT_EVERY_MS = 1000;
 const DLQ_REASON_MAX = 1000;
+/**
+ * How long a fetch waits for data when the partitions it asks for are idle, and how long the
+ * consumer sleeps when every partition is paused: a partition resumed after its backoff is
+ * fetched again within this (kafkajs's default, 5 s, would stretch every backoff by up to 5 s).
+ */
+const FETCH_WAIT_MS = 1000;
 
 export const dlqTopic = (topic: string) => `${topic}.dlq`;
+
+/** One partition this consumer holds: where it stands, and the failure its next message waits on. */
+interface PartitionState {
+  topic: string;
+  partition: number;
+  highWatermark: number;
+  /** The next offset to handle: everything before it was handled (or dead-lettered). */
+  next: number;
+  /** The Kafka timestamp of the message being handled or waiting for a retry. */
+  headTimestamp: number | null;
+  /** The message at `offset` failed `attempts` times; the partition is paused until `timer` fires. */
+  failure: { offset: string; attempts: number; timer: NodeJS.Timeout | null; resume: () => void } | null;
+}
 
 /**
  * The kafkajs consumer: group `KAFKA_GROUP_ID`, topics `KAFKA_TOPICS`, partitions consumed
  * concurrently and the messages of one partition in order.
  *
- * `eachBatch` with manual offset resolution rather than `eachMessage`, because only then can a
- * message be left unresolved without throwing: each offset is resolved only after its handler
- * succeeded (or the message was dead-lettered), a failing handler is retried in place with capped
- * exponential backoff (heartbeating, so the group keeps the member) and later messages of its
- * partition wait, and a stop or rebalance during the wait leaves the loop at once with the
- * message unresolved, so it is delivered again. kafkajs commits what was resolved after each
- * batch, every second during one, and on disconnect.
+ * `eachBatch` with manual offset resolution, so a message can be left unresolved without
+ * throwing: each offset is resolved only after its handler succeeded or the message was
+ * dead-lettered. kafkajs commits what was resolved after each batch, every second during one,
+ * and on disconnect; it fetches the next offset after the last resolved one.
  *
- * An `InvalidMessage` goes to `<topic>.dlq` (key, value and headers unchanged, plus `x-dlq-*`
- * headers) and is skipped; a failure to write the DLQ is retried like any handler failure.
+ * A failed message is not retried in place: kafkajs fetches again only once every batch of the
+ * previous fetch has returned, so one batch waiting out a backoff would hold up every partition.
+ * Instead the message's partition is paused (kafkajs then leaves it out of its fetches), its
+ * batch returns with the message unresolved, and a timer resumes the partition once the backoff
+ * has passed: the next fetch starts again at that message, later messages of the partition still
+ * behind it, while the other partitions go on. Attempts are counted per partition and offset in
+ * `failures`, kept across the pause, cleared on success, on the dead-letter copy and when the
+ * partition is revoked (its next holder starts counting again). A stop or rebalance meanwhile
+ * commits nothing past the message, so it is delivered again to whoever holds the partition.
+ *
+ * What a failure gets (consumers/failures.ts): retriable (a dependency away) is retried until it
+ * succeeds; an `InvalidMessage` goes to `<topic>.dlq` at once; anything else gets
+ * `EVENT_MAX_ATTEMPTS` attempts, then the DLQ. The copy keeps key, value and headers and adds
+ * `x-dlq-*` headers; a copy that cannot be written is one more failure of the message.
  */
 export function createEventConsumer(opts: {
   kafka: Kafka;
@@ -51,88 +75,145 @@ export function createEventConsumer(opts: {
 }): EventConsumer {
   const { kafka, config, log, handle, metrics } = opts;
   const policy = opts.retry ?? DEFAULT_RETRY;
+  const maxAttempts = config.EVENT_MAX_ATTEMPTS;
   let consumer: Consumer | null = null;
   let producer: Producer | null = null;
   let stopping = new AbortController();
   /** A start under way, which stop() waits for, so a consumer cannot come up after a stop. */
   let starting: Promise<void> | null = null;
-  /** `topic/partition` of each partition whose current message keeps failing. */
-  const failing = new Set<string>();
+  /** The partitions this consumer holds, by `topic/partition`. */
+  const partitions = new Map<string, PartitionState>();
 
-  async function deadLetter(topic: string, partition: number, message: EachMessagePayload['message'], err: InvalidMessage) {
-    const reason = err.message.slice(0, DLQ_REASON_MAX);
-    log.warn({ topic, partition, offset: message.offset, reason }, 'invalid message; copied to the dead-letter topic and skipped');
+  metrics?.reportConsumerProgress(() =>
+    [...partitions.values()].map(
+      (p): PartitionProgress => ({
+        topic: p.topic,
+        partition: p.partition,
+        lag: Math.max(0, p.highWatermark - p.next),
+        oldestUnprocessedAt: p.headTimestamp,
+        retrying: p.failure !== null,
+      }),
+    ),
+  );
+
+  const stateOf = (topic: string, partition: number): PartitionState => {
+    const key = `${topic}/${partition}`;
+    let state = partitions.get(key);
+    if (!state) {
+      state = { topic, partition, highWatermark: 0, next: 0, headTimestamp: null, failure: null };
+      partitions.set(key, state);
+    }
+    return state;
+  };
+
+  /** Resumes a partition paused for a retry (at most once: its timer goes). */
+  const resumeNow = (failure: NonNullable<PartitionState['failure']>) => {
+    if (!failure.timer) return;
+    clearTimeout(failure.timer);
+    failure.timer = null;
+    try {
+      failure.resume();
+    } catch {
+      // the consumer is gone (stopped): nothing is paused any more
+    }
+  };
+
+  /** Forgets a partition's failure; a partition still paused for it is fetched again. */
+  const release = (state: PartitionState) => {
+    if (state.failure) resumeNow(state.failure);
+    state.failure = null;
+  };
+
+  /** After a rebalance: partitions no longer ours are forgotten (and not left paused, should they come back). */
+  const keepOnly = (assignment: Record<string, number[]>) => {
+    for (const [key, state] of partitions) {
+      if (assignment[state.topic]?.includes(state.partition)) continue;
+      release(state);
+      partitions.delete(key);
+    }
+  };
+
+  async function deadLetter(topic: string, partition: number, message: KafkaMessage, err: unknown, attempts: number) {
+    const failure = err instanceof HandlerFailure ? err : null;
+    const cause = describeError(failure?.cause ?? err);
+    const invalid = err instanceof InvalidMessage;
+    const reason = (invalid ? cause.message : `failed ${attempts} times (EVENT_MAX_ATTEMPTS): ${cause.message}`).slice(0, DLQ_REASON_MAX);
+    const fields = { topic, partition, offset: message.offset, event_id: failure?.eventId, event_type: failure?.eventType, ...failure?.subject, reason };
+    if (invalid) log.warn(fields, 'invalid message; copied to the dead-letter topic and skipped');
+    else log.error({ ...fields, attempts, err: cause }, 'event handler kept failing; copied to the dead-letter topic and skipped');
     const headers: IHeaders = { ...(message.headers ?? {}) };
     Object.assign(headers, {
       'x-dlq-reason': reason,
+      'x-dlq-error': cause.name ?? 'Error',
+      'x-dlq-attempts': String(attempts),
       'x-original-topic': topic,
       'x-original-partition': String(partition),
       'x-original-offset': message.offset,
     });
     await producer!.send({ topic: dlqTopic(topic), acks: -1, messages: [{ key: message.key, value: message.value, headers }] });
-    metrics?.eventsHandled.inc({ type: err.eventType ?? 'other', outcome: 'dead_lettered' });
+    const eventType = invalid ? err.eventType : failure?.eventType;
+    metrics?.eventsHandled.inc({ type: eventType ?? 'other', outcome: 'dead_lettered' });
   }
 
-  /** Waits `ms`, heartbeating; false when the wait should end the loop (stop, rebalance, lost partition). */
-  async function pause(ms: number, heartbeat: () => Promise<void>, stillOurs: () => boolean): Promise<boolean> {
-    const until = Date.now() + ms;
-    while (Date.now() < until) {
-      try {
-        await sleep(Math.min(HEARTBEAT_EVERY_MS, until - Date.now()), undefined, { signal: stopping.signal });
-        await heartbeat();
-      } catch {
-        return false; // aborted by stop(), or the heartbeat says a rebalance is under way
-      }
-      if (!stillOurs()) return false;
-    }
-    return !stopping.signal.aborted && stillOurs();
-  }
-
-  /** Handles one message until it is done (true) or the consumer must let go of it (false). */
-  async function process(payload: EachMessagePayload, stillOurs: () => boolean): Promise<boolean> {
+  /**
+   * One attempt at a message: true when it is done (applied, skipped or dead-lettered), false
+   * when it must wait: then its partition is paused until its backoff has passed (or the
+   * consumer is letting go of it).
+   */
+  async function attempt(payload: EachMessagePayload, state: PartitionState, stillOurs: () => boolean): Promise<boolean> {
     const { topic, partition, message } = payload;
-    const key = `${topic}/${partition}`;
-    const attemptOnce = async (attempt: number) => {
-      try {
-        await handle(payload);
-      } catch (err) {
-        if (!(err instanceof InvalidMessage)) throw err;
-        await deadLetter(topic, partition, message, err);
-      }
-      if (failing.delete(key)) log.info({ topic, partition, offset: message.offset, attempts: attempt }, 'handler recovered');
-    };
-    const reportFailure = (err: unknown, attempt: number, delay: number) => {
-      failing.add(key);
-      const failure = err instanceof HandlerFailure ? err : null;
-      const cause = (failure?.cause ?? err) as Error;
-      metrics?.eventsHandled.inc({ type: failure?.eventType ?? 'other', outcome: 'retried' });
-      log.error(
-        {
-          topic,
-          partition,
-          offset: message.offset,
-          event_id: failure?.eventId,
-          event_type: failure?.eventType,
-          ...failure?.subject,
-          attempt,
-          retry_in_ms: delay,
-          err: { name: cause?.name, message: cause?.message, code: (cause as { code?: unknown })?.code, stack: cause?.stack },
-        },
-        'event handler failed; retrying',
-      );
-    };
+    const previous = state.failure?.offset === message.offset ? state.failure.attempts : 0;
+    release(state); // a batch of this partition means its retry, if any, is due
+    const attempts = previous + 1;
+    let err: unknown;
     try {
-      await retry(attemptOnce, { policy, onFailure: reportFailure, wait: (ms) => pause(ms, payload.heartbeat, stillOurs) });
+      await handle(payload);
+      if (previous > 0) log.info({ topic, partition, offset: message.offset, attempts }, 'event handler recovered');
       return true;
-    } catch {
-      failing.delete(key); // no longer ours to retry: whoever gets it next reports on it
-      return false;
+    } catch (e) {
+      err = e;
     }
+    if (!stillOurs()) return false; // stopping or revoked: whoever gets the message next tries it
+    const retriable = isRetriable(err);
+    if (!retriable && (err instanceof InvalidMessage || attempts >= maxAttempts)) {
+      try {
+        await deadLetter(topic, partition, message, err, attempts);
+        return true;
+      } catch (dlqErr) {
+        err = dlqErr; // not copied: the message waits like any failure, and is tried again
+      }
+    }
+    const delay = backoffDelay(attempts, policy);
+    const failure = err instanceof HandlerFailure ? err : null;
+    metrics?.eventsHandled.inc({ type: failure?.eventType ?? 'other', outcome: 'retried' });
+    log.error(
+      {
+        topic,
+        partition,
+        offset: message.offset,
+        event_id: failure?.eventId,
+        event_type: failure?.eventType,
+        ...failure?.subject,
+        attempt: attempts,
+        retriable: isRetriable(err),
+        retry_in_ms: delay,
+        err: describeError(failure?.cause ?? err),
+      },
+      'event handler failed; retrying',
+    );
+    const failed: NonNullable<PartitionState['failure']> = { offset: message.offset, attempts, timer: null, resume: payload.pause() };
+    failed.timer = setTimeout(() => resumeNow(failed), delay);
+    failed.timer.unref();
+    state.failure = failed;
+    return false;
   }
 
   async function start(signal: AbortSignal) {
-    const c = kafka.consumer({ groupId: config.KAFKA_GROUP_ID, allowAutoTopicCreation: true });
-    const p = kafka.producer({ allowAutoTopicCreation: true, createPartitioner: Partitioners.DefaultPartitioner });
+    const c = kafka.consumer({ groupId: config.KAFKA_GROUP_ID, allowAutoTopicCreation: true, maxWaitTimeInMs: FETCH_WAIT_MS });
+    // Few retries of its own: a copy that cannot be written becomes the message's failure,
+    // retried with its partition paused, rather than a send holding up the batch.
+    const p = kafka.producer({ allowAutoTopicCreation: true, createPartitioner: Partitioners.DefaultPartitioner, retry: { retries: 2 } });
+    c.on(c.events.GROUP_JOIN, ({ payload }) => keepOnly(payload.memberAssignment));
     try {
       await Promise.all([c.connect(), p.connect()]);
       await c.subscribe({ topics: [...config.KAFKA_TOPICS], fromBeginning: true });
@@ -141,13 +222,19 @@ export function createEventConsumer(opts: {
         autoCommitInterval: 1000,
         eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 3,
-        eachBatch: async ({ batch, resolveOffset, heartbeat, pause: pausePartition, isRunning, isStale, commitOffsetsIfNecessary }) => {
+        eachBatch: async ({ batch, resolveOffset, heartbeat, pause, isRunning, isStale, commitOffsetsIfNecessary }) => {
           const stillOurs = () => isRunning() && !isStale() && !stopping.signal.aborted;
+          const state = stateOf(batch.topic, batch.partition);
+          state.highWatermark = Number(batch.highWatermark);
           for (const message of batch.messages) {
             if (!stillOurs()) return;
-            const payload = { topic: batch.topic, partition: batch.partition, message, heartbeat, pause: pausePartition };
-            if (!(await process(payload, stillOurs))) return;
+            state.next = Number(message.offset);
+            state.headTimestamp = Number(message.timestamp);
+            const payload = { topic: batch.topic, partition: batch.partition, message, heartbeat, pause };
+            if (!(await attempt(payload, state, stillOurs))) return;
             resolveOffset(message.offset);
+            state.next = Number(message.offset) + 1;
+            state.headTimestamp = null;
             await commitOffsetsIfNecessary();
             // kafkajs heartbeats only between batches; a batch of a backlog (thousands of
             // messages) takes longer than the session timeout, and the member would be evicted
@@ -169,6 +256,11 @@ export function createEventConsumer(opts: {
     log.info({ topics: config.KAFKA_TOPICS, group: config.KAFKA_GROUP_ID }, 'consumer started');
   }
 
+  const forgetAll = () => {
+    for (const state of partitions.values()) if (state.failure?.timer) clearTimeout(state.failure.timer);
+    partitions.clear();
+  };
+
   return {
     async start() {
       stopping = new AbortController();
@@ -182,16 +274,16 @@ export function createEventConsumer(opts: {
     async stop() {
       stopping.abort();
       await starting?.catch(() => undefined);
+      forgetAll(); // no resume may reach a consumer being disconnected
       if (!consumer) return;
-      // disconnect() waits for the running eachBatch calls, which leave their retry loops at
-      // once, and commits the offsets resolved so far; the rest is delivered again.
+      // disconnect() waits for the running eachBatch calls, which return at their next message,
+      // and commits the offsets resolved so far: never past a message not yet done.
       await consumer.disconnect();
       await producer?.disconnect();
       consumer = null;
       producer = null;
-      failing.clear();
+      forgetAll();
       log.info('consumer stopped');
     },
-    healthy: () => failing.size === 0,
   };
 }

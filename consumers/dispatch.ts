@@ -1,11 +1,12 @@
 import type { EachMessagePayload } from 'kafkajs';
 import type { Db } from 'mongodb';
 import { runInChangeContext } from '../src/db/change-context';
-import { Invalid } from '../src/errors';
+import { Invalid, ServiceError } from '../src/errors';
 import type { Logger } from '../src/log';
 import type { Metrics } from '../src/metrics';
 import { type AvroDecoder, createMessageDecoder } from './avro';
 import { InvalidMessage } from './cloudevents';
+import { isRetriable } from './failures';
 import { HANDLERS } from './handlers';
 import type { Subject } from './handlers/handler';
 
@@ -13,11 +14,13 @@ import type { Subject } from './handlers/handler';
 export type MessageHandler = (payload: EachMessagePayload) => Promise<void>;
 
 /**
- * A handler that failed for a reason that may pass (the database, a bug): the consumer retries
- * it. Carries what the error log names: the event id, its type and the user id or course key.
+ * A handler that failed (the database, a bug): the consumer retries it, until it succeeds when
+ * `retriable` (its cause may pass by itself: consumers/failures.ts), else a bounded number of
+ * times. Carries what the error log names: the event id, its type and the user id or course key.
  */
-export class HandlerFailure extends Error {
+export class HandlerFailure extends ServiceError {
   override readonly name = 'HandlerFailure';
+  readonly retriable: boolean;
   constructor(
     readonly eventId: string,
     readonly eventType: string,
@@ -25,6 +28,7 @@ export class HandlerFailure extends Error {
     override readonly cause: unknown,
   ) {
     super(cause instanceof Error ? cause.message : String(cause));
+    this.retriable = isRetriable(cause);
   }
 }
 
@@ -33,7 +37,8 @@ export class HandlerFailure extends Error {
  * event bus's Avro through the schema registry: consumers/avro.ts), pick the handler by
  * `type` whatever the topic, validate its `data`, apply it. Throws InvalidMessage for a
  * message that can never be applied (the consumer dead-letters it) and HandlerFailure for one
- * that failed this time (the consumer retries it). Types not handled here are skipped.
+ * that failed this time (the consumer retries it, as its `retriable` says). Types not handled
+ * here are skipped.
  */
 export function createDispatcher(deps: {
   db: Db;

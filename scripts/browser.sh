@@ -10,7 +10,6 @@ if [[ $(id -u) != 0 ]]; then
   exit 1
 fi
 echo "[browser] installing Debian's chromium package (for test/e2e)" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
+apt_install chromium fonts-dejavu-core
 "$CHROMIUM" --version >&2

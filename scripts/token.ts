@@ -4,6 +4,8 @@
  *
  *   --site-admin ORG   a site administrator of ORG
  *   --staff            platform staff (`--org ORG` adds an `org` claim, the console's default)
+ *   --service          the LMS backend (role `service`: access decisions for any organization),
+ *                      the Open edX plugin's SERVICE_TOKEN; give it a long --expires (365d)
  *   --user-id N        the user_id claim (default 1)
  *   --expires SPAN     lifetime: 30m, 1h, 2d... (default 1h)
  */
@@ -12,7 +14,7 @@ import { CONSOLE_PREFIX } from '../src/console/route';
 
 export const DEV_SECRET = 'dev-secret-change-me-0123456789';
 
-const USAGE = 'usage: npm run token -- (--site-admin ORG | --staff [--org ORG]) [--user-id N] [--expires 1h]';
+const USAGE = 'usage: npm run token -- (--site-admin ORG | --staff [--org ORG] | --service) [--user-id N] [--expires 1h]';
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n${USAGE}\n`);
@@ -22,6 +24,7 @@ function fail(message: string): never {
 export function parseArgs(argv: string[]): { claims: Record<string, unknown>; expires: string } {
   let siteAdmin: string | undefined;
   let staff = false;
+  let service = false;
   let org: string | undefined;
   let userId = 1;
   let expires = '1h';
@@ -34,6 +37,7 @@ export function parseArgs(argv: string[]): { claims: Record<string, unknown>; ex
     };
     if (arg === '--site-admin') siteAdmin = value();
     else if (arg === '--staff') staff = true;
+    else if (arg === '--service') service = true;
     else if (arg === '--org') org = value();
     else if (arg === '--user-id') {
       const v = value();
@@ -47,9 +51,11 @@ export function parseArgs(argv: string[]): { claims: Record<string, unknown>; ex
       process.exit(0);
     } else fail(`unknown argument: ${arg}`);
   }
-  if ((siteAdmin === undefined) === !staff) fail('give exactly one of --site-admin ORG and --staff');
+  if ([siteAdmin !== undefined, staff, service].filter(Boolean).length !== 1) fail('give exactly one of --site-admin ORG, --staff and --service');
+  if (org !== undefined && !staff) fail('--org goes with --staff');
   const claims: Record<string, unknown> = { user_id: userId };
   if (siteAdmin !== undefined) Object.assign(claims, { org: siteAdmin, roles: ['site_admin'] });
+  else if (service) Object.assign(claims, { roles: ['service'] });
   else Object.assign(claims, { administrator: true }, org ? { org } : {});
   return { claims, expires };
 }

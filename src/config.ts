@@ -1,8 +1,9 @@
 import { createPublicKey } from 'node:crypto';
 import Ajv from 'ajv';
 import type { FromSchema } from 'json-schema-to-ts';
+import { MongoClient } from 'mongodb';
 
-/** The environment the service reads (SPEC section 6). One schema: validation and the type. */
+/** The environment the service reads (docs/operations.md). One schema: validation and the type. */
 export const configSchema = {
   type: 'object',
   properties: {
@@ -24,6 +25,10 @@ export const configSchema = {
     JWT_AUDIENCE: { type: 'string', minLength: 1 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     SERVICE_ROLE: { type: 'string', enum: ['all', 'api', 'consumer'], default: 'all' },
+    /** Attempts at an event whose failure is not retriable before it goes to the DLQ (10: about 45 s of backoff). */
+    EVENT_MAX_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
+    /** Whether `X-Forwarded-Host`/`-Proto` shape links: only behind a proxy that sets them (docs/operations.md). */
+    TRUST_PROXY: { type: 'string', enum: ['on', 'off'], default: 'off' },
     ACCESS_CACHE: { type: 'string', enum: ['on', 'off'], default: 'on' },
     /** Where change events go; empty turns them off (see loadConfig: empty is not "unset" here). */
     CHANGES_TOPIC: { type: 'string', pattern: '^[A-Za-z0-9._-]{0,249}$', default: 'course-access-groups.changes' },
@@ -46,6 +51,8 @@ export const configSchema = {
     'KAFKA_TOPICS',
     'LOG_LEVEL',
     'SERVICE_ROLE',
+    'EVENT_MAX_ATTEMPTS',
+    'TRUST_PROXY',
     'ACCESS_CACHE',
     'CHANGES_TOPIC',
     'AUDIT_LOG',
@@ -95,6 +102,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // ajv applied the defaults and coercions to `raw` in place.
   const config = raw as unknown as RawConfig;
+  checkMongoUrl(config.MONGO_URL);
+  checkKafkaBrokers(config.KAFKA_BROKERS);
+  if (config.JWT_JWKS_URL !== undefined) checkHttpUrl('JWT_JWKS_URL', config.JWT_JWKS_URL);
+  if (config.SCHEMA_REGISTRY_URL !== undefined) checkHttpUrl('SCHEMA_REGISTRY_URL', config.SCHEMA_REGISTRY_URL);
   const list = (s: string) =>
     s
       .split(',')
@@ -115,6 +126,44 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('Invalid configuration: SCHEMA_REGISTRY_USERNAME is set but SCHEMA_REGISTRY_URL is not');
   }
   return result;
+}
+
+/**
+ * The schema's patterns only look at a prefix; each URL is parsed here as the code that will use
+ * it parses it, so a value it would refuse stops start-up naming the setting, not with a stack
+ * trace at the first connection. No message repeats a whole URL: it may carry a password.
+ */
+function checkMongoUrl(url: string): void {
+  try {
+    // The driver parses the whole string and its options in the constructor, without connecting.
+    // Alone, not beside the service's own options, which would hide a bad value of the same name.
+    new MongoClient(url);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration: MONGO_URL: ${(err as Error).message}`);
+  }
+}
+
+/** kafkajs splits each broker on ':' into a host and a port number, and checks neither. */
+function checkKafkaBrokers(brokers: string): void {
+  for (const broker of brokers.split(',')) {
+    const [host, port, ...rest] = broker.trim().split(':');
+    const portNumber = Number(port);
+    const hostOk = host !== undefined && /^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?$/.test(host);
+    if (!hostOk || rest.length > 0 || !/^\d{1,5}$/.test(port ?? '') || portNumber < 1 || portNumber > 65535) {
+      throw new ConfigError(`Invalid configuration: KAFKA_BROKERS: "${broker}" is not host:port (a host name or IPv4 address, a port from 1 to 65535)`);
+    }
+  }
+}
+
+/** An http(s) URL as `fetch` reads it (jose's key set and the registry client fetch theirs). */
+function checkHttpUrl(name: string, value: string): void {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`Invalid configuration: ${name}: not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`Invalid configuration: ${name}: must be an http or https URL`);
 }
 
 /**
@@ -176,5 +225,6 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
     const problems = (validate.errors ?? []).map((e) => `${e.instancePath.replace(/^\//, '')}: ${e.message}`);
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
   }
+  checkMongoUrl(raw.MONGO_URL as string);
   return Object.freeze(raw as unknown as CliConfig);
 }

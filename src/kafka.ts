@@ -1,6 +1,7 @@
 import { Kafka, type LogEntry, logLevel } from 'kafkajs';
 import type { Config } from './config';
 import type { Logger } from './log';
+import { within } from './retry';
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -9,15 +10,18 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
-/** A kafkajs client whose own logs go through pino (info and below demoted to debug: they are chatty). */
-export function createKafka(config: Config, log: Logger, clientId = 'course-access-groups'): Kafka {
+/**
+ * A kafkajs client whose own logs go through pino (info and below demoted to debug: they are
+ * chatty). `retries` is how often kafkajs itself retries a connection or request.
+ */
+export function createKafka(config: Config, log: Logger, clientId = 'course-access-groups', retries = 10): Kafka {
   const kafkaLog = log.child({ component: 'kafkajs' });
   return new Kafka({
     clientId,
     brokers: [...config.KAFKA_BROKERS],
     connectionTimeout: 3000,
     requestTimeout: 10000,
-    retry: { initialRetryTime: 300, maxRetryTime: 10000, retries: 10 },
+    retry: { initialRetryTime: 300, maxRetryTime: 10000, retries },
     logLevel: logLevel.WARN,
     logCreator:
       () =>
@@ -30,33 +34,45 @@ export function createKafka(config: Config, log: Logger, clientId = 'course-acce
 }
 
 /**
- * Answers "is a broker reachable?" for /readyz, with one long-lived admin connection and a
- * short cache so a burst of probes costs one metadata request.
+ * Answers "is a broker reachable?" for /readyz and for start-up, within `timeoutMs` whatever the
+ * broker does: a client of its own without kafkajs's retries (with them, a connection to a broker
+ * that is down is retried for about a minute), one long-lived admin connection, one probe at a
+ * time, and a short cache so a burst of probes costs one metadata request. Its client logs
+ * nothing (a failure every few seconds while the broker is away): `failure()` says why instead.
  */
-export function brokerProbe(kafka: Kafka, cacheMs = 2000) {
-  const admin = kafka.admin({ retry: { retries: 0 } });
+export function brokerProbe(config: Config, log: Logger, opts: { cacheMs?: number; timeoutMs?: number } = {}) {
+  const { cacheMs = 2000, timeoutMs = 2000 } = opts;
+  const admin = createKafka(config, log.child({}, { level: 'silent' }), 'course-access-groups-probe', 0).admin({ retry: { retries: 0 } });
   let connected = false;
-  let last = { at: 0, ok: false };
-  return {
-    async reachable(): Promise<boolean> {
-      if (Date.now() - last.at < cacheMs) return last.ok;
-      let ok = false;
-      try {
-        if (!connected) {
-          await admin.connect();
-          connected = true;
-        }
-        await Promise.race([admin.describeCluster(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref())]);
-        ok = true;
-      } catch {
-        ok = false;
-        if (connected) await admin.disconnect().catch(() => undefined);
-        connected = false;
+  let last: { at: number; ok: boolean; error?: Error } = { at: 0, ok: false };
+  let probing: Promise<boolean> | null = null;
+  const probe = async (): Promise<boolean> => {
+    try {
+      if (!connected) {
+        await admin.connect();
+        connected = true;
       }
-      last = { at: Date.now(), ok };
-      return ok;
+      await admin.describeCluster();
+      last = { at: Date.now(), ok: true };
+    } catch (err) {
+      if (connected) await admin.disconnect().catch(() => undefined);
+      connected = false;
+      last = { at: Date.now(), ok: false, error: err as Error };
+    }
+    return last.ok;
+  };
+  return {
+    reachable(): Promise<boolean> {
+      if (Date.now() - last.at < cacheMs) return Promise.resolve(last.ok);
+      probing ??= probe().finally(() => {
+        probing = null;
+      });
+      return within(probing, timeoutMs, false);
     },
+    /** Why the last probe failed (undefined: it succeeded, or is still under way). */
+    failure: (): Error | undefined => (last.ok ? undefined : last.error),
     async close() {
+      if (probing) await within(probing, timeoutMs, false);
       if (connected) await admin.disconnect().catch(() => undefined);
       connected = false;
     },

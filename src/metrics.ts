@@ -1,8 +1,22 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
+/** Where one partition the consumer holds stands (consumers/consumer.ts reports it). */
+export interface PartitionProgress {
+  topic: string;
+  partition: number;
+  /** The partition's high watermark minus the next offset to handle, as of its last fetch. */
+  lag: number;
+  /** The Kafka timestamp (ms) of the message being handled or waiting for a retry; null: none. */
+  oldestUnprocessedAt: number | null;
+  /** Its next message failed and waits for another attempt. */
+  retrying: boolean;
+}
+
 /** One registry per process: default Node metrics plus what the service adds. */
 export function createMetrics() {
   const registry = new Registry();
+  /** Read at every scrape, so ages are those of the scrape and a revoked partition is gone. */
+  let consumerProgress: () => readonly PartitionProgress[] = () => [];
   collectDefaultMetrics({ register: registry });
   const httpDuration = new Histogram({
     name: 'http_request_duration_seconds',
@@ -55,7 +69,56 @@ export function createMetrics() {
     help: '1 when this process holds the change relay lease (one process per database does).',
     registers: [registry],
   });
-  return { registry, httpDuration, eventsHandled, eventDuration, changesPublished, changesPending, changesLag, auditRecorded, relayFailures, relayLeader };
+  const consumerRetrying = new Gauge({
+    name: 'consumer_messages_retrying',
+    help: 'Messages whose handler failed and that wait for another attempt (their partition is paused meanwhile).',
+    registers: [registry],
+    collect() {
+      this.set(consumerProgress().filter((p) => p.retrying).length);
+    },
+  });
+  /** A gauge per partition the consumer holds, computed from its progress at every scrape. */
+  const perPartition = (name: string, help: string, value: (p: PartitionProgress, now: number) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['topic', 'partition'] as const,
+      registers: [registry],
+      collect() {
+        this.reset(); // a revoked partition leaves no stale series
+        const now = Date.now();
+        for (const p of consumerProgress()) this.set({ topic: p.topic, partition: String(p.partition) }, value(p, now));
+      },
+    });
+  const consumerOldestAge = perPartition(
+    'consumer_oldest_unprocessed_age_seconds',
+    'Per partition, the age (by its Kafka timestamp) of the message being handled or waiting for a retry; 0: none.',
+    (p, now) => (p.oldestUnprocessedAt === null ? 0 : Math.max(0, now - p.oldestUnprocessedAt) / 1000),
+  );
+  const consumerLag = perPartition(
+    'consumer_lag_messages',
+    'Per partition, messages not yet handled: the high watermark minus the next offset to handle, as of its last fetch.',
+    (p) => p.lag,
+  );
+  return {
+    registry,
+    httpDuration,
+    eventsHandled,
+    eventDuration,
+    changesPublished,
+    changesPending,
+    changesLag,
+    auditRecorded,
+    relayFailures,
+    relayLeader,
+    consumerRetrying,
+    consumerOldestAge,
+    consumerLag,
+    /** The consumer says where its partitions stand (one consumer per process). */
+    reportConsumerProgress(source: () => readonly PartitionProgress[]) {
+      consumerProgress = source;
+    },
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

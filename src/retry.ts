@@ -1,8 +1,8 @@
 /**
- * The one retry loop of the service: capped exponential backoff, used wherever something must
- * eventually succeed: start-up against a database or broker that is not there yet, an event
- * handler whose database went away, the change record after a write, the change relay while the
- * database or broker is down.
+ * The one retry policy of the service: capped exponential backoff, used wherever something must
+ * eventually succeed: start-up against a database or broker that is not there yet, the change
+ * record after a write, the change relay while the database or broker is down (this loop), and
+ * an event whose handler failed (the consumer pauses its partition for `backoffDelay`).
  */
 
 /** The pause after failure n is `initialMs × 2^(n-1)`, never more than `maxMs`. */
@@ -29,6 +29,19 @@ export function pause(ms: number, signal?: AbortSignal): Promise<boolean> {
     timer.unref();
     signal?.addEventListener('abort', onAbort);
   });
+}
+
+/**
+ * Resolves as `promise` does, or with `fallback` once `ms` have passed: bounds the wait for an
+ * operation that cannot be cancelled (the operation itself goes on). Does not keep the process alive.
+ */
+export function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 export interface RetryOptions {

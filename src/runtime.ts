@@ -6,23 +6,25 @@ import { createEventConsumer, type EventConsumer, type MessageHandler } from '..
 import { createDispatcher } from '../consumers/dispatch';
 import { type ChangeRelay, createChangeRelay } from './changes/relay';
 import type { Config } from './config';
+import { ConfigError } from './config';
 import { PURGE_EVERY_MS, purgeExpiredAudit, setUpAuditRetention } from './db/audit';
 import { createMongoClient, ping } from './db/client';
 import { ensureIndexes } from './db/collections';
 import { configureChanges } from './db/outbox';
-import { createApp } from './http/app';
+import { DependencyUnavailable } from './errors';
+import { createApp, createOperationsApp } from './http/app';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
 import { createMetrics, type Metrics } from './metrics';
-import { type RetryPolicy, retry } from './retry';
+import { type RetryPolicy, retry, within } from './retry';
 
 export interface Running {
   db: Db;
   client: MongoClient;
   metrics: Metrics;
-  /** Set when this process serves HTTP. */
-  server: Server | null;
-  port: number | null;
+  /** Every role serves HTTP: the API (roles all and api), or only /healthz, /readyz and /metrics (consumer). */
+  server: Server;
+  port: number;
   consumer: EventConsumer | null;
   /** Publishes change events and writes audit records (every role runs one; one per database leads). */
   relay: ChangeRelay;
@@ -39,6 +41,8 @@ const STARTUP_RETRY: RetryPolicy = { initialMs: 500, maxMs: 10000 };
 const DRAIN_GRACE_MS = 1000;
 /** After this, connections still busy are cut so the process exits within the SPEC's 10 s. */
 const DRAIN_LIMIT_MS = 7000;
+/** Each dependency's answer to /readyz, checked in parallel: the SPEC wants the answer within 3 s. */
+const PROBE_MS = 2000;
 
 /**
  * Closes an HTTP server gracefully. Node's close() stops accepting connections but also destroys
@@ -71,9 +75,10 @@ function withRetry(what: string, step: () => Promise<void>, log: Logger, signal:
 }
 
 /**
- * Starts what `SERVICE_ROLE` asks for: HTTP, the consumer, or both. HTTP listens at once (so
- * /healthz and /readyz answer while dependencies come up); the database and the consumer are
- * brought up in the background. `handle` overrides the consumer's message handler (tests).
+ * Starts what `SERVICE_ROLE` asks for: the API, the consumer, or both. Every role listens on
+ * `PORT` at once (a consumer serves only /healthz, /readyz and /metrics), so probes answer while
+ * the database and the consumer are brought up in the background. `handle` overrides the
+ * consumer's message handler (tests).
  */
 export async function startService(
   config: Config,
@@ -84,7 +89,7 @@ export async function startService(
   const client = createMongoClient(config.MONGO_URL);
   const db = client.db(config.MONGO_DB);
   const kafka = createKafka(config, log);
-  const broker = brokerProbe(kafka);
+  const broker = brokerProbe(config, log, { timeoutMs: PROBE_MS });
   const stopping = new AbortController();
   opts.signal?.addEventListener('abort', () => stopping.abort());
   let started = false;
@@ -125,6 +130,49 @@ export async function startService(
     purgeTimer.unref();
   };
 
+  const notReady = async (): Promise<string[]> => {
+    const [dbOk, brokerOk, registryOk] = await Promise.all([
+      within(
+        ping(db).then(
+          () => true,
+          () => false,
+        ),
+        PROBE_MS,
+        false,
+      ),
+      broker.reachable(),
+      avro ? within(avro.reachable(), PROBE_MS, false) : true,
+    ]);
+    const failing: string[] = [];
+    if (draining) failing.push('shutting down');
+    if (!dbOk) failing.push('database');
+    if (!brokerOk) failing.push('broker');
+    if (!registryOk) failing.push('schema registry');
+    // Not yet started means waiting for the database or the broker; once started, a message
+    // being retried shows in the metrics and the error log, never here (SPEC §5).
+    if (consumer && !started) failing.push('consumer');
+    return failing;
+  };
+
+  const deps = { config, log, db, metrics, notReady, isDraining: () => draining };
+  const app = config.SERVICE_ROLE === 'consumer' ? createOperationsApp(deps) : createApp(deps);
+  const server = app.listen(config.PORT, '0.0.0.0');
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', reject);
+    });
+  } catch (err) {
+    await client.close();
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES') {
+      throw new ConfigError(`Invalid configuration: PORT: ${config.PORT} ${code === 'EADDRINUSE' ? 'is already in use' : 'may not be opened by this user'}`);
+    }
+    throw err;
+  }
+  const port = (server.address() as AddressInfo).port;
+  log.info({ port, role: config.SERVICE_ROLE }, 'listening');
+
   const ready = (async () => {
     await withRetry(
       'database',
@@ -135,48 +183,35 @@ export async function startService(
       log,
       stopping.signal,
     );
+    // A stop during a step leaves the rest undone (kafkajs and the driver cannot be interrupted).
+    stopping.signal.throwIfAborted();
     relay.start();
     await keepRetention().catch((err: Error) => log.warn({ err: { name: err.name, message: err.message } }, 'audit retention not set up'));
-    if (consumer) await withRetry('broker', () => consumer!.start(), log, stopping.signal);
+    // The broker is waited for with the probe, which a stop interrupts at once; kafkajs's own
+    // connection retries (about a minute) would hold a stop up until they end.
+    if (consumer) {
+      await withRetry(
+        'broker',
+        async () => {
+          if (!(await broker.reachable())) throw new DependencyUnavailable('broker', broker.failure());
+          stopping.signal.throwIfAborted();
+          await consumer!.start();
+        },
+        log,
+        stopping.signal,
+      );
+    }
+    stopping.signal.throwIfAborted();
     started = true;
   })();
   ready.catch(() => undefined); // only rejects when stopped before it finished
-
-  const notReady = async (): Promise<string[]> => {
-    const [dbOk, brokerOk, registryOk] = await Promise.all([
-      ping(db).then(
-        () => true,
-        () => false,
-      ),
-      broker.reachable(),
-      avro ? avro.reachable() : true,
-    ]);
-    const failing: string[] = [];
-    if (draining) failing.push('shutting down');
-    if (!dbOk) failing.push('database');
-    if (!brokerOk) failing.push('broker');
-    if (!registryOk) failing.push('schema registry');
-    if (consumer && (!started || !consumer.healthy())) failing.push('consumer');
-    return failing;
-  };
-
-  let server: Server | null = null;
-  if (config.SERVICE_ROLE !== 'consumer') {
-    const app = createApp({ config, log, db, metrics, notReady, isDraining: () => draining });
-    server = app.listen(config.PORT, '0.0.0.0');
-    await new Promise<void>((resolve, reject) => {
-      server!.once('listening', resolve);
-      server!.once('error', reject);
-    });
-    log.info({ port: (server.address() as AddressInfo).port, role: config.SERVICE_ROLE }, 'listening');
-  }
 
   return {
     db,
     client,
     metrics,
     server,
-    port: server ? (server.address() as AddressInfo).port : null,
+    port,
     consumer,
     relay,
     ready,
@@ -184,7 +219,17 @@ export async function startService(
     async stop() {
       stopping.abort();
       draining = true;
-      await Promise.all([server ? closeGracefully(server) : undefined, consumer?.stop()]);
+      // A consumer still joining its group when the stop came is left to end with the process
+      // (it has handled nothing, so there is nothing to commit) rather than hold the exit up.
+      const consumerStopped = consumer
+        ? within(
+            consumer.stop().then(() => true),
+            DRAIN_LIMIT_MS,
+            false,
+          )
+        : true;
+      const [, stopped] = await Promise.all([closeGracefully(server), consumerStopped]);
+      if (!stopped) log.warn(`consumer not stopped within ${DRAIN_LIMIT_MS} ms; not waited for`);
       // After the doors: what they wrote last is relayed now or by the next lease holder.
       await relay.stop();
       clearInterval(purgeTimer);

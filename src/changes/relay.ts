@@ -3,8 +3,8 @@ import { hostname } from 'node:os';
 import type { Kafka, Producer } from 'kafkajs';
 import type { Db, Document } from 'mongodb';
 import { insertAuditRecords } from '../db/audit';
-import { readChangeLog } from '../db/change-log';
-import type { OutboxDoc } from '../db/collections';
+import { readChangeLog, recordChanges } from '../db/change-log';
+import type { ChangeLogEntry, OutboxDoc } from '../db/collections';
 import { acquireLease, releaseLease, renewLease } from '../db/lease';
 import { countOutbox, deleteIntents, INTENT_GRACE_MS, outboxSignals, readOutbox, readRecords, recordKey, TRACKED } from '../db/outbox';
 import type { Logger } from '../log';
@@ -58,6 +58,17 @@ export interface ChangeRelay {
  * send; write the audit records; delete the intents. A crash anywhere repeats the step: events may
  * be published twice (same id, maybe a newer state and version), audit records are not (their
  * `_id` is their change's). Failures back off with the service's retry policy, forever.
+ *
+ * An intent resolved after the grace period, without the change log naming it done, may be a
+ * write whose process died before recording it: the relay records the change in the change
+ * sequence, so every process's cache drops those records (at most the grace period late).
+ *
+ * A relay resolves only what it can do in full: it publishes only with `CHANGES_TOPIC` set, and
+ * audits only with `AUDIT_LOG` on. Each intent says what it asks for (a change event when its
+ * process had them on, an audit record when its write was audited); a relay that meets one asking
+ * for more than it can do does not take the lease, or hands it back, and stands by for a process
+ * that can: the intents wait (`changes_pending`), they are never resolved half-done. A relay that
+ * can do neither never competes.
  */
 export function createChangeRelay(opts: RelayOptions): ChangeRelay {
   const { db, log, metrics, topic } = opts;
@@ -71,6 +82,10 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
   const producer: Producer | null =
     opts.kafka && topic ? opts.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true }) : null;
   let producerConnected = false;
+  /** Whether this relay can do all that `entry` asks for (see above). */
+  const canResolve = (entry: OutboxDoc) => (producer !== null || !entry.e) && (opts.audit || !entry.audit);
+  const canDoAll = producer !== null && opts.audit;
+  let standingBy = false;
   let leader = false;
   const stopping = new AbortController();
   let wake: AbortController | null = null;
@@ -101,9 +116,34 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
     metrics.relayLeader.set(value ? 1 : 0);
   };
 
+  /** Notes (in the log, once) that intents wait for a relay that can do what they ask. */
+  const standBy = (value: boolean, entry?: OutboxDoc) => {
+    if (value && !standingBy) {
+      const missing = [entry?.e && !producer ? 'publish change events (CHANGES_TOPIC)' : null, entry?.audit && !opts.audit ? 'audit (AUDIT_LOG)' : null];
+      log.warn({ owner, intent: entry?._id, cannot: missing.filter(Boolean) }, 'change relay stands by: an intent asks for what this process cannot do');
+    }
+    standingBy = value;
+  };
+
+  /** Before taking the lease: whether every intent at the outbox's head is one this relay can resolve in full. */
+  async function mayLead(): Promise<boolean> {
+    if (canDoAll) return true;
+    const beyond = (await readOutbox(db, batchSize)).find((e) => !canResolve(e));
+    standBy(beyond !== undefined, beyond);
+    return beyond === undefined;
+  }
+
   /** One batch; true when it resolved something (so another may follow at once). */
   async function step(): Promise<boolean> {
     const [pending] = await Promise.all([readOutbox(db, batchSize), collectDone()]);
+    const beyond = pending.find((e) => !canResolve(e));
+    if (beyond) {
+      // Another process (another configuration) asks for more than this one can do: hand over.
+      await releaseLease(db, RELAY_LEASE, owner);
+      setLeader(false);
+      standBy(true, beyond);
+      return false;
+    }
     const now = Date.now();
     metrics.changesPending.set(pending.length < batchSize ? pending.length : await countOutbox(db));
     metrics.changesLag.set(pending.length > 0 ? Math.max(0, now - pending[0]!.t.getTime()) / 1000 : 0);
@@ -172,6 +212,14 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
       metrics.auditRecorded.inc(await insertAuditRecords(db, records));
     }
 
+    // Intents resolved without their "done": their change record may never have been written.
+    const unrecorded = new Map<OutboxDoc['c'], ChangeLogEntry[]>();
+    for (const e of ready) {
+      if (done.has(e._id)) continue;
+      unrecorded.set(e.c, [...(unrecorded.get(e.c) ?? []), ...e.k.map((k) => ({ k, o: e.o }))]);
+    }
+    for (const [collection, entries] of unrecorded) await recordChanges(db, collection, entries);
+
     await deleteIntents(
       db,
       ready.map((e) => e._id),
@@ -186,7 +234,7 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
     while (!stopping.signal.aborted) {
       try {
         if (!leader) {
-          setLeader(await acquireLease(db, RELAY_LEASE, owner, leaseMs));
+          setLeader((await mayLead()) && (await acquireLease(db, RELAY_LEASE, owner, leaseMs)));
           if (!leader) {
             await pause(leaseMs / 3, stopping.signal);
             continue;
@@ -213,6 +261,7 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
   return {
     start() {
       if (loop || stopping.signal.aborted) return;
+      if (!producer && !opts.audit) return; // every intent asks for one of the two: none is ours to resolve
       outboxSignals.on('done', onDone);
       // Renewed apart from the steps: a send waiting for a broker that is down must not lose the
       // lease, and the backlog it leaves must show in the gauges meanwhile.

@@ -79,8 +79,11 @@ export async function recordChanges(db: Db, collection: string, entries: ChangeL
 /**
  * The record of a write that landed. If it fails (the database went away between the two), the
  * caller gets the error and "anything of this collection may have changed" is recorded in the
- * background until it succeeds. A process killed in that gap leaves caches stale until the next
- * change of the record: the one window of this design.
+ * background until it succeeds. A process killed in that gap: when the write opened an outbox
+ * intent, the change relay records the change when it resolves the intent without its "done"
+ * (src/changes/relay.ts), so caches drop the records at most the intent grace period late; a
+ * write without an intent (users, courses, and tracked writes when neither change events nor
+ * the audit trail asked for one) leaves caches stale until the next change of the record.
  */
 export async function recordAfterWrite(db: Db, collection: string, entries: ChangeLogEntry[]): Promise<void> {
   try {

@@ -193,7 +193,10 @@ export interface OutboxDoc {
   cause: Cause;
   actor: Actor;
   rid: string | null;
+  /** An audit record is asked for (the write was audited). */
   audit: boolean;
+  /** A change event is asked for: its process had change events on (absent: a process that does not know, `cag`, or an older version). */
+  e?: boolean;
   /** When audited: each record of `k` as it was before the write (null: none), in `k`'s order. */
   b?: (Document | null)[];
 }

@@ -18,7 +18,12 @@ import { COLLECTIONS, type CollectionName, type OutboxDoc } from './collections'
  * than a grace period (its process died between 1 and 3, or the write failed): either way it
  * reads the records as they are NOW and publishes that state, so an intent whose write never
  * happened publishes the unchanged state again (harmless), and one whose write did is never lost.
- * A write refused by a unique key, or that changed nothing, deletes its intent at once.
+ * An intent resolved without its "done" also gets the change record that step 3 may never have
+ * written, so no cache keeps the records' old facts. A write refused by a unique key, or that changed nothing,
+ * deletes its intent at once.
+ *
+ * An intent says what it asks for: a change event (`e`: its process had them on) and an audit
+ * record (`audit`). Only a relay able to do all that the intents it meets ask resolves them.
  */
 
 /**
@@ -106,6 +111,9 @@ export async function openIntent(db: Db, collection: CollectionName, org: string
     actor: context.actor,
     rid: context.requestId,
     audit: before !== undefined,
+    // Only a process that knows its settings asks (the service; `cag` reads no CHANGES_TOPIC):
+    // a relay that can publish publishes every intent anyway.
+    ...(settings.get(db.databaseName)?.events ? { e: true } : {}),
     ...(before !== undefined ? { b: before } : {}),
   };
   await outbox(db).insertOne(doc);

@@ -156,6 +156,15 @@ export class TenantCollection<T extends TenantDoc> {
   }
 
   /**
+   * Records in the change sequence that these records may have changed, without writing them: a
+   * redelivered event (a duplicate) re-announces what its first delivery wrote, in case that
+   * process died between the write and its change record and left other processes' caches stale.
+   */
+  announce(keys: string[]): Promise<void> {
+    return this.changed(keys, null);
+  }
+
+  /**
    * Opens the intent (when `plan`), runs the write, then records the `_id`s it changed (null: it
    * may have changed any). A write that a unique key refused changed nothing: its intent goes.
    * One that failed otherwise may have written part of its work: it records "anything", and its

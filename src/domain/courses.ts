@@ -5,7 +5,7 @@ import { ownerLookup, Tenant } from '../db/tenant';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import { syncCourseFacts } from './list-facts';
 import { indexCourse, unindexCourse } from './search-index';
-import { compare, recordDeletion, upsertIfNewer } from './versioned-records';
+import { announceDeletion, compare, recordDeletion, upsertIfNewer } from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
 export function orgFromCourseKey(courseKey: string): string | null {
@@ -75,6 +75,7 @@ export async function deleteCourse(
     if (cmp !== 'newer') return cmp;
   }
   const tombstoned = await recordDeletion(db, courseTombstone(courseKey), owner ?? org, stamp, course);
+  if (tombstoned === 'duplicate') await announceDeletion(db, courseTombstone(courseKey), COLLECTIONS.courses, courseKey);
   if (!tenant || !course || !courses) return tombstoned;
   await deleteCourseDependents(tenant, courseKey);
   await courses.deleteOne({ _id: courseKey, event_time: course.event_time });

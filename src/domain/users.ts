@@ -5,7 +5,7 @@ import { ownerLookup, Tenant } from '../db/tenant';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import { syncUserGroups } from './list-facts';
 import { indexUser, unindexUser } from './search-index';
-import { compare, recordDeletion, upsertIfNewer, type VersionedResult } from './versioned-records';
+import { announceDeletion, compare, recordDeletion, upsertIfNewer, type VersionedResult } from './versioned-records';
 
 /** A user as the LMS describes it (the `user` of the user events, flattened). */
 export interface UserFacts {
@@ -145,6 +145,7 @@ export async function retireUser(tenant: Tenant, userId: number, at: string | Ev
     if (cmp !== 'newer') return cmp;
   }
   const tombstoned = await recordDeletion(tenant.db, userTombstone(userId), home.org, stamp, user);
+  if (tombstoned === 'duplicate') await announceDeletion(tenant.db, userTombstone(userId), COLLECTIONS.users, String(userId));
   if (!user) return tombstoned;
   // Tombstone first, then the membership, then the user: a crash in between leaves the user, and
   // the redelivered event (not a duplicate of the user's version) finishes.

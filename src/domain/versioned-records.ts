@@ -118,6 +118,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     const existing = await records.findById(id);
     if (existing) {
       const cmp = compare(existing, at);
+      if (cmp === 'duplicate') await records.announce([id]);
       if (cmp !== 'newer') return notApplied(cmp, existing);
       if (existing.event_time < at.time) continue; // it changed between the two: try again
       // Another event of the same time came first: this one is applied after it.
@@ -136,6 +137,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     const there = await oldRecords.findById(id);
     if (!there) continue;
     const cmp = compare(there, at);
+    if (cmp === 'duplicate') await oldRecords.announce([id]);
     if (cmp !== 'newer') return notApplied(cmp, there);
     // The record moved organization: its dependents there go first, so a crash leaves a retry
     // that finds the record where it was and finishes the move.
@@ -194,6 +196,15 @@ export async function recordDeletion(db: Tenant['db'], key: string, org: string 
     if (await stones.advance(key, org, nextVersion(base ?? null, at))) return 'applied';
   }
   throw new Error(`tombstone ${key} kept changing`);
+}
+
+/**
+ * A redelivered deletion (a duplicate) announces the deleted record again in the organization it
+ * was deleted from, in case the first delivery's process died before its change record.
+ */
+export async function announceDeletion(db: Tenant['db'], key: string, collection: CollectionName, id: string): Promise<void> {
+  const stone = await tombstones(db).get(key);
+  if (stone?.org) await new Tenant(db, stone.org).collection(collection).announce([id]);
 }
 
 /** True when the record was deleted by an event at least as new as `time`. */

@@ -34,19 +34,42 @@ const closeConnectionsWhileDraining =
     if (isDraining()) ctx.set('Connection', 'close');
   };
 
-/** The Koa application. Middleware order reads top to bottom. */
-export function createApp(deps: AppDeps): Koa {
-  const app = new Koa({ proxy: true });
-  const verify = createTokenVerifier(deps.config);
-  const openapi = openApiDocument([...openFeatures, ...adminFeatures]);
+/** Answers what no route took with 404 `{"detail": "Not found."}`, set rather than thrown. */
+const notFound =
+  (deps: AppDeps): Koa.Middleware =>
+  (ctx) => {
+    const { status, body } = toHttpError(new NotFound(), deps.log);
+    ctx.status = status;
+    ctx.body = body;
+  };
 
+/**
+ * What every process serves, whatever its role: request ids, the access log, error mapping and
+ * the operational endpoints. Forwarded headers count only with `TRUST_PROXY=on`, else any client
+ * could choose the host written into `next`/`previous` links.
+ */
+function operationalApp(deps: AppDeps): Koa {
+  const app = new Koa({ proxy: deps.config.TRUST_PROXY === 'on' });
   app.use(closeConnectionsWhileDraining(deps.isDraining));
   app.use(requestId(deps.log));
   app.use(accessLog(deps.metrics));
   app.use(errorMapping(deps.log));
+  app.use(healthRoutes(deps).routes());
+  return app;
+}
 
-  const health = healthRoutes(deps);
-  app.use(health.routes());
+/** A consumer-only process's HTTP: /healthz, /readyz and /metrics, so probes and scrapes reach it too. */
+export function createOperationsApp(deps: AppDeps): Koa {
+  const app = operationalApp(deps);
+  app.use(notFound(deps));
+  return app;
+}
+
+/** The Koa application. Middleware order reads top to bottom. */
+export function createApp(deps: AppDeps): Koa {
+  const app = operationalApp(deps);
+  const verify = createTokenVerifier(deps.config);
+  const openapi = openApiDocument([...openFeatures, ...adminFeatures]);
 
   // The admin console's page and modules (no token: the page asks for one).
   const consoleRouter = consoleRoutes();
@@ -70,10 +93,6 @@ export function createApp(deps: AppDeps): Koa {
   app.use(api.allowedMethods());
   app.use(consoleRouter.allowedMethods());
   // Set, not thrown: allowedMethods() above turns this 404 into a 405 when the path exists.
-  app.use((ctx) => {
-    const { status, body } = toHttpError(new NotFound(), deps.log);
-    ctx.status = status;
-    ctx.body = body;
-  });
+  app.use(notFound(deps));
   return app;
 }

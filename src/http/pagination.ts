@@ -35,7 +35,7 @@ export function parsePage(query: Record<string, unknown>): Page {
 /**
  * Absolute `next`/`previous` links that keep every other query parameter, as DRF builds them.
  * (Koa 3's `ctx.origin` is the `Origin` header, not the request's origin: protocol and host are
- * read instead, honouring `X-Forwarded-*` as the app runs with `proxy: true`.)
+ * read instead; they follow `X-Forwarded-*` only when `TRUST_PROXY` is on.)
  */
 export function pageEnvelope<T>(ctx: Context, page: Page, count: number, results: T[]): PageEnvelope<T> {
   const origin = `${ctx.protocol}://${ctx.host}`;

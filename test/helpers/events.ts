@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { type IHeaders, Kafka, type KafkaMessage, logLevel, type Producer } from 'kafkajs';
 import { MongoClient } from 'mongodb';
-import type { RetryPolicy } from '../../consumers/consumer';
+import type { MessageHandler, RetryPolicy } from '../../consumers/consumer';
 import { COLLECTIONS, type GroupDoc, type MembershipDoc, type RuleDoc, type UserDoc } from '../../src/db/collections';
 import type { Tenant } from '../../src/db/tenant';
 import { createLogger } from '../../src/log';
 import { startService } from '../../src/runtime';
+import { client } from './http';
 import { KAFKA_BROKERS, type TestService, testConfig } from './stack';
 
 /** Event builders, a producer, seeding through Tenant and a service whose logs a test can read. */
@@ -184,16 +185,17 @@ export interface EventTestService extends TestService {
 
 /**
  * The real service (HTTP and consumer) against the local stack, logging at debug level into
- * `logs`. `env` may reuse a previous instance's database, topics and group to restart it.
+ * `logs`. `env` may reuse a previous instance's database, topics and group to restart it;
+ * `handle` replaces the event handler (a test's own failures).
  */
 export async function startEventService(
   env: Record<string, string | undefined> = {},
-  opts: { retry?: RetryPolicy; logs?: string[]; waitReady?: boolean } = {},
+  opts: { retry?: RetryPolicy; logs?: string[]; waitReady?: boolean; handle?: MessageHandler } = {},
 ): Promise<EventTestService> {
   const config = testConfig({ SERVICE_ROLE: 'all', LOG_LEVEL: 'debug', ...env });
   const logs = opts.logs ?? [];
   const log = createLogger(config.LOG_LEVEL, { write: (line: string) => void logs.push(line) });
-  const running = await startService(config, log, { retry: opts.retry });
+  const running = await startService(config, log, { retry: opts.retry, handle: opts.handle });
   if (opts.waitReady !== false) await running.ready;
   return {
     ...running,
@@ -283,4 +285,19 @@ export async function expectEachActivationAppliedOnce(tenant: Tenant, ids: reado
   const users = await tenant.collection<UserDoc>(COLLECTIONS.users).find({}).toArray();
   expect(new Set(users.map((u) => u.id))).toEqual(new Set(ids));
   expect(users.every((u) => u.is_active)).toBe(true);
+}
+
+/** One sample of the service's `/metrics`: `name` with exactly `labels`; NaN when there is none. */
+export async function metricValue(baseUrl: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = (await client(baseUrl).get<string>('/metrics')).body;
+  const wanted = Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .sort()
+    .join(',');
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (m?.[1] !== name) continue;
+    if ((m[2] ?? '').split(',').filter(Boolean).sort().join(',') === wanted) return Number(m[3]);
+  }
+  return Number.NaN;
 }

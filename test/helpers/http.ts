@@ -1,5 +1,6 @@
 export { API_PREFIX as API } from '../../src/http/openapi';
 
+import { request } from 'node:http';
 import { API_PREFIX as API } from '../../src/http/openapi';
 
 export interface Reply<T = any> {
@@ -36,4 +37,30 @@ export function client(baseUrl: string, bearer?: string) {
     delete: <T = any>(path: string, headers?: Record<string, string>) => call<T>('DELETE', path, undefined, headers),
     call,
   };
+}
+
+/**
+ * A POST to the service on `port` whose headers are sent now and whose body is finished later
+ * (`finish`): a request in flight, on a connection of its own.
+ */
+export function slowPost(port: number, pathname: string, token: string, body: string) {
+  const req = request({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path: pathname,
+    agent: false,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+  });
+  const response = new Promise<number>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+  });
+  const connected = new Promise<void>((resolve) => req.on('socket', (s) => s.on('connect', () => resolve())));
+  req.flushHeaders();
+  req.write(body.slice(0, 5));
+  return { connected, finish: () => req.end(body.slice(5)), response };
 }

@@ -1,6 +1,7 @@
 // SPEC §5 handler failures and §6 shutdown: with the database unreachable an event is retried
-// (logged with its event id and user id, /readyz degraded) and applied once the database is
-// back; a stop during the retries leaves it uncommitted, so the next instance applies it.
+// (logged with its event id and user id, counted in /metrics) more than EVENT_MAX_ATTEMPTS
+// times without ever being dead-lettered, and applied once the database is back; a stop during
+// the retries leaves it uncommitted, so the next instance applies it.
 // Uses a private FerretDB on its own port: the shared one is never stopped.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,6 +14,7 @@ import {
   closeProducer,
   cloudEvent,
   type EventTestService,
+  metricValue,
   newUserId,
   produce,
   sameDeployment,
@@ -33,11 +35,13 @@ const stack = (command: 'start-db' | 'stop-db') =>
   run('bash', ['scripts/stack.sh', command], { env: { ...process.env, STACK_DIR: stackDir, STACK_MONGO_PORT: PORT }, cwd: join(__dirname, '../..') });
 
 const FAST_RETRY = { initialMs: 100, maxMs: 1000 };
+/** Small, so the outage outlasts it: a retriable failure must never use up its attempts. */
+const MAX_ATTEMPTS = 2;
 let service: EventTestService;
 
 beforeAll(async () => {
   await stack('start-db');
-  service = await startEventService({ MONGO_URL: `mongodb://127.0.0.1:${PORT}/` }, { retry: FAST_RETRY });
+  service = await startEventService({ MONGO_URL: `mongodb://127.0.0.1:${PORT}/`, EVENT_MAX_ATTEMPTS: String(MAX_ATTEMPTS) }, { retry: FAST_RETRY });
 }, 60000);
 afterAll(async () => {
   await closeProducer();
@@ -47,10 +51,11 @@ afterAll(async () => {
 }, 30000);
 
 const readyz = async (s: EventTestService) => client(s.baseUrl).get('/readyz');
-const failureLines = (s: EventTestService) =>
-  s.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((l) => l.msg === 'event handler failed; retrying');
+const metric = (s: EventTestService, name: string) => metricValue(s.baseUrl, name);
+const logLines = (s: EventTestService) => s.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
+const failureLines = (s: EventTestService) => logLines(s).filter((l) => l.msg === 'event handler failed; retrying');
 
-test('an activation that fails while the database is down is retried, reported by /readyz, and applied when the database returns', async () => {
+test('an activation that fails while the database is down is retried beyond EVENT_MAX_ATTEMPTS, shown in /metrics not /readyz, never dead-lettered, and applied when the database returns', async () => {
   const org = uniqueName('org');
   const t = new Tenant(service.db, org);
   const group = await seedRule(t, 'outage.org');
@@ -61,14 +66,16 @@ test('an activation that fails while the database is down is retried, reported b
   await produce(service.config.KAFKA_TOPICS[0]!, [structured(event, id)]);
   const failures = await waitFor(
     async () => failureLines(service),
-    (lines) => lines.length >= 2,
+    (lines) => lines.length > MAX_ATTEMPTS,
   );
-  expect(failures[0]).toMatchObject({ level: 50, event_id: event.id, user_id: String(id), event_type: TYPES.activated });
+  expect(failures[0]).toMatchObject({ level: 50, event_id: event.id, user_id: String(id), event_type: TYPES.activated, retriable: true });
+  // The message waiting shows in /metrics; /readyz names the database only, not the message.
+  expect(await metric(service, 'consumer_messages_retrying')).toBe(1);
   const degraded = await waitFor(
     () => readyz(service),
-    (r) => r.status === 503 && r.body.failing.includes('consumer'),
+    (r) => r.status === 503,
   );
-  expect(degraded.body.failing).toContain('consumer');
+  expect(degraded.body.failing).toEqual(['database']);
 
   await stack('start-db');
   const membership = await waitFor(() => t.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: String(id) }));
@@ -81,6 +88,15 @@ test('an activation that fails while the database is down is retried, reported b
       )
     ).body,
   ).toEqual({ status: 'ready' });
+  expect(
+    await waitFor(
+      () => metric(service, 'consumer_messages_retrying'),
+      (n) => n === 0,
+    ),
+  ).toBe(0);
+  // Attempts beyond EVENT_MAX_ATTEMPTS, and still no dead-letter copy: the failure was retriable.
+  expect(failureLines(service).length).toBeGreaterThan(MAX_ATTEMPTS);
+  expect(logLines(service).filter((l) => /dead-letter/.test(String(l.msg)))).toEqual([]);
   expect(service.logs.join('')).not.toContain('kim@outage.org');
 }, 60000);
 

@@ -79,7 +79,7 @@ test(
     const count = () => memberships().countDocuments();
 
     // 1. A consumer-only process, killed without warning in the middle of the stream.
-    const first = start({ SERVICE_ROLE: 'consumer' });
+    const first = start({ SERVICE_ROLE: 'consumer', PORT: '0' });
     await waitCount(count, 400, 90000, first);
     first.child.kill('SIGKILL');
     expect((await first.exited).signal).toBe('SIGKILL');
@@ -114,7 +114,7 @@ test(
     }
 
     // 3. A third instance finishes the stream.
-    const third = start({ SERVICE_ROLE: 'consumer' });
+    const third = start({ SERVICE_ROLE: 'consumer', PORT: '0' });
     await waitCount(count, EVENTS, DRAIN_MS, third);
     await waitCaughtUp(deployment.KAFKA_GROUP_ID, topic, 60000);
     await expectEachActivationAppliedOnce(tenant, ids, group.id);

@@ -1,10 +1,9 @@
 // SPEC §6 on a real child process: JSON request logs with no token or email, and SIGTERM
 // (stop taking requests, finish what is in flight, exit 0 within 10 seconds).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { request } from 'node:http';
 import { connect } from 'node:net';
 import path from 'node:path';
-import { client } from '../helpers/http';
+import { client, slowPost } from '../helpers/http';
 import { KAFKA_BROKERS, MONGO_URL, TEST_JWT_SECRET, uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -67,33 +66,10 @@ test('each request logs one JSON line with request id, method, route, status and
   expect(stdout).not.toMatch(/example\.com/);
 });
 
-/** A POST whose headers are sent now and whose body is finished later: a request in flight. */
-function slowPost(pathname: string, token: string, body: string) {
-  const req = request({
-    host: '127.0.0.1',
-    port: PORT,
-    method: 'POST',
-    path: pathname,
-    agent: false,
-    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
-  });
-  const response = new Promise<number>((resolve, reject) => {
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-  });
-  const connected = new Promise<void>((resolve) => req.on('socket', (s) => s.on('connect', () => resolve())));
-  req.flushHeaders();
-  req.write(body.slice(0, 5));
-  return { connected, finish: () => req.end(body.slice(5)), response };
-}
-
 test('SIGTERM: requests in flight complete, new connections are refused, exit code 0 within 10 s', async () => {
   const token = await siteAdminToken('org-term');
   const inFlight = Array.from({ length: 5 }, (_, i) =>
-    slowPost('/course_access_groups/api/v1/course-access-groups/', token, JSON.stringify({ name: `g${i}`, description: '' })),
+    slowPost(PORT, '/course_access_groups/api/v1/course-access-groups/', token, JSON.stringify({ name: `g${i}`, description: '' })),
   );
   await Promise.all(inFlight.map((r) => r.connected));
   await new Promise((r) => setTimeout(r, 200)); // the server has read their headers

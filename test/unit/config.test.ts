@@ -12,6 +12,8 @@ test('defaults follow the SPEC', () => {
   expect(c.KAFKA_GROUP_ID).toBe('course-access-groups');
   expect(c.KAFKA_TOPICS).toEqual(['user-account-activated', 'user-lifecycle', 'course-catalog']);
   expect(c.SERVICE_ROLE).toBe('all');
+  expect(c.EVENT_MAX_ATTEMPTS).toBe(10);
+  expect(loadConfig({ ...base, EVENT_MAX_ATTEMPTS: '3' }).EVENT_MAX_ATTEMPTS).toBe(3);
   expect(Object.isFrozen(c)).toBe(true);
 });
 
@@ -39,9 +41,66 @@ test.each([
   ['AUDIT_LOG', 'maybe'],
   ['AUDIT_RETENTION_DAYS', '0'],
   ['AUDIT_RETENTION_DAYS', 'a year'],
+  ['EVENT_MAX_ATTEMPTS', '0'],
+  ['EVENT_MAX_ATTEMPTS', 'ten'],
   ['SCHEMA_REGISTRY_URL', 'registry:8081'],
 ])('an invalid %s (%s) is refused by name', (key, value) => {
   expect(() => loadConfig({ ...base, [key]: value })).toThrow(new RegExp(key));
+});
+
+describe('URL settings are parsed at start-up as the code that uses them parses them', () => {
+  test.each([
+    ['MONGO_URL', 'mongodb://', /MONGO_URL: Protocol and host list are required/],
+    ['MONGO_URL', 'mongodb://db:99999/', /MONGO_URL: /],
+    ['MONGO_URL', 'mongodb://db/?maxPoolSize=many', /MONGO_URL: .*maxPoolSize/],
+    ['MONGO_URL', 'mongodb://db/?noSuchOption=1', /MONGO_URL: .*not supported/],
+    ['KAFKA_BROKERS', 'kafka', /KAFKA_BROKERS: "kafka" is not host:port/],
+    ['KAFKA_BROKERS', 'kafka:9092,kafka2', /KAFKA_BROKERS: "kafka2"/],
+    ['KAFKA_BROKERS', 'kafka:0', /KAFKA_BROKERS/],
+    ['KAFKA_BROKERS', 'kafka:70000', /KAFKA_BROKERS/],
+    ['KAFKA_BROKERS', '[::1]:9092', /KAFKA_BROKERS/],
+    ['KAFKA_BROKERS', 'kafka:9092/x', /KAFKA_BROKERS/],
+    ['JWT_JWKS_URL', 'https://', /JWT_JWKS_URL: not a URL/],
+    ['JWT_JWKS_URL', 'http://', /JWT_JWKS_URL: not a URL/],
+    ['SCHEMA_REGISTRY_URL', 'http://:8081/apis', /SCHEMA_REGISTRY_URL: not a URL/],
+  ])('%s=%s stops start-up naming the setting', (key, value, message) => {
+    const env = key === 'JWT_JWKS_URL' ? { [key]: value } : { ...base, [key]: value };
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  test('a message never repeats the password of a MONGO_URL', () => {
+    expect(() => loadConfig({ ...base, MONGO_URL: 'mongodb://user:s3cret-pw@db:port/' })).toThrow(/^Invalid configuration: MONGO_URL: (?!.*s3cret)/);
+  });
+
+  test('valid values pass: replica sets, SRV, options; brokers by name or address', () => {
+    const c = loadConfig({
+      ...base,
+      MONGO_URL: 'mongodb://a:27017,b:27017/?replicaSet=rs0&w=majority',
+      KAFKA_BROKERS: 'kafka-0.kafka:9092,10.0.0.7:9093,my_kafka:9092',
+    });
+    expect(c.KAFKA_BROKERS).toEqual(['kafka-0.kafka:9092', '10.0.0.7:9093', 'my_kafka:9092']);
+    expect(loadConfig({ ...base, MONGO_URL: 'mongodb+srv://cluster0.example.net/' }).MONGO_URL).toBe('mongodb+srv://cluster0.example.net/');
+    expect(loadConfig({ JWT_JWKS_URL: 'http://lms:8000/oauth2/jwks' }).JWT_JWKS_URL).toBe('http://lms:8000/oauth2/jwks');
+  });
+});
+
+test('TRUST_PROXY is off unless set to on', () => {
+  expect(loadConfig(base).TRUST_PROXY).toBe('off');
+  expect(loadConfig({ ...base, TRUST_PROXY: 'on' }).TRUST_PROXY).toBe('on');
+  expect(() => loadConfig({ ...base, TRUST_PROXY: 'yes' })).toThrow(/TRUST_PROXY/);
+});
+
+test.each([
+  ['MONGO_URL', 'mongodb://'],
+  ['KAFKA_BROKERS', 'kafka'],
+])('the process with %s=%s exits 2 with one line naming the setting, no stack trace', (key, value) => {
+  const root = path.resolve(__dirname, '../..');
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...base, [key]: value };
+  const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, encoding: 'utf8', timeout: 20000 });
+  expect(res.status).toBe(2);
+  expect(res.stderr).toMatch(new RegExp(`^Invalid configuration: ${key}: [^\\n]+\\n$`));
+  expect(res.stdout + res.stderr).not.toMatch(/\bat .*\.(ts|js):\d+/);
 });
 
 test('the schema registry is optional; its basic auth takes a user and a password together, and a URL', () => {

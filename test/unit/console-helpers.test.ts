@@ -119,6 +119,9 @@ describe('npm run token', () => {
       expires: '15m',
     });
   });
+  test('--service: the LMS backend (the Open edX plugin), for a year', () => {
+    expect(parseArgs(['--service', '--expires', '365d'])).toEqual({ claims: { user_id: 1, roles: ['service'] }, expires: '365d' });
+  });
   test('prints a token signed with the development secret that the service accepts, and the console link', async () => {
     const root = path.resolve(__dirname, '../..');
     const out = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/token.ts', '--site-admin', 'org-a', '--expires', '2h'], {
@@ -135,8 +138,10 @@ describe('npm run token', () => {
     expect(decodeJwt(jwt!).administrator).toBeUndefined();
   });
   test.each([
-    [[], 'give exactly one of --site-admin ORG and --staff'],
-    [['--staff', '--site-admin', 'x'], 'give exactly one of --site-admin ORG and --staff'],
+    [[], 'give exactly one of --site-admin ORG, --staff and --service'],
+    [['--staff', '--site-admin', 'x'], 'give exactly one of --site-admin ORG, --staff and --service'],
+    [['--service', '--staff'], 'give exactly one of --site-admin ORG, --staff and --service'],
+    [['--service', '--org', 'x'], '--org goes with --staff'],
     [['--site-admin'], '--site-admin needs a value'],
     [['--site-admin', 'a', '--user-id', '0'], '--user-id is a positive integer'],
     [['--site-admin', 'a', '--expires', 'soon'], '--expires is a number and a unit: 30s, 15m, 1h, 2d'],

@@ -1,4 +1,5 @@
-// Issue #2: no Docker engine runs here, so the deployment files are checked as text.
+// The deployment files checked as text, fast and without an engine; `npm run test:container`
+// (test/container) builds the image and runs it.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
@@ -27,4 +28,12 @@ test('the Dockerfile is multi-stage, installs production dependencies only, runs
   expect(text).toMatch(/npm ci --omit=dev/);
   expect(text).toMatch(/^USER (?!root)\w+/m);
   expect(text).toMatch(/^HEALTHCHECK .*\n?.*\/healthz/m);
+});
+
+test('both stages build on NODE_IMAGE, the official Node.js 20 image unless a build names another', () => {
+  const text = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+  const beforeFirstFrom = text.slice(0, text.search(/^FROM /m));
+  expect(beforeFirstFrom).toMatch(/^ARG NODE_IMAGE=node:20-bookworm-slim$/m);
+  const base = '$' + '{NODE_IMAGE}'; // Docker's syntax, not a template literal
+  expect(text.match(/^FROM .*/gm)).toEqual([`FROM ${base} AS build`, `FROM ${base}`]);
 });

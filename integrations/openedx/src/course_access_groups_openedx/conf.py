@@ -1,0 +1,47 @@
+"""
+The plugin's settings: one Django setting, ``COURSE_ACCESS_GROUPS``, a dict whose keys override
+``DEFAULTS`` (README.md lists them).
+"""
+
+from django.conf import settings
+
+ENROLL = "course.enroll"
+SEE_ABOUT_PAGE = "course.see_about_page"
+SEE_IN_CATALOG = "course.see_in_catalog"
+
+ACTIVATED_EVENT_TYPE = "org.openedx.learning.user.account.activated.v1"
+
+DEFAULTS = {
+    # The service's root URL, e.g. "https://cag.example.org" (the API prefix is added).
+    "SERVICE_URL": "",
+    # A JWT with the role `service` (and `exp`), sent as the bearer token; never logged.
+    "SERVICE_TOKEN": "",
+    # Seconds for one call, connecting and reading together.
+    "TIMEOUT": 0.5,
+    # Connections kept to the service per LMS process (one pool).
+    "POOL_SIZE": 10,
+    # What a hook does when the service cannot answer (unreachable, timeout, error status):
+    # "deny" or "allow", per action.
+    "ON_UNAVAILABLE": {ENROLL: "deny", SEE_ABOUT_PAGE: "deny", SEE_IN_CATALOG: "allow"},
+    # Where a hidden about page sends the learner; empty: the LMS's 404 page.
+    "HIDDEN_ABOUT_PAGE_REDIRECT": "",
+    # Adds the plugin's pipeline steps to OPEN_EDX_FILTERS_CONFIG (settings.py).
+    "CONFIGURE_FILTERS": True,
+    # The organization of every learner (a single-site LMS), for the default resolver.
+    "ORGANIZATION": "",
+    # A function user -> organization (or None: the activation is not published).
+    "ORGANIZATION_RESOLVER": "course_access_groups_openedx.organization.configured_organization",
+    # The Django signal edx-platform sends when a learner activates their account.
+    "ACTIVATION_SIGNAL": "openedx.core.djangoapps.signals.signals.USER_ACCOUNT_ACTIVATED",
+    # Adds the activation event to EVENT_BUS_PRODUCER_CONFIG, on this topic (settings.py).
+    "PUBLISH_ACTIVATIONS": True,
+    "ACTIVATION_TOPIC": "user-account-activated",
+}
+
+
+def setting(name):
+    """One value of COURSE_ACCESS_GROUPS, else its default."""
+    configured = getattr(settings, "COURSE_ACCESS_GROUPS", None) or {}
+    if name == "ON_UNAVAILABLE":
+        return {**DEFAULTS[name], **configured.get(name, {})}
+    return configured.get(name, DEFAULTS[name])

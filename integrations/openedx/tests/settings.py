@@ -1,0 +1,42 @@
+"""
+Django settings of the plugin's tests: an LMS's settings as far as the plugin sees them, the
+service, Kafka and the schema registry taken from the environment that
+test/integration/openedx-plugin.test.ts sets (conftest.py says which variables).
+"""
+
+import os
+import sys
+
+from course_access_groups_openedx.settings import plugin_settings
+
+SECRET_KEY = "tests-only"
+USE_TZ = True
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "openedx_events",
+    "edx_event_bus_kafka",
+    "course_access_groups_openedx.apps.CourseAccessGroupsOpenedxConfig",
+]
+# Django's auth models need a database setting; the tests never write to it (users are unsaved).
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+ROOT_URLCONF = "tests.urls"
+LOGGING_CONFIG = None
+
+COURSE_ACCESS_GROUPS = {
+    "SERVICE_URL": os.environ.get("CAG_SERVICE_URL", ""),
+    "SERVICE_TOKEN": os.environ.get("CAG_SERVICE_TOKEN", ""),
+    "ORGANIZATION": os.environ.get("CAG_ORGANIZATION", ""),
+}
+
+# The event bus as an LMS configures it (docs/events.md, "Connecting an Open edX LMS").
+EVENTS_SERVICE_NAME = "lms"
+EVENT_BUS_PRODUCER = "edx_event_bus_kafka.create_producer"
+EVENT_BUS_KAFKA_BOOTSTRAP_SERVERS = os.environ.get("KAFKA_BROKERS", "")
+EVENT_BUS_KAFKA_SCHEMA_REGISTRY_URL = os.environ.get("SCHEMA_REGISTRY_URL", "")
+EVENT_BUS_TOPIC_PREFIX = os.environ.get("CAG_TOPIC_PREFIX", "")
+EVENT_BUS_PRODUCER_CONFIG = {}
+OPEN_EDX_FILTERS_CONFIG = {}
+
+# What edx-platform's add_plugins() does with this module (tests/test_plugin.py runs the real one).
+plugin_settings(sys.modules[__name__])

@@ -1,0 +1,1 @@
+"""Test fixture: a stand-in package of edx-platform (see tests/standins/README.md)."""

@@ -1,0 +1,277 @@
+// SPEC §6 "Deployment: one container image (non-root, health check, read-only root filesystem
+// possible) runs every role; built and run in the project's own tests." The image that
+// scripts/container/test.sh built from the Dockerfile, run as an operator runs it: host
+// networking, a read-only root with a tmpfs at /tmp, one container per role against the local
+// stack, probes, a token, an event, `docker stop`. Run by `npm run test:container` only.
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { closeProducer, cloudEvent, produce, structured, TYPES, waitFor } from '../helpers/events';
+import { client } from '../helpers/http';
+import { KAFKA_BROKERS, MONGO_URL, TEST_JWT_SECRET, uniqueName } from '../helpers/stack';
+import { serviceToken, siteAdminToken } from '../helpers/tokens';
+
+const ROOT = path.resolve(__dirname, '../..');
+const DOCKER = process.env.CAG_DOCKER ?? 'docker';
+const IMAGE = process.env.CAG_IMAGE ?? '';
+const MB = 1e6;
+const run = promisify(execFile);
+
+async function docker(...args: string[]): Promise<string> {
+  return (await run(DOCKER, args, { maxBuffer: 64 * MB })).stdout.trim();
+}
+
+/** A port nothing listens on now (the containers share the host's network). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Figures for the report (the size, the resident memory), on stderr beside jest's lines. */
+const report = (line: string) => process.stderr.write(`[container] ${line}\n`);
+
+const org = uniqueName('org');
+const deployment = {
+  MONGO_URL,
+  MONGO_DB: uniqueName('image'),
+  KAFKA_BROKERS,
+  KAFKA_GROUP_ID: uniqueName('g'),
+  KAFKA_TOPICS: uniqueName('catalog'),
+  JWT_SECRET: TEST_JWT_SECRET,
+  CHANGES_TOPIC: '',
+};
+const containers: Record<'api' | 'consumer', { name: string; port: number }> = {
+  api: { name: uniqueName('cag-api'), port: 0 },
+  consumer: { name: uniqueName('cag-consumer'), port: 0 },
+};
+
+/** `docker run` as an operator would: host network, read-only root, a tmpfs for what must be written. */
+async function start(role: 'api' | 'consumer'): Promise<void> {
+  const c = containers[role];
+  c.port = await freePort();
+  const env = { ...deployment, SERVICE_ROLE: role, PORT: String(c.port) };
+  await docker(
+    'run',
+    '--detach',
+    '--name',
+    c.name,
+    '--label',
+    'course-access-groups.test=1',
+    '--network',
+    'host',
+    '--read-only',
+    '--tmpfs',
+    '/tmp:rw,size=16m',
+    ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]),
+    IMAGE,
+  );
+}
+
+const url = (role: 'api' | 'consumer') => `http://127.0.0.1:${containers[role].port}`;
+const inspect = async (name: string, format: string) => docker('inspect', '--format', format, name);
+
+async function waitReady(role: 'api' | 'consumer') {
+  await waitFor(
+    () =>
+      fetch(`${url(role)}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      ),
+    (status) => status === 200,
+    60000,
+  ).catch(async (err: Error) => {
+    throw new Error(`${err.message}\n${role} container logs:\n${await docker('logs', '--tail', '30', containers[role].name).catch(String)}`);
+  });
+}
+
+/** What the image holds, read by its own node (nothing else is assumed inside). */
+async function listImage(): Promise<{ app: string[]; modules: string[]; tests: string[]; git: boolean }> {
+  const script = `
+    const fs = require('fs'), path = require('path');
+    const modules = [];
+    for (const name of fs.readdirSync('node_modules')) {
+      if (name === '.bin' || name === '.package-lock.json') continue;
+      if (name.startsWith('@')) for (const inner of fs.readdirSync(path.join('node_modules', name))) modules.push(name + '/' + inner);
+      else modules.push(name);
+    }
+    const tests = [];
+    const walk = (dir) => { for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) { if (['test', 'tests', '__tests__'].includes(e.name)) tests.push(p); else walk(p); }
+      else if (/\\.(test|spec)\\.[jt]s$/.test(e.name) || /\\.ts$/.test(e.name) && !/\\.d\\.ts$/.test(e.name)) tests.push(p);
+    } };
+    walk('dist');
+    process.stdout.write(JSON.stringify({ app: fs.readdirSync('.'), modules, tests, git: fs.existsSync('.git') || fs.existsSync('/.git') }));
+  `;
+  return JSON.parse(await docker('run', '--rm', '--network', 'none', '--entrypoint', 'node', IMAGE, '-e', script));
+}
+
+/** The production packages package-lock.json names at the top of node_modules. */
+function productionPackages(): { required: Set<string>; allowed: Set<string> } {
+  const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean; optional?: boolean; devOptional?: boolean }>;
+  };
+  const required = new Set<string>();
+  const allowed = new Set<string>();
+  for (const [key, entry] of Object.entries(lock.packages)) {
+    const name = key.replace(/^node_modules\//, '');
+    if (!key.startsWith('node_modules/') || name.includes('node_modules/') || entry.dev) continue;
+    allowed.add(name);
+    // Optional packages (another platform's binary) may be left out.
+    if (!entry.optional && !entry.devOptional) required.add(name);
+  }
+  return { required, allowed };
+}
+
+beforeAll(async () => {
+  if (!IMAGE) throw new Error('CAG_IMAGE is not set: run these checks with `npm run test:container`');
+  await Promise.all([start('api'), start('consumer')]);
+}, 60000);
+
+afterAll(async () => {
+  await closeProducer();
+  await docker('rm', '--force', containers.api.name, containers.consumer.name).catch(() => undefined);
+});
+
+test('the image: a non-root user, a health check on /healthz, under 250 MB', async () => {
+  const image = JSON.parse(await docker('image', 'inspect', IMAGE))[0];
+  expect(image.Config.User).toBe('node');
+  expect(image.Config.Healthcheck.Test.join(' ')).toMatch(/\/healthz/);
+  const base = JSON.parse(await docker('image', 'inspect', process.env.CAG_BASE_IMAGE ?? IMAGE))[0];
+  report(`image ${IMAGE}: ${(image.Size / MB).toFixed(0)} MB (its Node.js base ${(base.Size / MB).toFixed(0)} MB)`);
+  expect(image.Size).toBeLessThan(250 * MB);
+});
+
+test('the image holds the compiled service and the production dependencies only: no dev dependency, no test, no source, no .git', async () => {
+  const { app, modules, tests, git } = await listImage();
+  expect(app.sort()).toEqual(['dist', 'node_modules', 'package-lock.json', 'package.json']);
+  const { required, allowed } = productionPackages();
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+  const devOnly = modules.filter((m) => !allowed.has(m));
+  expect(devOnly).toEqual([]);
+  expect([...required].filter((m) => !modules.includes(m))).toEqual([]);
+  for (const name of Object.keys(pkg.dependencies)) expect(modules).toContain(name);
+  for (const name of Object.keys(pkg.devDependencies)) if (!allowed.has(name)) expect(modules).not.toContain(name);
+  expect(tests).toEqual([]);
+  expect(git).toBe(false);
+  const sizes = await docker(
+    'run',
+    '--rm',
+    '--network',
+    'none',
+    '--entrypoint',
+    'du',
+    IMAGE,
+    '-sm',
+    '/app/node_modules',
+    '/app/dist',
+    '/usr/lib/node_modules/npm',
+  );
+  report(`${modules.length} packages in node_modules; MB: ${sizes.replace(/\s+/g, ' ')}`);
+});
+
+test('each container runs as uid 1000 on a read-only root file system and answers /healthz and /readyz', async () => {
+  for (const role of ['api', 'consumer'] as const) {
+    const { name } = containers[role];
+    expect(await inspect(name, '{{.HostConfig.ReadonlyRootfs}}')).toBe('true');
+    expect(await docker('exec', name, 'node', '-e', 'process.stdout.write(String(process.getuid()))')).toBe('1000');
+    // Nothing else may be written: the root file system refuses it.
+    await expect(docker('exec', name, 'node', '-e', "require('fs').writeFileSync('/app/x', 'x')")).rejects.toThrow(/EROFS|read-only/);
+    await waitReady(role);
+    expect((await client(url(role)).get('/healthz')).body).toEqual({ status: 'ok' });
+    expect((await client(url(role)).get('/readyz')).body).toEqual({ status: 'ready' });
+  }
+}, 90000);
+
+test('the API container answers a token-bearing admin call and an access decision; the consumer container applies an event', async () => {
+  const admin = client(url('api'), await siteAdminToken(org));
+  expect((await admin.post('course-access-groups/', { name: 'In a container', description: '' })).status).toBe(201);
+  expect((await admin.patch('site-configuration/', { ENABLE_COURSE_ACCESS_GROUPS: true })).status).toBe(200);
+
+  const course = `course-v1:${org}+C1+2026`;
+  await produce(deployment.KAFKA_TOPICS, [
+    structured(cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: course, name: 'Shipped' }, organization: org }), course),
+  ]);
+  const listed = await waitFor(
+    () => admin.get('courses/'),
+    (r) => r.body.count === 1,
+    30000,
+  );
+  expect(listed.body.results[0]).toMatchObject({ id: course, name: 'Shipped' });
+
+  const lms = client(url('api'), await serviceToken());
+  const decision = await lms.get(`access/?course_id=${encodeURIComponent(course)}&action=course.enroll`);
+  expect(decision.body).toEqual({ allowed: false, reason: 'no_access' });
+  // Only the consumer consumed: the API container has no consumer.
+  const consumed = await client(url('consumer')).get('/metrics');
+  expect(consumed.body).toMatch(/^events_handled_total\{type="org\.openedx\.content_authoring\.course\.catalog_info\.changed\.v1",outcome="applied"\} 1$/m);
+  expect((await client(url('api')).get('/metrics')).body).not.toMatch(/^events_handled_total\{/m);
+}, 60000);
+
+test("Docker's own health check reports each container healthy", async () => {
+  for (const [role, { name }] of Object.entries(containers)) {
+    await waitFor(
+      () => inspect(name, '{{.State.Health.Status}}'),
+      (status) => status === 'healthy',
+      60000,
+    );
+    const probes = JSON.parse(await inspect(name, '{{json .State.Health.Log}}')) as { Start: string; End: string; ExitCode: number }[];
+    const took = probes.map((p) => `${p.ExitCode}/${Date.parse(p.End) - Date.parse(p.Start)} ms`);
+    report(`${role} container: healthy after ${probes.length} probe(s) (exit code/duration: ${took.join(', ')})`);
+  }
+  for (const role of ['api', 'consumer'] as const) {
+    const metrics = (await client(url(role)).get('/metrics')).body as string;
+    const rss = Number(/^process_resident_memory_bytes (\d+)/m.exec(metrics)?.[1]);
+    expect(rss).toBeGreaterThan(0);
+    report(`${role} container, idle: RSS ${(rss / 2 ** 20).toFixed(0)} MiB`);
+  }
+}, 90000);
+
+test('docker stop (SIGTERM) ends each container with exit code 0 within 10 s', async () => {
+  for (const { name } of Object.values(containers)) {
+    const at = Date.now();
+    await docker('stop', '--time', '10', name);
+    const took = Date.now() - at;
+    expect(await inspect(name, '{{.State.ExitCode}}')).toBe('0');
+    expect(took).toBeLessThan(10000);
+    expect(await docker('logs', name)).toMatch(/"msg":"stopped"/);
+    report(`${name}: docker stop took ${took} ms, exit code 0`);
+  }
+}, 60000);
+
+test('a bad setting stops the container with exit code 2 and one line naming it', async () => {
+  const res = await run(DOCKER, [
+    'run',
+    '--rm',
+    '--network',
+    'none',
+    '--read-only',
+    '--env',
+    `JWT_SECRET=${TEST_JWT_SECRET}`,
+    '--env',
+    'MONGO_URL=mongodb://',
+    IMAGE,
+  ]).then(
+    () => ({ code: 0, stderr: '' }),
+    (err: { code: number; stderr: string }) => err,
+  );
+  expect(res.code).toBe(2);
+  expect(res.stderr).toMatch(/^Invalid configuration: MONGO_URL: [^\n]+\n$/);
+});
+
+test("docker-compose.yml is valid for Debian's docker-compose (config -q)", async () => {
+  await run('docker-compose', ['--file', path.join(ROOT, 'docker-compose.yml'), 'config', '--quiet'], {
+    env: { ...process.env, JWT_SECRET: TEST_JWT_SECRET },
+  });
+  // And it refuses to run without a key, naming it.
+  const { PATH } = process.env;
+  await expect(run('docker-compose', ['--file', path.join(ROOT, 'docker-compose.yml'), 'config', '--quiet'], { env: { PATH } })).rejects.toThrow(/JWT_SECRET/);
+});

@@ -1,0 +1,125 @@
+// Issue 19, derived state: (1) a process killed between a data write and its change record does
+// not leave other processes' access caches stale: the relay records the change when it resolves
+// the dead process's intent; (2) the relay resolves only intents whose every ask (a change event,
+// an audit record) its process can do: one that cannot stands by for one that can.
+import { type Db, MongoClient } from 'mongodb';
+import { COLLECTIONS, type GroupDoc, type MembershipDoc, type OutboxDoc } from '../../src/db/collections';
+import { newIntentId } from '../../src/db/outbox';
+import { accessSeed } from '../helpers/access-seed';
+import { type ChangeReader, changeReader } from '../helpers/changes';
+import { closeProducer, type EventTestService, metricValue, newUserId, sameDeployment, startEventService, waitFor } from '../helpers/events';
+import { client } from '../helpers/http';
+import { MONGO_URL, uniqueName } from '../helpers/stack';
+import { serviceToken } from '../helpers/tokens';
+
+const started: EventTestService[] = [];
+const readers: ChangeReader[] = [];
+afterAll(async () => {
+  await closeProducer();
+  for (const r of readers) await r.close();
+  for (const s of [...started].reverse()) await s.stop().catch(() => undefined);
+  const mongo = new MongoClient(MONGO_URL);
+  for (const name of new Set(started.map((s) => s.config.MONGO_DB))) await mongo.db(name).dropDatabase();
+  await mongo.close();
+}, 60000);
+
+async function start(env: Record<string, string>): Promise<EventTestService> {
+  const s = await startEventService({ SERVICE_ROLE: 'api', LOG_LEVEL: 'info', ...env });
+  started.push(s);
+  return s;
+}
+
+/**
+ * What a process leaves when it is killed after writing (step 2) and before recording the change
+ * (step 3): its intent, older than the grace period, and never named done in the change log.
+ */
+async function orphanIntent(db: Db, intent: Pick<OutboxDoc, 'c' | 'o' | 'k' | 'audit' | 'e' | 'b'> & { rid: string }): Promise<void> {
+  await db.collection<OutboxDoc>(COLLECTIONS.outbox).insertOne({
+    _id: newIntentId(),
+    t: new Date(Date.now() - 5 * 60_000),
+    cause: 'admin',
+    actor: { type: 'user', user_id: 9, role: 'site_admin' },
+    ...intent,
+  });
+}
+
+const outboxIds = (db: Db) =>
+  db
+    .collection<OutboxDoc>(COLLECTIONS.outbox)
+    .find({})
+    .toArray()
+    .then((docs) => docs.map((d) => d.rid));
+const auditOf = (db: Db, rid: string) => db.collection(COLLECTIONS.auditLog).find({ request_id: rid }).toArray();
+
+test("a write whose process died before its change record: once the relay resolves the intent, another process's cache serves the new state", async () => {
+  const service = await start({ CHANGES_TOPIC: '' });
+  const org = uniqueName('org');
+  const seed = accessSeed(service.db, org);
+  await seed.flag(true);
+  const group = await seed.group('Nurses');
+  const course = await seed.course(`course-v1:${org}+C+1`);
+  await seed.link(course, group);
+  const user = await seed.user(newUserId());
+  await seed.member(user, group);
+  const lms = client(service.baseUrl, await serviceToken());
+  const decision = async () => (await lms.get(`access/?course_id=${encodeURIComponent(course)}&action=course.enroll&user_id=${user}`)).body;
+  expect(await decision()).toEqual({ allowed: true, reason: 'group' }); // the membership is now cached
+
+  // The dead process removed the membership (an admin DELETE): intent, then the write, no record.
+  const memberships = service.db.collection<MembershipDoc>(COLLECTIONS.memberships);
+  const before = await memberships.findOne({ _id: String(user) });
+  await orphanIntent(service.db, { c: COLLECTIONS.memberships, o: org, k: [String(user)], audit: true, e: false, b: [before], rid: 'killed-delete' });
+  await memberships.deleteOne({ _id: String(user) });
+
+  await waitFor(
+    () => outboxIds(service.db),
+    (ids) => !ids.includes('killed-delete'),
+  );
+  expect(await decision()).toEqual({ allowed: false, reason: 'no_access' });
+  expect(await auditOf(service.db, 'killed-delete')).toEqual([expect.objectContaining({ action: 'delete', resource: 'memberships', org })]);
+}, 60000);
+
+test.each([
+  ['CHANGES_TOPIC empty: it cannot publish', { CHANGES_TOPIC: '', AUDIT_LOG: 'on' }, 'publish change events (CHANGES_TOPIC)'],
+  ['AUDIT_LOG=off: it cannot audit', { AUDIT_LOG: 'off' }, 'audit (AUDIT_LOG)'],
+])(
+  "a relay whose settings do not cover an intent's asks (%s) does not take the lease nor resolve it; a process that can, does",
+  async (_name, limits, cannot) => {
+    const topic = uniqueName('changes');
+    const reader = await changeReader(topic);
+    readers.push(reader);
+    const limited = await start({ CHANGES_TOPIC: topic, ...limits });
+    // A group renamed by a process with change events and the audit trail on, killed before the record.
+    const org = uniqueName('org');
+    const groups = limited.db.collection<GroupDoc>(COLLECTIONS.groups);
+    const old: GroupDoc = { _id: '1', id: 1, org, name: 'Before', description: '' };
+    await groups.insertOne(old);
+    const rid = `rename-${org}`;
+    await orphanIntent(limited.db, { c: COLLECTIONS.groups, o: org, k: ['1'], audit: true, e: true, b: [old], rid });
+    await groups.updateOne({ _id: '1' }, { $set: { name: 'After' } });
+
+    // It saw the intent and stood by: no lease, the intent waits, nothing audited.
+    await waitFor(async () => limited.logs.find((l) => l.includes('change relay stands by')), Boolean);
+    const standBy = JSON.parse(limited.logs.find((l) => l.includes('change relay stands by'))!);
+    expect(standBy.cannot).toEqual([cannot]);
+    expect(limited.relay.isLeader()).toBe(false);
+    expect(await metricValue(limited.baseUrl, 'change_relay_leader')).toBe(0);
+    expect(await outboxIds(limited.db)).toEqual([rid]);
+    expect(await auditOf(limited.db, rid)).toEqual([]);
+
+    // A process configured to do both takes over: published and audited.
+    const full = await start({ ...sameDeployment(limited), CHANGES_TOPIC: topic, AUDIT_LOG: 'on' });
+    const published = await reader.find((e) => e.subject === 'course-access-groups/1' && e.data.request_id === rid);
+    expect(published.event.data).toMatchObject({ organization: org, group: { id: 1, name: 'After' } });
+    await waitFor(
+      () => outboxIds(full.db),
+      (ids) => ids.length === 0,
+    );
+    expect(await auditOf(full.db, rid)).toEqual([
+      expect.objectContaining({ action: 'update', before: expect.objectContaining({ name: 'Before' }), after: expect.objectContaining({ name: 'After' }) }),
+    ]);
+    expect(full.relay.isLeader()).toBe(true);
+    expect(limited.relay.isLeader()).toBe(false);
+  },
+  90000,
+);

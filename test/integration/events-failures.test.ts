@@ -1,0 +1,219 @@
+// SPEC §5 failures: one partition's retries never hold up another; a failure that may pass by
+// itself (retriable) is retried until it does and never dead-lettered; any other gets
+// EVENT_MAX_ATTEMPTS attempts, then the DLQ, and the partition goes on. Against the real local
+// Kafka, with a test handler standing in for the event handlers (its failures are the test's).
+import { MongoClient } from 'mongodb';
+import { dlqTopic, type MessageHandler } from '../../consumers/consumer';
+import { DependencyUnavailable } from '../../src/errors';
+import { closeProducer, type EventTestService, kafka, metricValue, produceOne, readTopic, sameDeployment, startEventService, waitFor } from '../helpers/events';
+import { client } from '../helpers/http';
+import { uniqueName } from '../helpers/stack';
+
+/** How long the blocked partition keeps failing in the first test (SPEC: "for a minute"). */
+const FAILING_MS = Number(process.env.EVENTS_FAILING_MS || 60000);
+const MAX_ATTEMPTS = 3;
+const FAST_RETRY = { initialMs: 100, maxMs: 1000 };
+const PARTITIONS = 3;
+
+interface Applied {
+  topic: string;
+  partition: number;
+  offset: number;
+  value: string;
+}
+const applied: Applied[] = [];
+/** Attempts per `topic/partition/offset`, successful or not. */
+const attempts = new Map<string, number>();
+/** The partition whose messages fail with a retriable error while `blocking()` says so. */
+let blocked: { topic: string; partition: number; blocking: () => boolean } | null = null;
+
+/** Applies (records) a message; `poison:` values fail as a bug would, every time. */
+const handle: MessageHandler = async ({ topic, partition, message }) => {
+  const key = `${topic}/${partition}/${message.offset}`;
+  attempts.set(key, (attempts.get(key) ?? 0) + 1);
+  const value = message.value!.toString();
+  if (value.startsWith('poison:')) throw new Error(`boom: a bug that never passes (${value})`);
+  if (blocked?.topic === topic && blocked.partition === partition && blocked.blocking()) {
+    throw new DependencyUnavailable('the test dependency');
+  }
+  applied.push({ topic, partition, offset: Number(message.offset), value });
+};
+
+let topics: string[];
+let service: EventTestService;
+/** Every instance started and not yet stopped (they share one database, dropped at the end). */
+const live = new Set<EventTestService>();
+const stop = async (s: EventTestService) => {
+  live.delete(s);
+  await s.stop();
+};
+
+beforeAll(async () => {
+  topics = [uniqueName('activated'), uniqueName('lifecycle'), uniqueName('catalog')];
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: PARTITIONS })), waitForLeaders: true });
+  await admin.disconnect();
+  service = await startEventService(
+    { KAFKA_TOPICS: topics.join(','), EVENT_MAX_ATTEMPTS: String(MAX_ATTEMPTS), LOG_LEVEL: 'info' },
+    { retry: FAST_RETRY, handle },
+  );
+  live.add(service);
+}, 60000);
+afterAll(async () => {
+  await closeProducer();
+  for (const s of [...live]) await stop(s).catch(() => undefined);
+  const mongo = new MongoClient(service.config.MONGO_URL);
+  await mongo.db(service.config.MONGO_DB).dropDatabase();
+  await mongo.close();
+}, 30000);
+
+const appliedValues = () => new Set(applied.map((a) => a.value));
+const appliedOf = (topic: string, partition: number) => applied.filter((a) => a.topic === topic && a.partition === partition);
+const logLines = (s: EventTestService) => s.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
+
+/** One message to each partition of every topic but `except`; resolves with their values. */
+async function wave(name: string, except: { topic: string; partition: number }): Promise<string[]> {
+  const values: string[] = [];
+  for (const topic of topics) {
+    for (let partition = 0; partition < PARTITIONS; partition++) {
+      if (topic === except.topic && partition === except.partition) continue;
+      const value = `${name}:${topic}/${partition}`;
+      await produceOne(topic, { key: value, value, partition });
+      values.push(value);
+    }
+  }
+  return values;
+}
+
+const waitApplied = (values: readonly string[], timeoutMs = 30000) =>
+  waitFor(
+    async () => values.filter((v) => !appliedValues().has(v)),
+    (missing) => missing.length === 0,
+    timeoutMs,
+  );
+
+test(
+  'a partition failing for a minute holds up no other partition or topic, shows in /metrics and the error log (not /readyz), and is applied in order once it passes, never dead-lettered',
+  async () => {
+    const target = { topic: topics[0]!, partition: 0 };
+    const until = Date.now() + FAILING_MS;
+    blocked = { ...target, blocking: () => Date.now() < until };
+    const held = [];
+    for (let i = 0; i < 5; i++) held.push(await produceOne(target.topic, { key: `held-${i}`, value: `held-${i}`, partition: target.partition }));
+    const head = `${target.topic}/${target.partition}/${held[0]!.offset}`;
+    await waitFor(
+      async () => attempts.get(head) ?? 0,
+      (n) => n >= 2,
+    );
+
+    // While it fails: wave after wave on every other partition of every topic is applied.
+    const waves: string[][] = [];
+    let observed = false;
+    while (Date.now() < until - 5000) {
+      const values = await wave(`wave${waves.length}`, target);
+      await waitApplied(values);
+      expect(appliedOf(target.topic, target.partition)).toEqual([]);
+      waves.push(values);
+      if (!observed) {
+        observed = true;
+        const labels = { topic: target.topic, partition: String(target.partition) };
+        expect(await metricValue(service.baseUrl, 'consumer_messages_retrying')).toBe(1);
+        expect(await metricValue(service.baseUrl, 'consumer_lag_messages', labels)).toBe(held.length);
+        expect(await metricValue(service.baseUrl, 'consumer_oldest_unprocessed_age_seconds', labels)).toBeGreaterThan(0);
+        // Readiness is the database and the broker, both fine: one message does not make it 503.
+        expect((await client(service.baseUrl).get('/readyz')).status).toBe(200);
+      }
+    }
+    expect(waves.length).toBeGreaterThanOrEqual(3);
+    expect(appliedOf(target.topic, target.partition)).toEqual([]);
+
+    // Once it passes: the held messages are applied in order, each once; the later ones were never
+    // tried while the first one waited.
+    await waitApplied(held.map((_, i) => `held-${i}`));
+    expect(appliedOf(target.topic, target.partition).map((a) => a.value)).toEqual(held.map((_, i) => `held-${i}`));
+    expect(attempts.get(head)).toBeGreaterThan(MAX_ATTEMPTS);
+    for (const h of held.slice(1)) expect(attempts.get(`${target.topic}/${target.partition}/${h.offset}`)).toBe(1);
+    // Every wave message applied exactly once.
+    const counts = new Map<string, number>();
+    for (const a of applied) counts.set(a.value, (counts.get(a.value) ?? 0) + 1);
+    expect(waves.flat().filter((v) => counts.get(v) !== 1)).toEqual([]);
+
+    const admin = kafka.admin();
+    await admin.connect();
+    expect(await admin.listTopics()).not.toContain(dlqTopic(target.topic));
+    await admin.disconnect();
+    const failures = logLines(service).filter((l) => l.msg === 'event handler failed; retrying' && l.topic === target.topic);
+    expect(failures.length).toBeGreaterThan(MAX_ATTEMPTS);
+    expect(failures[0]).toMatchObject({ level: 50, partition: target.partition, offset: String(held[0]!.offset), retriable: true });
+    expect(
+      await waitFor(
+        () => metricValue(service.baseUrl, 'consumer_messages_retrying'),
+        (n) => n === 0,
+      ),
+    ).toBe(0);
+    blocked = null;
+  },
+  FAILING_MS + 90000,
+);
+
+test('a failure that is not retriable is tried EVENT_MAX_ATTEMPTS times, copied to <topic>.dlq with the reason, and the next message of its partition is applied', async () => {
+  const topic = topics[1]!;
+  const poison = await produceOne(topic, { key: 'k-poison', value: 'poison:1', partition: 1 });
+  await produceOne(topic, { key: 'k-after', value: 'after-poison', partition: 1 });
+  await waitApplied(['after-poison']);
+
+  expect(attempts.get(`${topic}/1/${poison.offset}`)).toBe(MAX_ATTEMPTS);
+  expect(applied.filter((a) => a.value === 'poison:1')).toEqual([]);
+  const [dead] = await readTopic(dlqTopic(topic), 1);
+  const header = (name: string) => dead!.headers?.[name]?.toString();
+  expect(dead!.key?.toString()).toBe('k-poison');
+  expect(dead!.value?.toString()).toBe('poison:1');
+  expect(header('x-dlq-reason')).toMatch(new RegExp(`failed ${MAX_ATTEMPTS} times.*boom: a bug that never passes`));
+  expect(header('x-dlq-attempts')).toBe(String(MAX_ATTEMPTS));
+  expect(header('x-dlq-error')).toBe('Error');
+  expect([header('x-original-topic'), header('x-original-partition'), header('x-original-offset')]).toEqual([topic, '1', String(poison.offset)]);
+  expect(await metricValue(service.baseUrl, 'events_handled_total', { type: 'other', outcome: 'dead_lettered' })).toBe(1);
+  expect(logLines(service).filter((l) => l.msg === 'event handler kept failing; copied to the dead-letter topic and skipped')).toEqual([
+    expect.objectContaining({ level: 50, topic, partition: 1, offset: String(poison.offset), attempts: MAX_ATTEMPTS }),
+  ]);
+}, 60000);
+
+test('a rebalance and a stop while a partition waits for its retry lose and skip nothing: its messages are applied in order once it passes', async () => {
+  const target = { topic: topics[2]!, partition: 2 };
+  let failing = true;
+  blocked = { ...target, blocking: () => failing };
+  const held = [];
+  for (let i = 0; i < 3; i++) held.push(await produceOne(target.topic, { key: `r-held-${i}`, value: `r-held-${i}`, partition: target.partition }));
+  const head = `${target.topic}/${target.partition}/${held[0]!.offset}`;
+  await waitFor(
+    async () => attempts.get(head) ?? 0,
+    (n) => n >= 2,
+  );
+
+  // A second member joins (the group rebalances), then the first stops (it rebalances again).
+  const second = await startEventService(
+    { ...sameDeployment(service), EVENT_MAX_ATTEMPTS: String(MAX_ATTEMPTS), LOG_LEVEL: 'info' },
+    { retry: FAST_RETRY, handle },
+  );
+  live.add(second);
+  await waitApplied(await wave('joined', target), 60000);
+  const before = attempts.get(head)!;
+  await waitFor(
+    async () => attempts.get(head)!,
+    (n) => n > before,
+  );
+  await stop(service);
+  await waitApplied(await wave('stopped', target), 60000);
+  const heldApplied = () => appliedOf(target.topic, target.partition).filter((a) => a.value.startsWith('r-held-'));
+  expect(heldApplied()).toEqual([]);
+
+  failing = false;
+  await waitApplied(
+    held.map((_, i) => `r-held-${i}`),
+    60000,
+  );
+  expect(heldApplied().map((a) => a.value)).toEqual(held.map((_, i) => `r-held-${i}`));
+  for (const h of held.slice(1)) expect(attempts.get(`${target.topic}/${target.partition}/${h.offset}`)).toBe(1);
+  blocked = null;
+}, 180000);

@@ -1,0 +1,153 @@
+// The Open edX LMS plugin (integrations/openedx/) against the real service: this file starts the
+// service on the local stack (HTTP and the consumer, the schema registry set), fills an
+// organization through its events and REST API, then runs the plugin's pytest suite in its pinned
+// Python 3.12 environment (scripts/openedx-plugin.sh) with the real openedx-filters,
+// openedx-events and edx-event-bus-kafka. The suite's own assertions are the test; this one
+// checks pytest's exit code and that every expected test ran and passed.
+import { execFile, execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import {
+  closeProducer,
+  cloudEvent,
+  type EventTestService,
+  newUserId,
+  produce,
+  startEventService,
+  structured,
+  TYPES,
+  userData,
+  waitCaughtUp,
+} from '../helpers/events';
+import { client } from '../helpers/http';
+import { KAFKA_BROKERS, SCHEMA_REGISTRY_URL, uniqueName } from '../helpers/stack';
+import { serviceToken, siteAdminToken } from '../helpers/tokens';
+
+const ROOT = path.resolve(__dirname, '../..');
+const PLUGIN = path.join(ROOT, 'integrations/openedx');
+
+/** The plugin's test environment: given by scripts/test.sh, else made (or found in its cache) now. */
+const python = () => process.env.OPENEDX_PLUGIN_PYTHON || execFileSync('bash', [path.join(ROOT, 'scripts/openedx-plugin.sh')], { encoding: 'utf8' }).trim();
+
+// Every test of the suite, by file: a test that disappears or is skipped fails this one.
+const EXPECTED = {
+  'tests/test_enforcement.py': [
+    'test_a_group_member_enrolls_in_a_linked_course_and_the_reason_is_logged_at_debug',
+    'test_an_outsider_is_refused_enrollment_in_a_private_course',
+    'test_a_public_course_is_open_to_anyone_and_an_unknown_course_to_no_one',
+    'test_a_private_about_page_is_the_lms_404_for_outsiders_and_anonymous_visitors',
+    'test_an_about_page_is_shown_to_a_member_and_a_public_one_to_anyone',
+    'test_a_hidden_about_page_redirects_when_a_redirect_is_configured',
+    'test_a_dashboard_keeps_what_one_batch_decision_allows',
+    'test_enrollment_and_about_page_cost_one_call_each',
+    'test_with_the_service_unreachable_enrollment_and_about_pages_fail_closed_and_listings_open[closed_port]',
+    'test_with_the_service_unreachable_enrollment_and_about_pages_fail_closed_and_listings_open[silent_port]',
+    'test_the_fail_mode_is_configurable_per_action',
+    'test_a_refused_token_is_the_service_unavailable_and_no_token_or_email_is_logged',
+  ],
+  'tests/test_activation.py': [
+    'test_an_activation_ends_as_a_membership_through_the_event_bus',
+    'test_without_an_organization_nothing_is_published_and_a_warning_names_the_user',
+    'test_a_failing_organization_lookup_is_logged_and_never_reaches_the_request',
+    'test_an_unreachable_schema_registry_is_logged_by_the_producer_and_never_reaches_the_request',
+    'test_a_multi_site_lms_takes_the_organization_of_the_sites_course_org_filter',
+  ],
+  'tests/test_plugin.py': [
+    'test_the_built_package_is_an_lms_plugin_that_configures_filters_and_the_event_bus',
+    'test_plugin_settings_keep_what_the_operator_configured_and_apply_once',
+    'test_an_activation_signal_that_cannot_be_imported_stops_start_up',
+  ],
+};
+
+interface PytestRun {
+  code: number;
+  output: string;
+}
+
+function runPytest(env: Record<string, string>): Promise<PytestRun> {
+  return new Promise((resolve) => {
+    execFile(
+      python(),
+      // -rap: a line per test with its outcome; no bytecode or cache files in the source tree.
+      ['-m', 'pytest', '-rap', '-p', 'no:cacheprovider'],
+      { cwd: PLUGIN, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...env }, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, output: `${stdout}\n${stderr}` }),
+    );
+  });
+}
+
+beforeAll(() => {
+  // Made once here (about a minute the first time), not inside a test's timeout.
+  process.env.OPENEDX_PLUGIN_PYTHON = python();
+}, 300_000);
+
+describe('the Open edX LMS plugin against the real service', () => {
+  let service: EventTestService;
+  const run = randomUUID().slice(0, 8);
+  const org = `Org${run}`;
+  const topicPrefix = uniqueName('lms');
+  const activations = `${topicPrefix}-user-account-activated`;
+
+  beforeAll(async () => {
+    service = await startEventService({ SCHEMA_REGISTRY_URL, KAFKA_TOPICS: activations });
+  }, 60_000);
+  afterAll(async () => {
+    await closeProducer();
+    await service.close();
+  });
+
+  test('the plugin suite passes: enrollment, about pages, a batch-filtered listing, the service unreachable, an activation through the bus', async () => {
+    const admin = client(service.baseUrl, await siteAdminToken(org));
+    const ruleDomain = `school-${run}.edu`;
+    expect((await admin.patch('site-configuration/', { ENABLE_COURSE_ACCESS_GROUPS: true })).status).toBe(200);
+    const group = (await admin.post('course-access-groups/', { name: 'Plugin learners', description: '' })).body;
+    expect((await admin.post('membership-rules/', { name: 'school', domain: ruleDomain, group: group.id })).status).toBe(201);
+
+    // Learners and courses arrive as the LMS's events do; the member joins the group by the rule.
+    const [member, outsider] = [newUserId(), newUserId()];
+    const courses = {
+      linked: `course-v1:${org}+LINKED+2026`,
+      private: `course-v1:${org}+PRIVATE+2026`,
+      public: `course-v1:${org}+PUBLIC+2026`,
+      unknown: `course-v1:${org}+NEVER+2026`,
+    };
+    await produce(activations, [
+      structured(cloudEvent(TYPES.activated, userData(org, { id: member, email: `member@${ruleDomain}`, is_active: true })), member),
+      structured(cloudEvent(TYPES.activated, userData(org, { id: outsider, email: 'outsider@elsewhere.org', is_active: true })), outsider),
+      ...[courses.linked, courses.private, courses.public].map((key) =>
+        structured(cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name: key }, organization: org }), key),
+      ),
+    ]);
+    await waitCaughtUp(service.config.KAFKA_GROUP_ID, activations);
+    expect((await admin.post('group-courses/', { course: courses.linked, group: group.id })).status).toBe(201);
+    expect((await admin.post('public-courses/', { course: courses.public })).status).toBe(201);
+    expect((await admin.get(`users/${member}/`)).body.membership).toMatchObject({ group: { id: group.id } });
+
+    const { code, output } = await runPytest({
+      CAG_SERVICE_URL: service.baseUrl,
+      CAG_SERVICE_TOKEN: await serviceToken(),
+      CAG_ADMIN_TOKEN: await siteAdminToken(org),
+      CAG_ORGANIZATION: org,
+      CAG_FIXTURE: JSON.stringify({
+        group: { id: group.id, name: group.name },
+        rule_domain: ruleDomain,
+        users: { member, outsider },
+        courses,
+        new_user_ids: Array.from({ length: 10 }, () => newUserId()),
+      }),
+      KAFKA_BROKERS,
+      SCHEMA_REGISTRY_URL,
+      CAG_TOPIC_PREFIX: topicPrefix,
+    });
+
+    // pytest -rap prints "PASSED <file>::<test>" per passed test and "N passed in ..." last.
+    const passed = new Set([...output.matchAll(/^PASSED (\S+)/gm)].map((m) => m[1]));
+    const expected = Object.entries(EXPECTED).flatMap(([file, tests]) => tests.map((t) => `${file}::${t}`));
+    const summary = /^=+ (.*) in [\d.]+s/m.exec(output.split('\n').reverse().join('\n'))?.[1];
+    if (code !== 0 || expected.some((t) => !passed.has(t))) throw new Error(`pytest exited with ${code}:\n${output}`);
+    // Warnings are allowed (the libraries' deprecations); nothing failed, errored or was skipped.
+    expect(summary).toMatch(new RegExp(`^${expected.length} passed(, \\d+ warnings?)?$`));
+    // Learners' emails reached the service in Avro; none reached its log lines.
+    expect(service.logs.join('\n')).not.toContain(`@${ruleDomain}`);
+  }, 300_000);
+});
