@@ -1,8 +1,9 @@
 // Issue 19's three findings, as plain regression tests through the real consumer on the local
 // stack (SPEC §5 "the same event twice changes nothing the second time", "rules are applied once
 // per activation", "different events with the same time are both applied, in arrival order").
-// Every message of a test goes to partition 0 of the test's own topic, so they arrive in the
-// order sent, and a test whose partition is stuck does not hold up the others.
+// Every message of a test goes to one partition of its own (a topic and partition no other test
+// uses), so they arrive in the order sent, and a test whose partition is stuck holds up no other.
+// The last two tests are what the event-history property test (events-model.test.ts) found.
 import { randomUUID } from 'node:crypto';
 import { COLLECTIONS, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
@@ -38,7 +39,10 @@ afterAll(async () => {
 
 /** The service's topics: one per test. */
 const topicOf = (test: 0 | 1 | 2) => service.config.KAFKA_TOPICS[test]!;
-const sender = (topic: string) => (message: ReturnType<typeof structured>) => produceOne(topic, { ...message, partition: 0 });
+const sender =
+  (topic: string, partition = 0) =>
+  (message: ReturnType<typeof structured>) =>
+    produceOne(topic, { ...message, partition });
 const handled = (at: { topic: string; partition: number; offset: number }) => waitCommitted(service.config.KAFKA_GROUP_ID, at);
 
 /** How many messages `<topic>.dlq` holds (none when the topic was never created). */
@@ -139,4 +143,32 @@ test('finding 3: a registration (inactive) and an activation of the same time, a
   expect((await api.get(`users/${id}/`)).body.membership).toMatchObject({ group: { id: group.id } });
   const stored = await new Tenant(service.db, org).collection<UserDoc>(COLLECTIONS.users).findById(String(id));
   expect(stored?.is_active).toBe(true);
+}, 60000);
+
+test('a retirement, then an activation-capable event of the same time (another id): the learner is back, active, and a member by the rule', async () => {
+  const send = sender(topicOf(1), 1);
+  const { org, api, group } = await orgWithRule('back.edu');
+  const id = newUserId();
+  const time = '2026-05-04T00:00:05Z';
+  await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time }), id));
+  // docs/events.md: of the same time, after the retirement: applied (version time#2), and the
+  // learner created by an activation-capable event gets the rules at once.
+  const last = await send(structured(cloudEvent(LOGIN, userData(org, { id, email: `learner${id}@back.edu`, is_active: true }), { time }), id));
+  await handled(last);
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+}, 60000);
+
+test('a stale retirement counts as a deactivation: an activation older than it applies no rule', async () => {
+  const send = sender(topicOf(2), 1);
+  const { org, api } = await orgWithRule('late.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@late.edu`, is_active: true };
+  // The record is from a newer update (no activation); the retirement and the activation arrive late.
+  await send(structured(cloudEvent(TYPES.updated, userData(org, user), { time: '2026-05-05T00:00:09Z' }), id));
+  await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time: '2026-05-05T00:00:05Z' }), id));
+  const last = await send(structured(cloudEvent(TYPES.activated, userData(org, user), { time: '2026-05-05T00:00:04Z' }), id));
+  await handled(last);
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
 }, 60000);

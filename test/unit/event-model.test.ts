@@ -249,6 +249,25 @@ describe('activations', () => {
     expect(m.membership('tenant-a', 8)).toBe(g);
   });
 
+  test('a retirement, then an activation of the same time (another id): the learner is back, active, a member by the rule', () => {
+    const { m, g } = withRule();
+    m.deliver(retired(5));
+    expect(m.deliver(user('login', 5, { active: true }))).toBe('applied');
+    expect(m.trace({ user: 7 }).map((line) => line.split(' ').slice(1).join(' '))).toEqual(['applied 5#1', 'applied 5#2']);
+    expect(m.membership('tenant-a', 7)).toBe(g);
+  });
+
+  test('a stale retirement counts as a deactivation: an activation older than it applies nothing', () => {
+    const { m } = withRule();
+    m.deliver(user('updated', 9, { active: true }));
+    expect(m.deliver(retired(5))).toBe('stale');
+    expect(m.deliver(user('activated', 4))).toBe('stale');
+    expect(m.membership('tenant-a', 7)).toBeNull();
+    // One newer than the retirement (still stale against the record) does.
+    m.deliver(user('activated', 6));
+    expect(m.membership('tenant-a', 7)).not.toBeNull();
+  });
+
   test('retire, then register again: the rules apply to the new learner', () => {
     const { m, g } = withRule();
     m.deliver(user('activated', 1));
