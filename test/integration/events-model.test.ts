@@ -30,6 +30,23 @@ const BUDGET_MS = Number(process.env.EVENT_MODEL_BUDGET_S || RUNS * 40 + 240) * 
 const CATCH_UP_MS = 30000;
 
 let admin: Admin;
+
+/**
+ * A fresh topic's metadata can lag behind createTopics on a loaded machine ("This server does
+ * not host this topic-partition"): kafkajs calls that error retriable, and so does this harness,
+ * for a few seconds, so the property judges the service, not the broker's metadata.
+ */
+async function untilBrokerKnows<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      const retriable = (err as { retriable?: boolean }).retriable === true || (err as Error).name === 'KafkaJSNumberOfRetriesExceeded';
+      if (!retriable || attempt >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
 const spawned: ServiceProcess[] = [];
 /** Each history's cleanup (processes, database, topic) runs while the next history does. */
 const cleanups: Promise<unknown>[] = [];
@@ -146,7 +163,7 @@ class Run {
     if (this.pending.length === 0) return;
     const messages = this.pending;
     this.pending = [];
-    await produce(this.topic, messages);
+    await untilBrokerKnows(() => produce(this.topic, messages));
   }
 
   /** The offset of the last message the current process logged as handled (-1: none). */
@@ -162,7 +179,7 @@ class Run {
   async catchUp() {
     if (this.caughtUp) return;
     await this.flush();
-    const [end] = await admin.fetchTopicOffsets(this.topic);
+    const [end] = await untilBrokerKnows(() => admin.fetchTopicOffsets(this.topic));
     const high = Number(end!.high);
     await waitFor(
       async () => {
