@@ -9,7 +9,7 @@ import type { ApplyOutcome } from './event-time';
 import { groupExists } from './groups';
 import { deleteMembership, insertMembershipIfAbsent } from './memberships';
 import { isNewActivation, userTombstone } from './users';
-import { deletedSince } from './versioned-records';
+import { deletedAfter } from './versioned-records';
 
 /**
  * Membership rules (docs/api.md, `membership-rules`): a learner whose email has `domain` joins
@@ -60,13 +60,13 @@ export async function matchRules<U extends Pick<UserDoc, 'id' | 'email'>>(
  * created, or null. Safe to run any number of times, concurrently too: the membership's primary
  * key is the user id.
  */
-async function joinByRule(tenant: Tenant, user: Pick<UserDoc, 'id' | 'event_time'>, group: number): Promise<MembershipDoc | null> {
+async function joinByRule(tenant: Tenant, user: Pick<UserDoc, 'id' | 'event_time' | 'event_n'>, group: number): Promise<MembershipDoc | null> {
   const created = await withCause('rule', () => insertMembershipIfAbsent(tenant, { user: user.id, group, automatic: true }));
   if (!created) return null;
   // A retirement that ran while we inserted must not leave a membership of a user who is gone.
   // Its tombstone is written before it deletes the membership, so one of the two sees the
   // other; take back only the membership this call made. (Tombstones, unlike users, are few.)
-  if (deletedSince(await tombstones(tenant.db).get(userTombstone(user.id)), user.event_time)) {
+  if (deletedAfter(await tombstones(tenant.db).get(userTombstone(user.id)), user)) {
     await withCause('rule', () => deleteMembership(tenant, { _id: created._id, id: created.id }));
     return null;
   }
@@ -128,7 +128,7 @@ export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDo
   let after = 0;
   for (;;) {
     const page = await users
-      .find({ id: { $gt: after }, is_active: true }, { projection: { id: 1, email: 1, is_active: 1, event_time: 1 } })
+      .find({ id: { $gt: after }, is_active: true }, { projection: { id: 1, email: 1, is_active: 1, event_time: 1, event_n: 1 } })
       .sort({ id: 1 })
       .limit(pageSize)
       .toArray();

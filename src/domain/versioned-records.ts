@@ -207,6 +207,15 @@ export async function announceDeletion(db: Tenant['db'], key: string, collection
   if (stone?.org) await new Tenant(db, stone.org).collection(collection).announce([id]);
 }
 
+/**
+ * True when a record's tombstone was written after the record's own version: a deletion that
+ * came after the event that wrote the record (a record created again after its tombstone, at the
+ * same time, follows it and is not deleted by it).
+ */
+export function deletedAfter(stone: TombstoneDoc | null | undefined, record: EventVersion): boolean {
+  return !!stone && versionOf(stone) > versionOf(record);
+}
+
 /** True when a record's tombstone (null or undefined: none) says it was deleted by an event at least as new as `time`. */
 export function deletedSince(stone: Pick<TombstoneDoc, 'event_time'> | null | undefined, time: string): boolean {
   return !!stone && stone.event_time >= time;

@@ -149,6 +149,16 @@ describe('deletions keyed by record alone', () => {
     expect(await userOf(b, 1)).toBeNull();
   });
 
+  test('a learner who signs in at the time of their retirement (another event) is created again and gets the rules', async () => {
+    // The event-history model test found this one: the rules' own check for a racing retirement
+    // took the tombstone of the same time for a newer one and took the membership back.
+    const group = await groupWithRule(a, 'school.edu');
+    expect(await retireUser(a, 1, at(day(5), 'retire'))).toBe('applied');
+    expect(await send('registration', 1, at(day(5), 'login'))).toBe('applied');
+    expect(await userOf(a, 1)).toMatchObject({ event_n: 2, is_active: true });
+    expect(await membershipOf(a, 1)).toMatchObject({ group, automatic: true });
+  });
+
   test('a user created again at the time of the retirement continues its identities: the retirement stays a duplicate', async () => {
     await send('registration', 1, at(day(1), 'reg'));
     expect(await retireUser(a, 1, at(day(2), 'retire'))).toBe('applied');
