@@ -4,7 +4,7 @@ import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections
 import { ownerLookup } from '../db/owners';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
-import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
+import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
 import { syncUserGroups } from './list-facts';
 import { announceDeletion, compare, recordDeletion, upsertIfNewer, type VersionedResult } from './versioned-records';
 
@@ -146,6 +146,9 @@ export async function retireUser(tenant: Tenant, userId: number, at: string | Ev
   const user = owner === null ? null : await users.findById(String(userId), { projection: { event_time: 1, event_n: 1, event_ids: 1 } });
   if (user) {
     const cmp = compare(user, stamp);
+    // A stale retirement still counts as a deactivation (docs/events.md): an activation older
+    // than it, arriving later, applies no rule.
+    if (cmp === 'stale') await users.updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $max: { deact_v: version(stamp.time, 0) } });
     if (cmp !== 'newer') return cmp;
   }
   const tombstoned = await recordDeletion(tenant.db, userTombstone(userId), home.org, stamp, user);

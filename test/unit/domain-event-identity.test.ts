@@ -149,6 +149,14 @@ describe('deletions keyed by record alone', () => {
     expect(await userOf(b, 1)).toBeNull();
   });
 
+  test('a stale retirement counts as a deactivation: an activation older than it, arriving later, applies no rule', async () => {
+    await groupWithRule(a, 'school.edu');
+    await send('update', 1, at(day(9), 'profile'));
+    expect(await retireUser(a, 1, at(day(5), 'late-retire'))).toBe('stale');
+    expect(await send('activation', 1, at(day(4), 'late-act'))).toBe('stale');
+    expect(await membershipOf(a, 1)).toBeNull();
+  });
+
   test('a learner who signs in at the time of their retirement (another event) is created again and gets the rules', async () => {
     // The event-history model test found this one: the rules' own check for a racing retirement
     // took the tombstone of the same time for a newer one and took the membership back.
