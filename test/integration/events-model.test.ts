@@ -97,7 +97,7 @@ class Run {
   private caughtUp = true;
 
   async start() {
-    await admin.createTopics({ topics: [{ topic: this.topic, numPartitions: 1 }], waitForLeaders: true });
+    await untilBrokerKnows(() => admin.createTopics({ topics: [{ topic: this.topic, numPartitions: 1 }], waitForLeaders: true }));
     // The consumer starts (a few seconds) while the API does.
     this.spawnConsumer(this.nextGroupId());
     this.api = await startTestService({ MONGO_DB: this.db, SERVICE_ROLE: 'api' });
