@@ -224,6 +224,23 @@ export const sameDeployment = (s: TestService) => ({
   KAFKA_GROUP_ID: s.config.KAFKA_GROUP_ID,
 });
 
+/**
+ * On a loaded machine the broker's metadata lags behind a fresh topic ("This server does not
+ * host this topic-partition") and a group's coordinator moves ("This is not the correct
+ * coordinator for this group"). kafkajs calls both retriable, and so do these helpers, for a
+ * few seconds, so a test judges the service, not the broker's bookkeeping.
+ */
+export async function untilBrokerKnows<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      const retriable = (err as { retriable?: boolean }).retriable === true || (err as Error).name === 'KafkaJSNumberOfRetriesExceeded';
+      if (!retriable || attempt >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
 /** Produces one message and says where it landed. */
 export async function produceOne(topic: string, message: { key: string; value: string | Buffer | null; headers?: IHeaders; partition?: number }) {
   const [meta] = await (await connectedProducer()).send({ topic, acks: -1, messages: [message] });
@@ -241,7 +258,7 @@ export async function waitCommitted(groupId: string, at: { topic: string; partit
   try {
     await waitFor(
       async () => {
-        const [topic] = await admin.fetchOffsets({ groupId, topics: [at.topic] });
+        const [topic] = await untilBrokerKnows(() => admin.fetchOffsets({ groupId, topics: [at.topic] }));
         const p = topic?.partitions.find((x) => x.partition === at.partition);
         return p ? Number(p.offset) : -1;
       },
@@ -258,10 +275,10 @@ export async function waitCaughtUp(groupId: string, topic: string, timeoutMs = 3
   const admin = on.admin();
   await admin.connect();
   try {
-    const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+    const ends = new Map((await untilBrokerKnows(() => admin.fetchTopicOffsets(topic))).map((p) => [p.partition, Number(p.high)]));
     await waitFor(
       async () => {
-        const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+        const [committed] = await untilBrokerKnows(() => admin.fetchOffsets({ groupId, topics: [topic] }));
         return (committed?.partitions ?? []).every((p) => Number(p.offset) >= (ends.get(p.partition) ?? 0) || (ends.get(p.partition) ?? 0) === 0);
       },
       Boolean,

@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import type { Admin } from 'kafkajs';
 import { DEFAULT_ORG, type EventStep, encode, type History, historyArbitrary, isEvent, type KafkaMessage, type Step } from '../helpers/event-history';
 import { EventModel, type ModelEvent } from '../helpers/event-model';
-import { closeProducer, kafka, produce, waitFor } from '../helpers/events';
+import { closeProducer, kafka, produce, untilBrokerKnows, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { killAll, type ServiceProcess, spawnService } from '../helpers/service-process';
 import { KAFKA_BROKERS, MONGO_URL, startTestService, type TestService, uniqueName } from '../helpers/stack';
@@ -31,22 +31,6 @@ const CATCH_UP_MS = 30000;
 
 let admin: Admin;
 
-/**
- * A fresh topic's metadata can lag behind createTopics on a loaded machine ("This server does
- * not host this topic-partition"): kafkajs calls that error retriable, and so does this harness,
- * for a few seconds, so the property judges the service, not the broker's metadata.
- */
-async function untilBrokerKnows<T>(call: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      const retriable = (err as { retriable?: boolean }).retriable === true || (err as Error).name === 'KafkaJSNumberOfRetriesExceeded';
-      if (!retriable || attempt >= 20) throw err;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-}
 const spawned: ServiceProcess[] = [];
 /** Each history's cleanup (processes, database, topic) runs while the next history does. */
 const cleanups: Promise<unknown>[] = [];
@@ -183,7 +167,7 @@ class Run {
     const high = Number(end!.high);
     await waitFor(
       async () => {
-        const [t] = await admin.fetchOffsets({ groupId: this.groupId, topics: [this.topic] });
+        const [t] = await untilBrokerKnows(() => admin.fetchOffsets({ groupId: this.groupId, topics: [this.topic] }));
         return Number(t?.partitions.find((p) => p.partition === 0)?.offset ?? -1);
       },
       (committed) => committed >= high || high === 0 || this.consumer.child.exitCode !== null,
@@ -230,7 +214,7 @@ class Run {
     }
     child.kill('SIGKILL');
     await this.consumer.exited;
-    const [t] = await admin.fetchOffsets({ groupId: this.groupId, topics: [this.topic] });
+    const [t] = await untilBrokerKnows(() => admin.fetchOffsets({ groupId: this.groupId, topics: [this.topic] }));
     const offset = t?.partitions.find((p) => p.partition === 0)?.offset ?? '-1';
     // Handled by the killed process but not committed: what the next one delivers again.
     const redelivered = Math.max(0, this.lastHandledOffset() + 1 - Math.max(0, Number(offset)));
@@ -238,7 +222,7 @@ class Run {
     covered.redelivered += redelivered;
     const next = this.nextGroupId();
     // Never committed: the new group starts at the beginning of this history's topic, as the old would.
-    if (Number(offset) >= 0) await admin.setOffsets({ groupId: next, topic: this.topic, partitions: [{ partition: 0, offset }] });
+    if (Number(offset) >= 0) await untilBrokerKnows(() => admin.setOffsets({ groupId: next, topic: this.topic, partitions: [{ partition: 0, offset }] }));
     this.spawnConsumer(next);
     this.caughtUp = false;
     return `committed ${offset}, ${redelivered} handled after it`;
@@ -257,9 +241,9 @@ class Run {
   }
 
   async dlqCount(): Promise<number> {
-    const topics = await admin.listTopics();
+    const topics = await untilBrokerKnows(() => admin.listTopics());
     if (!topics.includes(`${this.topic}.dlq`)) return 0;
-    const offsets = await admin.fetchTopicOffsets(`${this.topic}.dlq`);
+    const offsets = await untilBrokerKnows(() => admin.fetchTopicOffsets(`${this.topic}.dlq`));
     return offsets.reduce((n, p) => n + Number(p.high), 0);
   }
 
