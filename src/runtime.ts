@@ -11,6 +11,7 @@ import { ConfigError } from './config';
 import { keepAuditRetention } from './db/audit-log';
 import { createMongoClient, ping } from './db/client';
 import { ensureIndexes } from './db/collections';
+import { upgradeStoredRecords } from './db/upgrades';
 import { configureChanges } from './db/outbox';
 import { DependencyUnavailable } from './errors';
 import { brokerProbe, createKafka } from './kafka';
@@ -167,6 +168,7 @@ export async function startService(
       async () => {
         await client.connect();
         await ensureIndexes(db);
+        await upgradeStoredRecords(db);
       },
       log,
       stopping.signal,

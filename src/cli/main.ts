@@ -5,6 +5,7 @@ import { ConfigError, loadCliConfig } from '../config';
 import { runInChangeContext } from '../db/change-context';
 import { createMongoClient } from '../db/client';
 import { ensureIndexes } from '../db/collections';
+import { upgradeStoredRecords } from '../db/upgrades';
 import { Tenant } from '../db/tenant';
 import { reindexOrganization } from '../domain/list-facts';
 import { createLogger, type Logger } from '../log';
@@ -91,6 +92,7 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
   try {
     const db = client.db(config.MONGO_DB);
     await ensureIndexes(db);
+    await upgradeStoredRecords(db);
     return await runInChangeContext(context, () => runCommand(db, command, values, positionals, concurrency, io, log));
   } catch (err) {
     if (err instanceof FatalImportError || err instanceof ImportConfigError) {

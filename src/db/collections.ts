@@ -26,6 +26,7 @@ export const COLLECTIONS = {
   leases: 'leases',
   userGrams: 'user_grams',
   courseGrams: 'course_grams',
+  upgrades: 'upgrades',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

@@ -1,0 +1,64 @@
+// src/db/upgrades.ts against the real local MongoDB-protocol server: users stored before
+// activations were recorded keep the rules they were given (docs/events.md, Activations).
+import { type Db, MongoClient } from 'mongodb';
+import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+import { ACTIVATION_BEFORE_BOOKKEEPING, upgradeStoredRecords } from '../../src/db/upgrades';
+import { applyUserData, type UserEventKind } from '../../src/domain/user-event-data';
+import { day, groupWithRule, membershipOf, userOf } from '../helpers/domain';
+import { MONGO_URL, uniqueName } from '../helpers/stack';
+
+let client: MongoClient;
+let db: Db;
+let a: Tenant;
+
+beforeAll(async () => {
+  client = new MongoClient(MONGO_URL);
+  db = client.db(uniqueName('upgrades'));
+  await ensureIndexes(db);
+  a = new Tenant(db, 'org-a');
+  await groupWithRule(a, 'school.edu');
+});
+afterAll(async () => {
+  await db.dropDatabase();
+  await client.close();
+});
+
+const send = (kind: UserEventKind, id: number, time: string, eventId: string, is_active = true) =>
+  applyUserData(db, { user: { id, is_active, pii: { username: `user${id}`, email: `user${id}@school.edu`, name: `User ${id}` } } }, { time, id: eventId }, kind, a.org);
+
+/** A user as an earlier version of the service stored it: no event identities, no activation bookkeeping. */
+async function legacyUser(id: number, is_active: boolean) {
+  await send('update', id, day(1), `legacy-${id}`, is_active);
+  await db.collection(COLLECTIONS.users).updateOne({ _id: String(id) } as never, { $unset: { event_ids: '', event_n: '', act_v: '', act_done: '', deact_v: '' } });
+}
+
+test('an active user stored before activations were recorded gets no rule at its next login; an inactive one gets them at its activation', async () => {
+  await legacyUser(1, true);
+  await legacyUser(2, false);
+  await upgradeStoredRecords(db);
+  expect(await userOf(a, 1)).toMatchObject({ act_v: ACTIVATION_BEFORE_BOOKKEEPING, act_done: true });
+  expect((await userOf(a, 2))?.act_v).toBeUndefined();
+
+  // The administrator had removed user 1's membership; the rules were applied at its activation back then.
+  expect(await send('registration', 1, day(3), 'login-1')).toBe('applied');
+  expect(await membershipOf(a, 1)).toBeNull();
+  expect(await send('activation', 2, day(3), 'activation-2')).toBe('applied');
+  expect(await membershipOf(a, 2)).not.toBeNull();
+
+  // Deactivated and activated again: a new activation, so the rules apply again.
+  await send('update', 1, day(4), 'deactivated-1', false);
+  await send('activation', 1, day(5), 'activation-1');
+  expect(await membershipOf(a, 1)).not.toBeNull();
+});
+
+test('an upgrade runs once: a start after it leaves a user stored later as it is', async () => {
+  await upgradeStoredRecords(db);
+  expect(await db.collection(COLLECTIONS.upgrades).countDocuments()).toBe(1);
+  await legacyUser(3, true);
+  await upgradeStoredRecords(db);
+  expect((await userOf(a, 3))?.act_v).toBeUndefined();
+  // Unmarked, its next login counts as an activation not yet applied: what the upgrade prevents.
+  await send('registration', 3, day(3), 'login-3');
+  expect(await membershipOf(a, 3)).not.toBeNull();
+});
