@@ -37,6 +37,9 @@ const UPGRADES: Record<string, (db: Db) => Promise<void>> = {
   'activations-recorded': async (db) => {
     await db
       .collection<UserDoc>(COLLECTIONS.users)
-      .updateMany({ is_active: true, act_v: { $exists: false }, deact_v: { $exists: false } }, { $set: { act_v: ACTIVATION_BEFORE_BOOKKEEPING, act_done: true } });
+      .updateMany(
+        { is_active: true, act_v: { $exists: false }, deact_v: { $exists: false } },
+        { $set: { act_v: ACTIVATION_BEFORE_BOOKKEEPING, act_done: true } },
+      );
   },
 };

@@ -25,12 +25,20 @@ afterAll(async () => {
 });
 
 const send = (kind: UserEventKind, id: number, time: string, eventId: string, is_active = true) =>
-  applyUserData(db, { user: { id, is_active, pii: { username: `user${id}`, email: `user${id}@school.edu`, name: `User ${id}` } } }, { time, id: eventId }, kind, a.org);
+  applyUserData(
+    db,
+    { user: { id, is_active, pii: { username: `user${id}`, email: `user${id}@school.edu`, name: `User ${id}` } } },
+    { time, id: eventId },
+    kind,
+    a.org,
+  );
 
 /** A user as an earlier version of the service stored it: no event identities, no activation bookkeeping. */
 async function legacyUser(id: number, is_active: boolean) {
   await send('update', id, day(1), `legacy-${id}`, is_active);
-  await db.collection(COLLECTIONS.users).updateOne({ _id: String(id) } as never, { $unset: { event_ids: '', event_n: '', act_v: '', act_done: '', deact_v: '' } });
+  await db
+    .collection(COLLECTIONS.users)
+    .updateOne({ _id: String(id) } as never, { $unset: { event_ids: '', event_n: '', act_v: '', act_done: '', deact_v: '' } });
 }
 
 test('an active user stored before activations were recorded gets no rule at its next login; an inactive one gets them at its activation', async () => {
