@@ -8,7 +8,7 @@ test('the bench suite runs at a tiny scale and reports every row with a positive
     mongoUrl: MONGO_URL,
     kafkaBrokers: KAFKA_BROKERS,
     schemaRegistryUrl: SCHEMA_REGISTRY_URL,
-    events: 100,
+    events: 50,
     users: 200,
     courses: 40,
     groups: 5,

@@ -1,5 +1,5 @@
 // SPEC §5 "nothing is lost" and §6 shutdown: a consumer stopped in the middle of a batch of
-// 1,000 activations commits what it finished; the next instance applies the rest, and every
+// 500 activations commits what it finished; the next instance applies the rest, and every
 // user ends with exactly one membership.
 import { MongoClient } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc } from '../../src/db/collections';
@@ -21,7 +21,7 @@ import {
 } from '../helpers/events';
 import { uniqueName } from '../helpers/stack';
 
-const EVENTS = 1000;
+const EVENTS = 500;
 let service: EventTestService;
 /** The test's own connection: it counts across the restart, while the service's is closed. */
 let mongo: MongoClient;
@@ -36,7 +36,7 @@ afterAll(async () => {
   await service.close();
 }, 30000);
 
-test('nothing is lost and nothing is applied twice across a consumer restart in the middle of 1,000 events', async () => {
+test('nothing is lost and nothing is applied twice across a consumer restart in the middle of 500 events', async () => {
   const org = uniqueName('org');
   const tenant = new Tenant(mongo.db(service.config.MONGO_DB), org);
   const group = await seedRule(tenant, 'bulk.org');
