@@ -31,6 +31,7 @@ const CATCH_UP_MS = 30000;
 
 let admin: Admin;
 
+let failureShown = false;
 const spawned: ServiceProcess[] = [];
 /** Each history's cleanup (processes, database, topic) runs while the next history does. */
 const cleanups: Promise<unknown>[] = [];
@@ -460,6 +461,13 @@ async function runHistory(h: History): Promise<void> {
     (err as Error).message =
       `${(err as Error).message}\n\nhistory (step -> model outcome or HTTP status):\n${run.log.join('\n')}\n\n` +
       `per record, in arrival order (source/id outcome version):\n${traces}\n\nconsumer warnings and errors:\n${run.consumerTrouble()}`;
+    // Shrinking on the real stack can take as long as the run: the first failure is shown at once.
+    if (!failureShown) {
+      failureShown = true;
+      process.stderr.write(
+        `[events-model] first failing history (fast-check shrinks it next; EVENT_MODEL_REPLAY='${JSON.stringify(h)}'):\n${(err as Error).message}\n`,
+      );
+    }
     throw err;
   } finally {
     run.close();
