@@ -6,6 +6,7 @@
  */
 import fc from 'fast-check';
 import type { ModelEvent, UserEventKind } from './event-model';
+import { TYPES } from './events';
 
 /** Organizations (as an org UUID would be named: never the ORG of a course key but by chance). */
 export const ORGS = ['tenant-a', 'tenant-b', 'tenant-c'] as const;
@@ -243,13 +244,13 @@ export function timeString(t: number, fmt: number): string {
 }
 
 export const EVENT_TYPES: Record<ModelEvent['kind'], string> = {
-  activated: 'org.openedx.learning.user.account.activated.v1',
-  registered: 'org.openedx.learning.student.registration.completed.v1',
-  login: 'org.openedx.learning.auth.session.login.completed.v1',
-  updated: 'org.openedx.learning.user.updated.v1',
-  retired: 'org.openedx.learning.user.retired.v1',
-  catalog: 'org.openedx.content_authoring.course.catalog_info.changed.v1',
-  courseDeleted: 'org.openedx.content_authoring.course.deleted.v1',
+  activated: TYPES.activated,
+  registered: TYPES.registered,
+  login: TYPES.login,
+  updated: TYPES.updated,
+  retired: TYPES.retired,
+  catalog: TYPES.catalogChanged,
+  courseDeleted: TYPES.courseDeleted,
 };
 
 export interface KafkaMessage {

@@ -14,6 +14,7 @@ import { KAFKA_BROKERS, type TestService, testConfig } from './stack';
 export const TYPES = {
   activated: 'org.openedx.learning.user.account.activated.v1',
   registered: 'org.openedx.learning.student.registration.completed.v1',
+  login: 'org.openedx.learning.auth.session.login.completed.v1',
   updated: 'org.openedx.learning.user.updated.v1',
   retired: 'org.openedx.learning.user.retired.v1',
   catalogChanged: 'org.openedx.content_authoring.course.catalog_info.changed.v1',

@@ -25,8 +25,6 @@ import { client } from '../helpers/http';
 import { uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
-const LOGIN = 'org.openedx.learning.auth.session.login.completed.v1';
-
 let service: EventTestService;
 
 beforeAll(async () => {
@@ -122,8 +120,8 @@ test('finding 2: a membership an administrator removed is not created again by t
   expect((await api.delete(`memberships/${created.body.membership.id}/`)).status).toBe(204);
 
   await send(activation);
-  await send(structured(cloudEvent(LOGIN, userData(org, user), { time: '2026-05-02T00:00:10Z' }), id));
-  const last = await send(structured(cloudEvent(LOGIN, userData(org, user), { time: '2026-05-02T00:00:09Z' }), id));
+  await send(structured(cloudEvent(TYPES.login, userData(org, user), { time: '2026-05-02T00:00:10Z' }), id));
+  const last = await send(structured(cloudEvent(TYPES.login, userData(org, user), { time: '2026-05-02T00:00:09Z' }), id));
   await handled(last);
 
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
@@ -153,7 +151,7 @@ test('a retirement, then an activation-capable event of the same time (another i
   await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time }), id));
   // docs/events.md: of the same time, after the retirement: applied (version time#2), and the
   // learner created by an activation-capable event gets the rules at once.
-  const last = await send(structured(cloudEvent(LOGIN, userData(org, { id, email: `learner${id}@back.edu`, is_active: true }), { time }), id));
+  const last = await send(structured(cloudEvent(TYPES.login, userData(org, { id, email: `learner${id}@back.edu`, is_active: true }), { time }), id));
   await handled(last);
 
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
