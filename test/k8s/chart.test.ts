@@ -3,11 +3,12 @@
 // README promise, and every rendered object validated offline against the Kubernetes 1.34
 // OpenAPI schemas (PyPI kubernetes-validate, strict: unknown fields refused).
 import { execFile } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { byKind, CHART, CI_FILES, ciValues, deployment, type K8sObject, render, tool } from './tools';
+import { byKind, CHART, CI_FILES, ciValues, deployment, type K8sObject, parseObjects, render, tool } from './tools';
 
 const run = promisify(execFile);
 const VALIDATE_PYTHON = process.env.K8S_VALIDATE_PYTHON ?? '';
@@ -179,6 +180,30 @@ describe('values', () => {
     const [a, b] = await Promise.all([names('one'), names('two')]);
     expect(a.filter((n) => b.includes(n))).toEqual([]);
   });
+});
+
+test("the README's one-command install, with existing MongoDB, Kafka and registry, renders and lints", async () => {
+  const pem = path.join(tmp, 'lms-jwt-public.pem');
+  writeFileSync(pem, generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }));
+  const args = [
+    ...['--set', 'image.repository=registry.example.org/course-access-groups', '--set', 'image.tag=0.1.0'],
+    ...['--set', 'config.kafkaBrokers=kafka-0.kafka:9092\\,kafka-1.kafka:9092'],
+    ...['--set', 'config.schemaRegistryUrl=http://registry.openedx:8080/apis/ccompat/v7'],
+    ...['--set', 'secrets.mongoUrl=mongodb://cag:PASSWORD@mongo-0.mongo:27017/?replicaSet=rs0'],
+    ...['--set-file', `auth.jwtPublicKey=${pem}`],
+  ];
+  expect(await tool('helm', ['lint', '--strict', CHART, ...args])).toMatchObject({ code: 0 });
+  const res = await tool('helm', ['template', 'cag', CHART, '--namespace', 'openedx', ...args]);
+  expect(res.stderr).toBe('');
+  const objects = parseObjects(res.stdout);
+  const [cm] = byKind(objects, 'ConfigMap');
+  expect(cm!.data).toMatchObject({
+    KAFKA_BROKERS: 'kafka-0.kafka:9092,kafka-1.kafka:9092',
+    SCHEMA_REGISTRY_URL: 'http://registry.openedx:8080/apis/ccompat/v7',
+  });
+  const [secret] = byKind(objects, 'Secret');
+  expect(secret!.stringData.JWT_PUBLIC_KEY).toContain('-----BEGIN PUBLIC KEY-----');
+  expect(deployment(objects, 'api')!.spec.template.spec.containers[0].image).toBe('registry.example.org/course-access-groups:0.1.0');
 });
 
 describe('values refused at render time, with a message', () => {

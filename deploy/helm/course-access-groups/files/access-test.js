@@ -45,7 +45,11 @@ async function main() {
   const token = serviceToken(process.env.JWT_SECRET);
   const answered = await call(path, { ...decision, headers: { ...decision.headers, authorization: `Bearer ${token}` } });
   const result = answered.body?.results?.[0];
-  check('an access decision for a course the release does not know', answered.status === 200 && result?.allowed === false && result.reason === 'unknown_course', answered);
+  check(
+    'an access decision for a course the release does not know',
+    answered.status === 200 && result?.allowed === false && result.reason === 'unknown_course',
+    answered,
+  );
 }
 
 main().catch((err) => {
