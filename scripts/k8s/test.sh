@@ -22,7 +22,17 @@ npx jest --config jest.k8s.config.js test/k8s/chart.test.ts
 
 say "step 2: a real control plane on 127.0.0.1"
 export K8S_DIR="${K8S_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/cag-k8s-XXXXXX")}"
-trap 'bash scripts/k8s/control-plane.sh stop; rm -rf "$K8S_DIR"' EXIT
+control_plane_down() {
+  local status=$?
+  # On a failure, the servers' own words first: the folder goes with them.
+  if [[ $status != 0 && $status != 77 ]]; then
+    for log in "$K8S_DIR"/*.log; do [[ -f $log ]] && { say "the end of $log:"; tail -n 15 "$log" >&2; }; done
+  fi
+  bash scripts/k8s/control-plane.sh stop
+  rm -rf "$K8S_DIR"
+  exit "$status"
+}
+trap control_plane_down EXIT
 bash scripts/k8s/control-plane.sh start
 export KUBECONFIG="$K8S_DIR/kubeconfig"
 npx jest --config jest.k8s.config.js test/k8s/control-plane.test.ts
