@@ -3,8 +3,9 @@ module.exports = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': ['@swc/jest'] },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
-  // The built image's checks need a container engine: `npm run test:container` runs them.
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/container/'],
+  // The built image's checks need a container engine (`npm run test:container` runs them); the
+  // chart's need helm and a control plane (`npm run test:k8s`).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/container/', '<rootDir>/test/k8s/'],
   testTimeout: 30000,
   // Integration tests share one local stack; each file uses its own database and topics.
   maxWorkers: 2,

@@ -129,7 +129,9 @@ export async function startService(
         PROBE_MS,
         false,
       ),
-      broker.reachable(),
+      // Only a consuming process needs the broker (SPEC §6): an API-only process stays ready
+      // through a broker outage, its change events waiting in the outbox.
+      consumer ? broker.reachable() : true,
       avro ? within(avro.reachable(), PROBE_MS, false) : true,
     ]);
     const failing: string[] = [];

@@ -2,12 +2,14 @@
 // possible) runs every role; built and run in the project's own tests." The image that
 // scripts/container/test.sh built from the Dockerfile, run as an operator runs it: host
 // networking, a read-only root with a tmpfs at /tmp, one container per role against the local
-// stack, probes, a token, an event, `docker stop`. Run by `npm run test:container` only.
+// stack, probes, a token, an event, a stop. The containers are run, waited for, logged and stopped
+// through testcontainers (GenericContainer); `docker` itself inspects. Run by `npm run test:container` only.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { GenericContainer, type StartedTestContainer, Wait } from 'testcontainers';
 import { closeProducer, cloudEvent, produce, structured, TYPES, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { KAFKA_BROKERS, MONGO_URL, TEST_JWT_SECRET, uniqueName } from '../helpers/stack';
@@ -53,26 +55,42 @@ const containers: Record<'api' | 'consumer', { name: string; port: number }> = {
   consumer: { name: uniqueName('cag-consumer'), port: 0 },
 };
 
-/** `docker run` as an operator would: host network, read-only root, a tmpfs for what must be written. */
+/**
+ * testcontainers' GenericContainer with `--read-only`, which it has no builder method for; its
+ * HostConfig is what its own modules extend.
+ */
+class ServiceContainer extends GenericContainer {
+  withReadOnlyRootFilesystem(): this {
+    this.hostConfig.ReadonlyRootfs = true;
+    return this;
+  }
+}
+const started: Partial<Record<'api' | 'consumer', StartedTestContainer>> = {};
+/** Each container's output, as testcontainers streams it (kept after the container stops). */
+const logs: Record<'api' | 'consumer', string[]> = { api: [], consumer: [] };
+
+/**
+ * Runs a role as an operator would (host network, read-only root, a tmpfs for what must be
+ * written), through testcontainers: started once Docker's own health check (the image's
+ * HEALTHCHECK on /healthz) says healthy. Ryuk, its reaper, is off (TESTCONTAINERS_RYUK_DISABLED:
+ * its image cannot be pulled here); the test stops and removes its containers itself.
+ */
 async function start(role: 'api' | 'consumer'): Promise<void> {
   const c = containers[role];
   c.port = await freePort();
   const env = { ...deployment, SERVICE_ROLE: role, PORT: String(c.port) };
-  await docker(
-    'run',
-    '--detach',
-    '--name',
-    c.name,
-    '--label',
-    'course-access-groups.test=1',
-    '--network',
-    'host',
-    '--read-only',
-    '--tmpfs',
-    '/tmp:rw,size=16m',
-    ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]),
-    IMAGE,
-  );
+  started[role] = await new ServiceContainer(IMAGE)
+    .withName(c.name)
+    .withLabels({ 'course-access-groups.test': '1' })
+    .withNetworkMode('host')
+    .withReadOnlyRootFilesystem()
+    .withTmpFs({ '/tmp': 'rw,size=16m' })
+    .withEnvironment(env)
+    .withLogConsumer((stream) => stream.on('data', (line) => logs[role].push(String(line))))
+    // Wait.forHttp needs a mapped port, which host networking has none of.
+    .withWaitStrategy(Wait.forHealthCheck())
+    .withStartupTimeout(60000)
+    .start();
 }
 
 const url = (role: 'api' | 'consumer') => `http://127.0.0.1:${containers[role].port}`;
@@ -87,8 +105,8 @@ async function waitReady(role: 'api' | 'consumer') {
       ),
     (status) => status === 200,
     60000,
-  ).catch(async (err: Error) => {
-    throw new Error(`${err.message}\n${role} container logs:\n${await docker('logs', '--tail', '30', containers[role].name).catch(String)}`);
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}\n${role} container logs:\n${logs[role].join('').split('\n').slice(-30).join('\n')}`);
   });
 }
 
@@ -133,11 +151,13 @@ function productionPackages(): { required: Set<string>; allowed: Set<string> } {
 
 beforeAll(async () => {
   if (!IMAGE) throw new Error('CAG_IMAGE is not set: run these checks with `npm run test:container`');
+  expect(process.env.TESTCONTAINERS_RYUK_DISABLED).toBe('true');
   await Promise.all([start('api'), start('consumer')]);
-}, 60000);
+}, 90000);
 
 afterAll(async () => {
   await closeProducer();
+  // Stopped (and kept, for their exit codes) by the last tests; removed here whatever happened.
   await docker('rm', '--force', containers.api.name, containers.consumer.name).catch(() => undefined);
 });
 
@@ -235,15 +255,16 @@ test("Docker's own health check reports each container healthy", async () => {
   }
 }, 90000);
 
-test('docker stop (SIGTERM) ends each container with exit code 0 within 10 s', async () => {
-  for (const { name } of Object.values(containers)) {
+test('stopping (SIGTERM, through testcontainers) ends each container with exit code 0 within 10 s', async () => {
+  for (const role of ['api', 'consumer'] as const) {
+    const { name } = containers[role];
     const at = Date.now();
-    await docker('stop', '--time', '10', name);
+    await started[role]!.stop({ timeout: 10000, remove: false });
     const took = Date.now() - at;
     expect(await inspect(name, '{{.State.ExitCode}}')).toBe('0');
     expect(took).toBeLessThan(10000);
-    expect(await docker('logs', name)).toMatch(/"msg":"stopped"/);
-    report(`${name}: docker stop took ${took} ms, exit code 0`);
+    expect(logs[role].join('')).toMatch(/"msg":"stopped"/);
+    report(`${name}: stop took ${took} ms, exit code 0`);
   }
 }, 60000);
 

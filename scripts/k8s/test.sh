@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `npm run test:k8s`: the Helm chart deploy/helm/course-access-groups, proven in three steps.
+#   1. static: helm lint --strict and `helm template` for a matrix of values, every rendered object
+#      validated offline against the Kubernetes OpenAPI schemas (test/k8s/chart.test.ts)
+#   2. a real control plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager built from
+#      the Go module proxy): install, upgrade, rollback, uninstall, PodSecurity restricted
+#      admission, server-side strict validation (test/k8s/control-plane.test.ts)
+#   3. a real node (kubelet, a container runtime): NOT run (the chart's README says why); the
+#      script then exits 77, which .ci/run reports as a warning after steps 1 and 2 passed.
+# The tools are built once and cached (scripts/k8s/tools.sh: ~/.cache/course-access-groups/k8s).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+started=$SECONDS
+say() { echo "[k8s] $*" >&2; }
+
+K8S_TOOLS="$(bash scripts/k8s/tools.sh)"
+K8S_VALIDATE_PYTHON="$(bash scripts/python-env.sh kubernetes-validate scripts/k8s/validate/requirements.txt)"
+export K8S_TOOLS K8S_VALIDATE_PYTHON
+
+say "step 1: the chart rendered, linted and validated offline"
+npx jest --config jest.k8s.config.js test/k8s/chart.test.ts
+
+say "step 2: a real control plane on 127.0.0.1"
+export K8S_DIR="${K8S_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/cag-k8s-XXXXXX")}"
+control_plane_down() {
+  local status=$?
+  # On a failure, the servers' own words first: the folder goes with them.
+  if [[ $status != 0 && $status != 77 ]]; then
+    for log in "$K8S_DIR"/*.log; do [[ -f $log ]] && { say "the end of $log:"; tail -n 15 "$log" >&2; }; done
+  fi
+  bash scripts/k8s/control-plane.sh stop
+  rm -rf "$K8S_DIR"
+  exit "$status"
+}
+trap control_plane_down EXIT
+bash scripts/k8s/control-plane.sh start
+export KUBECONFIG="$K8S_DIR/kubeconfig"
+npx jest --config jest.k8s.config.js test/k8s/control-plane.test.ts
+
+say "steps 1 and 2 passed in $((SECONDS - started)) s"
+say "################################################################"
+say "WARNING: step 3 (a real node) was NOT run. Pods were admitted and"
+say "created but never scheduled, started or probed; helm test did not"
+say "run. Why: kubelet v1.34.4 registers a Ready node here (cgroup v1,"
+say "containerd 1.6.20), but every pod sandbox fails in runc 1.1.5"
+say "(\"can't get final child's PID from pipe\"), and pods off the host"
+say "network need a CNI network this machine may not create. What only"
+say "a node proves: deploy/helm/course-access-groups/README.md."
+say "################################################################"
+exit 77

@@ -1,0 +1,66 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+
+const run = promisify(execFile);
+export const CHART = path.resolve(__dirname, '../../deploy/helm/course-access-groups');
+/** Where scripts/k8s/tools.sh put helm, kubectl and the control plane (scripts/k8s/test.sh sets it). */
+const TOOLS = process.env.K8S_TOOLS ?? '';
+if (!TOOLS) throw new Error('K8S_TOOLS is not set: run these tests through `npm run test:k8s`');
+
+export interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs one of the built tools; never throws on a non-zero exit (tests assert on `code`). */
+export async function tool(name: 'helm' | 'kubectl', args: string[], opts: { input?: string } = {}): Promise<Result> {
+  const child = run(path.join(TOOLS, name), args, { maxBuffer: 64e6, env: process.env });
+  if (opts.input !== undefined) {
+    child.child.stdin!.end(opts.input);
+  }
+  try {
+    const { stdout, stderr } = await child;
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+/** Like `tool`, failing the test with the tool's own message when it exits non-zero. */
+export async function ok(name: 'helm' | 'kubectl', args: string[], opts: { input?: string } = {}): Promise<string> {
+  const res = await tool(name, args, opts);
+  if (res.code !== 0) throw new Error(`${name} ${args.join(' ')} exited ${res.code}: ${res.stderr}`);
+  return res.stdout;
+}
+
+export const ciValues = (file: string) => path.join(CHART, 'ci', file);
+export const CI_FILES = ['default-values.yaml', 'existing-secret-values.yaml', 'everything-on-values.yaml', 'api-only-values.yaml'];
+
+export type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [key: string]: any;
+};
+
+export const parseObjects = (text: string): K8sObject[] =>
+  parseAllDocuments(text)
+    .map((d) => d.toJS() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null);
+
+/** `helm template` of the chart with the given values files and --set pairs, as objects. */
+export async function render(opts: { release?: string; namespace?: string; files?: string[]; set?: Record<string, string>; showTests?: boolean } = {}) {
+  const args = ['template', opts.release ?? 'cag', CHART, '--namespace', opts.namespace ?? 'lms'];
+  for (const f of opts.files ?? []) args.push('-f', f);
+  for (const [k, v] of Object.entries(opts.set ?? {})) args.push('--set', `${k}=${v}`);
+  const res = await tool('helm', args);
+  return { ...res, text: res.stdout, objects: res.code === 0 ? parseObjects(res.stdout) : [] };
+}
+
+export const byKind = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind);
+export const deployment = (objects: K8sObject[], role: 'api' | 'consumer') =>
+  objects.find((o) => o.kind === 'Deployment' && o.metadata.labels?.['app.kubernetes.io/component'] === role);
