@@ -12,27 +12,16 @@ from openedx.core.djangoapps.signals.signals import USER_ACCOUNT_ACTIVATED
 from openedx.core.djangoapps.site_configuration import helpers as site_configuration
 from openedx_events.event_bus import get_producer
 
-from course_access_groups_openedx.events import USER_ACCOUNT_ACTIVATED_EVENT
 from course_access_groups_openedx.organization import site_course_org_filter
 
 from .conftest import learner
 
+# Activations wait for the database transaction to commit (publish.py): real transactions.
+pytestmark = pytest.mark.django_db(transaction=True)
+
 
 class Registration:
     """The sender edx-platform names (common.djangoapps.student.models.Registration)."""
-
-
-@pytest.fixture
-def published():
-    """The activation events the plugin sends (a receiver beside the event bus's)."""
-    events = []
-
-    def capture(signal, **kwargs):
-        events.append(kwargs)
-
-    USER_ACCOUNT_ACTIVATED_EVENT.connect(capture)
-    yield events
-    USER_ACCOUNT_ACTIVATED_EVENT.disconnect(capture)
 
 
 def activate(user):
