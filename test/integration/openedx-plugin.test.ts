@@ -52,7 +52,7 @@ const EXPECTED = {
     'test_without_an_organization_nothing_is_published_and_a_warning_names_the_user',
     'test_a_failing_organization_lookup_is_logged_and_never_reaches_the_request',
     'test_an_unreachable_schema_registry_is_logged_by_the_producer_and_never_reaches_the_request',
-    'test_a_multi_site_lms_takes_the_organization_of_the_sites_course_org_filter',
+    'test_a_multi_site_lms_takes_the_organization_of_the_site_the_account_was_created_on',
   ],
   'tests/test_lms_paths.py': [
     'test_an_invitation_by_staff_to_a_private_course_never_blocks_the_account_and_enrolls[activation-service',
@@ -73,6 +73,7 @@ const EXPECTED = {
     'test_platform_staff_and_course_staff_pass_on_a_private_course',
     'test_the_dashboard_drops_the_recent_enrollment_banner_when_it_hides_a_course',
     'test_steps_accept_arguments_a_newer_filter_adds',
+    'test_the_enrollment_api_view_is_covered_where_openedx_filters_defines_its_filter',
   ],
   'tests/test_plugin.py': [
     'test_the_package_builds_with_tutors_setuptools_and_installs_as_an_lms_plugin_with_a_working_kafka_producer',
@@ -85,6 +86,7 @@ const EXPECTED = {
     'test_ready_refuses_to_start_when_another_package_owns_the_activation_event_type',
     'test_ready_says_when_activations_cannot_reach_kafka',
     'test_an_activation_signal_that_cannot_be_imported_stops_start_up',
+    'test_ready_warns_when_an_mfe_replaces_a_page_the_plugin_filters',
   ],
 };
 

@@ -14,10 +14,12 @@ USE_TZ = True
 INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
+    "django.contrib.sites",
     "openedx_events",
     "edx_event_bus_kafka",
     # edx-platform's student app as far as the tests reproduce it (tests/standins/README.md).
     "common.djangoapps.student.apps.StudentConfig",
+    "openedx.core.djangoapps.site_configuration.apps.SiteConfigurationConfig",
     "course_access_groups_openedx.apps.CourseAccessGroupsOpenedxConfig",
 ]
 # The tests that reproduce the LMS's saves and transactions write users, invitations and

@@ -240,3 +240,22 @@ def test_steps_accept_arguments_a_newer_filter_adds(world, member):
     step = EnrollmentAccess(ENROLLMENT, {})
     out = step.run_filter(user=member, course_key=course_key(world["courses"]["linked"]), mode="audit", enterprise_uuid=None)
     assert out["mode"] == "audit"
+
+
+def test_the_enrollment_api_view_is_covered_where_openedx_filters_defines_its_filter(world, member, outsider, settings):
+    from course_access_groups_openedx import pipeline
+
+    view = "org.openedx.learning.course.enrollment.view.started.v1"
+    assert settings.OPEN_EDX_FILTERS_CONFIG[view] == {"fail_silently": False, "pipeline": ["course_access_groups_openedx.pipeline.EnrollmentViewAccess"]}
+    try:
+        from openedx_filters.learning.filters import CourseEnrollmentViewStarted
+    except ImportError:
+        # openedx-filters 2 (edx-platform's pin): no such filter, and the plugin runs without it.
+        assert pipeline.CourseEnrollmentViewStarted is None
+        return
+    # EnrollmentListView.post (openedx/core/djangoapps/enrollments/views.py): a reactivation by an API key.
+    private = course_key(world["courses"]["private"])
+    with pytest.raises(CourseEnrollmentViewStarted.PreventEnrollment):
+        CourseEnrollmentViewStarted.run_filter(user=outsider, course_key=private, requester_is_backend_service=True)
+    linked = course_key(world["courses"]["linked"])
+    assert CourseEnrollmentViewStarted.run_filter(user=member, course_key=linked, requester_is_backend_service=True)[1] == linked

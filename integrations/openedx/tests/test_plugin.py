@@ -214,3 +214,15 @@ def test_an_activation_signal_that_cannot_be_imported_stops_start_up(service_set
     service_settings(ACTIVATION_SIGNAL="openedx.core.djangoapps.signals.signals.NO_SUCH_SIGNAL")
     with pytest.raises(ImproperlyConfigured, match="NO_SUCH_SIGNAL"):
         apps.connect_activation_receiver()
+
+
+def test_ready_warns_when_an_mfe_replaces_a_page_the_plugin_filters(settings, caplog):
+    caplog.set_level(logging.WARNING, logger="course_access_groups_openedx")
+    apps.check_mfes()
+    assert caplog.records == []
+    # What tutor-mfe sets (lms/envs/common.py defines both toggles).
+    settings.LEARNER_HOME_MICROFRONTEND_URL = "http://apps.local.openedx.io/learner-dashboard/"
+    settings.FEATURES = {"ENABLE_CATALOG_MICROFRONTEND": True}
+    apps.check_mfes()
+    assert "DashboardRenderStarted never runs" in caplog.text
+    assert "before CourseAboutRenderStarted runs" in caplog.text

@@ -41,6 +41,7 @@ class CourseAccessGroupsOpenedxConfig(AppConfig):
         check_event_type()
         check_filters()
         check_event_bus()
+        check_mfes()
         connect_activation_receiver()
 
 
@@ -106,4 +107,23 @@ def check_event_bus():
             "Course Access Groups: EVENT_BUS_PRODUCER_CONFIG has an entry for %s; the plugin publishes the event itself, "
             "so it would be sent twice: remove the entry",
             ACTIVATED_EVENT_TYPE,
+        )
+
+
+def check_mfes():
+    """
+    Pages an MFE replaces never run the filter that hides them: the learner-dashboard MFE redirects
+    before DashboardRenderStarted, the catalog MFE before CourseAboutRenderStarted (tutor-mfe turns
+    both on). Said at start-up; the enrollment step still applies.
+    """
+    features = getattr(settings, "FEATURES", None) or {}
+    if getattr(settings, "LEARNER_HOME_MICROFRONTEND_URL", None):
+        log.warning(
+            "Course Access Groups: the learner-dashboard MFE is configured (LEARNER_HOME_MICROFRONTEND_URL); "
+            "when it is on, DashboardRenderStarted never runs and dashboards list every enrollment"
+        )
+    if getattr(settings, "ENABLE_CATALOG_MICROFRONTEND", False) or features.get("ENABLE_CATALOG_MICROFRONTEND"):
+        log.warning(
+            "Course Access Groups: the catalog MFE is on (ENABLE_CATALOG_MICROFRONTEND); it redirects about pages "
+            "before CourseAboutRenderStarted runs, so private about pages are not hidden"
         )

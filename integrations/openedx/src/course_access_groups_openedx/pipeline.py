@@ -21,6 +21,11 @@ from django.urls import get_resolver
 from openedx_filters import PipelineStep
 from openedx_filters.learning.filters import CourseAboutRenderStarted, CourseEnrollmentStarted
 
+try:
+    from openedx_filters.learning.filters import CourseEnrollmentViewStarted
+except ImportError:  # openedx-filters before 3 (the LMS's pin today): the enrollment API view runs no filter of its own
+    CourseEnrollmentViewStarted = None
+
 from .client import Decision, ServiceUnavailable, get_client
 from .conf import ENROLL, SEE_ABOUT_PAGE, SEE_IN_CATALOG, setting
 
@@ -147,6 +152,23 @@ class EnrollmentAccess(PipelineStep):
             )
             raise CourseEnrollmentStarted.PreventEnrollment(message)
         return {"user": user, "course_key": course_key, "mode": mode}
+
+
+class EnrollmentViewAccess(PipelineStep):
+    """
+    CourseEnrollmentViewStarted (the enrollment REST API view, EnrollmentListView.post): its
+    reactivations by staff or an API key reach update_enrollment without CourseEnrollment.enroll.
+    """
+
+    def run_filter(self, user, course_key, requester_is_backend_service, **kwargs):  # pylint: disable=arguments-differ
+        decision = decide(ENROLL, course_key, user, invitation_counts=True)
+        if not decision.allowed:
+            raise CourseEnrollmentViewStarted.PreventEnrollment(
+                "Enrollment is not available right now. Please try again later."
+                if decision.reason == "service_unavailable"
+                else "This learner cannot enroll in this course."
+            )
+        return {"user": user, "course_key": course_key, "requester_is_backend_service": requester_is_backend_service}
 
 
 def _not_found(message):

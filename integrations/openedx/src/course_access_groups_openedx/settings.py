@@ -14,6 +14,9 @@ from .conf import DEFAULTS
 
 PIPELINE_STEPS = {
     "org.openedx.learning.course.enrollment.started.v1": "course_access_groups_openedx.pipeline.EnrollmentAccess",
+    # Run by LMS releases whose openedx-filters define CourseEnrollmentViewStarted; configured on
+    # every release (an LMS that never runs a filter never reads its configuration).
+    "org.openedx.learning.course.enrollment.view.started.v1": "course_access_groups_openedx.pipeline.EnrollmentViewAccess",
     "org.openedx.learning.course_about.render.started.v1": "course_access_groups_openedx.pipeline.AboutPageAccess",
     "org.openedx.learning.dashboard.render.started.v1": "course_access_groups_openedx.pipeline.DashboardListing",
 }

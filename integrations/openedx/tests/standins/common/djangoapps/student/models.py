@@ -1,7 +1,8 @@
 """
 Test fixture only (tests/standins/README.md): the parts of edx-platform's student models the
 plugin reads or that run around it, reproduced from common/djangoapps/student/models/user.py and
-models/course_enrollment.py (master): CourseEnrollmentAllowed (``for_user``), CourseAccessRole,
+models/course_enrollment.py (master): CourseEnrollmentAllowed (``for_user``), UserAttribute,
+CourseAccessRole,
 Registration (``activate``), CourseEnrollment (``enroll`` runs the CourseEnrollmentStarted filter
 and turns PreventEnrollment into EnrollmentNotAllowed, with no try/except around it), and the
 User ``pre_save``/``post_save`` receivers ``user_pre_save_callback`` / ``user_post_save_callback``
@@ -36,6 +37,25 @@ class CourseEnrollmentAllowed(models.Model):
     def for_user(cls, user):
         # edx-platform: the invitations of the user's email (or linked to the user).
         return cls.objects.filter(models.Q(email=user.email) | models.Q(user=user))
+
+
+class UserAttribute(models.Model):
+    """Named values of a user; registration stores ``created_on_site`` (the site's domain)."""
+
+    user = models.ForeignKey(User, related_name="attributes", on_delete=models.CASCADE)
+    name = models.CharField(max_length=255, db_index=True)
+    value = models.CharField(max_length=255)
+
+    @classmethod
+    def set_user_attribute(cls, user, name, value):
+        cls.objects.update_or_create(user=user, name=name, defaults={"value": value})
+
+    @classmethod
+    def get_user_attribute(cls, user, name):
+        try:
+            return cls.objects.get(user=user, name=name).value
+        except cls.DoesNotExist:
+            return None
 
 
 class CourseAccessRole(models.Model):
