@@ -79,8 +79,8 @@ def change_email_to_invited(user, email):
         user.save()
 
 
-@pytest.mark.parametrize("unreachable", [False, True], ids=["service refuses", "service unreachable"])
-@pytest.mark.parametrize("path", ["activation", "registration without activation email", "email change"])
+@pytest.mark.parametrize("unreachable", [False, True], ids=["service-refuses", "service-unreachable"])
+@pytest.mark.parametrize("path", ["activation", "registration-without-activation-email", "email-change"])
 def test_an_invitation_by_staff_to_a_private_course_never_blocks_the_account_and_enrolls(
     world, new_user_id, published, service_settings, closed_port, path, unreachable
 ):
@@ -92,7 +92,7 @@ def test_an_invitation_by_staff_to_a_private_course_never_blocks_the_account_and
     if path == "activation":
         user = new_account(new_user_id, email)
         activate_by_email_link(user)
-    elif path == "registration without activation email":
+    elif path == "registration-without-activation-email":
         user = new_account(new_user_id, email)
         register_without_activation_email(user)
     else:
@@ -106,11 +106,12 @@ def test_an_invitation_by_staff_to_a_private_course_never_blocks_the_account_and
         CourseEnrollment.enroll(user, course_key(world["courses"]["private"].replace("PRIVATE", "NEVER")))
 
 
-@pytest.mark.parametrize("how", ["password reset (legacy view and Authn MFE API)", "django admin"])
+@pytest.mark.parametrize("how", ["password-reset", "django-admin"])
 def test_an_activation_without_the_signal_is_published_once_after_commit(world, new_user_id, published, how):
     user = new_account(new_user_id, f"reset@{world['rule_domain']}")
     with transaction.atomic():
-        # PasswordResetConfirmWrapper / LogistrationPasswordResetView: the user as loaded, activated, saved.
+        # password-reset: PasswordResetConfirmWrapper (legacy view) and LogistrationPasswordResetView (the
+        # Authn MFE's API); django-admin: ModelAdmin.save_model. The user as loaded, activated, saved.
         updated = User.objects.get(id=user.id)
         if how.startswith("password"):
             updated.set_password("a new password 123")
