@@ -107,7 +107,7 @@ function runPytest(pythonPath: string, env: Record<string, string>): Promise<Pyt
   });
 }
 
-const pythons: Record<string, string> = {};
+const pythons = {} as Record<(typeof VERSIONS)[number], string>;
 beforeAll(() => {
   // Made once here (about a minute each the first time), not inside a test's timeout.
   for (const version of VERSIONS) pythons[version] = python(version);
