@@ -154,18 +154,28 @@ def test_settings_phases_leave_the_steps_first_and_never_touch_the_event_bus_pro
     assert all(MINE not in c["pipeline"] for c in off.OPEN_EDX_FILTERS_CONFIG.values())
 
 
-def test_edx_platforms_test_settings_are_left_alone(registered):
+def test_edx_platforms_test_settings_turn_enforcement_and_publishing_off(registered, settings):
+    # lms/envs/test.py: `from .common import *` (whose add_plugins(COMMON) added the steps), then
+    # add_plugins(__name__, LMS, TEST).
+    import types
+
     from edx_django_utils.plugins import add_plugins
 
-    import types
     module = types.ModuleType("lms_test_settings")
     module.OPEN_EDX_FILTERS_CONFIG = {}
     sys.modules[module.__name__] = module
     try:
+        add_plugins(module.__name__, apps.LMS, "common")
+        assert module.OPEN_EDX_FILTERS_CONFIG == CONFIGURED
         add_plugins(module.__name__, apps.LMS, "test")
     finally:
         del sys.modules[module.__name__]
-    assert module.OPEN_EDX_FILTERS_CONFIG == {}
+    assert all(config["pipeline"] == [] for config in module.OPEN_EDX_FILTERS_CONFIG.values())
+    assert module.COURSE_ACCESS_GROUPS == {"CONFIGURE_FILTERS": False, "PUBLISH_ACTIVATIONS": False}
+    # ready()'s checks pass on those settings.
+    settings.OPEN_EDX_FILTERS_CONFIG = module.OPEN_EDX_FILTERS_CONFIG
+    settings.COURSE_ACCESS_GROUPS = module.COURSE_ACCESS_GROUPS
+    apps.check_filters()
 
 
 def test_plugin_settings_put_the_step_first_not_silent_and_apply_once():

@@ -22,9 +22,10 @@ from .settings import PIPELINE_STEPS
 log = logging.getLogger(__name__)
 
 # edx-platform's ProjectType.LMS and SettingsType values (openedx/core/djangoapps/plugins/constants.py).
-# Not "test": edx-platform's own test settings would then refuse every enrollment of its suite.
+# edx-platform's own "test" settings get test_settings.py: enforcement and publishing off, so
+# the platform's suite is not refused every enrollment.
 LMS = "lms.djangoapp"
-SETTINGS_TYPES = ("common", "production", "devstack")
+SETTINGS_MODULES = {"common": "settings", "production": "settings", "devstack": "settings", "test": "test_settings"}
 
 
 class CourseAccessGroupsOpenedxConfig(AppConfig):
@@ -33,7 +34,7 @@ class CourseAccessGroupsOpenedxConfig(AppConfig):
 
     plugin_app = {
         PluginSettings.CONFIG: {
-            LMS: {settings_type: {PluginSettings.RELATIVE_PATH: "settings"} for settings_type in SETTINGS_TYPES},
+            LMS: {settings_type: {PluginSettings.RELATIVE_PATH: module} for settings_type, module in SETTINGS_MODULES.items()},
         },
     }
 
