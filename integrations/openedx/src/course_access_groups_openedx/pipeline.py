@@ -12,6 +12,7 @@ keeps the auto-enrollment inside account activation from ever failing). A CCX co
 as the course it is built on.
 """
 
+import functools
 import logging
 
 from ccx_keys.locator import CCXLocator
@@ -65,8 +66,12 @@ def service_course_id(course_key):
     return str(course_key)
 
 
+@functools.lru_cache(maxsize=None)
 def _lms_model(name):
-    """One of edx-platform's student models, or None outside an LMS (the benchmark, a bare Django)."""
+    """
+    One of edx-platform's student models, or None outside an LMS (the benchmark, a bare Django);
+    looked up once, since a failed import is not remembered by Python and would search every call.
+    """
     try:
         from common.djangoapps.student import models  # pylint: disable=import-outside-toplevel
     except ImportError:

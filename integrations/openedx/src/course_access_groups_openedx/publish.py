@@ -70,9 +70,10 @@ def remember_is_active(sender, instance, **kwargs):  # pylint: disable=unused-ar
     setattr(instance, _WAS_ACTIVE, instance.__dict__.get("is_active"))
 
 
-def on_user_saved(sender, instance, created, update_fields=None, **kwargs):  # pylint: disable=unused-argument
+def on_user_saved(sender, instance, created, update_fields=None, raw=False, **kwargs):  # pylint: disable=unused-argument
     """post_save of User: a save that creates an active user or turns is_active on is an activation."""
-    if update_fields is not None and "is_active" not in update_fields:
+    # A fixture being loaded (raw) is no activation; nor is a save that leaves is_active out.
+    if raw or (update_fields is not None and "is_active" not in update_fields):
         return
     was_active = getattr(instance, _WAS_ACTIVE, None)
     is_active = bool(instance.__dict__.get("is_active"))
