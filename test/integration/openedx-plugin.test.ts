@@ -78,6 +78,7 @@ const EXPECTED = {
   'tests/test_plugin.py': [
     'test_the_package_builds_with_tutors_setuptools_and_installs_as_an_lms_plugin_with_a_working_kafka_producer',
     'test_settings_phases_leave_the_steps_first_and_never_touch_the_event_bus_producer_config',
+    'test_a_tutor_patch_that_replaces_the_filters_after_every_phase_stops_start_up',
     'test_edx_platforms_test_settings_turn_enforcement_and_publishing_off',
     'test_plugin_settings_put_the_step_first_not_silent_and_apply_once',
     'test_ready_refuses_to_start_when_later_settings_undid_the_steps[replaced0]',

@@ -154,6 +154,22 @@ def test_settings_phases_leave_the_steps_first_and_never_touch_the_event_bus_pro
     assert all(MINE not in c["pipeline"] for c in off.OPEN_EDX_FILTERS_CONFIG.values())
 
 
+def test_a_tutor_patch_that_replaces_the_filters_after_every_phase_stops_start_up(registered, settings):
+    def tutor_patch(module):  # an openedx-lms-production-settings patch of another plugin
+        module.OPEN_EDX_FILTERS_CONFIG = {ENROLLMENT: {"fail_silently": True, "pipeline": ["other.plugin.Step"]}}
+
+    lms = lms_phases({}, tutor_patch)
+    settings.OPEN_EDX_FILTERS_CONFIG = lms.OPEN_EDX_FILTERS_CONFIG
+    with pytest.raises(ImproperlyConfigured, match="OPEN_EDX_FILTERS_CONFIG was changed"):
+        apps.check_filters()
+    # What the error message offers keeps the other plugin's step, after the plugin's.
+    from course_access_groups_openedx.settings import with_steps
+
+    settings.OPEN_EDX_FILTERS_CONFIG = with_steps(lms.OPEN_EDX_FILTERS_CONFIG)
+    apps.check_filters()
+    assert settings.OPEN_EDX_FILTERS_CONFIG[ENROLLMENT]["pipeline"] == [MINE, "other.plugin.Step"]
+
+
 def test_edx_platforms_test_settings_turn_enforcement_and_publishing_off(registered, settings):
     # lms/envs/test.py: `from .common import *` (whose add_plugins(COMMON) added the steps), then
     # add_plugins(__name__, LMS, TEST).
