@@ -35,8 +35,9 @@ hooks.Filters.CONFIG_DEFAULTS.add_items([
     ("COURSE_ACCESS_GROUPS_KAFKA_BOOTSTRAP_SERVERS", "{% if COURSE_ACCESS_GROUPS_RUN_KAFKA %}course-access-groups-kafka:9092{% endif %}"),
     ("COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_URL",
      "{% if COURSE_ACCESS_GROUPS_RUN_KAFKA %}http://course-access-groups-registry:8080/apis/ccompat/v7{% endif %}"),
+    # The versions the project's local stack runs and its tests use (scripts/kafka, scripts/registry).
     ("COURSE_ACCESS_GROUPS_KAFKA_DOCKER_IMAGE", "apache/kafka:3.9.1"),
-    ("COURSE_ACCESS_GROUPS_REGISTRY_DOCKER_IMAGE", "apicurio/apicurio-registry-mem:2.4.14.Final"),
+    ("COURSE_ACCESS_GROUPS_REGISTRY_DOCKER_IMAGE", "apicurio/apicurio-registry-mem:2.4.2.Final"),
     # EVENT_BUS_TOPIC_PREFIX of the LMS and Studio: topics are <prefix>-user-lifecycle and so on.
     ("COURSE_ACCESS_GROUPS_TOPIC_PREFIX", "openedx"),
     # The service token's expiry (seconds since the epoch); a new JWT secret replaces the token too.
