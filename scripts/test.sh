@@ -16,10 +16,13 @@ bash scripts/browser.sh
 # test/integration/openedx-producer.test.ts runs.
 OPENEDX_PRODUCER_PYTHON="$(bash scripts/openedx-producer.sh)"
 export OPENEDX_PRODUCER_PYTHON
-# The Open edX LMS plugin's pytest environment (Python 3.12, from PyPI, cached) that
+# The Open edX LMS plugin's pytest environments (Python 3.11 and 3.12, from PyPI, cached) that
 # test/integration/openedx-plugin.test.ts runs against the real service.
-OPENEDX_PLUGIN_PYTHON="$(bash scripts/openedx-plugin.sh)"
-export OPENEDX_PLUGIN_PYTHON
+bash scripts/openedx-plugin.sh 3.11 >/dev/null
+bash scripts/openedx-plugin.sh 3.12 >/dev/null
+# The Tutor plugin's test environment (Python 3.12, the real tutor; Debian's docker-compose when
+# missing) that test/integration/openedx-plugin-tutor.test.ts runs.
+bash scripts/tutor-plugin.sh >/dev/null
 
 source scripts/lib/local-stack.sh
 trap stop_local_stack EXIT

@@ -21,6 +21,8 @@ import urllib3
 from django.contrib.auth.models import AnonymousUser, User
 from opaque_keys.edx.keys import CourseKey
 
+from course_access_groups_openedx.events import USER_ACCOUNT_ACTIVATED_EVENT
+
 
 def _env(name):
     value = os.environ.get(name)
@@ -118,3 +120,16 @@ def service_settings(settings):
         settings.COURSE_ACCESS_GROUPS = {**settings.COURSE_ACCESS_GROUPS, **values}
 
     return change
+
+
+@pytest.fixture
+def published():
+    """The activation events the plugin sends, as its in-process receivers get them (beside the bus)."""
+    events = []
+
+    def capture(signal, **kwargs):
+        events.append(kwargs)
+
+    USER_ACCOUNT_ACTIVATED_EVENT.connect(capture)
+    yield events
+    USER_ACCOUNT_ACTIVATED_EVENT.disconnect(capture)

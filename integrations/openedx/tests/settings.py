@@ -14,11 +14,16 @@ USE_TZ = True
 INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
+    "django.contrib.sites",
     "openedx_events",
     "edx_event_bus_kafka",
+    # edx-platform's student app as far as the tests reproduce it (tests/standins/README.md).
+    "common.djangoapps.student.apps.StudentConfig",
+    "openedx.core.djangoapps.site_configuration.apps.SiteConfigurationConfig",
     "course_access_groups_openedx.apps.CourseAccessGroupsOpenedxConfig",
 ]
-# Django's auth models need a database setting; the tests never write to it (users are unsaved).
+# The tests that reproduce the LMS's saves and transactions write users, invitations and
+# enrollments here (tests/test_lms_paths.py); the others use unsaved users.
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
 ROOT_URLCONF = "tests.urls"
 LOGGING_CONFIG = None
@@ -35,7 +40,6 @@ EVENT_BUS_PRODUCER = "edx_event_bus_kafka.create_producer"
 EVENT_BUS_KAFKA_BOOTSTRAP_SERVERS = os.environ.get("KAFKA_BROKERS", "")
 EVENT_BUS_KAFKA_SCHEMA_REGISTRY_URL = os.environ.get("SCHEMA_REGISTRY_URL", "")
 EVENT_BUS_TOPIC_PREFIX = os.environ.get("CAG_TOPIC_PREFIX", "")
-EVENT_BUS_PRODUCER_CONFIG = {}
 OPEN_EDX_FILTERS_CONFIG = {}
 
 # What edx-platform's add_plugins() does with this module (tests/test_plugin.py runs the real one).

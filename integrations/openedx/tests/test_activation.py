@@ -12,27 +12,16 @@ from openedx.core.djangoapps.signals.signals import USER_ACCOUNT_ACTIVATED
 from openedx.core.djangoapps.site_configuration import helpers as site_configuration
 from openedx_events.event_bus import get_producer
 
-from course_access_groups_openedx.events import USER_ACCOUNT_ACTIVATED_EVENT
 from course_access_groups_openedx.organization import site_course_org_filter
 
 from .conftest import learner
 
+# Activations wait for the database transaction to commit (publish.py): real transactions.
+pytestmark = pytest.mark.django_db(transaction=True)
+
 
 class Registration:
     """The sender edx-platform names (common.djangoapps.student.models.Registration)."""
-
-
-@pytest.fixture
-def published():
-    """The activation events the plugin sends (a receiver beside the event bus's)."""
-    events = []
-
-    def capture(signal, **kwargs):
-        events.append(kwargs)
-
-    USER_ACCOUNT_ACTIVATED_EVENT.connect(capture)
-    yield events
-    USER_ACCOUNT_ACTIVATED_EVENT.disconnect(capture)
 
 
 def activate(user):
@@ -99,15 +88,29 @@ def test_an_unreachable_schema_registry_is_logged_by_the_producer_and_never_reac
     assert len(errors) == 1 and errors[0].startswith("Error delivering message to Kafka event bus")
 
 
-def test_a_multi_site_lms_takes_the_organization_of_the_sites_course_org_filter(service_settings):
-    user = learner(1)
+def test_a_multi_site_lms_takes_the_organization_of_the_site_the_account_was_created_on(new_user_id, service_settings, caplog):
+    from django.contrib.auth.models import User
+    from django.contrib.sites.models import Site
+
+    from common.djangoapps.student.models import UserAttribute
+    from openedx.core.djangoapps.site_configuration.models import SiteConfiguration
+
     service_settings(ORGANIZATION="FallbackX")
-    site_configuration.VALUES.clear()
-    assert site_course_org_filter(user) == "FallbackX"
-    site_configuration.VALUES["course_org_filter"] = ["SiteX"]
-    assert site_course_org_filter(user) == "SiteX"
-    site_configuration.VALUES["course_org_filter"] = ["SiteX", "SiteY"]  # ambiguous: not this site's own
-    assert site_course_org_filter(user) == "FallbackX"
-    site_configuration.VALUES["course_org_filter"] = "SiteZ"
-    assert site_course_org_filter(user) == "SiteZ"
-    site_configuration.VALUES.clear()
+    for domain, orgs in (("b.example.org", ["SiteB"]), ("multi.example.org", ["SiteM", "SiteN"])):
+        SiteConfiguration.objects.create(site=Site.objects.create(domain=domain, name=domain), enabled=True,
+                                         site_values={"course_org_filter": orgs})
+    user = User.objects.create(id=new_user_id(), username="multisite", email="m@example.org")
+    try:
+        # The request is on site A (the current site), the account was created on site B.
+        site_configuration.VALUES["course_org_filter"] = ["SiteA"]
+        assert site_course_org_filter(user) == "SiteA"  # no created_on_site: the current site
+        UserAttribute.set_user_attribute(user, "created_on_site", "b.example.org")
+        assert site_course_org_filter(user) == "SiteB"
+        UserAttribute.set_user_attribute(user, "created_on_site", "multi.example.org")
+        assert site_course_org_filter(user) is None  # several organizations: refused, not guessed
+        assert f"the site of user {user.id} names 2 organizations" in caplog.text
+        UserAttribute.set_user_attribute(user, "created_on_site", "unknown.example.org")
+        site_configuration.VALUES.clear()
+        assert site_course_org_filter(user) == "FallbackX"  # no site names one
+    finally:
+        site_configuration.VALUES.clear()

@@ -14,6 +14,9 @@ from course_access_groups_openedx.client import get_client
 
 from .conftest import course, course_key, enrollment, learner
 
+# The steps read edx-platform's roles and invitations (tests/standins): a database, empty here.
+pytestmark = pytest.mark.django_db
+
 PLUGIN_LOGGER = "course_access_groups_openedx"
 
 

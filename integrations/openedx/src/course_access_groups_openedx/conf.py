@@ -25,7 +25,7 @@ DEFAULTS = {
     "ON_UNAVAILABLE": {ENROLL: "deny", SEE_ABOUT_PAGE: "deny", SEE_IN_CATALOG: "allow"},
     # Where a hidden about page sends the learner; empty: the LMS's 404 page.
     "HIDDEN_ABOUT_PAGE_REDIRECT": "",
-    # Adds the plugin's pipeline steps to OPEN_EDX_FILTERS_CONFIG (settings.py).
+    # The plugin's pipeline steps first in OPEN_EDX_FILTERS_CONFIG (settings.py; checked in ready()).
     "CONFIGURE_FILTERS": True,
     # The organization of every learner (a single-site LMS), for the default resolver.
     "ORGANIZATION": "",
@@ -33,7 +33,7 @@ DEFAULTS = {
     "ORGANIZATION_RESOLVER": "course_access_groups_openedx.organization.configured_organization",
     # The Django signal edx-platform sends when a learner activates their account.
     "ACTIVATION_SIGNAL": "openedx.core.djangoapps.signals.signals.USER_ACCOUNT_ACTIVATED",
-    # Adds the activation event to EVENT_BUS_PRODUCER_CONFIG, on this topic (settings.py).
+    # Publishes activations on the event bus, on this topic (read when each one is sent).
     "PUBLISH_ACTIVATIONS": True,
     "ACTIVATION_TOPIC": "user-account-activated",
 }

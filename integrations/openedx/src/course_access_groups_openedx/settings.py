@@ -1,53 +1,61 @@
 """
-Plugin settings, applied by edx-platform to its settings modules (common, production, devstack,
-test): the plugin's pipeline steps join OPEN_EDX_FILTERS_CONFIG and the activation event joins
-EVENT_BUS_PRODUCER_CONFIG, so installing the package is all an operator must do beyond setting
-COURSE_ACCESS_GROUPS. Applied to every settings type because a later one (production's YAML)
-may replace either dict; each addition is idempotent and keeps what an operator configured.
+Plugin settings, applied by edx-platform to its settings modules (common, production, devstack;
+not test, so edx-platform's own test settings stay unenforced): the plugin's pipeline steps go
+FIRST in OPEN_EDX_FILTERS_CONFIG, with ``fail_silently: False``. First, because openedx-filters
+stops a pipeline at a step that returns anything but a dict, so a step after it would never run
+and enforcement would fail open; not silent, because a broken step must stop the request rather
+than be skipped. Applied in every phase because a later one (production's YAML) may replace the
+dict; each application is idempotent. The activation event needs no settings here: it is
+published at run time (publish.py). apps.py checks in ready() that the result survived every
+later change (Tutor's Python patches, other plugins).
 """
 
-from .conf import ACTIVATED_EVENT_TYPE, DEFAULTS
+from .conf import DEFAULTS
 
 PIPELINE_STEPS = {
     "org.openedx.learning.course.enrollment.started.v1": "course_access_groups_openedx.pipeline.EnrollmentAccess",
+    # Run by LMS releases whose openedx-filters define CourseEnrollmentViewStarted; configured on
+    # every release (an LMS that never runs a filter never reads its configuration).
+    "org.openedx.learning.course.enrollment.view.started.v1": "course_access_groups_openedx.pipeline.EnrollmentViewAccess",
     "org.openedx.learning.course_about.render.started.v1": "course_access_groups_openedx.pipeline.AboutPageAccess",
     "org.openedx.learning.dashboard.render.started.v1": "course_access_groups_openedx.pipeline.DashboardListing",
 }
 
 
-def _add_filters(settings):
-    filters = dict(getattr(settings, "OPEN_EDX_FILTERS_CONFIG", None) or {})
+def _as_config(existing):
+    """A filter's configuration in its dict form (openedx-filters also accepts a string or a list)."""
+    if isinstance(existing, str):
+        return {"pipeline": [existing]}
+    if isinstance(existing, (list, tuple)):
+        return {"pipeline": list(existing)}
+    return dict(existing or {})
+
+
+def with_steps(filters):
+    """OPEN_EDX_FILTERS_CONFIG with the plugin's steps first and each of their filters not silent."""
+    filters = dict(filters or {})
     for filter_type, step in PIPELINE_STEPS.items():
-        existing = filters.get(filter_type)
-        if not existing:
-            # A step that breaks (a bug, not the service being down: the steps handle that) stops
-            # the request rather than being skipped, which would allow everything.
-            filters[filter_type] = {"fail_silently": False, "pipeline": [step]}
-            continue
-        if isinstance(existing, str):
-            existing = {"pipeline": [existing]}
-        elif isinstance(existing, list):
-            existing = {"pipeline": existing}
-        pipeline = list(existing.get("pipeline", []))
-        if step not in pipeline:
-            pipeline.append(step)
-        # The operator's other keys (fail_silently, extra configuration) stay as they are.
-        filters[filter_type] = {**existing, "pipeline": pipeline}
-    settings.OPEN_EDX_FILTERS_CONFIG = filters
+        config = _as_config(filters.get(filter_type))
+        others = [s for s in config.get("pipeline", []) if s != step]
+        filters[filter_type] = {**config, "fail_silently": False, "pipeline": [step, *others]}
+    return filters
 
 
-def _add_producer_config(settings, topic):
-    producer = dict(getattr(settings, "EVENT_BUS_PRODUCER_CONFIG", None) or {})
-    # Keyed by username, as the platform's own user events are: one learner's events stay in one
-    # partition when an operator sends them to one topic. An operator's entry is kept.
-    producer.setdefault(ACTIVATED_EVENT_TYPE, {topic: {"event_key_field": "user.pii.username", "enabled": True}})
-    settings.EVENT_BUS_PRODUCER_CONFIG = producer
+def without_steps(filters):
+    """OPEN_EDX_FILTERS_CONFIG with the plugin's steps taken out (CONFIGURE_FILTERS: False)."""
+    filters = dict(filters or {})
+    for filter_type, step in PIPELINE_STEPS.items():
+        if filter_type in filters:
+            config = _as_config(filters[filter_type])
+            filters[filter_type] = {**config, "pipeline": [s for s in config.get("pipeline", []) if s != step]}
+    return filters
 
 
 def plugin_settings(settings):
     """Called by edx-platform (edx_django_utils.plugins.add_plugins) with a settings module."""
     configured = getattr(settings, "COURSE_ACCESS_GROUPS", None) or {}
+    filters = getattr(settings, "OPEN_EDX_FILTERS_CONFIG", None)
     if configured.get("CONFIGURE_FILTERS", DEFAULTS["CONFIGURE_FILTERS"]):
-        _add_filters(settings)
-    if configured.get("PUBLISH_ACTIVATIONS", DEFAULTS["PUBLISH_ACTIVATIONS"]):
-        _add_producer_config(settings, configured.get("ACTIVATION_TOPIC", DEFAULTS["ACTIVATION_TOPIC"]))
+        settings.OPEN_EDX_FILTERS_CONFIG = with_steps(filters)
+    elif filters:
+        settings.OPEN_EDX_FILTERS_CONFIG = without_steps(filters)
