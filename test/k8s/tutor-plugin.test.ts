@@ -12,9 +12,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { type K8sObject, ok, parseObjects, tool } from './tools';
 
-const NS = `cag-tutor-${randomBytes(3).toString('hex')}`;
+const suffix = randomBytes(3).toString('hex');
+const NS = `cag-tutor-${suffix}`;
+const NS_BASELINE = `cag-tutor-baseline-${suffix}`;
 let tutorRoot = '';
+/** The plugin's own objects; `everyDeployment` is Tutor's deployments.yml whole (Tutor core's and the plugin's). */
 const objects: K8sObject[] = [];
+let everyDeployment = '';
 
 const kubectlJson = async (args: string[]) => JSON.parse(await ok('kubectl', [...args, '-o', 'json'])) as { items: K8sObject[] };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -24,15 +28,18 @@ beforeAll(async () => {
   await promisify(execFile)('bash', [path.resolve(__dirname, '../../scripts/k8s/tutor-render.sh'), tutorRoot]);
   for (const manifest of ['deployments.yml', 'services.yml']) {
     const text = await readFile(path.join(tutorRoot, 'env/k8s', manifest), 'utf8');
+    if (manifest === 'deployments.yml') everyDeployment = text;
     objects.push(...parseObjects(text).filter((o) => o.metadata.name.startsWith('course-access-groups')));
   }
   // Both warn and enforce: a Deployment's template is only warned about, its Pods are refused.
   await ok('kubectl', ['create', 'namespace', NS]);
   await ok('kubectl', ['label', 'namespace', NS, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/warn=restricted']);
+  await ok('kubectl', ['create', 'namespace', NS_BASELINE]);
+  await ok('kubectl', ['label', 'namespace', NS_BASELINE, 'pod-security.kubernetes.io/warn=baseline']);
 }, 120000);
 
 afterAll(async () => {
-  await tool('kubectl', ['delete', 'namespace', NS, '--wait=false']);
+  await tool('kubectl', ['delete', 'namespace', NS, NS_BASELINE, '--wait=false']);
   if (tutorRoot) await rm(tutorRoot, { recursive: true, force: true });
 });
 
@@ -68,4 +75,14 @@ test('a real apply: every Deployment gets its Pod in the restricted namespace, n
   expect([...new Set(created)].sort()).toEqual(names.sort());
   const refused = (await kubectlJson(['-n', NS, 'get', 'events', '--field-selector', 'reason=FailedCreate'])).items;
   expect(refused.map((e) => e.message)).toEqual([]);
+});
+
+test("Tutor core's own Deployments break restricted (the check above can fail) and meet baseline, as the plugin's do", async () => {
+  const dryRun = (ns: string) => tool('kubectl', ['apply', '--dry-run=server', '-n', ns, '-f', '-'], { input: everyDeployment });
+  const restricted = await dryRun(NS);
+  expect(restricted.code).toBe(0);
+  const refused = [...restricted.stderr.matchAll(/restricted:latest": .*?container "([^"]+)"/g)].map((m) => m[1]);
+  expect(refused).toContain('lms');
+  expect(refused.filter((c) => ['course-access-groups', 'kafka', 'registry'].includes(c!))).toEqual([]);
+  expect(await dryRun(NS_BASELINE)).toMatchObject({ code: 0, stderr: '' });
 });
