@@ -2,14 +2,15 @@
 # The Tutor plugin (integrations/tutor) rendered by the real tutor, as an operator would: the
 # plugin pip-installed from its source, enabled, and `tutor config save` run in TUTOR_ROOT (a new
 # folder). Tutor's Kubernetes manifests are then in TUTOR_ROOT/env/k8s/. Used by
-# test/k8s/tutor-plugin.test.ts; the tutor is the one of scripts/tutor-plugin.sh.
+# test/k8s/tutor-plugin.test.ts; the tutor is the one of the Tutor plugin's test environment
+# (scripts/tutor-plugin.sh, without the docker-compose it also installs: nothing here needs it).
 #
 #   bash scripts/k8s/tutor-render.sh TUTOR_ROOT [KEY=VALUE...]   the KEY=VALUEs go to --set
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TUTOR_ROOT="${1:?usage: tutor-render.sh TUTOR_ROOT [KEY=VALUE...]}"
 shift
-PYTHON="$(bash "$ROOT/scripts/tutor-plugin.sh")"
+PYTHON="$(bash "$ROOT/scripts/python-env.sh" tutor-plugin "$ROOT/integrations/tutor/requirements/test.txt" 3.12)"
 mkdir -p "$TUTOR_ROOT"
 # Built from a copy: a build in the source tree would leave build/ and *.egg-info behind.
 cp -r "$ROOT/integrations/tutor" "$TUTOR_ROOT/source"
