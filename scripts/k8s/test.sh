@@ -4,7 +4,9 @@
 #      validated offline against the Kubernetes OpenAPI schemas (test/k8s/chart.test.ts)
 #   2. a real control plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager built from
 #      the Go module proxy): install, upgrade, rollback, uninstall, PodSecurity restricted
-#      admission, server-side strict validation (test/k8s/control-plane.test.ts)
+#      admission, server-side strict validation (test/k8s/control-plane.test.ts); the Tutor
+#      plugin's own objects, rendered by the real tutor, validated and admitted the same way
+#      (test/k8s/tutor-plugin.test.ts)
 #   3. a real node (kubelet, a container runtime): NOT run (the chart's README says why); the
 #      script then exits 77, which .ci/run reports as a warning after steps 1 and 2 passed.
 # The tools are built once and cached (scripts/k8s/tools.sh: ~/.cache/course-access-groups/k8s).
@@ -20,7 +22,7 @@ export K8S_TOOLS K8S_VALIDATE_PYTHON
 say "step 1: the chart rendered, linted and validated offline"
 npx jest --config jest.k8s.config.js test/k8s/chart.test.ts
 
-say "step 2: a real control plane on 127.0.0.1"
+say "step 2: a real control plane on 127.0.0.1 (the chart, then the Tutor plugin's objects)"
 export K8S_DIR="${K8S_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/cag-k8s-XXXXXX")}"
 control_plane_down() {
   local status=$?
@@ -35,7 +37,7 @@ control_plane_down() {
 trap control_plane_down EXIT
 bash scripts/k8s/control-plane.sh start
 export KUBECONFIG="$K8S_DIR/kubeconfig"
-npx jest --config jest.k8s.config.js test/k8s/control-plane.test.ts
+npx jest --config jest.k8s.config.js test/k8s/control-plane.test.ts test/k8s/tutor-plugin.test.ts
 
 say "steps 1 and 2 passed in $((SECONDS - started)) s"
 say "################################################################"

@@ -14,6 +14,7 @@ const EXPECTED = [
   'test_the_rendered_compose_file_is_valid_and_runs_both_roles_on_tutors_mongodb[external-kafka]',
   'test_the_rendered_kubernetes_manifests_match_the_api_schemas[own-kafka]',
   'test_the_rendered_kubernetes_manifests_match_the_api_schemas[external-kafka]',
+  'test_the_services_credentials_reach_its_pods_from_a_secret_never_a_deployments_env',
   'test_the_openedx_image_installs_the_lms_plugin_and_confluent_kafka',
   'test_the_rendered_settings_leave_the_lms_on_kafka_with_the_services_topics_and_filters_first',
 ].map((t) => `tests/test_tutor_plugin.py::${t}`);

@@ -58,6 +58,10 @@ def config(root):
     return yaml.safe_load((root / "config.yml").read_text())
 
 
+def k8s_objects(root, manifest):
+    return [doc for doc in yaml.safe_load_all((root / "env" / "k8s" / manifest).read_text()) if doc]
+
+
 def test_config_save_makes_the_jwt_secret_once_and_keeps_it(installed, tmp_path):
     root = saved(installed, tmp_path, "COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX")
     secret = config(root)["COURSE_ACCESS_GROUPS_JWT_SECRET"]
@@ -97,16 +101,47 @@ def test_the_rendered_kubernetes_manifests_match_the_api_schemas(installed, tmp_
     root = saved(installed, tmp_path, *([] if own_kafka else ["COURSE_ACCESS_GROUPS_RUN_KAFKA=false"]))
     names = set()
     for manifest in ("deployments.yml", "services.yml"):
-        for doc in yaml.safe_load_all((root / "env" / "k8s" / manifest).read_text()):
-            if doc:
-                kubernetes_validate.validate(doc, KUBERNETES, strict=True)
-                names.add((doc["kind"], doc["metadata"]["name"]))
+        for doc in k8s_objects(root, manifest):
+            kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+            names.add((doc["kind"], doc["metadata"]["name"]))
     ours = {n for n in names if n[1].startswith("course-access-groups")}
     expected = {("Deployment", "course-access-groups-api"), ("Deployment", "course-access-groups-consumer"),
-                ("Service", "course-access-groups-api")}
+                ("Service", "course-access-groups-api"), ("Secret", "course-access-groups")}
     if own_kafka:
         expected |= {(kind, f"course-access-groups-{name}") for kind in ("Deployment", "Service") for name in ("kafka", "registry")}
     assert ours == expected
+
+
+def test_the_services_credentials_reach_its_pods_from_a_secret_never_a_deployments_env(installed, tmp_path):
+    root = saved(installed, tmp_path, "MONGODB_USERNAME=cag", "MONGODB_PASSWORD=p@ss/w:rd")
+    objects = k8s_objects(root, "deployments.yml")
+    [secret] = [o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"] == "course-access-groups"]
+    jwt_secret = config(root)["COURSE_ACCESS_GROUPS_JWT_SECRET"]
+    # The password URL-encoded, so the driver reads it back whole.
+    assert secret["stringData"] == {"MONGO_URL": "mongodb://cag:p%40ss%2Fw%3Ard@mongodb:27017/?authSource=admin",
+                                    "JWT_SECRET": jwt_secret}
+    deployments = [o for o in objects if o["kind"] == "Deployment"]
+    rendered = yaml.safe_dump(deployments)
+    for value in (jwt_secret, "p%40ss", "p@ss"):
+        assert value not in rendered
+    ours = {d["metadata"]["name"]: d for d in deployments if d["metadata"]["name"].startswith("course-access-groups")}
+    for role in ("api", "consumer"):
+        pod = ours[f"course-access-groups-{role}"]["spec"]["template"]
+        [container] = pod["spec"]["containers"]
+        assert container["envFrom"] == [{"secretRef": {"name": "course-access-groups"}}]
+        assert {e["name"] for e in container["env"]}.isdisjoint({"MONGO_URL", "JWT_SECRET"})
+        checksum = pod["metadata"]["annotations"]["checksum/secret"]
+    # A new secret rolls the pods: the annotation follows the Secret's data.
+    tutor(root, "config", "save", "--set", "COURSE_ACCESS_GROUPS_JWT_SECRET=another-secret-of-enough-length")
+    pod = next(o for o in k8s_objects(root, "deployments.yml") if o["metadata"]["name"] == "course-access-groups-api")
+    assert pod["spec"]["template"]["metadata"]["annotations"]["checksum/secret"] != checksum
+    # Every pod of the plugin's own meets PodSecurity "restricted" (test:k8s has a real API server admit them).
+    for deployment in ours.values():
+        spec = deployment["spec"]["template"]["spec"]
+        assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] > 0
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        for container in spec["containers"]:
+            assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def test_the_openedx_image_installs_the_lms_plugin_and_confluent_kafka(installed, tmp_path):

@@ -13,6 +13,7 @@ import hmac
 import json
 import os
 from glob import glob
+from urllib.parse import quote
 
 from tutor import hooks
 
@@ -61,7 +62,21 @@ def service_token(secret, expires):
     return f"{header}.{claims}.{_b64(signature)}"
 
 
-hooks.Filters.ENV_TEMPLATE_FILTERS.add_item(("course_access_groups_service_token", service_token))
+def userinfo(text):
+    """A MongoDB URL's user name or password, every reserved character escaped (Jinja's urlencode keeps `/`)."""
+    return quote(str(text), safe="")
+
+
+def checksum(text):
+    """The SHA-256 of a rendered value: a pod template annotation that changes when the value does."""
+    return hashlib.sha256(str(text).encode()).hexdigest()
+
+
+hooks.Filters.ENV_TEMPLATE_FILTERS.add_items([
+    ("course_access_groups_service_token", service_token),
+    ("course_access_groups_checksum", checksum),
+    ("course_access_groups_userinfo", userinfo),
+])
 
 for path in sorted(glob(os.path.join(PATCHES, "*"))):
     with open(path, encoding="utf-8") as patch_file:
