@@ -269,7 +269,7 @@ test('a dead-letter copy the broker refuses as too large is written with its val
 
 test("one partition's backlog does not hold up another partition's retry: the retried message is applied while the backlog is still being worked through", async () => {
   const topic = topics[0]!;
-  const backlog = Array.from({ length: 1000 }, (_, i) => ({ key: `slow-${i}`, value: `slow:${i}`, partition: 0 }));
+  const backlog = Array.from({ length: 500 }, (_, i) => ({ key: `slow-${i}`, value: `slow:${i}`, partition: 0 }));
   // The backlog first, in one produce: the consumer gets it in one large batch.
   await produce(topic, backlog);
   await waitFor(async () => applied.some((a) => a.value.startsWith('slow:')), Boolean);
@@ -282,4 +282,38 @@ test("one partition's backlog does not hold up another partition's retry: the re
     backlog.map((m) => m.value),
     90000,
   );
+}, 120000);
+
+test('a dead-letter copy the broker refuses for another reason (a compacted DLQ topic and a message without key) is a dependency failure: retried, logged and counted, then written once the topic takes it', async () => {
+  const topic = topics[0]!;
+  // The instance consuming now (an earlier test stopped the first one and started another).
+  const consuming = [...live].at(-1)!;
+  const admin = kafka.admin();
+  await admin.connect();
+  const setPolicy = (value: string) =>
+    admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: dlqTopic(topic), configEntries: [{ name: 'cleanup.policy', value }] }],
+    });
+  await admin.createTopics({
+    topics: [{ topic: dlqTopic(topic), numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }],
+    waitForLeaders: true,
+  });
+  try {
+    await produce(topic, [{ key: null as unknown as string, value: 'poison:no-key', partition: 0 } as never]);
+    await waitFor(
+      () => metricValue(consuming.baseUrl, 'dead_letter_write_failures_total'),
+      (n) => n >= 2,
+    );
+    const retried = logLines(consuming).filter(
+      (l) => l.msg === 'event handler failed; retrying' && String((l.err as { message?: string }).message).includes('dead-letter'),
+    );
+    expect(retried.length).toBeGreaterThan(0);
+    expect(retried.every((l) => l.retriable === true)).toBe(true);
+  } finally {
+    await setPolicy('delete');
+    await admin.disconnect();
+  }
+  const [dead] = await readTopic(dlqTopic(topic), 1, 60000);
+  expect(dead!.value?.toString()).toBe('poison:no-key');
 }, 120000);
