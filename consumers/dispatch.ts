@@ -1,11 +1,12 @@
 import type { EachMessagePayload } from 'kafkajs';
 import type { Db } from 'mongodb';
 import { runInChangeContext } from '../src/db/change-context';
+import { firstTimeOf } from '../src/db/event-times';
 import { Invalid, ServiceError } from '../src/errors';
 import type { Logger } from '../src/log';
 import type { Metrics } from '../src/metrics';
 import { type AvroDecoder, createMessageDecoder } from './avro';
-import { InvalidMessage } from './cloudevents';
+import { type CloudEvent, InvalidMessage } from './cloudevents';
 import { isRetriable } from './failures';
 import { HANDLERS } from './handlers';
 import type { Subject } from './handlers/handler';
@@ -24,12 +25,26 @@ export class HandlerFailure extends ServiceError {
   constructor(
     readonly eventId: string,
     readonly eventType: string,
-    readonly subject: Subject,
+    /** Empty when the event could not be read yet (its decoding failed). */
+    readonly subject: Subject | Record<string, never>,
     override readonly cause: unknown,
   ) {
     super(cause instanceof Error ? cause.message : String(cause));
     this.retriable = isRetriable(cause);
   }
+}
+
+/** A binary-mode header's text, or undefined (absent, or without a value): for logs only. */
+function envelopeHeader(message: EachMessagePayload['message'], name: string): string | undefined {
+  const value = message.headers?.[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first ? first.toString('utf8').slice(0, 200) : undefined;
+}
+
+/** The event ordered by the time its first Kafka record gave it (src/db/event-times.ts). */
+async function withFirstTime(db: Db, event: CloudEvent): Promise<CloudEvent> {
+  const time = await firstTimeOf(db, event.stamp.id, event.stamp.time);
+  return { ...event, eventTime: time, stamp: { ...event.stamp, time } };
 }
 
 /**
@@ -51,7 +66,14 @@ export function createDispatcher(deps: {
   const defaultOrganization = deps.defaultOrganization ?? null;
   const decode = createMessageDecoder(deps.avro ?? null);
   return async ({ topic, partition, message }) => {
-    const event = await decode(message);
+    let event: CloudEvent;
+    try {
+      event = await decode(message);
+    } catch (err) {
+      if (err instanceof InvalidMessage) throw err;
+      // The registry away: the failure log names the event waiting for it (its envelope is in headers).
+      throw new HandlerFailure(envelopeHeader(message, 'ce_id') ?? 'unknown', envelopeHeader(message, 'ce_type') ?? 'unknown', {}, err);
+    }
     const handler = HANDLERS.get(event.type);
     if (!handler) {
       // Label 'other', not the type: a label per unknown type would grow without bound.
@@ -71,8 +93,10 @@ export function createDispatcher(deps: {
     let outcome;
     try {
       // What the event changes is the LMS's doing (not audited); the event id traces it.
+      // An event without `time` is ordered by its first Kafka record's timestamp, whichever record brings it.
+      const ordered = event.time === undefined ? await withFirstTime(db, event) : event;
       outcome = await runInChangeContext({ cause: 'event', actor: { type: 'lms' }, requestId: event.id, audit: false }, () =>
-        handler.apply({ db, event, data: parsed.data, defaultOrganization }),
+        handler.apply({ db, event: ordered, data: parsed.data, defaultOrganization }),
       );
     } catch (err) {
       if (err instanceof InvalidMessage || err instanceof Invalid) {

@@ -97,7 +97,7 @@ async function insertUsers(tenant: Tenant, users: readonly UserFacts[], stones: 
       ...userRecord(u, time).doc,
       event_n: 1,
       event_ids: [stamp.id],
-      ...(u.is_active ? { act_v: v, act_done: false } : { deact_v: v }),
+      ...(u.is_active ? { act_v: v, act_done: false, act_seen_v: v } : { deact_v: v }),
       // Created again after a retirement (an older one: newer ones are left to the per-event path).
       ...afterRetirement(stones.get(userTombstone(u.id)), u.is_active ? null : v),
     })),

@@ -27,11 +27,15 @@ const emailDomain = fc.oneof(
 );
 export const SOURCES = ['openedx/lms/web', 'openedx/lms/worker'] as const;
 const BASE_TIME = Date.parse('2026-03-01T10:00:00Z');
+/** The `fmt` of an event sent without `time`: ordered by its Kafka timestamp, set to the same instant. */
+export const UNTIMED = 4;
+/** More events of one time and one learner than a record once remembered identities for (16). */
+export const BURST = 17;
 
 interface EventFields {
   /** Event time in seconds after BASE_TIME: few values, so equal and older times are common. */
   t: number;
-  /** How `time` is written (the same instant, several RFC 3339 spellings). */
+  /** How `time` is written (the same instant, several RFC 3339 spellings); UNTIMED: no `time`, the Kafka timestamp is the instant. */
   fmt: number;
   src: 0 | 1;
   /** Binary mode (ce_* headers) instead of structured. */
@@ -43,8 +47,11 @@ export type Step =
   | ({ do: 'retire'; user: number; org: string | null } & EventFields)
   | ({ do: 'course'; course: string; org: string | null; name: string } & EventFields)
   | ({ do: 'delete'; course: string } & EventFields)
-  /** Sends again the message sent `back` messages ago (0: the last one, a duplicate). */
-  | { do: 'again'; back: number }
+  /**
+   * Sends again the message sent `back` messages ago (0: the last one, a duplicate); `fresh`: as
+   * a new Kafka record with a later timestamp (a producer's retry), not the same record.
+   */
+  | { do: 'again'; back: number; fresh?: boolean }
   /** SIGKILL the consumer once it handled `after` more messages (as far as there are), then start another. */
   | { do: 'kill'; after: number }
   | { do: 'flag'; org: string; on: boolean }
@@ -76,7 +83,7 @@ type Raw = { kind: string; [field: string]: unknown };
 
 const eventFields = fc.record({
   t: fc.nat(5),
-  fmt: fc.nat(3),
+  fmt: fc.nat(UNTIMED),
   src: fc.oneof({ weight: 4, arbitrary: fc.constant(0 as const) }, { weight: 1, arbitrary: fc.constant(1 as const) }),
   bin: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
 });
@@ -112,7 +119,16 @@ const rawStep: fc.Arbitrary<Raw> = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant('course'), course: idx(4), org: eventOrg, name: fc.constantFrom('Intro', 'Advanced'), ev: eventFields }),
   },
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('delete'), course: idx(4), ev: eventFields }) },
-  { weight: 10, arbitrary: fc.record({ kind: fc.constant('again'), back: fc.oneof(fc.constant(0), fc.nat(30)) }) },
+  { weight: 10, arbitrary: fc.record({ kind: fc.constant('again'), back: fc.oneof(fc.constant(0), fc.nat(30)), fresh: fc.boolean() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('burst'),
+      user: idx(5),
+      email: fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      ev: eventFields,
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('kill'), after: fc.nat(4) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('flag'), org: idx(3), on: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('group'), org: idx(3) }) },
@@ -136,8 +152,13 @@ const rawSetup = fc.array(fc.record({ groups: fc.integer({ min: 1, max: 2 }), ru
   maxLength: 3,
 });
 
-/** Step `i` of the history: its time is the drawn one plus i/5, so later events tend to be newer. */
-function bind(raw: Raw, s: Sizes, i: number): Step {
+/**
+ * Step `i` of the history: its time is the drawn one plus i/5, so later events tend to be newer.
+ * A burst is several steps: an activation, the administrator removing the learner's membership,
+ * BURST updates showing the learner inactive, all of one time, then the activation delivered
+ * again (a duplicate only if every identity is kept).
+ */
+function bind(raw: Raw, s: Sizes, i: number): Step | Step[] {
   const r = raw as Raw & Record<string, any>;
   // A new object: the drawn value is fast-check's, and shrinking maps it again.
   const ev = r.ev && { ...r.ev, t: r.ev.t + Math.floor(i / 5) };
@@ -156,7 +177,29 @@ function bind(raw: Raw, s: Sizes, i: number): Step {
     case 'delete':
       return { do: 'delete', course: course(r.course), ...ev };
     case 'again':
-      return { do: 'again', back: r.back };
+      return { do: 'again', back: r.back, fresh: r.fresh };
+    case 'burst': {
+      // Newer than what the history sent so far: a burst older than the learner's record would be stale, and show nothing.
+      const at = { ...ev, t: ev.t + 6, src: 0 as const };
+      const one = (type: UserEventKind, active: boolean): Step => ({
+        do: 'user',
+        type,
+        user: user(r.user),
+        org: named('home', r.user % s.users),
+        active,
+        email: r.email,
+        name: 'Bursty',
+        ...at,
+      });
+      const home = named('home', r.user % s.users)!;
+      // The administrator removes the membership the activation's rule made: only a second application of it brings one back.
+      return [
+        one('activated', true),
+        { do: 'unmember', org: home, user: user(r.user) },
+        ...Array.from({ length: BURST }, () => one('updated', false)),
+        { do: 'again', back: BURST },
+      ];
+    }
     case 'kill':
       return { do: 'kill', after: r.after };
     case 'flag':
@@ -216,7 +259,7 @@ export function historyArbitrary(maxSteps: number): fc.Arbitrary<History> {
           ...(o.flag ? [{ do: 'flag', org, on: true } as const] : []),
         ];
       });
-      const main = steps.map((r, i) => bind(r, sizes, i));
+      const main = steps.flatMap((r, i) => bind(r, sizes, i));
       main.splice(kill.at % (main.length + 1), 0, { do: 'kill', after: kill.after });
       return {
         orgs: ORGS.slice(0, sizes.orgs),
@@ -257,6 +300,8 @@ export interface KafkaMessage {
   key: string;
   value: string;
   headers: Record<string, string>;
+  /** Set for an event without `time` (its instant), and for a new record of an earlier event. */
+  timestamp?: string;
 }
 
 /** The model's event and the CloudEvent message the LMS would send for an event step (`id` given). */
@@ -291,17 +336,28 @@ export function encode(step: EventStep, id: string): { event: ModelEvent; messag
       key = step.course;
   }
   const type = EVENT_TYPES[event.kind];
-  const time = timeString(step.t, step.fmt);
+  const untimed = step.fmt === UNTIMED;
+  const time = untimed ? {} : { time: timeString(step.t, step.fmt) };
+  const stamp = untimed ? { timestamp: String(BASE_TIME + step.t * 1000) } : {};
   const message: KafkaMessage = step.bin
     ? {
         key,
         value: JSON.stringify(data),
-        headers: { ce_specversion: '1.0', ce_id: id, ce_source: source, ce_type: type, ce_time: time, 'content-type': 'application/json' },
+        headers: {
+          ce_specversion: '1.0',
+          ce_id: id,
+          ce_source: source,
+          ce_type: type,
+          ...(untimed ? {} : { ce_time: time.time! }),
+          'content-type': 'application/json',
+        },
+        ...stamp,
       }
     : {
         key,
-        value: JSON.stringify({ specversion: '1.0', id, source, type, time, datacontenttype: 'application/json', data }),
+        value: JSON.stringify({ specversion: '1.0', id, source, type, ...time, datacontenttype: 'application/json', data }),
         headers: { 'content-type': 'application/cloudevents+json' },
+        ...stamp,
       };
   return { event, message };
 }

@@ -2,10 +2,22 @@
 // itself (retriable) is retried until it does and never dead-lettered; any other gets
 // EVENT_MAX_ATTEMPTS attempts, then the DLQ, and the partition goes on. Against the real local
 // Kafka, with a test handler standing in for the event handlers (its failures are the test's).
+import { ConfigResourceTypes } from 'kafkajs';
 import { MongoClient } from 'mongodb';
 import { dlqTopic, type MessageHandler } from '../../consumers/consumer';
 import { DependencyUnavailable } from '../../src/errors';
-import { closeProducer, type EventTestService, kafka, metricValue, produceOne, readTopic, sameDeployment, startEventService, waitFor } from '../helpers/events';
+import {
+  closeProducer,
+  type EventTestService,
+  kafka,
+  metricValue,
+  produce,
+  produceOne,
+  readTopic,
+  sameDeployment,
+  startEventService,
+  waitFor,
+} from '../helpers/events';
 import { client } from '../helpers/http';
 import { uniqueName } from '../helpers/stack';
 
@@ -32,7 +44,13 @@ const handle: MessageHandler = async ({ topic, partition, message }) => {
   const key = `${topic}/${partition}/${message.offset}`;
   attempts.set(key, (attempts.get(key) ?? 0) + 1);
   const value = message.value!.toString();
-  if (value.startsWith('poison:')) throw new Error(`boom: a bug that never passes (${value})`);
+  if (value.startsWith('poison:')) throw new Error(`boom: a bug that never passes (${value.slice(0, 40)})`);
+  // `flaky:R:B`: R attempts meet a dependency away, the next B a bug-like failure, then it passes.
+  const flaky = /^flaky:(\d+):(\d+)/.exec(value);
+  const attempt = attempts.get(key)!;
+  if (flaky && attempt <= Number(flaky[1])) throw new DependencyUnavailable('the test dependency');
+  if (flaky && attempt <= Number(flaky[1]) + Number(flaky[2])) throw new Error('boom: a bug-like failure that passes');
+  if (value.startsWith('slow:')) await new Promise((r) => setTimeout(r, 20));
   if (blocked?.topic === topic && blocked.partition === partition && blocked.blocking()) {
     throw new DependencyUnavailable('the test dependency');
   }
@@ -217,3 +235,85 @@ test('a rebalance and a stop while a partition waits for its retry lose and skip
   for (const h of held.slice(1)) expect(attempts.get(`${target.topic}/${target.partition}/${h.offset}`)).toBe(1);
   blocked = null;
 }, 180000);
+
+test('attempts while a dependency is away spend none of EVENT_MAX_ATTEMPTS: after a long outage, a failure that is not retriable still gets its attempts before the DLQ', async () => {
+  const topic = topics[0]!;
+  const value = `flaky:${MAX_ATTEMPTS + 2}:${MAX_ATTEMPTS - 1}`;
+  const message = await produceOne(topic, { key: 'k-flaky', value, partition: 2 });
+  await waitApplied([value]);
+  expect(attempts.get(`${topic}/2/${message.offset}`)).toBe(2 * MAX_ATTEMPTS + 2);
+}, 60000);
+
+test('a dead-letter copy the broker refuses as too large is written with its value cut and x-dlq-truncated: true, and the partition goes on', async () => {
+  const topic = topics[2]!;
+  const admin = kafka.admin();
+  await admin.connect();
+  // The dead-letter topic takes less than the topic it copies: the copy, with its x-dlq-* headers, is over the limit.
+  await admin.createTopics({ topics: [{ topic: dlqTopic(topic), numPartitions: 1 }], waitForLeaders: true });
+  await admin.alterConfigs({
+    validateOnly: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: dlqTopic(topic), configEntries: [{ name: 'max.message.bytes', value: '3000' }] }],
+  });
+  await admin.disconnect();
+  const big = `poison:${'x'.repeat(2900)}`;
+  await produceOne(topic, { key: 'k-big', value: big, partition: 2 });
+  await produceOne(topic, { key: 'k-after-big', value: 'after-big', partition: 2 });
+  await waitApplied(['after-big']);
+  const [dead] = await readTopic(dlqTopic(topic), 1);
+  expect(dead!.key?.toString()).toBe('k-big');
+  expect(dead!.headers?.['x-dlq-truncated']?.toString()).toBe('true');
+  expect(big.startsWith(dead!.value!.toString())).toBe(true);
+  expect(dead!.value!.length).toBeLessThan(big.length);
+  expect(dead!.headers?.['x-dlq-reason']?.toString()).toMatch(/boom: a bug that never passes/);
+}, 60000);
+
+test("one partition's backlog does not hold up another partition's retry: the retried message is applied while the backlog is still being worked through", async () => {
+  const topic = topics[0]!;
+  const backlog = Array.from({ length: 500 }, (_, i) => ({ key: `slow-${i}`, value: `slow:${i}`, partition: 0 }));
+  // The backlog first, in one produce: the consumer gets it in one large batch.
+  await produce(topic, backlog);
+  await waitFor(async () => applied.some((a) => a.value.startsWith('slow:')), Boolean);
+  const value = 'flaky:1:0:behind-backlog';
+  await produceOne(topic, { key: 'k-flaky-2', value, partition: 1 });
+  await waitApplied([value]);
+  const slowApplied = applied.filter((a) => a.value.startsWith('slow:')).length;
+  expect(slowApplied).toBeLessThan(backlog.length);
+  await waitApplied(
+    backlog.map((m) => m.value),
+    90000,
+  );
+}, 120000);
+
+test('a dead-letter copy the broker refuses for another reason (a compacted DLQ topic and a message without key) is a dependency failure: retried, logged and counted, then written once the topic takes it', async () => {
+  const topic = topics[0]!;
+  // The instance consuming now (an earlier test stopped the first one and started another).
+  const consuming = [...live].at(-1)!;
+  const admin = kafka.admin();
+  await admin.connect();
+  const setPolicy = (value: string) =>
+    admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: dlqTopic(topic), configEntries: [{ name: 'cleanup.policy', value }] }],
+    });
+  await admin.createTopics({
+    topics: [{ topic: dlqTopic(topic), numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }],
+    waitForLeaders: true,
+  });
+  try {
+    await produce(topic, [{ key: null as unknown as string, value: 'poison:no-key', partition: 0 } as never]);
+    await waitFor(
+      () => metricValue(consuming.baseUrl, 'dead_letter_write_failures_total'),
+      (n) => n >= 2,
+    );
+    const retried = logLines(consuming).filter(
+      (l) => l.msg === 'event handler failed; retrying' && String((l.err as { message?: string }).message).includes('dead-letter'),
+    );
+    expect(retried.length).toBeGreaterThan(0);
+    expect(retried.every((l) => l.retriable === true)).toBe(true);
+  } finally {
+    await setPolicy('delete');
+    await admin.disconnect();
+  }
+  const [dead] = await readTopic(dlqTopic(topic), 1, 60000);
+  expect(dead!.value?.toString()).toBe('poison:no-key');
+}, 120000);

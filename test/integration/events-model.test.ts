@@ -1,6 +1,7 @@
 // Issue 19, "prove it against a model": random histories of LMS events (every type of SPEC §5,
-// with duplicates, redeliveries, equal and older times, organizations named unlike course keys,
-// moves, retire then register again) interleaved with admin writes through the REST API and at
+// with duplicates, redeliveries (as the same Kafka record and as a new one), equal and older
+// times, events without `time`, bursts of more than 16 events of one time, organizations named
+// unlike course keys, moves, retire then register again) interleaved with admin writes through the REST API and at
 // least one SIGKILL of the consuming process, fed through the real consumer (`src/main.ts` with
 // SERVICE_ROLE=consumer) and the real API on the local stack, must end in the state the
 // reference model (test/helpers/event-model.ts, docs/events.md's rules) gives: users,
@@ -11,7 +12,18 @@
 // printed history.
 import fc from 'fast-check';
 import type { Admin } from 'kafkajs';
-import { DEFAULT_ORG, type EventStep, encode, type History, historyArbitrary, isEvent, type KafkaMessage, type Step } from '../helpers/event-history';
+import {
+  BURST,
+  DEFAULT_ORG,
+  type EventStep,
+  encode,
+  type History,
+  historyArbitrary,
+  isEvent,
+  type KafkaMessage,
+  type Step,
+  UNTIMED,
+} from '../helpers/event-history';
 import { EventModel, type ModelEvent } from '../helpers/event-model';
 import { closeProducer, kafka, produce, untilBrokerKnows, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
@@ -36,7 +48,18 @@ const spawned: ServiceProcess[] = [];
 /** Each history's cleanup (processes, database, topic) runs while the next history does. */
 const cleanups: Promise<unknown>[] = [];
 /** What the histories covered, reported at the end (so a weak generator shows). */
-const covered = { histories: 0, steps: 0, adminWrites: 0, adminChanges: 0, kills: 0, redelivered: 0, model: {} as Record<string, number> };
+const covered = {
+  histories: 0,
+  steps: 0,
+  adminWrites: 0,
+  adminChanges: 0,
+  kills: 0,
+  redelivered: 0,
+  untimed: 0,
+  newRecords: 0,
+  bursts: 0,
+  model: {} as Record<string, number>,
+};
 
 beforeAll(async () => {
   admin = kafka.admin();
@@ -125,15 +148,20 @@ class Run {
   send(step: EventStep) {
     const id = `ev-${++this.eventIds[step.src]!}`;
     const encoded = encode(step, id);
+    if (step.fmt === UNTIMED) covered.untimed++;
     this.sent.push(encoded);
     this.deliver(encoded);
   }
 
-  again(back: number) {
+  again(back: number, fresh = false) {
     if (this.sent.length === 0) return 'nothing sent yet';
     const earlier = this.sent[this.sent.length - 1 - (back % this.sent.length)]!;
-    this.deliver(earlier);
-    return `${earlier.event.source} ${earlier.event.id}`;
+    // A new record of the same event (a producer's retry) has a later timestamp of its own.
+    if (fresh) covered.newRecords++;
+    if (back === BURST) covered.bursts++;
+    const message = fresh ? { ...earlier.message, timestamp: String(Number(earlier.message.timestamp ?? Date.now()) + 7000) } : earlier.message;
+    this.deliver({ event: earlier.event, message });
+    return `${earlier.event.source} ${earlier.event.id}${fresh ? ' as a new record' : ''}`;
   }
 
   private deliver({ event, message }: { event: ModelEvent; message: KafkaMessage }) {
@@ -421,7 +449,7 @@ async function runHistory(h: History): Promise<void> {
     for (const step of h.steps) {
       run.log.push(`${run.log.length}: ${JSON.stringify(step)}`);
       if (isEvent(step)) run.send(step);
-      else if (step.do === 'again') run.log[run.log.length - 1] += ` (${run.again(step.back)})`;
+      else if (step.do === 'again') run.log[run.log.length - 1] += ` (${run.again(step.back, step.fresh)})`;
       else if (step.do === 'kill') run.log[run.log.length - 1] += ` -> ${await run.kill(step.after)}`;
       else {
         // Admin writes wait for the consumer: what they act on may have been made by events.
