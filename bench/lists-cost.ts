@@ -61,7 +61,7 @@ async function main() {
         at: asStamp(time),
         tombstone: userTombstone(base + samples + i),
         ownerOrg: async () => null,
-        moveOut: async () => undefined,
+        deleteDependents: async () => undefined,
       });
     });
     // The steps alone, on users that already have them: the gram write for a renamed user, the facts sync.

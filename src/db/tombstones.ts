@@ -1,6 +1,7 @@
-import type { Db } from 'mongodb';
+import type { Db, Filter } from 'mongodb';
 import { COLLECTIONS, type EventVersion, type TombstoneDoc } from './collections';
 import { isDuplicateKey } from './driver-errors';
+import { recordAtVersion } from './versioned-writes';
 
 /**
  * Tombstones, read and written by `_id` alone. Like the owner lookup (tenant.ts), they answer a
@@ -22,17 +23,21 @@ export function tombstones(db: Db) {
     },
 
     /**
-     * Moves the tombstone to `to` unless it already holds a newer time; false when it does. One
-     * conditional upsert: a newer tombstone refuses the insert by its `_id`.
+     * Moves the tombstone from version `from` (null: none yet) to `to`: a compare-and-set
+     * (versioned-writes.ts), false when another deletion moved it first (read it again).
      */
-    async advance(key: string, org: string | null, to: EventVersion): Promise<boolean> {
-      try {
-        await stones.updateOne({ _id: key, event_time: { $lte: to.event_time } }, { $set: { org, ...to } }, { upsert: true });
-        return true;
-      } catch (err) {
-        if (isDuplicateKey(err)) return false;
-        throw err;
+    async advance(key: string, org: string | null, from: EventVersion | null, to: EventVersion): Promise<boolean> {
+      if (from === null) {
+        try {
+          await stones.insertOne({ _id: key, org, ...to });
+          return true;
+        } catch (err) {
+          if (isDuplicateKey(err)) return false;
+          throw err;
+        }
       }
+      const r = await stones.updateOne(recordAtVersion(key, from) as Filter<TombstoneDoc>, { $set: { org, ...to } });
+      return r.matchedCount > 0;
     },
   };
 }

@@ -6,7 +6,7 @@ import { indexCourse, unindexCourse } from '../db/search-index';
 import { Tenant } from '../db/tenant';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import { announceDeletion, compare, recordDeletion, upsertIfNewer } from './versioned-records';
+import { announceDeletion, deleteIfNewer, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
 export function orgFromCourseKey(courseKey: string): string | null {
@@ -30,22 +30,28 @@ async function deleteCourseDependents(tenant: Tenant, courseKey: string): Promis
   return links.deletedCount + publicRecord.deletedCount;
 }
 
+/** Where course `key` is and what hangs off it: links and the public record point at its organization's groups, so they neither travel nor outlive it. */
+function courseRef(db: Db, key: string): VersionedRecordRef {
+  return {
+    collection: COLLECTIONS.courses,
+    tombstone: courseTombstone(key),
+    ownerOrg: () => ownerLookup(db).courseOrg(key),
+    deleteDependents: async (home) => {
+      await deleteCourseDependents(home, key);
+      await unindexCourse(home, key);
+    },
+  };
+}
+
 /** Records a course in the tenant's organization as of `at`, unless it already reflects it or a newer event. */
 export async function upsertCourse(tenant: Tenant, course: { key: string; name: string }, at: string | EventStamp): Promise<ApplyOutcome> {
   const stamp = asStamp(at);
   const { outcome, current } = await upsertIfNewer<CourseDoc>(tenant, {
-    collection: COLLECTIONS.courses,
     // A new course has no link and no public record yet: its list facts are derived after the write.
     doc: { _id: course.key, id: course.key, name: course.name, event_time: stamp.time, is_public: 0, linked: 0, facts_v: 0 },
     set: { id: course.key, name: course.name, event_time: stamp.time },
     at: stamp,
-    tombstone: courseTombstone(course.key),
-    ownerOrg: () => ownerLookup(tenant.db).courseOrg(course.key),
-    // Links and the public record point at the old organization's groups: they do not travel.
-    moveOut: async (old) => {
-      await deleteCourseDependents(old, course.key);
-      await unindexCourse(old, course.key);
-    },
+    ...courseRef(tenant.db, course.key),
   });
   // Derived again on every event, a duplicate or stale one too (repairs what a crash left undone).
   if (current) {
@@ -70,19 +76,7 @@ export async function deleteCourse(
   org: string | null = orgFromCourseKey(courseKey),
 ): Promise<ApplyOutcome> {
   const stamp = asStamp(at);
-  const owner = await ownerLookup(db).courseOrg(courseKey);
-  const tenant = owner === null ? null : new Tenant(db, owner);
-  const courses = tenant?.collection<CourseDoc>(COLLECTIONS.courses);
-  const course = (await courses?.findById(courseKey, { projection: { event_time: 1, event_n: 1, event_ids: 1 } })) ?? null;
-  if (course) {
-    const cmp = compare(course, stamp);
-    if (cmp !== 'newer') return cmp;
-  }
-  const tombstoned = await recordDeletion(db, courseTombstone(courseKey), owner ?? org, stamp, course);
-  if (tombstoned === 'duplicate') await announceDeletion(db, courseTombstone(courseKey), COLLECTIONS.courses, courseKey);
-  if (!tenant || !course || !courses) return tombstoned;
-  await deleteCourseDependents(tenant, courseKey);
-  await courses.deleteOne({ _id: courseKey, event_time: course.event_time });
-  await unindexCourse(tenant, courseKey, stamp.time);
-  return 'applied';
+  const { outcome } = await deleteIfNewer(db, { ...courseRef(db, courseKey), id: courseKey, at: stamp, org });
+  if (outcome === 'duplicate') await announceDeletion(db, courseTombstone(courseKey), COLLECTIONS.courses, courseKey);
+  return outcome;
 }

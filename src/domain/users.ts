@@ -1,4 +1,4 @@
-import type { Filter } from 'mongodb';
+import type { Db, Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
@@ -6,7 +6,7 @@ import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
 import { syncUserGroups } from './list-facts';
-import { announceDeletion, compare, recordDeletion, upsertIfNewer, type VersionedResult } from './versioned-records';
+import { announceDeletion, deleteIfNewer, upsertIfNewer, type VersionedRecordRef, type VersionedResult } from './versioned-records';
 
 /** A user as the LMS describes it (the `user` of the user events, flattened). */
 export interface UserFacts {
@@ -21,6 +21,22 @@ export interface UserFacts {
 }
 
 export const userTombstone = (id: number) => `user:${id}`;
+
+/**
+ * Where user `id` is and what hangs off it: its membership (which belongs to a group of its
+ * organization, so it neither travels with a move nor outlives a retirement) and its search grams.
+ */
+function userRef(db: Db, id: number): VersionedRecordRef {
+  return {
+    collection: COLLECTIONS.users,
+    tombstone: userTombstone(id),
+    ownerOrg: () => ownerLookup(db).userOrg(id),
+    deleteDependents: async (home) => {
+      await withCause('cascade', () => home.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(id) }));
+      await unindexUser(home, id);
+    },
+  };
+}
 
 /** Whether the organization has user `id`, site administrators included (a membership may name one). */
 export const userExists = (tenant: Tenant, id: number) => tenant.collection<UserDoc>(COLLECTIONS.users).has({ _id: String(id) });
@@ -88,17 +104,10 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
   const stamp = asStamp(at);
   const { doc, set } = userRecord(facts, stamp.time);
   const result = await upsertIfNewer<UserDoc>(tenant, {
-    collection: COLLECTIONS.users,
     doc,
     set,
     at: stamp,
-    tombstone: userTombstone(facts.id),
-    ownerOrg: () => ownerLookup(tenant.db).userOrg(facts.id),
-    // A membership belongs to a group of the old organization: it does not travel.
-    moveOut: async (old) => {
-      await withCause('cascade', () => old.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(facts.id) }));
-      await unindexUser(old, facts.id);
-    },
+    ...userRef(tenant.db, facts.id),
     fields: activationFields(facts, activates),
   });
   // A stale event showing the learner inactive is still a deactivation (the activation rules ask for the newest one).
@@ -140,24 +149,14 @@ async function reindexUser(tenant: Tenant, user: UserDoc): Promise<void> {
  */
 export async function retireUser(tenant: Tenant, userId: number, at: string | EventStamp): Promise<ApplyOutcome> {
   const stamp = asStamp(at);
-  const owner = await ownerLookup(tenant.db).userOrg(userId);
-  const home = owner === null || owner === tenant.org ? tenant : new Tenant(tenant.db, owner);
-  const users = home.collection<UserDoc>(COLLECTIONS.users);
-  const user = owner === null ? null : await users.findById(String(userId), { projection: { event_time: 1, event_n: 1, event_ids: 1 } });
-  if (user) {
-    const cmp = compare(user, stamp);
-    // A stale retirement still counts as a deactivation (docs/events.md): an activation older
-    // than it, arriving later, applies no rule.
-    if (cmp === 'stale') await users.updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $max: { deact_v: version(stamp.time, 0) } });
-    if (cmp !== 'newer') return cmp;
+  const { outcome, survivor } = await deleteIfNewer(tenant.db, { ...userRef(tenant.db, userId), id: String(userId), at: stamp, org: tenant.org });
+  // A retirement older than the record still counts as a deactivation (docs/events.md): an
+  // activation older than it, arriving later, applies no rule.
+  if (survivor) {
+    await survivor.home
+      .collection<UserDoc>(COLLECTIONS.users)
+      .updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $max: { deact_v: version(stamp.time, 0) } });
   }
-  const tombstoned = await recordDeletion(tenant.db, userTombstone(userId), home.org, stamp, user);
-  if (tombstoned === 'duplicate') await announceDeletion(tenant.db, userTombstone(userId), COLLECTIONS.users, String(userId));
-  if (!user) return tombstoned;
-  // Tombstone first, then the membership, then the user: a crash in between leaves the user, and
-  // the redelivered event (not a duplicate of the user's version) finishes.
-  await home.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(userId) });
-  await users.deleteOne({ _id: String(userId), event_time: user.event_time });
-  await unindexUser(home, userId, stamp.time);
-  return 'applied';
+  if (outcome === 'duplicate') await announceDeletion(tenant.db, userTombstone(userId), COLLECTIONS.users, String(userId));
+  return outcome;
 }

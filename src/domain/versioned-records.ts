@@ -1,8 +1,9 @@
-import type { Document, Filter, UpdateFilter } from 'mongodb';
+import type { Db, Document, Filter, UpdateFilter } from 'mongodb';
 import type { CollectionName, EventVersion, TenantDoc, TombstoneDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
+import { recordAtVersion } from '../db/versioned-writes';
 import { type ApplyOutcome, type EventStamp, version } from './event-time';
 
 /**
@@ -15,6 +16,9 @@ import { type ApplyOutcome, type EventStamp, version } from './event-time';
 /** How many identities of the newest time a record keeps: more events than this of one time are rare. */
 const RECENT_IDS = 16;
 
+/** Rounds of read and conditional write a record gets: each one that loops saw a concurrent change it now accounts for. */
+const ROUNDS = 8;
+
 export interface VersionedDoc extends TenantDoc, EventVersion {}
 
 /** What an event's version adds to the write, for the fields a record derives from versions (users' activations). */
@@ -25,19 +29,12 @@ export interface VersionFields {
   onInsert?: Document;
 }
 
-export interface VersionedUpsert<T extends VersionedDoc> {
-  collection: CollectionName;
+export interface VersionedUpsert<T extends VersionedDoc> extends VersionedRecordRef {
   /** The whole document to insert when the record does not exist (without its version fields). */
   doc: Omit<T, 'org' | 'event_n' | 'event_ids'>;
   /** Fields to change on an existing record; defaults to every field of `doc`. */
   set?: Partial<T>;
   at: EventStamp;
-  /** `_id` of the tombstone a deletion of this record leaves (src/db/tombstones.ts). */
-  tombstone: string;
-  /** Which organization holds this `_id` now, if any (an `ownerLookup` question). */
-  ownerOrg(): Promise<string | null>;
-  /** Deletes what hangs off the record in its old organization before it moves to this one. */
-  moveOut(old: Tenant): Promise<void>;
   /** Fields the event's version sets (`v`); `after`: the version of what a new record follows (a tombstone, a moved record). */
   fields?(v: string, after: string | null): VersionFields;
 }
@@ -98,10 +95,17 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
   const set = (op.set ?? fields) as Document;
   const extraFor = (v: EventVersion, after: string | null) => op.fields?.(versionOf(v), after) ?? {};
   const notApplied = (outcome: ApplyOutcome, current: T | null): VersionedResult<T> => ({ outcome, current, version: version(at.time, 0) });
+  // A deletion at least as new as the event refuses it; a record older than its tombstone (a
+  // deletion that lost a race or died half-way) is deleted first, so nothing extends it.
+  const stone = await tombstones(tenant.db).get(op.tombstone);
+  if (stone) {
+    await finishDeletion(tenant.db, op, stone);
+    const cmp = compare(stone, at);
+    if (cmp !== 'newer') return notApplied(cmp, null);
+  }
   /** The version of the record a move left behind, which the record created here follows. */
   let movedFrom: EventVersion | null = null;
-  // A few rounds at most: each one that loops saw a concurrent change it now accounts for.
-  for (let round = 0; round < 5; round++) {
+  for (let round = 0; round < ROUNDS; round++) {
     const first = nextVersion(movedFrom, at);
     const firstExtra = extraFor(first, movedFrom && versionOf(movedFrom));
     const onInsert = { ...Object.fromEntries(Object.entries(fields).filter(([k]) => !(k in set))), ...firstExtra.onInsert };
@@ -141,8 +145,8 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     if (cmp !== 'newer') return notApplied(cmp, there);
     // The record moved organization: its dependents there go first, so a crash leaves a retry
     // that finds the record where it was and finishes the move.
-    await op.moveOut(old);
-    await oldRecords.deleteOne({ _id: id, event_time: there.event_time } as Filter<T>);
+    await op.deleteDependents(old);
+    if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
     movedFrom = there;
   }
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
@@ -179,23 +183,100 @@ async function afterInsert<T extends VersionedDoc>(
   return { outcome: 'applied', current: (fixed as T | null) ?? doc, version: versionOf(next) };
 }
 
+/** One memory of the events of one time, from several (a record's and its tombstone's): every identity, the largest count. */
+function merged(versions: (EventVersion | null)[], time: string): EventVersion | null {
+  const same = versions.filter((v): v is EventVersion => v !== null && v.event_time === time);
+  if (same.length === 0) return null;
+  const ids = [...new Set(same.flatMap((v) => v.event_ids ?? []))];
+  return { event_time: time, event_n: Math.max(ids.length, ...same.map(count)), event_ids: ids };
+}
+
 /**
  * Records a deletion by event in the tombstone `key` (any organization's), as version `at`
  * applied after `record` (the record being deleted, when it reflects the same time: the
- * tombstone then carries its identities, so none of them can bring it back). Returns what the
- * deletion is: a duplicate or stale one changes nothing.
+ * tombstone then carries its identities, so none of them can bring it back). A compare-and-set
+ * on the tombstone's version, read again on a lost race: two deletions of one time both stay
+ * named. A tombstone that already names this deletion takes the identities of the record's time
+ * it lacks (events applied to the record, in arrival order, before the deletion reached it).
+ * Returns what the deletion is: a duplicate or stale one changes nothing.
  */
-export async function recordDeletion(db: Tenant['db'], key: string, org: string | null, at: EventStamp, record: EventVersion | null): Promise<ApplyOutcome> {
+export async function recordDeletion(db: Db, key: string, org: string | null, at: EventStamp, record: EventVersion | null): Promise<ApplyOutcome> {
   const stones = tombstones(db);
-  for (let round = 0; round < 5; round++) {
+  for (let round = 0; round < ROUNDS; round++) {
     const stone = await stones.get(key);
     const cmp = stone ? compare(stone, at) : 'newer';
-    if (cmp !== 'newer') return cmp;
-    // Of two memories of the same time (the record's and the tombstone's), the longer one.
-    const base = [record, stone].filter((v): v is EventVersion => v !== null && v.event_time === at.time).sort((a, b) => count(b) - count(a))[0];
-    if (await stones.advance(key, org, nextVersion(base ?? null, at))) return 'applied';
+    if (cmp === 'stale') return cmp;
+    const known = merged([record, stone], at.time);
+    let to: EventVersion;
+    if (cmp === 'newer') to = nextVersion(known, at);
+    else if (stone && known && known.event_ids!.some((i) => !stone.event_ids?.includes(i))) {
+      to = { ...known, event_n: Math.max(count(known), record && record.event_time === at.time ? count(record) + 1 : 0) };
+    } else return 'duplicate';
+    if (await stones.advance(key, org ?? stone?.org ?? null, stone, to)) return cmp === 'newer' ? 'applied' : 'duplicate';
   }
   throw new Error(`tombstone ${key} kept changing`);
+}
+
+/** Where a record filled from events lives and what hangs off it: what its deletion deletes. */
+export interface VersionedRecordRef {
+  collection: CollectionName;
+  /** `_id` of the tombstone a deletion of this record leaves (src/db/tombstones.ts). */
+  tombstone: string;
+  /** Which organization holds this `_id` now, if any (an `ownerLookup` question). */
+  ownerOrg(): Promise<string | null>;
+  /** Deletes what hangs off the record in organization `home`, before the record leaves it (moved elsewhere, or deleted). */
+  deleteDependents(home: Tenant): Promise<void>;
+}
+
+export interface VersionedDeletion extends VersionedRecordRef {
+  id: string;
+  at: EventStamp;
+  /** The organization recorded on the tombstone when none holds the record. */
+  org: string | null;
+}
+
+export interface DeletionResult {
+  outcome: ApplyOutcome;
+  /** The record left standing because it reflects the deletion's time or a newer one (a newer event's), with its organization. */
+  survivor: { home: Tenant; record: EventVersion } | null;
+}
+
+const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1 } };
+
+/**
+ * Deletes a record by event (docs/events.md, deletions), wherever it lives: the tombstone first,
+ * then what hangs off the record, then the record on the condition that it is still at the
+ * version read. A lost race (an older event of another topic or process wrote it meanwhile) reads
+ * it again and deletes again; the deletion is done only when that conditional delete matched, or
+ * the record is gone, or it reflects the deletion's time or newer (left standing: `survivor`).
+ */
+export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<DeletionResult> {
+  let recorded: ApplyOutcome | null = null;
+  for (let round = 0; round < ROUNDS; round++) {
+    const owner = await op.ownerOrg();
+    const home = owner === null ? null : new Tenant(db, owner);
+    const records = home?.collection<VersionedDoc>(op.collection);
+    const record = (await records?.findById(op.id, VERSION_ONLY)) ?? null;
+    const vsRecord = record && compare(record, op.at);
+    if (home && record && vsRecord !== 'newer') return { outcome: recorded ?? vsRecord ?? 'stale', survivor: { home, record } };
+    const outcome = await recordDeletion(db, op.tombstone, owner ?? op.org, op.at, record);
+    recorded ??= outcome;
+    if (!home || !records || !record) return { outcome: recorded, survivor: null };
+    await op.deleteDependents(home);
+    if ((await records.deleteOne(recordAtVersion(op.id, record) as Filter<VersionedDoc>)).deletedCount > 0) {
+      return { outcome: recorded === 'stale' ? 'stale' : 'applied', survivor: null };
+    }
+  }
+  throw new Error(`record ${op.collection}/${op.id} kept changing while it was deleted`);
+}
+
+/**
+ * Finishes the deletion `stone` records when the record is still older than it (a deletion that
+ * died between its tombstone and its delete, or an older event inserted while it ran).
+ */
+async function finishDeletion<T extends VersionedDoc>(db: Db, op: VersionedUpsert<T>, stone: TombstoneDoc): Promise<void> {
+  const last = stone.event_ids?.at(-1) ?? `t:${stone.event_time}`;
+  await deleteIfNewer(db, { ...op, id: op.doc._id, at: { time: stone.event_time, id: last }, org: stone.org });
 }
 
 /**

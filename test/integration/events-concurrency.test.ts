@@ -1,0 +1,140 @@
+// SPEC §5: the outcome of a set of events does not depend on how many processes and topics they
+// pass through. One learner's events arrive on several topics and are applied at the same moment
+// by different consumers; here the domain functions every handler calls run concurrently against
+// the real database (the local stack's), as two consumers would run them, and the states a
+// process killed half-way leaves are written as it leaves them. docs/events.md, "one record at a
+// time", is the invariant these check.
+import { type Db, MongoClient } from 'mongodb';
+import { COLLECTIONS, ensureIndexes, type UserDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+import { tombstones } from '../../src/db/tombstones';
+import { applyCatalogInfo } from '../../src/domain/course-event-data';
+import { deleteCourse } from '../../src/domain/courses';
+import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
+import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
+import { userRecord, userTombstone } from '../../src/domain/users';
+import { recordDeletion } from '../../src/domain/versioned-records';
+import { groupWithRule, link, membershipOf, newGroup, userOf } from '../helpers/domain';
+import { MONGO_URL, uniqueName } from '../helpers/stack';
+
+/** Learners per race: enough that both interleavings of each race occur on a loaded machine. */
+const RACERS = 30;
+
+let client: MongoClient;
+let db: Db;
+
+beforeAll(async () => {
+  client = new MongoClient(MONGO_URL);
+  db = client.db(uniqueName('concurrency'));
+  await ensureIndexes(db);
+});
+afterAll(async () => {
+  await db.dropDatabase().catch(() => undefined);
+  await client.close();
+});
+
+const at = (second: number, id: string): EventStamp => ({ time: normalizeEventTime(`2026-08-01T00:00:${String(second).padStart(2, '0')}Z`), id });
+const learner = (id: number, active = true): UserEventData => ({
+  user: { id, is_active: active, pii: { username: `u${id}`, email: `u${id}@partner.org`, name: `User ${id}` } },
+});
+const ids = (from: number) => Array.from({ length: RACERS }, (_, i) => from + i);
+
+/** An organization with a rule putting partner.org learners into a group. */
+async function orgWithRule() {
+  const org = uniqueName('org');
+  const tenant = new Tenant(db, org);
+  await groupWithRule(tenant, 'partner.org');
+  return { org, tenant };
+}
+
+test('a retirement and an older activation of the same learner applied at once (two topics): every learner ends retired without membership, and later older events change nothing', async () => {
+  const { org, tenant } = await orgWithRule();
+  const users = ids(1000);
+  await Promise.all(users.map((id) => applyUserData(db, learner(id), at(1, `reg${id}`), 'registration', org)));
+  await Promise.all(
+    users.flatMap((id) => [applyUserRetired(db, id, at(10, `ret${id}`), org), applyUserData(db, learner(id), at(5, `act${id}`), 'activation', org)]),
+  );
+  await Promise.all(users.map((id) => applyUserData(db, learner(id), at(7, `upd${id}`), 'update', org)));
+  for (const id of users) {
+    expect({ id, user: await userOf(tenant, id), membership: await membershipOf(tenant, id) }).toEqual({ id, user: null, membership: null });
+  }
+});
+
+test('a retirement and another event of its very time applied at once: whichever order won, redelivering both changes nothing', async () => {
+  const { org, tenant } = await orgWithRule();
+  const users = ids(2000);
+  await Promise.all(users.map((id) => applyUserData(db, learner(id), at(1, `reg${id}`), 'registration', org)));
+  const retire = (id: number) => applyUserRetired(db, id, at(10, `ret${id}`), org);
+  const login = (id: number) => applyUserData(db, learner(id), at(10, `login${id}`), 'registration', org);
+  await Promise.all(users.flatMap((id) => [retire(id), login(id)]));
+  const state = async (id: number) => ({ id, user: (await userOf(tenant, id)) !== null, member: (await membershipOf(tenant, id)) !== null });
+  const first = await Promise.all(users.map(state));
+  // A learner that exists is a member (the login applied the rule); one retired has no membership.
+  for (const s of first) expect(s.member).toBe(s.user);
+  await Promise.all(users.flatMap((id) => [retire(id), login(id)]));
+  expect(await Promise.all(users.map(state))).toEqual(first);
+});
+
+test('two different retirements of one time applied at once both stay known: after a login of that time brings the learner back, neither redelivered retires them again', async () => {
+  const { org, tenant } = await orgWithRule();
+  const users = ids(3000);
+  await Promise.all(users.map((id) => applyUserData(db, learner(id), at(1, `reg${id}`), 'registration', org)));
+  await Promise.all(users.flatMap((id) => [applyUserRetired(db, id, at(10, `retA${id}`), org), applyUserRetired(db, id, at(10, `retB${id}`), org)]));
+  for (const id of users) expect((await tombstones(db).get(userTombstone(id)))?.event_ids).toHaveLength(2);
+  await Promise.all(users.map((id) => applyUserData(db, learner(id), at(10, `login${id}`), 'registration', org)));
+  await Promise.all(users.flatMap((id) => [applyUserRetired(db, id, at(10, `retA${id}`), org), applyUserRetired(db, id, at(10, `retB${id}`), org)]));
+  for (const id of users) expect({ id, back: (await userOf(tenant, id)) !== null }).toEqual({ id, back: true });
+});
+
+test('a retirement killed between its tombstone and its delete: the next event, older, changes nothing and finishes the retirement', async () => {
+  const { org, tenant } = await orgWithRule();
+  await applyUserData(db, learner(4000), at(1, 'reg'), 'registration', org);
+  expect(await membershipOf(tenant, 4000)).not.toBeNull();
+  // What the killed process left: the tombstone, the user and the membership still there.
+  await recordDeletion(db, userTombstone(4000), org, at(10, 'ret'), await userOf(tenant, 4000));
+  expect(
+    await applyUserData(
+      db,
+      { ...learner(4000), user: { ...learner(4000).user, pii: { ...learner(4000).user.pii, name: 'Renamed' } } },
+      at(7, 'upd'),
+      'update',
+      org,
+    ),
+  ).toBe('stale');
+  expect(await userOf(tenant, 4000)).toBeNull();
+  expect(await membershipOf(tenant, 4000)).toBeNull();
+});
+
+test('kill -9 between an older event’s insert and its tombstone check: its redelivery does not leave the retired learner alive', async () => {
+  const { org, tenant } = await orgWithRule();
+  await applyUserData(db, learner(5000), at(1, 'reg'), 'registration', org);
+  await applyUserRetired(db, 5000, at(10, 'ret'), org);
+  // What the killed process left: the older activation's insert, not yet taken back.
+  const { doc } = userRecord({ id: 5000, username: 'u5000', name: 'User 5000', email: 'u5000@partner.org', is_active: true }, at(5, 'act').time);
+  await tenant.collection<UserDoc>(COLLECTIONS.users).insertOne({ ...doc, event_n: 1, event_ids: ['act'] });
+  expect(await applyUserData(db, learner(5000), at(5, 'act'), 'activation', org)).not.toBe('applied');
+  expect(await userOf(tenant, 5000)).toBeNull();
+  expect(await membershipOf(tenant, 5000)).toBeNull();
+});
+
+test('a course deletion and an older catalog change applied at once: every course ends deleted with its links, and a later older change does not bring it back', async () => {
+  const org = uniqueName('org');
+  const tenant = new Tenant(db, org);
+  const group = await newGroup(tenant);
+  const keys = ids(0).map((i) => `course-v1:${org}+C${i}+R`);
+  const catalog = (key: string, second: number, name: string) =>
+    applyCatalogInfo(db, { catalog_info: { course_key: key, name }, organization: org }, at(second, `${name}${key}`), org);
+  await Promise.all(keys.map((key) => catalog(key, 1, 'first')));
+  for (const key of keys) await link(tenant, key, group);
+  await Promise.all(keys.flatMap((key) => [deleteCourse(db, key, at(10, `del${key}`)), catalog(key, 5, 'older')]));
+  await Promise.all(keys.map((key) => catalog(key, 7, 'later-older')));
+  const courses = await tenant
+    .collection(COLLECTIONS.courses)
+    .find({ _id: { $in: keys } })
+    .toArray();
+  const links = await tenant
+    .collection(COLLECTIONS.groupCourses)
+    .find({ course: { $in: keys } })
+    .toArray();
+  expect({ courses: courses.length, links: links.length }).toEqual({ courses: 0, links: 0 });
+});
