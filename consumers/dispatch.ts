@@ -1,11 +1,12 @@
 import type { EachMessagePayload } from 'kafkajs';
 import type { Db } from 'mongodb';
 import { runInChangeContext } from '../src/db/change-context';
+import { firstTimeOf } from '../src/db/event-times';
 import { Invalid, ServiceError } from '../src/errors';
 import type { Logger } from '../src/log';
 import type { Metrics } from '../src/metrics';
 import { type AvroDecoder, createMessageDecoder } from './avro';
-import { InvalidMessage } from './cloudevents';
+import { type CloudEvent, InvalidMessage } from './cloudevents';
 import { isRetriable } from './failures';
 import { HANDLERS } from './handlers';
 import type { Subject } from './handlers/handler';
@@ -30,6 +31,12 @@ export class HandlerFailure extends ServiceError {
     super(cause instanceof Error ? cause.message : String(cause));
     this.retriable = isRetriable(cause);
   }
+}
+
+/** The event ordered by the time its first Kafka record gave it (src/db/event-times.ts). */
+async function withFirstTime(db: Db, event: CloudEvent): Promise<CloudEvent> {
+  const time = await firstTimeOf(db, event.stamp.id, event.stamp.time);
+  return { ...event, eventTime: time, stamp: { ...event.stamp, time } };
 }
 
 /**
@@ -71,8 +78,10 @@ export function createDispatcher(deps: {
     let outcome;
     try {
       // What the event changes is the LMS's doing (not audited); the event id traces it.
+      // An event without `time` is ordered by its first Kafka record's timestamp, whichever record brings it.
+      const ordered = event.time === undefined ? await withFirstTime(db, event) : event;
       outcome = await runInChangeContext({ cause: 'event', actor: { type: 'lms' }, requestId: event.id, audit: false }, () =>
-        handler.apply({ db, event, data: parsed.data, defaultOrganization }),
+        handler.apply({ db, event: ordered, data: parsed.data, defaultOrganization }),
       );
     } catch (err) {
       if (err instanceof InvalidMessage || err instanceof Invalid) {

@@ -21,6 +21,7 @@ export const COLLECTIONS = {
   counters: 'counters',
   changeLog: 'change_log',
   tombstones: 'tombstones',
+  eventTimes: 'event_times',
   outbox: 'outbox',
   auditLog: 'audit_log',
   leases: 'leases',
@@ -76,7 +77,7 @@ export interface PublicCourseDoc extends TenantDoc {
 /**
  * What a record filled from events remembers of them (docs/events.md): the `time` of the newest
  * event applied (normalized, src/domain/event-time.ts), how many distinct events of that time it
- * applied, and the identities of the last few of them (older times need none: their time refuses them).
+ * applied, and the identities of all of them (older times need none: their time refuses them).
  */
 export interface EventVersion {
   event_time: string;
@@ -146,6 +147,12 @@ export type CourseGramDoc = GramDoc<string>;
  * course keys are unique across organizations, and so are their tombstones (src/db/tombstones.ts).
  * `org` is where the record was deleted (for people reading the data; nothing filters by it).
  */
+/** `_id` is an event's identity (eventKey): the time an event without `time` was first given (src/db/event-times.ts). */
+export interface EventTimeDoc {
+  _id: string;
+  time: string;
+}
+
 export interface TombstoneDoc extends EventVersion {
   _id: string;
   org: string | null;

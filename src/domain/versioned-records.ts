@@ -13,9 +13,6 @@ import { type ApplyOutcome, type EventStamp, version } from './event-time';
  * is a duplicate, an older one stale.
  */
 
-/** How many identities of the newest time a record keeps: more events than this of one time are rare. */
-const RECENT_IDS = 16;
-
 /** Rounds of read and conditional write a record gets: each one that loops saw a concurrent change it now accounts for. */
 const ROUNDS = 8;
 
@@ -54,7 +51,7 @@ const seen = (v: EventVersion, id: string) => v.event_ids === undefined || v.eve
 /** The version fields of the record after `at` is applied to one reflecting `before` (null: nothing of that time). */
 function nextVersion(before: EventVersion | null, at: EventStamp): EventVersion {
   if (!before || before.event_time < at.time) return { event_time: at.time, event_n: 1, event_ids: [at.id] };
-  return { event_time: at.time, event_n: count(before) + 1, event_ids: [...(before.event_ids ?? []), at.id].slice(-RECENT_IDS) };
+  return { event_time: at.time, event_n: count(before) + 1, event_ids: [...(before.event_ids ?? []), at.id] };
 }
 
 /** Where `at` stands against what `v` reflects: not yet applied ('newer'), or already covered. */

@@ -55,6 +55,10 @@ async function dlqCount(topic: string): Promise<number> {
   }
 }
 
+/** Whether the stored learner is active (the API does not show it). */
+const storedActive = async (org: string, id: number) =>
+  (await new Tenant(service.db, org).collection<UserDoc>(COLLECTIONS.users).findById(String(id)))?.is_active;
+
 /** An organization with a group and a rule `domain -> group`, made through the admin API. */
 async function orgWithRule(domain: string) {
   const org = uniqueName('tenant');
@@ -169,4 +173,48 @@ test('a stale retirement counts as a deactivation: an activation older than it a
   await handled(last);
 
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
+}, 60000);
+
+test('more than 16 events of one time: a redelivery of the first is still a duplicate (an activation then a deactivation keep the learner inactive and the removed membership removed)', async () => {
+  const send = sender(topicOf(0), 1);
+  const { org, api } = await orgWithRule('crowd.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@crowd.edu` };
+  const time = '2026-05-06T00:00:00Z';
+  const activation = structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time }), id);
+  await handled(await send(activation));
+  const member = await waitFor(
+    () => api.get(`users/${id}/`),
+    (r) => r.status === 200 && r.body.membership !== null,
+  );
+  expect((await api.delete(`memberships/${member.body.membership.id}/`)).status).toBe(204);
+  // Sixteen more distinct events of the same time, the learner shown inactive.
+  for (let i = 0; i < 16; i++) await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false }), { time }), id));
+  await handled(await send(activation));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
+  expect(await storedActive(org, id)).toBe(false);
+}, 60000);
+
+test('an event without time, delivered again as another Kafka record with a later timestamp, changes nothing the second time', async () => {
+  const send = sender(topicOf(0), 2);
+  const { org, api } = await orgWithRule('untimed.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@untimed.edu` };
+  const first = Date.parse('2026-05-07T00:00:00Z');
+  const { time: _none, ...untimed } = cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }));
+  const copy = (timestamp: number) => ({ ...structured(untimed as ReturnType<typeof cloudEvent>, id), timestamp: String(timestamp) });
+  await handled(await send(copy(first)));
+  await waitFor(
+    () => api.get(`users/${id}/`),
+    (r) => r.status === 200 && r.body.membership !== null,
+  );
+  // A newer deactivation, then the same activation again (a producer's retry: a new record, a later timestamp).
+  await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false }), { time: new Date(first + 1000).toISOString() }), id));
+  const member = (await api.get(`users/${id}/`)).body.membership;
+  if (member) expect((await api.delete(`memberships/${member.id}/`)).status).toBe(204);
+  await handled(await send(copy(first + 2000)));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
+  expect(await storedActive(org, id)).toBe(false);
 }, 60000);
