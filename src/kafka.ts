@@ -78,3 +78,16 @@ export function brokerProbe(config: Config, log: Logger, opts: { cacheMs?: numbe
     },
   };
 }
+
+/**
+ * Whether the broker refused a send because a message or the batch is over its size limit
+ * (`message.max.bytes`, the topic's `max.message.bytes`): sending the same again never passes.
+ * Causes are followed: kafkajs wraps what a send met.
+ */
+export function isTooLarge(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) {
+    const type = (e as { type?: unknown }).type;
+    if (type === 'MESSAGE_TOO_LARGE' || type === 'RECORD_LIST_TOO_LARGE') return true;
+  }
+  return false;
+}

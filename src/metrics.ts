@@ -59,6 +59,17 @@ export function createMetrics() {
     help: 'Audit records written by the change relay.',
     registers: [registry],
   });
+  const deadLetterFailures = new Counter({
+    name: 'dead_letter_write_failures_total',
+    help: 'Dead-letter copies that could not be written (no permission, no topic, broker away): each one retried like a dependency.',
+    registers: [registry],
+  });
+  const changesUnpublishable = new Counter({
+    name: 'changes_unpublishable_total',
+    help: 'Change events the broker refused as too large even alone: logged at error level with their ids and skipped.',
+    labelNames: ['type'] as const,
+    registers: [registry],
+  });
   const relayFailures = new Counter({
     name: 'change_relay_failures_total',
     help: 'Change relay steps that failed (database or broker away) and were retried with backoff.',
@@ -109,6 +120,8 @@ export function createMetrics() {
     changesPending,
     changesLag,
     auditRecorded,
+    changesUnpublishable,
+    deadLetterFailures,
     relayFailures,
     relayLeader,
     consumerRetrying,

@@ -7,6 +7,7 @@ import { readChangeLog, recordChanges } from '../db/change-log';
 import type { ChangeLogEntry, OutboxDoc } from '../db/collections';
 import { acquireLease, releaseLease, renewLease } from '../db/lease';
 import { countOutbox, deleteIntents, INTENT_GRACE_MS, outboxSignals, readOutbox, readRecords, recordKey, TRACKED } from '../db/outbox';
+import { isTooLarge } from '../kafka';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
 import { backoffDelay, DEFAULT_RETRY, pause, type RetryPolicy } from '../retry';
@@ -16,6 +17,44 @@ import { buildChangeEvent, changeKind, toMessage } from './events';
 export const RELAY_LEASE = 'change-relay';
 /** How many "done" intent ids the relay remembers (a few MiB at most). */
 const DONE_MEMORY = 100_000;
+
+/**
+ * Bounds of one send. The broker refuses a request whose batch is over its `message.max.bytes`
+ * (1 MiB by default), however the changes piled up (one import, a backlog after an outage).
+ */
+const SEND_MAX_MESSAGES = 500;
+const SEND_MAX_BYTES = 256 * 1024;
+
+type Outgoing = { built: ReturnType<typeof buildChangeEvent>; message: ReturnType<typeof toMessage> };
+
+/** A message as sent: its size is what counts toward the broker's limit. */
+interface Sendable {
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+const sizeOf = (m: Sendable) =>
+  Buffer.byteLength(m.key) + Buffer.byteLength(m.value) + Object.entries(m.headers).reduce((n, [k, v]) => n + k.length + v.length, 0);
+
+/** The events in order, in chunks of at most SEND_MAX_MESSAGES and SEND_MAX_BYTES (a larger event goes alone). */
+export function sendChunks<T extends { message: Sendable }>(items: T[], maxMessages = SEND_MAX_MESSAGES, maxBytes = SEND_MAX_BYTES): T[][] {
+  const chunks: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = sizeOf(item.message);
+    if (current.length > 0 && (current.length >= maxMessages || bytes + size > maxBytes)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
 
 export interface RelayOptions {
   db: Db;
@@ -54,8 +93,8 @@ export interface ChangeRelay {
  * done); take the intents that are done, or older than the grace period, in `_id` order, skipping
  * any record that has an earlier intent still in flight (so a record's events leave in outbox
  * order); reserve their versions from the lease's counter (which also proves the lease is still
- * ours); read the records as they are now; publish one event per record, keyed by record, in one
- * send; write the audit records; delete the intents. A crash anywhere repeats the step: events may
+ * ours); read the records as they are now; publish one event per record, keyed by record, in
+ * bounded sends (sendChunks); write the audit records; delete the intents. A crash anywhere repeats the step: events may
  * be published twice (same id, maybe a newer state and version), audit records are not (their
  * `_id` is their change's). Failures back off with the service's retry policy, forever.
  *
@@ -133,6 +172,37 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
     return beyond === undefined;
   }
 
+  /**
+   * Sends change events in order; a chunk the broker refuses as too large is sent again one event
+   * at a time, and an event refused alone is logged with its ids, counted and skipped: it can
+   * never pass, and the changes after it must not wait for it.
+   */
+  async function publish(chunk: Outgoing[]): Promise<void> {
+    try {
+      await producer!.send({ topic: topic!, acks: -1, messages: chunk.map((o) => o.message) });
+    } catch (err) {
+      if (!isTooLarge(err)) throw err;
+      if (chunk.length > 1) {
+        for (const one of chunk) await publish([one]);
+        return;
+      }
+      const { event } = chunk[0]!.built;
+      metrics.changesUnpublishable.inc({ type: event.type });
+      log.error(
+        {
+          event_id: event.id,
+          event_type: event.type,
+          subject: event.subject,
+          bytes: sizeOf(chunk[0]!.message),
+          err: { name: (err as Error).name, message: (err as Error).message },
+        },
+        'change event too large for the broker even alone; skipped',
+      );
+      return;
+    }
+    for (const o of chunk) metrics.changesPublished.inc({ type: o.built.event.type });
+  }
+
   /** One batch; true when it resolved something (so another may follow at once). */
   async function step(): Promise<boolean> {
     const [pending] = await Promise.all([readOutbox(db, batchSize), collectDone()]);
@@ -187,8 +257,7 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
         await producer.connect();
         producerConnected = true;
       }
-      await producer.send({ topic: topic!, acks: -1, messages: built.map(toMessage) });
-      for (const b of built) metrics.changesPublished.inc({ type: b.event.type });
+      for (const chunk of sendChunks(built.map((b) => ({ built: b, message: toMessage(b) })))) await publish(chunk);
     }
 
     if (opts.audit) {

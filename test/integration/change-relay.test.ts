@@ -5,12 +5,16 @@
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, type GroupDoc, type MembershipDoc, type OutboxDoc } from '../../src/db/collections';
 import { newIntentId } from '../../src/db/outbox';
+import { Tenant } from '../../src/db/tenant';
+import { normalizeEventTime } from '../../src/domain/event-time';
+import { registerNewUsers } from '../../src/domain/import-users';
 import { accessSeed } from '../helpers/access-seed';
 import { type ChangeReader, changeReader } from '../helpers/changes';
-import { closeProducer, type EventTestService, metricValue, newUserId, sameDeployment, startEventService, waitFor } from '../helpers/events';
+import { groupWithRule } from '../helpers/domain';
+import { closeProducer, type EventTestService, kafka, metricValue, newUserId, sameDeployment, startEventService, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
-import { serviceToken } from '../helpers/tokens';
+import { serviceToken, siteAdminToken } from '../helpers/tokens';
 
 const started: EventTestService[] = [];
 const readers: ChangeReader[] = [];
@@ -123,3 +127,67 @@ test.each([
   },
   90000,
 );
+
+/** Learners an import registers at once: their memberships are one write, one intent of that many records. */
+const IMPORTED = Number(process.env.RELAY_IMPORTED || 5000);
+
+test(`an import of ${IMPORTED} learners matching a rule, relayed to a one-partition changes topic: every membership's change event arrives and nothing waits`, async () => {
+  const topic = uniqueName('changes');
+  // One partition: every event of the import goes in one batch, which the broker refuses over 1 MiB.
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+  await admin.disconnect();
+  const reader = await changeReader(topic);
+  readers.push(reader);
+  const service = await start({ CHANGES_TOPIC: topic });
+  const org = uniqueName('org');
+  const tenant = new Tenant(service.db, org);
+  await groupWithRule(tenant, 'bulk.edu');
+  const learners = Array.from({ length: IMPORTED }, (_, i) => ({
+    id: i + 1,
+    username: `bulk${i + 1}`,
+    name: `Bulk ${i + 1}`,
+    email: `bulk${i + 1}@bulk.edu`,
+    is_active: true,
+  }));
+  await registerNewUsers(tenant, learners, normalizeEventTime('2026-06-01T00:00:00Z'));
+  const members = () =>
+    new Set(reader.received.filter((r) => r.event.data.organization === org && r.event.type.endsWith('.membership.changed.v1')).map((r) => r.event.subject));
+  await waitFor(
+    async () => members().size,
+    (n) => n === IMPORTED,
+    120000,
+  );
+  await waitFor(
+    () => outboxIds(service.db),
+    (ids) => ids.length === 0,
+  );
+  expect(service.logs.filter((l) => l.includes('change event too large'))).toEqual([]);
+}, 180000);
+
+test('a change event the broker refuses even alone is logged at error level with its ids, counted, and skipped: the changes after it are published', async () => {
+  const topic = uniqueName('changes');
+  // A topic whose size limit a group with a long description passes and one with a short one does not.
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '700' }] }], waitForLeaders: true });
+  await admin.disconnect();
+  const reader = await changeReader(topic);
+  readers.push(reader);
+  const service = await start({ CHANGES_TOPIC: topic });
+  const org = uniqueName('org');
+  const api = client(service.baseUrl, await siteAdminToken(org));
+  const big = (await api.post('course-access-groups/', { name: 'Big', description: 'x'.repeat(255) })).body as { id: number };
+  const small = (await api.post('course-access-groups/', { name: 'Small', description: '' })).body as { id: number };
+  const after = await reader.find((e) => e.subject === `course-access-groups/${small.id}` && e.data.organization === org, 60000);
+  expect(after.event.data).toMatchObject({ group: { id: small.id, name: 'Small' } });
+  await waitFor(
+    () => outboxIds(service.db),
+    (ids) => ids.length === 0,
+  );
+  expect(reader.received.filter((r) => r.event.subject === `course-access-groups/${big.id}` && r.event.data.organization === org)).toEqual([]);
+  const logged = service.logs.map((l) => JSON.parse(l)).find((l) => l.msg?.includes('change event too large'));
+  expect(logged).toMatchObject({ level: 50, subject: `course-access-groups/${big.id}`, event_id: expect.any(String) });
+  expect(await metricValue(service.baseUrl, 'changes_unpublishable_total', { type: after.event.type })).toBe(1);
+}, 90000);
