@@ -1,5 +1,7 @@
 import { type Consumer, type EachMessagePayload, type IHeaders, type Kafka, type KafkaMessage, Partitioners, type Producer } from 'kafkajs';
 import type { Config } from '../src/config';
+import { DependencyUnavailable } from '../src/errors';
+import { isTooLarge } from '../src/kafka';
 import type { Logger } from '../src/log';
 import type { Metrics, PartitionProgress } from '../src/metrics';
 import { backoffDelay, DEFAULT_RETRY, type RetryPolicy } from '../src/retry';
@@ -18,6 +20,8 @@ export type { RetryPolicy };
 export { DEFAULT_RETRY };
 
 const DLQ_REASON_MAX = 1000;
+/** The largest value a cut dead-letter copy keeps: enough to recognise the message, well under any broker's limit. */
+const DLQ_CUT_MAX = 64 * 1024;
 /**
  * How long a fetch waits for data when the partitions it asks for are idle, and how long the
  * consumer sleeps when every partition is paused: a partition resumed after its backoff is
@@ -36,8 +40,11 @@ interface PartitionState {
   next: number;
   /** The Kafka timestamp of the message being handled or waiting for a retry. */
   headTimestamp: number | null;
-  /** The message at `offset` failed `attempts` times; the partition is paused until `timer` fires. */
-  failure: { offset: string; attempts: number; timer: NodeJS.Timeout | null; resume: () => void } | null;
+  /**
+   * The message at `offset` failed `attempts` times, `poisoned` of them not retriable (only those
+   * count toward EVENT_MAX_ATTEMPTS); the partition is paused until `timer` fires.
+   */
+  failure: { offset: string; attempts: number; poisoned: number; timer: NodeJS.Timeout | null; resume: () => void } | null;
 }
 
 /**
@@ -61,8 +68,9 @@ interface PartitionState {
  *
  * What a failure gets (consumers/failures.ts): retriable (a dependency away) is retried until it
  * succeeds; an `InvalidMessage` goes to `<topic>.dlq` at once; anything else gets
- * `EVENT_MAX_ATTEMPTS` attempts, then the DLQ. The copy keeps key, value and headers and adds
- * `x-dlq-*` headers; a copy that cannot be written is one more failure of the message.
+ * `EVENT_MAX_ATTEMPTS` attempts (retriable ones not counted), then the DLQ. The copy keeps key,
+ * value and headers and adds `x-dlq-*` headers (a copy too large for the broker is cut); a copy
+ * that cannot be written is a dependency failure of the message, retried like the database.
  */
 export function createEventConsumer(opts: {
   kafka: Kafka;
@@ -133,6 +141,29 @@ export function createEventConsumer(opts: {
     }
   };
 
+  /**
+   * Writes a dead-letter copy. One the broker refuses as too large keeps its key and headers and
+   * a cut value, marked `x-dlq-truncated: true` (SPEC): halved until it passes, down to empty.
+   */
+  async function sendDeadLetter(topic: string, copy: { key: Buffer | null; value: Buffer | null; headers: IHeaders }) {
+    let value = copy.value;
+    for (;;) {
+      const truncated = value !== copy.value;
+      try {
+        await producer!.send({
+          topic,
+          acks: -1,
+          messages: [{ ...copy, value, headers: truncated ? { ...copy.headers, 'x-dlq-truncated': 'true' } : copy.headers }],
+        });
+        return;
+      } catch (err) {
+        if (!isTooLarge(err) || value === null || value.length === 0) throw err;
+        value = value.subarray(0, Math.min(Math.floor(value.length / 2), DLQ_CUT_MAX));
+        log.warn({ topic, bytes: value.length }, 'dead-letter copy too large for the broker; sent again with its value cut');
+      }
+    }
+  }
+
   async function deadLetter(topic: string, partition: number, message: KafkaMessage, err: unknown, attempts: number) {
     const failure = err instanceof HandlerFailure ? err : null;
     const cause = describeError(failure?.cause ?? err);
@@ -150,7 +181,7 @@ export function createEventConsumer(opts: {
       'x-original-partition': String(partition),
       'x-original-offset': message.offset,
     });
-    await producer!.send({ topic: dlqTopic(topic), acks: -1, messages: [{ key: message.key, value: message.value, headers }] });
+    await sendDeadLetter(dlqTopic(topic), { key: message.key, value: message.value, headers });
     const eventType = invalid ? err.eventType : failure?.eventType;
     metrics?.eventsHandled.inc({ type: eventType ?? 'other', outcome: 'dead_lettered' });
   }
@@ -162,7 +193,8 @@ export function createEventConsumer(opts: {
    */
   async function attempt(payload: EachMessagePayload, state: PartitionState, stillOurs: () => boolean): Promise<boolean> {
     const { topic, partition, message } = payload;
-    const previous = state.failure?.offset === message.offset ? state.failure.attempts : 0;
+    const earlier = state.failure?.offset === message.offset ? state.failure : null;
+    const previous = earlier?.attempts ?? 0;
     release(state); // a batch of this partition means its retry, if any, is due
     const attempts = previous + 1;
     let err: unknown;
@@ -175,12 +207,17 @@ export function createEventConsumer(opts: {
     }
     if (!stillOurs()) return false; // stopping or revoked: whoever gets the message next tries it
     const retriable = isRetriable(err);
-    if (!retriable && (err instanceof InvalidMessage || attempts >= maxAttempts)) {
+    // A dependency away (retriable) spends none of the message's budget: a long outage must not
+    // leave a valid event one bug-like failure away from the DLQ once it ends.
+    const poisoned = (earlier?.poisoned ?? 0) + (retriable ? 0 : 1);
+    if (!retriable && (err instanceof InvalidMessage || poisoned >= maxAttempts)) {
       try {
-        await deadLetter(topic, partition, message, err, attempts);
+        await deadLetter(topic, partition, message, err, poisoned);
         return true;
       } catch (dlqErr) {
-        err = dlqErr; // not copied: the message waits like any failure, and is tried again
+        // Not copied: the DLQ is a dependency (SPEC), so the message waits like one, and is tried again.
+        metrics?.deadLetterFailures.inc();
+        err = new DependencyUnavailable('the dead-letter topic', dlqErr);
       }
     }
     const delay = backoffDelay(attempts, policy);
@@ -201,7 +238,7 @@ export function createEventConsumer(opts: {
       },
       'event handler failed; retrying',
     );
-    const failed: NonNullable<PartitionState['failure']> = { offset: message.offset, attempts, timer: null, resume: payload.pause() };
+    const failed: NonNullable<PartitionState['failure']> = { offset: message.offset, attempts, poisoned, timer: null, resume: payload.pause() };
     failed.timer = setTimeout(() => resumeNow(failed), delay);
     failed.timer.unref();
     state.failure = failed;

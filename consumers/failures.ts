@@ -1,5 +1,5 @@
 import { KafkaJSError } from 'kafkajs';
-import { isDatabaseUnavailable } from '../src/db/driver-errors';
+import { isDatabaseUnavailable, isTransientServerError } from '../src/db/driver-errors';
 import { ServiceError } from '../src/errors';
 
 /**
@@ -8,7 +8,7 @@ import { ServiceError } from '../src/errors';
  * the dead-letter topic.
  *
  * Retriable: a ServiceError that says so (DependencyUnavailable), the driver's "database cannot
- * be reached" errors, and a kafkajs error that says so (a broker away while the dead-letter copy
+ * be reached" errors and the server's transient ones (not primary, shutting down, write concern), and a kafkajs error that says so (a broker away while the dead-letter copy
  * is written). Causes are followed (`cause`), so a wrapper decides only when it knows: kafkajs's
  * "retries exhausted" wraps the error that may still pass. Anything else (a bug, a refusal, an
  * error nobody classified) is not.
@@ -16,7 +16,7 @@ import { ServiceError } from '../src/errors';
 export function isRetriable(err: unknown): boolean {
   for (let e = err, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) {
     if (e instanceof ServiceError) return e.retriable;
-    if (isDatabaseUnavailable(e)) return true;
+    if (isDatabaseUnavailable(e) || isTransientServerError(e)) return true;
     if (e instanceof KafkaJSError) {
       if (e.retriable) return true;
       if (e.name !== 'KafkaJSNumberOfRetriesExceeded') return false;

@@ -2,6 +2,7 @@
 // itself (retriable) is retried until it does and never dead-lettered; any other gets
 // EVENT_MAX_ATTEMPTS attempts, then the DLQ, and the partition goes on. Against the real local
 // Kafka, with a test handler standing in for the event handlers (its failures are the test's).
+import { ConfigResourceTypes } from 'kafkajs';
 import { MongoClient } from 'mongodb';
 import { dlqTopic, type MessageHandler } from '../../consumers/consumer';
 import { DependencyUnavailable } from '../../src/errors';
@@ -32,7 +33,12 @@ const handle: MessageHandler = async ({ topic, partition, message }) => {
   const key = `${topic}/${partition}/${message.offset}`;
   attempts.set(key, (attempts.get(key) ?? 0) + 1);
   const value = message.value!.toString();
-  if (value.startsWith('poison:')) throw new Error(`boom: a bug that never passes (${value})`);
+  if (value.startsWith('poison:')) throw new Error(`boom: a bug that never passes (${value.slice(0, 40)})`);
+  // `flaky:R:B`: R attempts meet a dependency away, the next B a bug-like failure, then it passes.
+  const flaky = /^flaky:(\d+):(\d+)/.exec(value);
+  const attempt = attempts.get(key)!;
+  if (flaky && attempt <= Number(flaky[1])) throw new DependencyUnavailable('the test dependency');
+  if (flaky && attempt <= Number(flaky[1]) + Number(flaky[2])) throw new Error('boom: a bug-like failure that passes');
   if (blocked?.topic === topic && blocked.partition === partition && blocked.blocking()) {
     throw new DependencyUnavailable('the test dependency');
   }
@@ -217,3 +223,34 @@ test('a rebalance and a stop while a partition waits for its retry lose and skip
   for (const h of held.slice(1)) expect(attempts.get(`${target.topic}/${target.partition}/${h.offset}`)).toBe(1);
   blocked = null;
 }, 180000);
+
+test('attempts while a dependency is away spend none of EVENT_MAX_ATTEMPTS: after a long outage, a failure that is not retriable still gets its attempts before the DLQ', async () => {
+  const topic = topics[0]!;
+  const value = `flaky:${MAX_ATTEMPTS + 2}:${MAX_ATTEMPTS - 1}`;
+  const message = await produceOne(topic, { key: 'k-flaky', value, partition: 2 });
+  await waitApplied([value]);
+  expect(attempts.get(`${topic}/2/${message.offset}`)).toBe(2 * MAX_ATTEMPTS + 2);
+}, 60000);
+
+test('a dead-letter copy the broker refuses as too large is written with its value cut and x-dlq-truncated: true, and the partition goes on', async () => {
+  const topic = topics[2]!;
+  const admin = kafka.admin();
+  await admin.connect();
+  // The dead-letter topic takes less than the topic it copies: the copy, with its x-dlq-* headers, is over the limit.
+  await admin.createTopics({ topics: [{ topic: dlqTopic(topic), numPartitions: 1 }], waitForLeaders: true });
+  await admin.alterConfigs({
+    validateOnly: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: dlqTopic(topic), configEntries: [{ name: 'max.message.bytes', value: '3000' }] }],
+  });
+  await admin.disconnect();
+  const big = `poison:${'x'.repeat(2900)}`;
+  await produceOne(topic, { key: 'k-big', value: big, partition: 2 });
+  await produceOne(topic, { key: 'k-after-big', value: 'after-big', partition: 2 });
+  await waitApplied(['after-big']);
+  const [dead] = await readTopic(dlqTopic(topic), 1);
+  expect(dead!.key?.toString()).toBe('k-big');
+  expect(dead!.headers?.['x-dlq-truncated']?.toString()).toBe('true');
+  expect(big.startsWith(dead!.value!.toString())).toBe(true);
+  expect(dead!.value!.length).toBeLessThan(big.length);
+  expect(dead!.headers?.['x-dlq-reason']?.toString()).toMatch(/boom: a bug that never passes/);
+}, 60000);

@@ -1,7 +1,7 @@
 // SPEC §5 failures: which handler failures are retried until they pass (a dependency away) and
 // which get EVENT_MAX_ATTEMPTS attempts before the DLQ: one classification, kafkajs's `retriable`.
 import { KafkaJSConnectionError, KafkaJSNonRetriableError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
-import { MongoNetworkError, MongoServerError, MongoServerSelectionError } from 'mongodb';
+import { MongoNetworkError, MongoServerError, MongoServerSelectionError, MongoWriteConcernError } from 'mongodb';
 import { InvalidMessage } from '../../consumers/cloudevents';
 import { HandlerFailure } from '../../consumers/dispatch';
 import { describeError, isRetriable } from '../../consumers/failures';
@@ -49,4 +49,17 @@ test('an error as logged and dead-lettered names no email, even when the driver 
   expect(JSON.stringify(shown)).not.toMatch(/@/);
   expect(shown.message).toContain('[redacted]');
   expect(describeError('plain kim@example.org')).toEqual({ message: 'plain [redacted]' });
+});
+
+test('transient server errors are retriable: not primary, shutting down, a write concern not met, or labelled retryable by the server', () => {
+  const server = (fields: Record<string, unknown>) => new MongoServerError({ message: 'server said', ...fields });
+  expect(isRetriable(server({ code: 10107, codeName: 'NotWritablePrimary' }))).toBe(true);
+  expect(isRetriable(server({ code: 91, codeName: 'ShutdownInProgress' }))).toBe(true);
+  expect(isRetriable(server({ code: 11602, codeName: 'InterruptedDueToReplStateChange' }))).toBe(true);
+  expect(isRetriable(server({ code: 2, codeName: 'BadValue', errorLabels: ['RetryableWriteError'] }))).toBe(true);
+  expect(isRetriable(server({ code: 0, writeConcernError: { code: 64, errmsg: 'waiting for replication timed out' } }))).toBe(true);
+  expect(isRetriable(new MongoWriteConcernError({ writeConcernError: { code: 64, errmsg: 'wtimeout' } } as never))).toBe(true);
+  expect(failure(server({ code: 189, codeName: 'PrimarySteppedDown' })).retriable).toBe(true);
+  // A server error that will answer the same again is not.
+  expect(isRetriable(server({ code: 2, codeName: 'BadValue' }))).toBe(false);
 });
