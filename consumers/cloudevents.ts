@@ -42,9 +42,11 @@ export class InvalidMessage extends ServiceError {
 
 const validateEnvelope = ajv.compile(cloudEventSchema);
 
+/** A header's text (the first, when repeated); one present without a value (Kafka allows a null header value) can never be read. */
 const header = (headers: IHeaders | undefined, name: string): string | undefined => {
   const value = headers?.[name];
   const first = Array.isArray(value) ? value[0] : value;
+  if (first === null) throw new InvalidMessage(`header ${name.slice(0, 100)} has no value`);
   return first === undefined ? undefined : first.toString('utf8');
 };
 

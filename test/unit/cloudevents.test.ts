@@ -53,6 +53,19 @@ test.each([
   ['a time that is not RFC 3339', msg(JSON.stringify({ ...envelope, time: 'yesterday' })), /not a CloudEvent/],
   ['binary mode with a value that is not JSON', msg('x', { ce_specversion: '1.0', ce_id: 'a', ce_type: 't', ce_source: 's' }), /not JSON/],
   ['binary mode without ce_id', msg('{}', { ce_specversion: '1.0', ce_type: 't', ce_source: 's' }), /not a CloudEvent/],
+  [
+    'a ce_* header without a value',
+    { ...msg('{}', { ce_specversion: '1.0', ce_type: 't', ce_source: 's' }), headers: { ce_specversion: Buffer.from('1.0'), ce_id: null } as never },
+    /header ce_id has no value/,
+  ],
+  [
+    'a content-type header without a value',
+    {
+      ...msg('{}', { ce_specversion: '1.0', ce_id: 'a', ce_type: 't', ce_source: 's' }),
+      headers: { ce_specversion: Buffer.from('1.0'), 'content-type': null } as never,
+    },
+    /header content-type has no value/,
+  ],
 ])('%s is an invalid message (dead-lettered, not retried)', (_name, message, reason) => {
   expect(() => decodeCloudEvent(message)).toThrow(InvalidMessage);
   expect(() => decodeCloudEvent(message)).toThrow(reason);
