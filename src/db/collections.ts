@@ -102,6 +102,8 @@ export interface UserDoc extends TenantDoc, EventVersion {
   /** The version of the activation whose membership rules were applied; `act_done` false while they are being applied. */
   act_v?: string;
   act_done?: boolean;
+  /** The version of the newest activation-capable event that showed the user active: the activation a late, older deactivation leaves standing. */
+  act_seen_v?: string;
   /** 1 when `users/` lists the user (not a site administrator), else 0: an equality, for indexes. */
   listed: 0 | 1;
   /**

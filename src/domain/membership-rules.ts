@@ -102,12 +102,20 @@ export async function settleActivation(
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   let user = written.current;
   const claimedOnInsert = user.act_v === written.version;
-  if (activates && written.outcome !== 'duplicate' && !claimedOnInsert && isNewActivation(user, written.version)) {
+  // The activation to claim: this event, or the newest one the record already reflects (a
+  // deactivation older than it may have arrived after it: in event time, it came first).
+  const candidates = [activates && written.outcome !== 'duplicate' ? written.version : null, user.act_seen_v ?? null];
+  const activation = candidates
+    .filter((v): v is string => v !== null)
+    .sort()
+    .pop();
+  if (activation !== undefined && !claimedOnInsert && isNewActivation(user, activation)) {
     const asRead = (field: 'act_v' | 'deact_v') => (user[field] === undefined ? { $exists: false } : user[field]);
     const claimed = await users.updateBookkeeping({ _id: user._id, act_v: asRead('act_v'), deact_v: asRead('deact_v') } as Filter<UserDoc>, {
-      $set: { act_v: written.version, act_done: false },
+      $set: { act_v: activation, act_done: false },
+      $max: { act_seen_v: activation },
     });
-    if (claimed) user = { ...user, act_v: written.version, act_done: false };
+    if (claimed) user = { ...user, act_v: activation, act_done: false };
   }
   if (user.act_done !== false) return;
   await applyMembershipRules(tenant, user);

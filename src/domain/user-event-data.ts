@@ -1,4 +1,6 @@
 import type { Db } from 'mongodb';
+import { COLLECTIONS, type UserDoc } from '../db/collections';
+import { ownerLookup } from '../db/owners';
 import { Tenant } from '../db/tenant';
 import type { Infer } from '../validation';
 import type { EventStamp } from './event-time';
@@ -61,9 +63,20 @@ export async function applyUserData(db: Db, data: UserEventData, at: string | Ev
   return result.outcome;
 }
 
-/** What a retirement event does, in organization `org` (where the user is looked for first), as the event `at`. */
-export function applyUserRetired(db: Db, userId: number, at: string | EventStamp, org: string) {
-  return retireUser(new Tenant(db, org), userId, at);
+/**
+ * What a retirement event does, in organization `org` (where the user is looked for first), as
+ * the event `at`. One older than the record is a deactivation in the past: an activation the
+ * record reflects, newer than it, may now be one whose rules were never applied.
+ */
+export async function applyUserRetired(db: Db, userId: number, at: string | EventStamp, org: string) {
+  const outcome = await retireUser(new Tenant(db, org), userId, at);
+  if (outcome === 'stale') {
+    const owner = await ownerLookup(db).userOrg(userId);
+    const home = owner === null ? null : new Tenant(db, owner);
+    const current = await home?.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
+    if (home && current) await settleActivation(home, { outcome, current, version: '' }, false);
+  }
+  return outcome;
 }
 
 /** The user an event's `data` describes (the import's batch path reads lines with it too). */

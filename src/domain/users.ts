@@ -81,8 +81,9 @@ function activationFields(facts: Pick<UserFacts, 'is_active'>, activates: boolea
       .filter((x): x is string => x !== null)
       .sort()
       .pop();
+    const max = { ...(deact ? { deact_v: deact } : {}), ...(activates ? { act_seen_v: v } : {}) };
     return {
-      ...(deact ? { max: { deact_v: deact } } : {}),
+      ...(Object.keys(max).length > 0 ? { max } : {}),
       ...(activates ? { onInsert: { act_v: v, act_done: false } } : {}),
     };
   };
@@ -112,9 +113,10 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
   });
   // A stale event showing the learner inactive is still a deactivation (the activation rules ask for the newest one).
   if (result.current && result.outcome === 'stale' && !facts.is_active && (result.current.deact_v ?? '') < result.version) {
-    await homeOf(tenant, result.current)
-      .collection<UserDoc>(COLLECTIONS.users)
-      .updateBookkeeping({ _id: result.current._id } as Filter<UserDoc>, { $max: { deact_v: result.version } });
+    const users = homeOf(tenant, result.current).collection<UserDoc>(COLLECTIONS.users);
+    await users.updateBookkeeping({ _id: result.current._id } as Filter<UserDoc>, { $max: { deact_v: result.version } });
+    // Read again: the activation rules decide on the bookkeeping as it now stands.
+    result.current = (await users.findById(result.current._id)) ?? result.current;
   }
   // Every event re-derives what is derived from the record (also a duplicate or a stale one: so a
   // redelivery repairs what a crash after the write left undone).

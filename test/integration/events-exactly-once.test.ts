@@ -218,3 +218,32 @@ test('an event without time, delivered again as another Kafka record with a late
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
   expect(await storedActive(org, id)).toBe(false);
 }, 60000);
+
+test.each([
+  ['an update showing the learner inactive', 'update'],
+  ['a retirement', 'retirement'],
+])(
+  'a deactivation (%s) arriving after a newer login: the login is the activation it is in event time, and its rules apply',
+  async (_name, kind) => {
+    const send = sender(topicOf(kind === 'update' ? 1 : 2), 2);
+    const { org, api, group } = await orgWithRule(`late-${kind}.edu`);
+    const id = newUserId();
+    const user = { id, email: `learner${id}@late-${kind}.edu` };
+    await handled(await send(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time: '2026-05-08T00:00:01Z' }), id)));
+    const member = await waitFor(
+      () => api.get(`users/${id}/`),
+      (r) => r.status === 200 && r.body.membership !== null,
+    );
+    expect((await api.delete(`memberships/${member.body.membership.id}/`)).status).toBe(204);
+    await send(structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time: '2026-05-08T00:00:03Z' }), id));
+    const late =
+      kind === 'update'
+        ? cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false }), { time: '2026-05-08T00:00:02Z' })
+        : cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time: '2026-05-08T00:00:02Z' });
+    await handled(await send(structured(late, id)));
+
+    // In event time: activation, (removal), deactivation, login: the login activates the learner again.
+    expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+  },
+  60000,
+);
