@@ -29,6 +29,9 @@ const DLQ_CUT_MAX = 64 * 1024;
  */
 const FETCH_WAIT_MS = 1000;
 
+/** How long one partition's batch may run before it returns, so the next fetch (other partitions' retries among it) is not held up by a backlog. */
+const BATCH_HOLD_MS = 1000;
+
 export const dlqTopic = (topic: string) => `${topic}.dlq`;
 
 /** One partition this consumer holds: where it stands, and the failure its next message waits on. */
@@ -263,8 +266,13 @@ export function createEventConsumer(opts: {
           const stillOurs = () => isRunning() && !isStale() && !stopping.signal.aborted;
           const state = stateOf(batch.topic, batch.partition);
           state.highWatermark = Number(batch.highWatermark);
+          const since = Date.now();
           for (const message of batch.messages) {
             if (!stillOurs()) return;
+            // kafkajs fetches again only once every batch of a fetch has returned: a backlog's
+            // batch held for minutes would hold every other partition's retry as long. The rest
+            // of it is fetched again from the first message not resolved.
+            if (Date.now() - since > BATCH_HOLD_MS) return;
             state.next = Number(message.offset);
             state.headTimestamp = Number(message.timestamp);
             const payload = { topic: batch.topic, partition: batch.partition, message, heartbeat, pause };

@@ -6,7 +6,18 @@ import { ConfigResourceTypes } from 'kafkajs';
 import { MongoClient } from 'mongodb';
 import { dlqTopic, type MessageHandler } from '../../consumers/consumer';
 import { DependencyUnavailable } from '../../src/errors';
-import { closeProducer, type EventTestService, kafka, metricValue, produceOne, readTopic, sameDeployment, startEventService, waitFor } from '../helpers/events';
+import {
+  closeProducer,
+  type EventTestService,
+  kafka,
+  metricValue,
+  produce,
+  produceOne,
+  readTopic,
+  sameDeployment,
+  startEventService,
+  waitFor,
+} from '../helpers/events';
 import { client } from '../helpers/http';
 import { uniqueName } from '../helpers/stack';
 
@@ -39,6 +50,7 @@ const handle: MessageHandler = async ({ topic, partition, message }) => {
   const attempt = attempts.get(key)!;
   if (flaky && attempt <= Number(flaky[1])) throw new DependencyUnavailable('the test dependency');
   if (flaky && attempt <= Number(flaky[1]) + Number(flaky[2])) throw new Error('boom: a bug-like failure that passes');
+  if (value.startsWith('slow:')) await new Promise((r) => setTimeout(r, 20));
   if (blocked?.topic === topic && blocked.partition === partition && blocked.blocking()) {
     throw new DependencyUnavailable('the test dependency');
   }
@@ -254,3 +266,20 @@ test('a dead-letter copy the broker refuses as too large is written with its val
   expect(dead!.value!.length).toBeLessThan(big.length);
   expect(dead!.headers?.['x-dlq-reason']?.toString()).toMatch(/boom: a bug that never passes/);
 }, 60000);
+
+test("one partition's backlog does not hold up another partition's retry: the retried message is applied while the backlog is still being worked through", async () => {
+  const topic = topics[0]!;
+  const backlog = Array.from({ length: 1000 }, (_, i) => ({ key: `slow-${i}`, value: `slow:${i}`, partition: 0 }));
+  // The backlog first, in one produce: the consumer gets it in one large batch.
+  await produce(topic, backlog);
+  await waitFor(async () => applied.some((a) => a.value.startsWith('slow:')), Boolean);
+  const value = 'flaky:1:0:behind-backlog';
+  await produceOne(topic, { key: 'k-flaky-2', value, partition: 1 });
+  await waitApplied([value]);
+  const slowApplied = applied.filter((a) => a.value.startsWith('slow:')).length;
+  expect(slowApplied).toBeLessThan(backlog.length);
+  await waitApplied(
+    backlog.map((m) => m.value),
+    90000,
+  );
+}, 120000);
