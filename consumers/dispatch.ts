@@ -25,12 +25,20 @@ export class HandlerFailure extends ServiceError {
   constructor(
     readonly eventId: string,
     readonly eventType: string,
-    readonly subject: Subject,
+    /** Empty when the event could not be read yet (its decoding failed). */
+    readonly subject: Subject | Record<string, never>,
     override readonly cause: unknown,
   ) {
     super(cause instanceof Error ? cause.message : String(cause));
     this.retriable = isRetriable(cause);
   }
+}
+
+/** A binary-mode header's text, or undefined (absent, or without a value): for logs only. */
+function envelopeHeader(message: EachMessagePayload['message'], name: string): string | undefined {
+  const value = message.headers?.[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first ? first.toString('utf8').slice(0, 200) : undefined;
 }
 
 /** The event ordered by the time its first Kafka record gave it (src/db/event-times.ts). */
@@ -58,7 +66,14 @@ export function createDispatcher(deps: {
   const defaultOrganization = deps.defaultOrganization ?? null;
   const decode = createMessageDecoder(deps.avro ?? null);
   return async ({ topic, partition, message }) => {
-    const event = await decode(message);
+    let event: CloudEvent;
+    try {
+      event = await decode(message);
+    } catch (err) {
+      if (err instanceof InvalidMessage) throw err;
+      // The registry away: the failure log names the event waiting for it (its envelope is in headers).
+      throw new HandlerFailure(envelopeHeader(message, 'ce_id') ?? 'unknown', envelopeHeader(message, 'ce_type') ?? 'unknown', {}, err);
+    }
     const handler = HANDLERS.get(event.type);
     if (!handler) {
       // Label 'other', not the type: a label per unknown type would grow without bound.

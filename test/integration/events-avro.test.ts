@@ -146,12 +146,17 @@ test('while the registry cannot be reached an Avro event is retried, never dead-
     const id = newUserId();
     await proxy.cut();
     const value = await registry.encode(ownSchema, userData(org, { id, email: `o${id}@outage.example`, is_active: true }));
-    await produce(ownTopic, [{ key: `user${id}`, value, headers: eventBusHeaders(TYPES.activated, randomUUID(), '2026-05-02T00:00:00+00:00') }]);
+    const eventId = randomUUID();
+    await produce(ownTopic, [{ key: `user${id}`, value, headers: eventBusHeaders(TYPES.activated, eventId, '2026-05-02T00:00:00+00:00') }]);
 
     await waitFor(
       async () => own.logs.filter((l) => l.includes('schema registry unavailable')).length,
       (n) => n >= 3,
     );
+    // Each retry is logged with the event it waits for.
+    const retries = own.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'event handler failed; retrying');
+    expect(retries.length).toBeGreaterThan(0);
+    for (const r of retries) expect(r).toMatchObject({ event_id: eventId, event_type: TYPES.activated, retriable: true });
     const ready = await client(own.baseUrl).get('/readyz');
     expect(ready.status).toBe(503);
     expect(ready.body.failing).toContain('schema registry');
