@@ -65,12 +65,14 @@ export async function applyUserData(db: Db, data: UserEventData, at: string | Ev
 
 /**
  * What a retirement event does, in organization `org` (where the user is looked for first), as
- * the event `at`. One older than the record is a deactivation in the past: an activation the
- * record reflects, newer than it, may now be one whose rules were never applied.
+ * the event `at`. One that leaves the learner (a record newer than it) is a deactivation in the
+ * past: an activation the record reflects, newer than it, may now be one whose rules were never
+ * applied.
  */
 export async function applyUserRetired(db: Db, userId: number, at: string | EventStamp, org: string) {
   const outcome = await retireUser(new Tenant(db, org), userId, at);
-  if (outcome === 'stale') {
+  // The learner still there (the record is newer than the retirement, or created again meanwhile).
+  if (outcome !== 'duplicate') {
     const owner = await ownerLookup(db).userOrg(userId);
     const home = owner === null ? null : new Tenant(db, owner);
     const current = await home?.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
