@@ -86,6 +86,28 @@ export async function applyMembershipRules(tenant: Tenant, user: Pick<UserDoc, '
 }
 
 /**
+ * The activation a user event written as `written` claims (docs/events.md), or null: this event,
+ * or the newest one the record already reflects (a deactivation older than it may have arrived
+ * after it: in event time, it came first), when its rules are not applied yet and the write did
+ * not claim it already (a record created by the event).
+ */
+export function activationToClaim(written: { outcome: ApplyOutcome; current: UserDoc; version: string }, activates: boolean): string | null {
+  const user = written.current;
+  const claimedOnInsert = user.act_v === written.version;
+  const candidates = [activates && written.outcome !== 'duplicate' ? written.version : null, user.act_seen_v ?? null];
+  const activation = candidates
+    .filter((v): v is string => v !== null)
+    .sort()
+    .pop();
+  return activation !== undefined && !claimedOnInsert && isNewActivation(user, activation) ? activation : null;
+}
+
+/** Whether settleActivation would write nothing for this written event: no activation to claim, none pending. */
+export function activationSettled(written: { outcome: ApplyOutcome; current: UserDoc; version: string }, activates: boolean): boolean {
+  return activationToClaim(written, activates) === null && written.current.act_done !== false;
+}
+
+/**
  * Membership rules once per activation (docs/events.md). After a user event was written
  * (`written`: its outcome, the record, the event's version), an activation-capable event
  * (`activates`) that is not a duplicate claims the activation when it is one whose rules are not
@@ -101,15 +123,8 @@ export async function settleActivation(
 ): Promise<void> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   let user = written.current;
-  const claimedOnInsert = user.act_v === written.version;
-  // The activation to claim: this event, or the newest one the record already reflects (a
-  // deactivation older than it may have arrived after it: in event time, it came first).
-  const candidates = [activates && written.outcome !== 'duplicate' ? written.version : null, user.act_seen_v ?? null];
-  const activation = candidates
-    .filter((v): v is string => v !== null)
-    .sort()
-    .pop();
-  if (activation !== undefined && !claimedOnInsert && isNewActivation(user, activation)) {
+  const activation = activationToClaim(written, activates);
+  if (activation !== null) {
     const asRead = (field: 'act_v' | 'deact_v') => (user[field] === undefined ? { $exists: false } : user[field]);
     const claimed = await users.updateBookkeeping({ _id: user._id, act_v: asRead('act_v'), deact_v: asRead('deact_v') } as Filter<UserDoc>, {
       $set: { act_v: activation, act_done: false },

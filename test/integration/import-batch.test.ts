@@ -1,4 +1,4 @@
-// Issue 11: `cag import` registers new users in batches (registerNewUsers) and leaves every other
+// Issue 11: `cag import` registers new users in batches (importUserBatch) and leaves every other
 // line to the per-event path. Proved against the real server by comparison: the same lines,
 // applied one by one as events in a second database, leave the same users, memberships and
 // tombstones, and the same applied / unchanged counts.
@@ -14,7 +14,7 @@ import { ownerLookup } from '../../src/db/owners';
 import { Tenant } from '../../src/db/tenant';
 import { asStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { createGroup } from '../../src/domain/groups';
-import { registerNewUsers } from '../../src/domain/import-users';
+import { importUserBatch } from '../../src/domain/import-users';
 import { createRule } from '../../src/domain/membership-rules';
 import { insertMembershipIfAbsent } from '../../src/domain/memberships';
 import { applyUserData, type UserEventData, userFacts } from '../../src/domain/user-event-data';
@@ -166,7 +166,7 @@ async function applyInBatches(db: Db, lines: string[], time: string): Promise<Im
   const perEvent: UserEventData[] = [];
   for (const org of new Set(datas.map((d) => d.organization))) {
     const ofOrg = datas.filter((d) => d.organization === org);
-    const outcomes = await registerNewUsers(
+    const outcomes = await importUserBatch(
       new Tenant(db, org!),
       ofOrg.map((d) => userFacts(d, 'registration')),
       time,
@@ -200,7 +200,7 @@ test('a user retired while the batch inserts keeps neither record nor membership
   const tenant = new Tenant(db, 'org-a');
   const ids = Array.from({ length: 120 }, (_, i) => 5000 + i);
   const datas = ids.map((id) => parse(line(id, `r${id}@partner.org`)));
-  const outcomes = registerNewUsers(
+  const outcomes = importUserBatch(
     tenant,
     datas.map((d) => userFacts(d, 'registration')),
     IMPORT_TIME,
@@ -224,11 +224,11 @@ test('a chunk of more than 1000 users of one organization is looked up whole (th
   const db = await world();
   const tenant = new Tenant(db, 'org-a');
   const facts = Array.from({ length: 1500 }, (_, i) => userFacts(parse(line(20000 + i, `m${i}@partner.org`)), 'registration'));
-  expect(new Set(await registerNewUsers(tenant, facts, IMPORT_TIME))).toEqual(new Set(['applied']));
+  expect(new Set(await importUserBatch(tenant, facts, IMPORT_TIME))).toEqual(new Set(['applied']));
   const known = await ownerLookup(db).userOrgs(facts.map((f) => f.id));
   expect(known.size).toBe(1500);
   expect((await tenant.collection(COLLECTIONS.tombstones).findByIds(facts.map((f) => userTombstone(f.id)))).size).toBe(0);
   expect(await db.collection(COLLECTIONS.memberships).countDocuments({ org: 'org-a', automatic: true })).toBe(1500);
-  // Again: every user is known, so the batch writes nothing and leaves them all to the per-event path.
-  expect(new Set(await registerNewUsers(tenant, facts, IMPORT_TIME))).toEqual(new Set(['per-event']));
+  // Again: every user reflects these very lines, so the batch answers them all as duplicates and writes nothing.
+  expect(new Set(await importUserBatch(tenant, facts, IMPORT_TIME))).toEqual(new Set(['duplicate']));
 }, 120_000); // also writes each user's search grams (about 20 documents a user)
