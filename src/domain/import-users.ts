@@ -1,6 +1,6 @@
 import type { Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
-import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
+import { COLLECTIONS, type MembershipDoc, type RuleDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { IN_LIMIT } from '../db/dialect';
 import { ownerLookup } from '../db/owners';
 import { indexNewUsers, unindexUser } from '../db/search-index';
@@ -83,24 +83,35 @@ async function registerNewUsers(
   time: string,
 ): Promise<Map<UserFacts, ApplyOutcome>> {
   if (fresh.length === 0) return new Map();
-  const inserted = await insertUsers(tenant, fresh, stones, time);
+  // The rules are read once, before the inserts: a learner no rule matches has its activation
+  // applied by the insert itself (nothing to apply), so only the others claim it and mark it
+  // done after their membership, as settleActivation does per event.
+  const matches = await matchRules(
+    tenant,
+    fresh.filter((u) => u.is_active),
+  );
+  const matched = new Set(matches.map((m) => m.user));
+  const inserted = await insertUsers(tenant, fresh, stones, time, matched);
   await indexNewUsers(
     tenant,
     inserted.map((u) => userRecord(u, time).doc),
   );
-  const memberships = await withCause('rule', () => insertRuleMemberships(tenant, inserted));
-  // Their activations' rules are applied: the claims the inserts made are done (docs/events.md),
-  // unless a newer activation claimed again meanwhile.
-  const activated = inserted.filter((u) => u.is_active).map((u) => String(u.id));
-  for (let i = 0; i < activated.length; i += IN_LIMIT) {
-    await tenant
-      .collection<UserDoc>(COLLECTIONS.users)
-      .updateBookkeeping(
-        { _id: { $in: activated.slice(i, i + IN_LIMIT) }, act_v: version(time, 1), act_done: false } as Filter<UserDoc>,
-        { $set: { act_done: true } },
-        { many: true },
-      );
-  }
+  const written = new Set(inserted);
+  const memberships = await withCause('rule', () =>
+    insertRuleMemberships(
+      tenant,
+      matches.filter((m) => written.has(m.user)),
+    ),
+  );
+  // Their claims are done (docs/events.md), unless a newer activation claimed again meanwhile:
+  // one statement per user by `_id` (an `$in` update reads the whole organization on FerretDB).
+  await tenant
+    .collection<UserDoc>(COLLECTIONS.users)
+    .updateEach(
+      inserted
+        .filter((u) => matched.has(u))
+        .map((u) => ({ filter: { _id: String(u.id), act_v: version(time, 1), act_done: false } as Filter<UserDoc>, update: { $set: { act_done: true } } })),
+    );
   // The memberships first, then the users' derived group from a fresh read, as per event (all of
   // them: a membership may predate its user). Two reads for the batch; writes only where it differs.
   await syncUserGroups(
@@ -134,8 +145,15 @@ async function tombstonesOf(tenant: Tenant, users: readonly UserFacts[]): Promis
 }
 
 /** Inserts the users' records in one unordered insert; returns those inserted (a refused `_id` exists somewhere). */
-async function insertUsers(tenant: Tenant, users: readonly UserFacts[], stones: Map<string, TombstoneDoc>, time: string): Promise<UserFacts[]> {
-  // Each insert is a registration event of `time`: its version fields, and its activation claimed when active.
+async function insertUsers(
+  tenant: Tenant,
+  users: readonly UserFacts[],
+  stones: Map<string, TombstoneDoc>,
+  time: string,
+  matched: ReadonlySet<UserFacts>,
+): Promise<UserFacts[]> {
+  // Each insert is a registration event of `time`: its version fields, and its activation claimed when active
+  // (already done when no rule matches it).
   const stamp = asStamp(time);
   const v = version(time, 1);
   const refused = await tenant.collection<UserDoc>(COLLECTIONS.users).insertMany(
@@ -143,24 +161,20 @@ async function insertUsers(tenant: Tenant, users: readonly UserFacts[], stones: 
       // Created again after a retirement (an older one: newer ones are left to the per-event path), it follows the tombstone.
       const stone = stones.get(userTombstone(u.id));
       const fields = activationFields(u, u.is_active)(v, stone ? version(stone.event_time, stone.event_n ?? 1) : null);
-      return { ...userRecord(u, time).doc, event_n: 1, event_ids: [stamp.id], ...fields.max, ...fields.onInsert };
+      const done = fields.onInsert && !matched.has(u) ? { act_done: true } : {};
+      return { ...userRecord(u, time).doc, event_n: 1, event_ids: [stamp.id], ...fields.max, ...fields.onInsert, ...done };
     }),
   );
   return users.filter((u) => !refused.has(String(u.id)));
 }
 
 /**
- * applyMembershipRules for new users, at once: one matchRules for the batch, the ids
- * of all the memberships claimed in one `$inc`, and the memberships inserted in one unordered
- * insert. A user who is already a member keeps their membership: the primary key (the user id)
- * refuses the new one, whose id is then unused (ids may have gaps). Returns those created.
+ * applyMembershipRules for new users, at once, from their matches: the ids of all the
+ * memberships claimed in one `$inc`, and the memberships inserted in one unordered insert (one
+ * outbox intent). A user who is already a member keeps their membership: the primary key (the
+ * user id) refuses the new one, whose id is then unused (ids may have gaps). Returns those created.
  */
-async function insertRuleMemberships(tenant: Tenant, users: readonly UserFacts[]): Promise<MembershipDoc[]> {
-  // The rule's doing, as per event (joinByRule): change events and the audit say so.
-  const matches = await matchRules(
-    tenant,
-    users.filter((u) => u.is_active),
-  );
+async function insertRuleMemberships(tenant: Tenant, matches: readonly { user: UserFacts; rule: Pick<RuleDoc, 'group'> }[]): Promise<MembershipDoc[]> {
   if (matches.length === 0) return [];
   const last = await tenant.claimIds('memberships', matches.length);
   const docs = matches.map((m, i) => ({
