@@ -9,7 +9,7 @@ import { PassThrough } from 'node:stream';
 import { type Db, MongoClient } from 'mongodb';
 import { registrationCompleted } from '../../consumers/handlers/registration-completed';
 import { IMPORT_TIME, type ImportSummary, importFiles } from '../../src/cli/import';
-import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
+import { COLLECTIONS, ensureIndexes, type OutboxDoc } from '../../src/db/collections';
 import { ownerLookup } from '../../src/db/owners';
 import { Tenant } from '../../src/db/tenant';
 import { asStamp, normalizeEventTime } from '../../src/domain/event-time';
@@ -121,7 +121,14 @@ async function state(db: Db) {
     users: await all(COLLECTIONS.users),
     memberships: memberships.map(({ id: _id, ...m }) => m),
     tombstones: await all(COLLECTIONS.tombstones),
+    changes: await changeIntents(db),
   };
+}
+
+/** The change events the relay will publish: each record an outbox intent names, with its collection, organization and cause. */
+async function changeIntents(db: Db): Promise<string[]> {
+  const intents = await db.collection<OutboxDoc>(COLLECTIONS.outbox).find({}).toArray();
+  return [...new Set(intents.flatMap((i) => i.k.map((k) => `${i.c}|${i.o}|${k}|${i.cause}`)))].sort();
 }
 
 async function membershipIdsAreUnique(db: Db) {
@@ -232,3 +239,78 @@ test('a chunk of more than 1000 users of one organization is looked up whole (th
   // Again: every user reflects these very lines, so the batch answers them all as duplicates and writes nothing.
   expect(new Set(await importUserBatch(tenant, facts, IMPORT_TIME))).toEqual(new Set(['duplicate']));
 }, 120_000); // also writes each user's search grams (about 20 documents a user)
+
+/** New learners 1 to n after `from`: one in ten at the rule's domain, one in twenty inactive. */
+const newLines = (from: number, n: number) =>
+  Array.from({ length: n }, (_, i) => {
+    const id = from + i;
+    return line(id, `n${id}@${id % 10 === 0 ? 'partner.org' : 'example.com'}`, { active: id % 20 !== 0 });
+  });
+
+async function importText(db: Db, name: string, lines: string[], opts: { chunkSize?: number } = {}): Promise<ImportSummary> {
+  const path = join(dir, name);
+  await writeFile(path, `${lines.join('\n')}\n`);
+  return importFiles(db, { users: path, chunkSize: opts.chunkSize ?? 2000, concurrency: 4, out: new PassThrough() });
+}
+
+test('a batch import of many new learners leaves the users, rule memberships and change events of a line-by-line import', async () => {
+  const lines = [...LINES, ...newLines(1000, 400)];
+  const oneByOne = await world();
+  const expectedCounts = await applyOneByOne(oneByOne, lines, IMPORT_TIME);
+  const batched = await world();
+  expect(await importText(batched, 'many.jsonl', lines, { chunkSize: 150 })).toEqual(expectedCounts);
+  const [got, want] = [await state(batched), await state(oneByOne)];
+  expect(got).toEqual(want);
+  // Not vacuous: the 20 active new learners of the rule's domain joined by rule, each with its change event, the rule's doing.
+  expect(want.changes.filter((c) => /^memberships\|org-a\|1\d\d\d\|rule$/.test(c))).toHaveLength(20);
+  await membershipIdsAreUnique(batched);
+}, 120_000);
+
+test('an event on an imported learner while the import runs is not lost, whichever lands first', async () => {
+  const db = await world();
+  const ids = Array.from({ length: 1500 }, (_, i) => 30000 + i);
+  const touched = ids.filter((id) => id % 5 === 0);
+  const importing = importText(db, 'racing.jsonl', newLines(30000, 1500), { chunkSize: 250 });
+  // user.updated events, newer than the import, 8 at once, landing before, during and after each chunk's writes.
+  let next = 0;
+  const update = async () => {
+    while (next < touched.length) {
+      const id = touched[next++]!;
+      const data = parse(line(id, `changed${id}@example.com`));
+      await applyUserData(db, { ...data, user: { ...data.user, pii: { ...data.user.pii, name: 'Changed' } } }, LATER, 'update', 'org-a');
+    }
+  };
+  await Promise.all([importing, ...Array.from({ length: 8 }, update)]);
+  const summary = await importing;
+  expect(summary.read).toBe(1500);
+  const users = await db
+    .collection<{ _id: string; id: number; name: string; email: string; event_time: string }>(COLLECTIONS.users)
+    .find({ _id: { $in: ids.map(String) } })
+    .toArray();
+  expect(users).toHaveLength(1500);
+  const byId = new Map(users.map((u) => [u.id, u]));
+  for (const id of touched) expect(byId.get(id)).toMatchObject({ name: 'Changed', email: `changed${id}@example.com`, event_time: LATER });
+  for (const id of ids.filter((i) => i % 5 !== 0)) expect(byId.get(id)).toMatchObject({ name: `User ${id}`, event_time: IMPORT_TIME });
+}, 180_000);
+
+test('importing the same file again changes nothing and publishes nothing', async () => {
+  const db = await world();
+  const lines = [...LINES, ...newLines(2000, 300)];
+  await importText(db, 'again-1.jsonl', lines);
+  const everything = async () => {
+    const all = (name: string) => db.collection(name).find({}).sort({ org: 1, _id: 1 }).toArray();
+    return {
+      users: await all(COLLECTIONS.users),
+      memberships: await all(COLLECTIONS.memberships),
+      tombstones: await all(COLLECTIONS.tombstones),
+      grams: await db.collection(COLLECTIONS.userGrams).countDocuments({}),
+      outbox: await all(COLLECTIONS.outbox),
+      counters: await all(COLLECTIONS.counters),
+    };
+  };
+  const before = await everything();
+  const summary = await importText(db, 'again-2.jsonl', lines);
+  expect(summary).toEqual({ read: lines.length, applied: 0, unchanged: lines.length, refused: 0 });
+  expect(await everything()).toEqual(before);
+  expect(before.memberships.length).toBeGreaterThan(20); // not vacuous: the first import made rule memberships
+}, 120_000);
