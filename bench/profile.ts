@@ -68,6 +68,18 @@ function monitor(client: MongoClient) {
   };
 }
 
+/** Commands by kind: how many, and their time added up. */
+function tally(commands: { kind: string; ms: number }[]): Map<string, { n: number; ms: number }> {
+  const byKind = new Map<string, { n: number; ms: number }>();
+  for (const c of commands) {
+    const k = byKind.get(c.kind) ?? { n: 0, ms: 0 };
+    k.n++;
+    k.ms += c.ms;
+    byKind.set(c.kind, k);
+  }
+  return byKind;
+}
+
 async function activations(client: MongoClient, db: Db) {
   const events = Number(process.env.PROFILE_EVENTS || 300);
   await ensureIndexes(db);
@@ -98,13 +110,7 @@ async function activations(client: MongoClient, db: Db) {
   const t0 = performance.now();
   for (let i = 21; i < 21 + events; i++) await activate(i);
   const total = performance.now() - t0;
-  const byKind = new Map<string, { n: number; ms: number }>();
-  for (const c of watch.take()) {
-    const k = byKind.get(c.kind) ?? { n: 0, ms: 0 };
-    k.n++;
-    k.ms += c.ms;
-    byKind.set(c.kind, k);
-  }
+  const byKind = tally(watch.take());
   console.log(`${events} activations, one after another: ${(total / events).toFixed(1)} ms each\n`);
   console.log('| command, collection, filter fields | per activation | ms per activation |\n|---|---:|---:|');
   for (const [kind, k] of [...byKind].sort((a, b) => b[1].ms - a[1].ms))
@@ -225,13 +231,7 @@ async function importProfile(client: MongoClient, db: Db) {
       const t0 = performance.now();
       await importFiles(db, { users: file, out: new PassThrough() });
       const seconds = (performance.now() - t0) / 1000;
-      const byKind = new Map<string, { n: number; ms: number }>();
-      for (const c of watch.take()) {
-        const k = byKind.get(c.kind) ?? { n: 0, ms: 0 };
-        k.n++;
-        k.ms += c.ms;
-        byKind.set(c.kind, k);
-      }
+      const byKind = tally(watch.take());
       const commands = [...byKind.values()].reduce((n, k) => n + k.n, 0);
       console.log(
         `\n${pass}: ${lines} lines in ${seconds.toFixed(1)} s (${(lines / seconds).toFixed(0)} lines/s), ${commands} commands (${(commands / lines).toFixed(3)} a line)\n`,
