@@ -1,6 +1,5 @@
 import type { Filter } from 'mongodb';
-import { withCause } from '../db/change-context';
-import { COLLECTIONS, type MembershipDoc, type RuleDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
+import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { IN_LIMIT } from '../db/dialect';
 import { ownerLookup } from '../db/owners';
 import { indexNewUsers, unindexUser } from '../db/search-index';
@@ -8,7 +7,7 @@ import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { type ApplyOutcome, asStamp, version } from './event-time';
 import { syncUserGroups, userGroupFactsAgree } from './list-facts';
-import { activationSettled, matchRules } from './membership-rules';
+import { activationSettled, insertRuleMemberships, matchRules } from './membership-rules';
 import { activationFields, type UserFacts, userRecord, userTombstone } from './users';
 import { compare, deletedSince } from './versioned-records';
 
@@ -97,11 +96,9 @@ async function registerNewUsers(
     inserted.map((u) => userRecord(u, time).doc),
   );
   const written = new Set(inserted);
-  const memberships = await withCause('rule', () =>
-    insertRuleMemberships(
-      tenant,
-      matches.filter((m) => written.has(m.user)),
-    ),
+  const memberships = await insertRuleMemberships(
+    tenant,
+    matches.filter((m) => written.has(m.user)),
   );
   // Their claims are done (docs/events.md), unless a newer activation claimed again meanwhile:
   // one statement per user by `_id` (an `$in` update reads the whole organization on FerretDB).
@@ -166,26 +163,6 @@ async function insertUsers(
     }),
   );
   return users.filter((u) => !refused.has(String(u.id)));
-}
-
-/**
- * applyMembershipRules for new users, at once, from their matches: the ids of all the
- * memberships claimed in one `$inc`, and the memberships inserted in one unordered insert (one
- * outbox intent). A user who is already a member keeps their membership: the primary key (the
- * user id) refuses the new one, whose id is then unused (ids may have gaps). Returns those created.
- */
-async function insertRuleMemberships(tenant: Tenant, matches: readonly { user: UserFacts; rule: Pick<RuleDoc, 'group'> }[]): Promise<MembershipDoc[]> {
-  if (matches.length === 0) return [];
-  const last = await tenant.claimIds('memberships', matches.length);
-  const docs = matches.map((m, i) => ({
-    _id: String(m.user.id),
-    id: last - matches.length + 1 + i,
-    user: m.user.id,
-    group: m.rule.group,
-    automatic: true,
-  }));
-  const refused = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).insertMany(docs);
-  return docs.filter((d) => !refused.has(d._id)).map((d) => ({ ...d, org: tenant.org }));
 }
 
 /**

@@ -15,7 +15,7 @@ import { Tenant } from '../../src/db/tenant';
 import { asStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { createGroup } from '../../src/domain/groups';
 import { importUserBatch } from '../../src/domain/import-users';
-import { createRule } from '../../src/domain/membership-rules';
+import { applyRule, createRule } from '../../src/domain/membership-rules';
 import { insertMembershipIfAbsent } from '../../src/domain/memberships';
 import { applyUserData, type UserEventData, userFacts } from '../../src/domain/user-event-data';
 import { retireUser, userTombstone } from '../../src/domain/users';
@@ -314,3 +314,42 @@ test('importing the same file again changes nothing and publishes nothing', asyn
   expect(await everything()).toEqual(before);
   expect(before.memberships.length).toBeGreaterThan(20); // not vacuous: the first import made rule memberships
 }, 120_000);
+
+test('applying a rule to existing learners, a page of 500 at a time in one insert each, joins every active match once, by the rule, and none retired meanwhile', async () => {
+  const db = await world();
+  const tenant = new Tenant(db, 'org-a');
+  const ids = Array.from({ length: 1200 }, (_, i) => 40000 + i);
+  // Every learner at the new rule's domain; one in twenty inactive; one in ten already a member elsewhere.
+  await importText(
+    db,
+    'apply.jsonl',
+    ids.map((id) => line(id, `a${id}@later.org`, { active: id % 20 !== 5 })),
+  );
+  for (const id of ids.filter((i) => i % 10 === 3)) await insertMembershipIfAbsent(tenant, { user: id, group: 2, automatic: false });
+  const group = await createGroup(tenant, { name: 'Later', description: '' });
+  const rule = await createRule(tenant, { name: 'later', domain: 'later.org', group: group.id });
+  const retired = ids.filter((i) => i % 10 === 7);
+  const applying = applyRule(tenant, rule.id);
+  for (const id of retired) await retireUser(tenant, id, LATER);
+  const created = await applying;
+  const members = await db
+    .collection<{ user: number; group: number; automatic: boolean }>(COLLECTIONS.memberships)
+    .find({ org: 'org-a', user: { $gte: 40000 } })
+    .toArray();
+  const byUser = new Map(members.map((m) => [m.user, m]));
+  const joining = ids.filter((i) => i % 20 !== 5 && i % 10 !== 3 && i % 10 !== 7);
+  expect(created).toBeGreaterThanOrEqual(joining.length);
+  for (const id of joining) expect(byUser.get(id)).toMatchObject({ group: group.id, automatic: true });
+  for (const id of ids.filter((i) => i % 10 === 3)) expect(byUser.get(id)).toMatchObject({ group: 2, automatic: false });
+  for (const id of [...retired, ...ids.filter((i) => i % 20 === 5)]) expect(byUser.has(id)).toBe(false);
+  // Each new membership is the rule's change event, and the learners' list facts show the group.
+  const changes = await changeIntents(db);
+  for (const id of joining) expect(changes).toContain(`${COLLECTIONS.memberships}|org-a|${id}|rule`);
+  const users = await db
+    .collection<{ _id: string; id: number; grp: number }>(COLLECTIONS.users)
+    .find({ _id: { $in: joining.map(String) } })
+    .toArray();
+  expect(users.every((u) => u.grp === group.id)).toBe(true);
+  expect(await applyRule(tenant, rule.id)).toBe(0);
+  await membershipIdsAreUnique(db);
+}, 180_000);
