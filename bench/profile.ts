@@ -10,16 +10,25 @@
  *   costs) and on (what a hit costs), each command with its time.
  * - `change-log`: one read and one update of a full change-log document, its entries stored as
  *   JSON strings (as src/db/change-log.ts does) and as sub-documents.
+ * - `import`: `cag import` of PROFILE_LINES (20,000) new users, a tenth matching a rule, then of
+ *   the same file again; per pass, each kind of command's count and time.
  * - `lists`: the bench's list requests on its data set (bench/seed.ts, PROFILE_USERS users,
  *   100,000 by default), each once warm, with every command it sends and its time. The data set
  *   takes minutes to seed: it is kept in the database `profile_lists_<users>` for the next run
  *   (PROFILE_DROP=1 drops it at the end).
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { type Db, MongoClient } from 'mongodb';
+import { importFiles } from '../src/cli/import';
 import { CHANGE_LOG_LENGTH, encodeEntry } from '../src/db/change-log';
 import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../src/db/collections';
 import { Tenant } from '../src/db/tenant';
 import { decide } from '../src/domain/access-decisions';
+import { createGroup } from '../src/domain/groups';
+import { createRule } from '../src/domain/membership-rules';
 import { applyUserData, type UserEventData } from '../src/domain/user-event-data';
 import { createFactsCache } from '../src/features/access/cache';
 import { accessQueries } from '../src/features/access/queries';
@@ -59,6 +68,18 @@ function monitor(client: MongoClient) {
   };
 }
 
+/** Commands by kind: how many, and their time added up. */
+function tally(commands: { kind: string; ms: number }[]): Map<string, { n: number; ms: number }> {
+  const byKind = new Map<string, { n: number; ms: number }>();
+  for (const c of commands) {
+    const k = byKind.get(c.kind) ?? { n: 0, ms: 0 };
+    k.n++;
+    k.ms += c.ms;
+    byKind.set(c.kind, k);
+  }
+  return byKind;
+}
+
 async function activations(client: MongoClient, db: Db) {
   const events = Number(process.env.PROFILE_EVENTS || 300);
   await ensureIndexes(db);
@@ -89,13 +110,7 @@ async function activations(client: MongoClient, db: Db) {
   const t0 = performance.now();
   for (let i = 21; i < 21 + events; i++) await activate(i);
   const total = performance.now() - t0;
-  const byKind = new Map<string, { n: number; ms: number }>();
-  for (const c of watch.take()) {
-    const k = byKind.get(c.kind) ?? { n: 0, ms: 0 };
-    k.n++;
-    k.ms += c.ms;
-    byKind.set(c.kind, k);
-  }
+  const byKind = tally(watch.take());
   console.log(`${events} activations, one after another: ${(total / events).toFixed(1)} ms each\n`);
   console.log('| command, collection, filter fields | per activation | ms per activation |\n|---|---:|---:|');
   for (const [kind, k] of [...byKind].sort((a, b) => b[1].ms - a[1].ms))
@@ -191,14 +206,54 @@ async function changeLogCost(db: Db) {
   await db.dropDatabase();
 }
 
+/** `cag import` of PROFILE_LINES (20,000) new users, then of the same file again: each kind of command's count and time, per pass. */
+async function importProfile(client: MongoClient, db: Db) {
+  const lines = Number(process.env.PROFILE_LINES || 20_000);
+  const dir = await mkdtemp(join(tmpdir(), 'cag-profile-'));
+  const file = join(dir, 'users.jsonl');
+  const user = (id: number) => ({
+    user: {
+      id,
+      is_active: id % 20 !== 0,
+      pii: { username: `user${id}`, email: `user${id}@${id % 10 === 0 ? 'profile.org' : 'example.com'}`, name: `User ${id}` },
+    },
+    organization: 'org-profile',
+  });
+  await writeFile(file, `${Array.from({ length: lines }, (_, i) => JSON.stringify(user(i + 1))).join('\n')}\n`);
+  try {
+    await ensureIndexes(db);
+    const tenant = new Tenant(db, 'org-profile');
+    const group = await createGroup(tenant, { name: 'profiled', description: '' });
+    await createRule(tenant, { name: 'profiled', domain: 'profile.org', group: group.id });
+    const watch = monitor(client);
+    for (const pass of ['first import', 'the same file again']) {
+      watch.start();
+      const t0 = performance.now();
+      await importFiles(db, { users: file, out: new PassThrough() });
+      const seconds = (performance.now() - t0) / 1000;
+      const byKind = tally(watch.take());
+      const commands = [...byKind.values()].reduce((n, k) => n + k.n, 0);
+      console.log(
+        `\n${pass}: ${lines} lines in ${seconds.toFixed(1)} s (${(lines / seconds).toFixed(0)} lines/s), ${commands} commands (${(commands / lines).toFixed(3)} a line)\n`,
+      );
+      console.log('| command, collection, filter fields | commands | ms in all (overlapping) |\n|---|---:|---:|');
+      for (const [kind, k] of [...byKind].sort((a, b) => b[1].ms - a[1].ms).slice(0, 12)) console.log(`| ${kind} | ${k.n} | ${k.ms.toFixed(0)} |`);
+    }
+  } finally {
+    await db.dropDatabase();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 async function main() {
   const mode = process.argv[2];
-  const modes = ['activation', 'access', 'lists', 'change-log'];
+  const modes = ['activation', 'access', 'lists', 'change-log', 'import'];
   if (!mode || !modes.includes(mode)) throw new Error(`usage: npm run profile -- ${modes.join('|')}`);
   const client = await new MongoClient(url, { monitorCommands: true }).connect();
   try {
     if (mode === 'activation') await activations(client, client.db(`profile_activation_${Date.now().toString(36)}`));
     else if (mode === 'access') await access(client);
+    else if (mode === 'import') await importProfile(client, client.db(`profile_import_${Date.now().toString(36)}`));
     else if (mode === 'change-log') await changeLogCost(client.db(`profile_change_log_${Date.now().toString(36)}`));
     else await lists(client);
   } finally {

@@ -7,7 +7,7 @@ import { registrationCompleted } from '../../consumers/handlers/registration-com
 import { Tenant } from '../db/tenant';
 import { applyCatalogInfo, type CatalogInfoData } from '../domain/course-event-data';
 import { type ApplyOutcome, normalizeEventTime } from '../domain/event-time';
-import { registerNewUsers } from '../domain/import-users';
+import { importUserBatch } from '../domain/import-users';
 import { eventOrganization } from '../domain/organization';
 import { applyUserData, type UserEventData, userFacts } from '../domain/user-event-data';
 import { Invalid, ServiceError } from '../errors';
@@ -77,14 +77,15 @@ const defaultOrganization = process.env.DEFAULT_ORGANIZATION || null;
 const withOrganization = (data: UserEventData) => ({ ...data, organization: eventOrganization(data.organization, { defaultOrganization }) });
 
 /**
- * Users of a chunk, organization by organization: new users in one batch (registerNewUsers),
- * then every line the batch left (a user that exists, a repeat, a tombstone) as an event, in
- * file order. Both write what applying each line as a registration event would.
+ * Users of a chunk, organization by organization: new and already imported users in one batch
+ * (importUserBatch), then every line the batch left (a user with other data, elsewhere, a
+ * repeat, a tombstone) as an event, in file order. Both write what applying each line as a
+ * registration event would.
  */
 async function applyUsersChunk(ctx: ChunkContext, lines: Line<UserEventData>[]): Promise<void> {
   const perEvent: Line<UserEventData>[] = [];
   for (const [org, ofOrg] of byOrganization(lines)) {
-    const outcomes = await registerNewUsers(
+    const outcomes = await importUserBatch(
       new Tenant(ctx.db, org),
       ofOrg.map((l) => userFacts(l.data, 'registration')),
       IMPORT_TIME,

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, type TenantDoc } from './collections';
+import { COLLECTIONS, type TenantDoc, type UserDoc } from './collections';
 import { readInPieces } from './dialect';
 
 /**
@@ -41,6 +41,17 @@ export function ownerLookup(db: Db) {
           .toArray(),
       );
       return new Map(docs.map((d) => [Number(d._id), d.org]));
+    },
+    /** The records of `userIds`, whichever organization holds each (`org` says which), by `_id` alone as userOrgs. */
+    async userRecords(userIds: readonly number[]): Promise<Map<number, UserDoc>> {
+      const ids = [...new Set(userIds)].map(String);
+      const docs = await readInPieces(ids, (piece) =>
+        db
+          .collection<UserDoc>(COLLECTIONS.users)
+          .find({ _id: { $in: piece } })
+          .toArray(),
+      );
+      return new Map(docs.map((d) => [Number(d._id), d]));
     },
   };
 }

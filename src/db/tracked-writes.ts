@@ -13,7 +13,7 @@ import type {
 } from 'mongodb';
 import { recordAfterWrite } from './change-log';
 import { COLLECTIONS, type CollectionName, type TenantDoc } from './collections';
-import { refusedAsDuplicates } from './dialect';
+import { refusedAsDuplicates, UPDATES_PER_COMMAND } from './dialect';
 import { isDuplicateKey } from './driver-errors';
 import { dropIntent, INTENT_GRACE_MS, type Intent, intentPolicy, narrowIntent, openIntent, reopenIntent, signalDone, TRACKED } from './outbox';
 
@@ -162,11 +162,39 @@ export abstract class TrackedCollection<T extends TenantDoc> {
   async upsertEach(entries: { filter: Filter<T>; set: Partial<T> }[]): Promise<void> {
     if (entries.length === 0) return;
     const ops = entries.map((e) => ({ updateOne: { filter: this.scope(e.filter), update: { $set: e.set }, upsert: true } }) as AnyBulkWriteOperation<T>);
-    try {
-      await this.inner.bulkWrite(ops, { ordered: false });
-    } catch (err) {
-      if (refusedAsDuplicates(err) === null) throw err;
+    for (let i = 0; i < ops.length; i += UPDATES_PER_COMMAND) {
+      try {
+        await this.inner.bulkWrite(ops.slice(i, i + UPDATES_PER_COMMAND), { ordered: false });
+      } catch (err) {
+        if (refusedAsDuplicates(err) === null) throw err;
+      }
     }
+  }
+
+  /**
+   * Many single-document updates in one unordered command, each aimed at one `_id` (a
+   * compare-and-set names the version it read in its filter); records the `_id`s as changed
+   * when any matched. Returns how many matched: fewer than asked means some lost a race, and
+   * the caller reads them again. Untracked collections only (an outbox intent would have to name
+   * each record's state before the write).
+   */
+  async updateEach(entries: { filter: Filter<T>; update: UpdateFilter<T> }[]): Promise<number> {
+    if (entries.length === 0) return 0;
+    if (TRACKED.has(this.name)) throw new Error(`${this.name} is tracked: update it record by record`);
+    const keys = entries.map((e) => TrackedCollection.keyOf(e.filter));
+    if (keys.some((k) => k === null)) throw new Error('updateEach: every filter names its _id');
+    const ops = entries.map((e) => ({ updateOne: { filter: this.scope(e.filter), update: e.update } }) as AnyBulkWriteOperation<T>);
+    const matched = await this.write(
+      null,
+      async () => {
+        let n = 0;
+        for (let i = 0; i < ops.length; i += UPDATES_PER_COMMAND)
+          n += (await this.inner.bulkWrite(ops.slice(i, i + UPDATES_PER_COMMAND), { ordered: false })).matchedCount;
+        return n;
+      },
+      (n) => (n > 0 ? keys : []),
+    );
+    return matched;
   }
 
   /**

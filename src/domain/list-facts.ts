@@ -1,5 +1,5 @@
-import type { Filter } from 'mongodb';
-import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type MembershipDoc, type PublicCourseDoc, type UserDoc } from '../db/collections';
+import type { Filter, UpdateFilter } from 'mongodb';
+import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type MembershipDoc, type PublicCourseDoc, type TenantDoc, type UserDoc } from '../db/collections';
 import { readInPieces } from '../db/dialect';
 import { indexCourse, indexUser } from '../db/search-index';
 import type { Tenant, TenantCollection } from '../db/tenant';
@@ -24,8 +24,8 @@ import type { Tenant, TenantCollection } from '../db/tenant';
 
 /** Sync rounds before giving up: each extra round means another sync landed meanwhile. */
 const ROUNDS = 20;
-/** Guarded updates sent at once. */
-const PARALLEL = 64;
+/** Guarded updates sent in one command. */
+const WRITES_AT_ONCE = 1000;
 
 interface Guarded {
   _id: string;
@@ -37,25 +37,29 @@ interface Guarded {
  * one's facts from fresh reads of the sources (null: the document is gone or already right),
  * then write each under its version; the ones whose version moved go round again.
  */
-async function syncGuarded<D extends Guarded, F extends object>(
+async function syncGuarded<T extends TenantDoc & Guarded, D extends Guarded, F extends object>(
+  collection: TenantCollection<T>,
   read: (ids: string[]) => Promise<Map<string, D>>,
   derive: (docs: D[]) => Promise<Map<string, F | null>>,
-  write: (filter: Filter<D>, facts: F) => Promise<boolean>,
   ids: Iterable<string>,
 ): Promise<void> {
   let pending = [...new Set(ids)];
   for (let round = 0; round < ROUNDS && pending.length > 0; round++) {
     const docs = await read(pending); // versions first, then the sources: the order the guard needs
     const facts = await derive([...docs.values()]);
-    const retry: string[] = [];
     const writes = [...facts].filter((e): e is [string, F] => e[1] !== null);
-    for (let i = 0; i < writes.length; i += PARALLEL) {
-      await Promise.all(
-        writes.slice(i, i + PARALLEL).map(async ([id, f]) => {
-          const version = docs.get(id)!.facts_v ?? null;
-          if (!(await write({ _id: id, facts_v: version } as Filter<D>, f))) retry.push(id);
-        }),
+    const retry: string[] = [];
+    // One command per WRITES_AT_ONCE documents; a piece where some lost the race goes round
+    // again whole: the next round's derive leaves out those already right.
+    for (let i = 0; i < writes.length; i += WRITES_AT_ONCE) {
+      const piece = writes.slice(i, i + WRITES_AT_ONCE);
+      const matched = await collection.updateEach(
+        piece.map(([id, f]) => ({
+          filter: { _id: id, facts_v: docs.get(id)!.facts_v ?? null } as Filter<T>,
+          update: { $set: f, $inc: { facts_v: 1 } } as unknown as UpdateFilter<T>,
+        })),
       );
+      if (matched < piece.length) retry.push(...piece.map(([id]) => id));
     }
     pending = retry;
   }
@@ -68,24 +72,30 @@ type UserFactsDoc = Pick<UserDoc, '_id' | 'grp' | 'member' | 'facts_v'>;
 export function syncUserGroups(tenant: Tenant, userIds: Iterable<number | string>): Promise<void> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
-  return syncGuarded<UserFactsDoc, Pick<UserDoc, 'grp' | 'member'>>(
+  return syncGuarded<UserDoc, UserFactsDoc, Pick<UserDoc, 'grp' | 'member'>>(
+    users,
     (ids) => users.findByIds(ids, { projection: { grp: 1, member: 1, facts_v: 1 } }),
     async (docs) => {
       const byUser = await memberships.findByIds(
         docs.map((d) => d._id),
         { projection: { group: 1 } },
       );
-      return new Map(
-        docs.map((d) => {
-          const grp = byUser.get(d._id)?.group ?? 0;
-          const member = grp === 0 ? 0 : 1;
-          return [d._id, d.grp === grp && d.member === member && d.facts_v !== undefined ? null : { grp, member }];
-        }),
-      );
+      return new Map(docs.map((d) => [d._id, userGroupFactsAgree(d, byUser.get(d._id)) ? null : userGroupFacts(byUser.get(d._id))]));
     },
-    async (filter, facts) => (await users.updateOne(filter as Filter<UserDoc>, { $set: facts, $inc: { facts_v: 1 } })).modifiedCount === 1,
     [...userIds].map(String),
   );
+}
+
+/** A user's list facts as its membership (or none) makes them. */
+export function userGroupFacts(membership: Pick<MembershipDoc, 'group'> | undefined): Pick<UserDoc, 'grp' | 'member'> {
+  const grp = membership?.group ?? 0;
+  return { grp, member: grp === 0 ? 0 : 1 };
+}
+
+/** Whether the user's stored list facts are what its membership (or none) makes them: no sync would write. */
+export function userGroupFactsAgree(user: UserFactsDoc, membership: Pick<MembershipDoc, 'group'> | undefined): boolean {
+  const facts = userGroupFacts(membership);
+  return user.grp === facts.grp && user.member === facts.member && user.facts_v !== undefined;
 }
 
 type CourseFactsDoc = Pick<CourseDoc, '_id' | 'is_public' | 'linked' | 'facts_v'>;
@@ -95,7 +105,8 @@ export function syncCourseFacts(tenant: Tenant, courseKeys: Iterable<string>): P
   const courses = tenant.collection<CourseDoc>(COLLECTIONS.courses);
   const publics = tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);
   const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
-  return syncGuarded<CourseFactsDoc, Pick<CourseDoc, 'is_public' | 'linked'>>(
+  return syncGuarded<CourseDoc, CourseFactsDoc, Pick<CourseDoc, 'is_public' | 'linked'>>(
+    courses,
     (keys) => courses.findByIds(keys, { projection: { is_public: 1, linked: 1, facts_v: 1 } }),
     async (docs) => {
       const keys = docs.map((d) => d._id);
@@ -109,7 +120,6 @@ export function syncCourseFacts(tenant: Tenant, courseKeys: Iterable<string>): P
         }),
       );
     },
-    async (filter, facts) => (await courses.updateOne(filter as Filter<CourseDoc>, { $set: facts, $inc: { facts_v: 1 } })).modifiedCount === 1,
     courseKeys,
   );
 }

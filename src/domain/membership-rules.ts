@@ -7,6 +7,7 @@ import { tombstones } from '../db/tombstones';
 import { Conflict, doesNotExist, fieldError } from '../errors';
 import type { ApplyOutcome } from './event-time';
 import { groupExists } from './groups';
+import { syncUserGroups } from './list-facts';
 import { deleteMembership, insertMembershipIfAbsent } from './memberships';
 import { isNewActivation, userTombstone } from './users';
 import { deletedAfter } from './versioned-records';
@@ -74,6 +75,30 @@ async function joinByRule(tenant: Tenant, user: Pick<UserDoc, 'id' | 'event_time
 }
 
 /**
+ * Rule memberships for many users at once (the import's new learners, a page of "apply to
+ * existing learners"), from their matches: the ids of all the memberships claimed in one `$inc`,
+ * and the memberships inserted in one unordered insert (one outbox intent, the rule's doing). A
+ * user who is already a member keeps their membership: the primary key (the user id) refuses the
+ * new one, whose id is then unused (ids may have gaps). Returns those created.
+ */
+export async function insertRuleMemberships(
+  tenant: Tenant,
+  matches: readonly { user: Pick<UserDoc, 'id'>; rule: Pick<RuleDoc, 'group'> }[],
+): Promise<MembershipDoc[]> {
+  if (matches.length === 0) return [];
+  const last = await tenant.claimIds('memberships', matches.length);
+  const docs = matches.map((m, i) => ({
+    _id: String(m.user.id),
+    id: last - matches.length + 1 + i,
+    user: m.user.id,
+    group: m.rule.group,
+    automatic: true,
+  }));
+  const refused = await withCause('rule', () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).insertMany(docs));
+  return docs.filter((d) => !refused.has(d._id)).map((d) => ({ ...d, org: tenant.org }));
+}
+
+/**
  * Applies the organization's membership rules to one user (docs/events.md): an active user
  * whose email domain has a rule, and who has no membership yet, becomes an automatic member of
  * the rule's group. An existing membership is never changed; an inactive user gets none.
@@ -83,6 +108,28 @@ export async function applyMembershipRules(tenant: Tenant, user: Pick<UserDoc, '
   if (!user.is_active) return null;
   const [match] = await matchRules(tenant, [user]);
   return match ? joinByRule(tenant, user, match.rule.group) : null;
+}
+
+/**
+ * The activation a user event written as `written` claims (docs/events.md), or null: this event,
+ * or the newest one the record already reflects (a deactivation older than it may have arrived
+ * after it: in event time, it came first), when its rules are not applied yet and the write did
+ * not claim it already (a record created by the event).
+ */
+export function activationToClaim(written: { outcome: ApplyOutcome; current: UserDoc; version: string }, activates: boolean): string | null {
+  const user = written.current;
+  const claimedOnInsert = user.act_v === written.version;
+  const candidates = [activates && written.outcome !== 'duplicate' ? written.version : null, user.act_seen_v ?? null];
+  const activation = candidates
+    .filter((v): v is string => v !== null)
+    .sort()
+    .pop();
+  return activation !== undefined && !claimedOnInsert && isNewActivation(user, activation) ? activation : null;
+}
+
+/** Whether settleActivation would write nothing for this written event: no activation to claim, none pending. */
+export function activationSettled(written: { outcome: ApplyOutcome; current: UserDoc; version: string }, activates: boolean): boolean {
+  return activationToClaim(written, activates) === null && written.current.act_done !== false;
 }
 
 /**
@@ -101,15 +148,8 @@ export async function settleActivation(
 ): Promise<void> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   let user = written.current;
-  const claimedOnInsert = user.act_v === written.version;
-  // The activation to claim: this event, or the newest one the record already reflects (a
-  // deactivation older than it may have arrived after it: in event time, it came first).
-  const candidates = [activates && written.outcome !== 'duplicate' ? written.version : null, user.act_seen_v ?? null];
-  const activation = candidates
-    .filter((v): v is string => v !== null)
-    .sort()
-    .pop();
-  if (activation !== undefined && !claimedOnInsert && isNewActivation(user, activation)) {
+  const activation = activationToClaim(written, activates);
+  if (activation !== null) {
     const asRead = (field: 'act_v' | 'deact_v') => (user[field] === undefined ? { $exists: false } : user[field]);
     const claimed = await users.updateBookkeeping({ _id: user._id, act_v: asRead('act_v'), deact_v: asRead('deact_v') } as Filter<UserDoc>, {
       $set: { act_v: activation, act_done: false },
@@ -126,12 +166,13 @@ export async function settleActivation(
  * Applies one rule to the learners already registered: every active user of the organization
  * whose email domain is the rule's and who has no membership becomes an automatic member of the
  * rule's group. Returns how many memberships were created (0 when run again). Users are read a
- * page at a time by public id, never all at once, and matched as an event matches them; existing
- * memberships are left to the primary key (insertMembershipIfAbsent), which also makes a
- * concurrent event or admin safe.
+ * page at a time by public id, never all at once, and matched as an event matches them; a page's
+ * memberships are read in one query and written in one insert (insertRuleMemberships), and the
+ * primary key (the user id) refuses a membership a concurrent event or admin made meanwhile.
  */
 export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDoc, 'domain' | 'group'>, pageSize = 500): Promise<number> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
+  const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
   let created = 0;
   let after = 0;
   for (;;) {
@@ -142,9 +183,27 @@ export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDo
       .toArray();
     if (page.length === 0) return created;
     after = page[page.length - 1]!.id;
+    // joinByRule for the page at once: members left out first (one read), the rest inserted
+    // together, their list facts derived, then the retirements that ran meanwhile undone.
     const matching = (await matchRules(tenant, page)).filter((m) => m.rule.domain === ruleDomain(rule.domain));
-    const made = await Promise.all(matching.map((m) => joinByRule(tenant, m.user, m.rule.group)));
-    created += made.filter((m) => m !== null).length;
+    const members = await memberships.findByIds(
+      matching.map((m) => String(m.user.id)),
+      { projection: { _id: 1 } },
+    );
+    const made = await insertRuleMemberships(
+      tenant,
+      matching.filter((m) => !members.has(String(m.user.id))),
+    );
+    await syncUserGroups(
+      tenant,
+      made.map((m) => m.user),
+    );
+    const byId = new Map(page.map((u) => [u.id, u]));
+    const stones = await tombstones(tenant.db).getMany(made.map((m) => userTombstone(m.user)));
+    for (const m of made) {
+      if (deletedAfter(stones.get(userTombstone(m.user)), byId.get(m.user)!)) await withCause('rule', () => deleteMembership(tenant, { _id: m._id, id: m.id }));
+      else created++;
+    }
   }
 }
 

@@ -73,9 +73,9 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
  * The activation bookkeeping a version `v` of a user event writes (docs/events.md): an event
  * showing the learner inactive raises `deact_v`, and so does what a new record follows (a
  * retirement, a record moved away); a record created by an activation-capable event claims its
- * activation at once.
+ * activation at once. The import's batch insert (import-users.ts) writes the same.
  */
-function activationFields(facts: Pick<UserFacts, 'is_active'>, activates: boolean) {
+export function activationFields(facts: Pick<UserFacts, 'is_active'>, activates: boolean) {
   return (v: string, after: string | null) => {
     const deact = [after, facts.is_active ? null : v]
       .filter((x): x is string => x !== null)

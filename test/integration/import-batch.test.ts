@@ -1,4 +1,4 @@
-// Issue 11: `cag import` registers new users in batches (registerNewUsers) and leaves every other
+// Issue 11: `cag import` registers new users in batches (importUserBatch) and leaves every other
 // line to the per-event path. Proved against the real server by comparison: the same lines,
 // applied one by one as events in a second database, leave the same users, memberships and
 // tombstones, and the same applied / unchanged counts.
@@ -9,13 +9,13 @@ import { PassThrough } from 'node:stream';
 import { type Db, MongoClient } from 'mongodb';
 import { registrationCompleted } from '../../consumers/handlers/registration-completed';
 import { IMPORT_TIME, type ImportSummary, importFiles } from '../../src/cli/import';
-import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
+import { COLLECTIONS, ensureIndexes, type OutboxDoc } from '../../src/db/collections';
 import { ownerLookup } from '../../src/db/owners';
 import { Tenant } from '../../src/db/tenant';
 import { asStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { createGroup } from '../../src/domain/groups';
-import { registerNewUsers } from '../../src/domain/import-users';
-import { createRule } from '../../src/domain/membership-rules';
+import { importUserBatch } from '../../src/domain/import-users';
+import { applyRule, createRule } from '../../src/domain/membership-rules';
 import { insertMembershipIfAbsent } from '../../src/domain/memberships';
 import { applyUserData, type UserEventData, userFacts } from '../../src/domain/user-event-data';
 import { retireUser, userTombstone } from '../../src/domain/users';
@@ -121,7 +121,14 @@ async function state(db: Db) {
     users: await all(COLLECTIONS.users),
     memberships: memberships.map(({ id: _id, ...m }) => m),
     tombstones: await all(COLLECTIONS.tombstones),
+    changes: await changeIntents(db),
   };
+}
+
+/** The change events the relay will publish: each record an outbox intent names, with its collection, organization and cause. */
+async function changeIntents(db: Db): Promise<string[]> {
+  const intents = await db.collection<OutboxDoc>(COLLECTIONS.outbox).find({}).toArray();
+  return [...new Set(intents.flatMap((i) => i.k.map((k) => `${i.c}|${i.o}|${k}|${i.cause}`)))].sort();
 }
 
 async function membershipIdsAreUnique(db: Db) {
@@ -166,7 +173,7 @@ async function applyInBatches(db: Db, lines: string[], time: string): Promise<Im
   const perEvent: UserEventData[] = [];
   for (const org of new Set(datas.map((d) => d.organization))) {
     const ofOrg = datas.filter((d) => d.organization === org);
-    const outcomes = await registerNewUsers(
+    const outcomes = await importUserBatch(
       new Tenant(db, org!),
       ofOrg.map((d) => userFacts(d, 'registration')),
       time,
@@ -200,7 +207,7 @@ test('a user retired while the batch inserts keeps neither record nor membership
   const tenant = new Tenant(db, 'org-a');
   const ids = Array.from({ length: 120 }, (_, i) => 5000 + i);
   const datas = ids.map((id) => parse(line(id, `r${id}@partner.org`)));
-  const outcomes = registerNewUsers(
+  const outcomes = importUserBatch(
     tenant,
     datas.map((d) => userFacts(d, 'registration')),
     IMPORT_TIME,
@@ -224,11 +231,125 @@ test('a chunk of more than 1000 users of one organization is looked up whole (th
   const db = await world();
   const tenant = new Tenant(db, 'org-a');
   const facts = Array.from({ length: 1500 }, (_, i) => userFacts(parse(line(20000 + i, `m${i}@partner.org`)), 'registration'));
-  expect(new Set(await registerNewUsers(tenant, facts, IMPORT_TIME))).toEqual(new Set(['applied']));
+  expect(new Set(await importUserBatch(tenant, facts, IMPORT_TIME))).toEqual(new Set(['applied']));
   const known = await ownerLookup(db).userOrgs(facts.map((f) => f.id));
   expect(known.size).toBe(1500);
   expect((await tenant.collection(COLLECTIONS.tombstones).findByIds(facts.map((f) => userTombstone(f.id)))).size).toBe(0);
   expect(await db.collection(COLLECTIONS.memberships).countDocuments({ org: 'org-a', automatic: true })).toBe(1500);
-  // Again: every user is known, so the batch writes nothing and leaves them all to the per-event path.
-  expect(new Set(await registerNewUsers(tenant, facts, IMPORT_TIME))).toEqual(new Set(['per-event']));
+  // Again: every user reflects these very lines, so the batch answers them all as duplicates and writes nothing.
+  expect(new Set(await importUserBatch(tenant, facts, IMPORT_TIME))).toEqual(new Set(['duplicate']));
 }, 120_000); // also writes each user's search grams (about 20 documents a user)
+
+/** New learners 1 to n after `from`: one in ten at the rule's domain, one in twenty inactive. */
+const newLines = (from: number, n: number) =>
+  Array.from({ length: n }, (_, i) => {
+    const id = from + i;
+    return line(id, `n${id}@${id % 10 === 0 ? 'partner.org' : 'example.com'}`, { active: id % 20 !== 0 });
+  });
+
+async function importText(db: Db, name: string, lines: string[], opts: { chunkSize?: number } = {}): Promise<ImportSummary> {
+  const path = join(dir, name);
+  await writeFile(path, `${lines.join('\n')}\n`);
+  return importFiles(db, { users: path, chunkSize: opts.chunkSize ?? 2000, concurrency: 4, out: new PassThrough() });
+}
+
+test('a batch import of many new learners leaves the users, rule memberships and change events of a line-by-line import', async () => {
+  const lines = [...LINES, ...newLines(1000, 400)];
+  const oneByOne = await world();
+  const expectedCounts = await applyOneByOne(oneByOne, lines, IMPORT_TIME);
+  const batched = await world();
+  expect(await importText(batched, 'many.jsonl', lines, { chunkSize: 150 })).toEqual(expectedCounts);
+  const [got, want] = [await state(batched), await state(oneByOne)];
+  expect(got).toEqual(want);
+  // Not vacuous: the 20 active new learners of the rule's domain joined by rule, each with its change event, the rule's doing.
+  expect(want.changes.filter((c) => /^memberships\|org-a\|1\d\d\d\|rule$/.test(c))).toHaveLength(20);
+  await membershipIdsAreUnique(batched);
+}, 120_000);
+
+test('an event on an imported learner while the import runs is not lost, whichever lands first', async () => {
+  const db = await world();
+  const ids = Array.from({ length: 1500 }, (_, i) => 30000 + i);
+  const touched = ids.filter((id) => id % 5 === 0);
+  const importing = importText(db, 'racing.jsonl', newLines(30000, 1500), { chunkSize: 250 });
+  // user.updated events, newer than the import, 8 at once, landing before, during and after each chunk's writes.
+  let next = 0;
+  const update = async () => {
+    while (next < touched.length) {
+      const id = touched[next++]!;
+      const data = parse(line(id, `changed${id}@example.com`));
+      await applyUserData(db, { ...data, user: { ...data.user, pii: { ...data.user.pii, name: 'Changed' } } }, LATER, 'update', 'org-a');
+    }
+  };
+  await Promise.all([importing, ...Array.from({ length: 8 }, update)]);
+  const summary = await importing;
+  expect(summary.read).toBe(1500);
+  const users = await db
+    .collection<{ _id: string; id: number; name: string; email: string; event_time: string }>(COLLECTIONS.users)
+    .find({ _id: { $in: ids.map(String) } })
+    .toArray();
+  expect(users).toHaveLength(1500);
+  const byId = new Map(users.map((u) => [u.id, u]));
+  for (const id of touched) expect(byId.get(id)).toMatchObject({ name: 'Changed', email: `changed${id}@example.com`, event_time: LATER });
+  for (const id of ids.filter((i) => i % 5 !== 0)) expect(byId.get(id)).toMatchObject({ name: `User ${id}`, event_time: IMPORT_TIME });
+}, 180_000);
+
+test('importing the same file again changes nothing and publishes nothing', async () => {
+  const db = await world();
+  const lines = [...LINES, ...newLines(2000, 300)];
+  await importText(db, 'again-1.jsonl', lines);
+  const everything = async () => {
+    const all = (name: string) => db.collection(name).find({}).sort({ org: 1, _id: 1 }).toArray();
+    return {
+      users: await all(COLLECTIONS.users),
+      memberships: await all(COLLECTIONS.memberships),
+      tombstones: await all(COLLECTIONS.tombstones),
+      grams: await db.collection(COLLECTIONS.userGrams).countDocuments({}),
+      outbox: await all(COLLECTIONS.outbox),
+      counters: await all(COLLECTIONS.counters),
+    };
+  };
+  const before = await everything();
+  const summary = await importText(db, 'again-2.jsonl', lines);
+  expect(summary).toEqual({ read: lines.length, applied: 0, unchanged: lines.length, refused: 0 });
+  expect(await everything()).toEqual(before);
+  expect(before.memberships.length).toBeGreaterThan(20); // not vacuous: the first import made rule memberships
+}, 120_000);
+
+test('applying a rule to existing learners, a page of 500 at a time in one insert each, joins every active match once, by the rule, and none retired meanwhile', async () => {
+  const db = await world();
+  const tenant = new Tenant(db, 'org-a');
+  const ids = Array.from({ length: 1200 }, (_, i) => 40000 + i);
+  // Every learner at the new rule's domain; one in twenty inactive; one in ten already a member elsewhere.
+  await importText(
+    db,
+    'apply.jsonl',
+    ids.map((id) => line(id, `a${id}@later.org`, { active: id % 20 !== 5 })),
+  );
+  for (const id of ids.filter((i) => i % 10 === 3)) await insertMembershipIfAbsent(tenant, { user: id, group: 2, automatic: false });
+  const group = await createGroup(tenant, { name: 'Later', description: '' });
+  const rule = await createRule(tenant, { name: 'later', domain: 'later.org', group: group.id });
+  const retired = ids.filter((i) => i % 10 === 7);
+  const applying = applyRule(tenant, rule.id);
+  for (const id of retired) await retireUser(tenant, id, LATER);
+  const created = await applying;
+  const members = await db
+    .collection<{ user: number; group: number; automatic: boolean }>(COLLECTIONS.memberships)
+    .find({ org: 'org-a', user: { $gte: 40000 } })
+    .toArray();
+  const byUser = new Map(members.map((m) => [m.user, m]));
+  const joining = ids.filter((i) => i % 20 !== 5 && i % 10 !== 3 && i % 10 !== 7);
+  expect(created).toBeGreaterThanOrEqual(joining.length);
+  for (const id of joining) expect(byUser.get(id)).toMatchObject({ group: group.id, automatic: true });
+  for (const id of ids.filter((i) => i % 10 === 3)) expect(byUser.get(id)).toMatchObject({ group: 2, automatic: false });
+  for (const id of [...retired, ...ids.filter((i) => i % 20 === 5)]) expect(byUser.has(id)).toBe(false);
+  // Each new membership is the rule's change event, and the learners' list facts show the group.
+  const changes = await changeIntents(db);
+  for (const id of joining) expect(changes).toContain(`${COLLECTIONS.memberships}|org-a|${id}|rule`);
+  const users = await db
+    .collection<{ _id: string; id: number; grp: number }>(COLLECTIONS.users)
+    .find({ _id: { $in: joining.map(String) } })
+    .toArray();
+  expect(users.every((u) => u.grp === group.id)).toBe(true);
+  expect(await applyRule(tenant, rule.id)).toBe(0);
+  await membershipIdsAreUnique(db);
+}, 180_000);
