@@ -100,11 +100,15 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     const cmp = compare(stone, at);
     if (cmp !== 'newer') return notApplied(cmp, null);
   }
-  /** The version of the record a move left behind, which the record created here follows. */
-  let movedFrom: EventVersion | null = null;
+  /**
+   * What a record created here follows: the tombstone read (so the record names the deletion's
+   * identities from its first write, and no redelivery or retry takes it for a record older than
+   * its tombstone), or the record a move left behind when that is newer.
+   */
+  let follows: EventVersion | null = stone;
   for (let round = 0; round < ROUNDS; round++) {
-    const first = nextVersion(movedFrom, at);
-    const firstExtra = extraFor(first, movedFrom && versionOf(movedFrom));
+    const first = nextVersion(follows, at);
+    const firstExtra = extraFor(first, follows && versionOf(follows));
     const onInsert = { ...Object.fromEntries(Object.entries(fields).filter(([k]) => !(k in set))), ...firstExtra.onInsert };
     try {
       const { doc, inserted } = await records.upsertOne(
@@ -112,7 +116,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
         update(set, first, firstExtra, onInsert) as UpdateFilter<T>,
       );
       if (!inserted) return { outcome: 'applied', current: doc, version: versionOf(first) };
-      return await afterInsert(tenant, op, doc, first, movedFrom);
+      return await afterInsert(tenant, op, doc, first, follows);
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
@@ -144,22 +148,23 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     // that finds the record where it was and finishes the move.
     await op.deleteDependents(old);
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
-    movedFrom = there;
+    if (!follows || versionOf(there) > versionOf(follows)) follows = there;
   }
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
 }
 
 /**
- * A record was just inserted: a tombstone at least as new as the event takes it back (the
- * deletion wins); an older one, or one of the same time that did not apply this event, is what
- * the record follows, so its version continues the tombstone's.
+ * A record was just inserted, following `followed`: a tombstone at least as new as the event
+ * takes it back (the deletion wins); a newer one than `followed` (written after our read), older
+ * than the event or of its time without it, is what the record follows instead, so its version
+ * continues that tombstone's.
  */
 async function afterInsert<T extends VersionedDoc>(
   tenant: Tenant,
   op: VersionedUpsert<T>,
   doc: T,
   written: EventVersion,
-  movedFrom: EventVersion | null,
+  followed: EventVersion | null,
 ): Promise<VersionedResult<T>> {
   const records = tenant.collection<T>(op.collection);
   const stone = await tombstones(tenant.db).get(op.tombstone);
@@ -168,9 +173,8 @@ async function afterInsert<T extends VersionedDoc>(
     await records.deleteOne({ _id: doc._id, event_time: written.event_time, event_n: written.event_n } as Filter<T>);
     return { outcome: cmp, current: null, version: version(op.at.time, 0) };
   }
-  // The insert already followed the record a move left; a tombstone newer than that is followed instead.
-  if (!stone || (movedFrom && versionOf(movedFrom) >= versionOf(stone))) return { outcome: 'applied', current: doc, version: versionOf(written) };
-  // Created again after a deletion: continue its version (a redelivered event of its time stays a duplicate).
+  if (!stone || (followed && versionOf(followed) >= versionOf(stone))) return { outcome: 'applied', current: doc, version: versionOf(written) };
+  // A deletion written after our read: continue its version (a redelivered event of its time stays a duplicate).
   const next = nextVersion(stone, op.at);
   const extra = op.fields?.(versionOf(next), versionOf(stone)) ?? {};
   const fixed = await records.findOneAndUpdate(

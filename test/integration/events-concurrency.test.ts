@@ -4,7 +4,7 @@
 // the real database (the local stack's), as two consumers would run them, and the states a
 // process killed half-way leaves are written as it leaves them. docs/events.md, "one record at a
 // time", is the invariant these check.
-import { type Db, MongoClient } from 'mongodb';
+import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { tombstones } from '../../src/db/tombstones';
@@ -38,6 +38,30 @@ const learner = (id: number, active = true): UserEventData => ({
   user: { id, is_active: active, pii: { username: `u${id}`, email: `u${id}@partner.org`, name: `User ${id}` } },
 });
 const ids = (from: number) => Array.from({ length: RACERS }, (_, i) => from + i);
+
+/**
+ * Runs `apply` and, the first time it reads a tombstone while user `id` exists in `tenant` (an
+ * upsert's check right after its insert, versioned-records.ts afterInsert), runs `meanwhile`
+ * there: what another process does at that moment, or, when `meanwhile` throws, a kill.
+ */
+async function atFirstWrite<T>(tenant: Tenant, id: number, apply: () => Promise<T>, meanwhile: () => Promise<unknown>): Promise<T> {
+  const findOne = Collection.prototype.findOne;
+  let armed = true;
+  const spy = jest.spyOn(Collection.prototype, 'findOne').mockImplementation(async function (this: Collection, ...args: unknown[]) {
+    if (armed && this.collectionName === COLLECTIONS.tombstones && (await userOf(tenant, id))) {
+      armed = false;
+      await meanwhile();
+    }
+    return (findOne as (...a: unknown[]) => unknown).apply(this, args);
+  } as never);
+  try {
+    return await apply();
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+const renamed = (id: number, name: string): UserEventData => ({ user: { ...learner(id).user, pii: { ...learner(id).user.pii, name } } });
 
 /** An organization with a rule putting partner.org learners into a group. */
 async function orgWithRule() {
@@ -115,6 +139,37 @@ test('kill -9 between an older event’s insert and its tombstone check: its red
   expect(await applyUserData(db, learner(5000), at(5, 'act'), 'activation', org)).not.toBe('applied');
   expect(await userOf(tenant, 5000)).toBeNull();
   expect(await membershipOf(tenant, 5000)).toBeNull();
+});
+
+test('an update of a retirement’s very time, applied after it, and the retirement redelivered right after the update’s first write: the learner stays back', async () => {
+  const { org, tenant } = await orgWithRule();
+  await applyUserData(db, learner(5100), at(1, 'reg'), 'update', org);
+  await applyUserRetired(db, 5100, at(10, 'ret'), org);
+  let redelivered: string | undefined;
+  const update = await atFirstWrite(
+    tenant,
+    5100,
+    () => applyUserData(db, renamed(5100, 'After'), at(10, 'upd'), 'update', org),
+    async () => {
+      redelivered = await applyUserRetired(db, 5100, at(10, 'ret'), org);
+    },
+  );
+  expect({ update, redelivered, name: (await userOf(tenant, 5100))?.name ?? null }).toEqual({ update: 'applied', redelivered: 'duplicate', name: 'After' });
+  // Both again, in either order: nothing changes.
+  expect(await applyUserRetired(db, 5100, at(10, 'ret'), org)).toBe('duplicate');
+  expect(await applyUserData(db, renamed(5100, 'After'), at(10, 'upd'), 'update', org)).toBe('duplicate');
+  expect((await userOf(tenant, 5100))?.name).toBe('After');
+});
+
+test('kill -9 right after the first write of an update of a retirement’s very time: the retirement and the update redelivered leave the learner back', async () => {
+  const { org, tenant } = await orgWithRule();
+  await applyUserData(db, learner(5200), at(1, 'reg'), 'update', org);
+  await applyUserRetired(db, 5200, at(10, 'ret'), org);
+  const kill = () => Promise.reject(new Error('killed'));
+  await expect(atFirstWrite(tenant, 5200, () => applyUserData(db, renamed(5200, 'After'), at(10, 'upd'), 'update', org), kill)).rejects.toThrow('killed');
+  expect(await applyUserRetired(db, 5200, at(10, 'ret'), org)).toBe('duplicate');
+  expect(await applyUserData(db, renamed(5200, 'After'), at(10, 'upd'), 'update', org)).toBe('duplicate');
+  expect((await userOf(tenant, 5200))?.name).toBe('After');
 });
 
 test('a course deletion and an older catalog change applied at once: every course ends deleted with its links, and a later older change does not bring it back', async () => {
