@@ -144,10 +144,10 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     const cmp = compare(there, at);
     if (cmp === 'duplicate') await oldRecords.announce([id]);
     if (cmp !== 'newer') return notApplied(cmp, there);
-    // The record moved organization: its dependents there go first, so a crash leaves a retry
-    // that finds the record where it was and finishes the move.
-    await op.deleteDependents(old);
+    // The record moved organization: what hangs off it there goes once the record has left (a
+    // newer event that wrote it meanwhile keeps it there, with its dependents).
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
+    await deleteDependentsOfGone(old, op, id);
     if (!follows || versionOf(there) > versionOf(follows)) follows = there;
   }
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
@@ -225,7 +225,7 @@ export interface VersionedRecordRef {
   tombstone: string;
   /** Which organization holds this `_id` now, if any (an `ownerLookup` question). */
   ownerOrg(): Promise<string | null>;
-  /** Deletes what hangs off the record in organization `home`, before the record leaves it (moved elsewhere, or deleted). */
+  /** Deletes what hangs off the record in organization `home`, once the record has left it (moved elsewhere, or deleted). */
   deleteDependents(home: Tenant): Promise<void>;
 }
 
@@ -246,8 +246,7 @@ const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1 } }
 
 /**
  * Deletes a record by event (docs/events.md, deletions), wherever it lives: the tombstone first,
- * then what hangs off the record, then the record on the condition that it is still at the
- * version read. A lost race (an older event of another topic or process wrote it meanwhile) reads
+ * then the record on the condition that it is still at the version read, then what hangs off it. A lost race (an older event of another topic or process wrote it meanwhile) reads
  * it again and deletes again; the deletion is done only when that conditional delete matched, or
  * the record is gone, or it reflects the deletion's time or newer (left standing: `survivor`).
  */
@@ -262,13 +261,29 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
     if (home && record && vsRecord !== 'newer') return { outcome: recorded ?? vsRecord ?? 'stale', survivor: { home, record } };
     const outcome = await recordDeletion(db, op.tombstone, owner ?? op.org, op.at, record);
     recorded ??= outcome;
-    if (!home || !records || !record) return { outcome: recorded, survivor: null };
-    await op.deleteDependents(home);
+    if (!home || !records || !record) {
+      // Gone already: what hung off it may not be, when the process that deleted it died before.
+      const stone = await tombstones(db).get(op.tombstone);
+      if (stone?.org) await deleteDependentsOfGone(new Tenant(db, stone.org), op, op.id);
+      return { outcome: recorded, survivor: null };
+    }
     if ((await records.deleteOne(recordAtVersion(op.id, record) as Filter<VersionedDoc>)).deletedCount > 0) {
+      await deleteDependentsOfGone(home, op, op.id);
       return { outcome: recorded === 'stale' ? 'stale' : 'applied', survivor: null };
     }
   }
   throw new Error(`record ${op.collection}/${op.id} kept changing while it was deleted`);
+}
+
+/**
+ * Deletes what hangs off record `id` in `home` while no record `id` is there: only after the
+ * record's conditional delete matched (a deletion or a move that lost its race to a newer event
+ * leaves the surviving record's dependents alone), and again on a later delivery that finds the
+ * record gone (its process died in between). A record created there again keeps its own.
+ */
+async function deleteDependentsOfGone(home: Tenant, ref: VersionedRecordRef, id: string): Promise<void> {
+  if (await home.collection<VersionedDoc>(ref.collection).findById(id, VERSION_ONLY)) return;
+  await ref.deleteDependents(home);
 }
 
 /**

@@ -40,19 +40,33 @@ const learner = (id: number, active = true): UserEventData => ({
 const ids = (from: number) => Array.from({ length: RACERS }, (_, i) => from + i);
 
 /**
- * Runs `apply` and, the first time it reads a tombstone while user `id` exists in `tenant` (an
- * upsert's check right after its insert, versioned-records.ts afterInsert), runs `meanwhile`
- * there: what another process does at that moment, or, when `meanwhile` throws, a kill.
+ * Runs `apply` and, the first time it calls `method` on `collection` while `when()` holds, runs
+ * `meanwhile` right after that call: what another process does at that moment, or, when
+ * `meanwhile` throws, a kill.
  */
-async function atFirstWrite<T>(tenant: Tenant, id: number, apply: () => Promise<T>, meanwhile: () => Promise<unknown>): Promise<T> {
-  const findOne = Collection.prototype.findOne;
+async function atCall<T>(
+  method: 'findOne' | 'insertOne',
+  collection: string,
+  when: () => Promise<boolean>,
+  apply: () => Promise<T>,
+  meanwhile: () => Promise<unknown>,
+): Promise<T> {
+  const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
   let armed = true;
-  const spy = jest.spyOn(Collection.prototype, 'findOne').mockImplementation(async function (this: Collection, ...args: unknown[]) {
-    if (armed && this.collectionName === COLLECTIONS.tombstones && (await userOf(tenant, id))) {
-      armed = false;
-      await meanwhile();
+  let checking = false;
+  const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
+    const result = await original.apply(this, args);
+    if (armed && !checking && this.collectionName === collection) {
+      checking = true;
+      const now = await when().finally(() => {
+        checking = false;
+      });
+      if (now) {
+        armed = false;
+        await meanwhile();
+      }
     }
-    return (findOne as (...a: unknown[]) => unknown).apply(this, args);
+    return result;
   } as never);
   try {
     return await apply();
@@ -60,6 +74,10 @@ async function atFirstWrite<T>(tenant: Tenant, id: number, apply: () => Promise<
     spy.mockRestore();
   }
 }
+
+/** `atCall` at the first tombstone read while user `id` exists (after an upsert's insert: versioned-records.ts afterInsert). */
+const atFirstWrite = <T>(tenant: Tenant, id: number, apply: () => Promise<T>, meanwhile: () => Promise<unknown>) =>
+  atCall('findOne', COLLECTIONS.tombstones, async () => (await userOf(tenant, id)) !== null, apply, meanwhile);
 
 const renamed = (id: number, name: string): UserEventData => ({ user: { ...learner(id).user, pii: { ...learner(id).user.pii, name } } });
 
@@ -170,6 +188,40 @@ test('kill -9 right after the first write of an update of a retirement’s very 
   expect(await applyUserRetired(db, 5200, at(10, 'ret'), org)).toBe('duplicate');
   expect(await applyUserData(db, renamed(5200, 'After'), at(10, 'upd'), 'update', org)).toBe('duplicate');
   expect((await userOf(tenant, 5200))?.name).toBe('After');
+});
+
+test('a retirement that loses its race to a newer login (written between its read and its delete) leaves the surviving learner their membership', async () => {
+  const { org, tenant } = await orgWithRule();
+  await applyUserData(db, learner(5300), at(1, 'reg'), 'registration', org);
+  expect(await membershipOf(tenant, 5300)).not.toBeNull();
+  // Right after the retirement wrote its tombstone, having read the record at t1, the login lands.
+  await atCall(
+    'insertOne',
+    COLLECTIONS.tombstones,
+    async () => true,
+    () => applyUserRetired(db, 5300, at(10, 'ret'), org),
+    () => applyUserData(db, learner(5300), at(20, 'login'), 'registration', org),
+  );
+  const user = await userOf(tenant, 5300);
+  expect({ user: user?.event_time, member: (await membershipOf(tenant, 5300)) !== null }).toEqual({ user: at(20, 'login').time, member: true });
+});
+
+test('kill -9 between a retirement’s delete and its membership’s: its redelivery deletes the membership; a learner created again before it keeps theirs', async () => {
+  const { org, tenant } = await orgWithRule();
+  const killedAfterDelete = async (id: number) => {
+    await applyUserData(db, learner(id), at(1, 'reg'), 'registration', org);
+    const deleted = async () => (await tombstones(db).get(userTombstone(id))) !== null && (await userOf(tenant, id)) === null;
+    const kill = () => Promise.reject(new Error('killed'));
+    await expect(atCall('findOne', COLLECTIONS.users, deleted, () => applyUserRetired(db, id, at(10, 'ret'), org), kill)).rejects.toThrow('killed');
+    expect({ user: await userOf(tenant, id), member: (await membershipOf(tenant, id)) !== null }).toEqual({ user: null, member: true });
+  };
+  await killedAfterDelete(5400);
+  expect(await applyUserRetired(db, 5400, at(10, 'ret'), org)).toBe('duplicate');
+  expect(await membershipOf(tenant, 5400)).toBeNull();
+  await killedAfterDelete(5401);
+  expect(await applyUserData(db, learner(5401), at(20, 'login'), 'registration', org)).toBe('applied');
+  expect(await applyUserRetired(db, 5401, at(10, 'ret'), org)).toBe('stale');
+  expect({ user: (await userOf(tenant, 5401)) !== null, member: (await membershipOf(tenant, 5401)) !== null }).toEqual({ user: true, member: true });
 });
 
 test('a course deletion and an older catalog change applied at once: every course ends deleted with its links, and a later older change does not bring it back', async () => {
