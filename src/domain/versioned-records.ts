@@ -145,7 +145,8 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     if (cmp === 'duplicate') await oldRecords.announce([id]);
     if (cmp !== 'newer') return notApplied(cmp, there);
     // The record moved organization: what hangs off it there goes once the record has left (a
-    // newer event that wrote it meanwhile keeps it there, with its dependents).
+    // newer event that wrote it meanwhile keeps it there, with its dependents). A move has no
+    // tombstone naming the old organization, so a process killed between the two leaves them.
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
     await deleteDependentsOfGone(old, op, id);
     if (!follows || versionOf(there) > versionOf(follows)) follows = there;

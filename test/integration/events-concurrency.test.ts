@@ -159,35 +159,37 @@ test('kill -9 between an older event’s insert and its tombstone check: its red
   expect(await membershipOf(tenant, 5000)).toBeNull();
 });
 
-test('an update of a retirement’s very time, applied after it, and the retirement redelivered right after the update’s first write: the learner stays back', async () => {
+/** A learner registered at t1 and retired at t10 ("ret"), in an organization with a rule. */
+async function retiredLearner(id: number) {
   const { org, tenant } = await orgWithRule();
-  await applyUserData(db, learner(5100), at(1, 'reg'), 'update', org);
-  await applyUserRetired(db, 5100, at(10, 'ret'), org);
+  await applyUserData(db, learner(id), at(1, 'reg'), 'update', org);
+  await applyUserRetired(db, id, at(10, 'ret'), org);
+  return { org, tenant, update: () => applyUserData(db, renamed(id, 'After'), at(10, 'upd'), 'update', org) };
+}
+
+test('an update of a retirement’s very time, applied after it, and the retirement redelivered right after the update’s first write: the learner stays back', async () => {
+  const { org, tenant, update } = await retiredLearner(5100);
   let redelivered: string | undefined;
-  const update = await atFirstWrite(
-    tenant,
-    5100,
-    () => applyUserData(db, renamed(5100, 'After'), at(10, 'upd'), 'update', org),
-    async () => {
-      redelivered = await applyUserRetired(db, 5100, at(10, 'ret'), org);
-    },
-  );
-  expect({ update, redelivered, name: (await userOf(tenant, 5100))?.name ?? null }).toEqual({ update: 'applied', redelivered: 'duplicate', name: 'After' });
-  // Both again, in either order: nothing changes.
-  expect(await applyUserRetired(db, 5100, at(10, 'ret'), org)).toBe('duplicate');
-  expect(await applyUserData(db, renamed(5100, 'After'), at(10, 'upd'), 'update', org)).toBe('duplicate');
-  expect((await userOf(tenant, 5100))?.name).toBe('After');
+  const outcome = await atFirstWrite(tenant, 5100, update, async () => {
+    redelivered = await applyUserRetired(db, 5100, at(10, 'ret'), org);
+  });
+  expect({ outcome, redelivered, name: (await userOf(tenant, 5100))?.name ?? null }).toEqual({ outcome: 'applied', redelivered: 'duplicate', name: 'After' });
+  // Both again: nothing changes.
+  expect([await applyUserRetired(db, 5100, at(10, 'ret'), org), await update(), (await userOf(tenant, 5100))?.name]).toEqual([
+    'duplicate',
+    'duplicate',
+    'After',
+  ]);
 });
 
 test('kill -9 right after the first write of an update of a retirement’s very time: the retirement and the update redelivered leave the learner back', async () => {
-  const { org, tenant } = await orgWithRule();
-  await applyUserData(db, learner(5200), at(1, 'reg'), 'update', org);
-  await applyUserRetired(db, 5200, at(10, 'ret'), org);
-  const kill = () => Promise.reject(new Error('killed'));
-  await expect(atFirstWrite(tenant, 5200, () => applyUserData(db, renamed(5200, 'After'), at(10, 'upd'), 'update', org), kill)).rejects.toThrow('killed');
-  expect(await applyUserRetired(db, 5200, at(10, 'ret'), org)).toBe('duplicate');
-  expect(await applyUserData(db, renamed(5200, 'After'), at(10, 'upd'), 'update', org)).toBe('duplicate');
-  expect((await userOf(tenant, 5200))?.name).toBe('After');
+  const { org, tenant, update } = await retiredLearner(5200);
+  await expect(atFirstWrite(tenant, 5200, update, () => Promise.reject(new Error('killed')))).rejects.toThrow('killed');
+  expect([await applyUserRetired(db, 5200, at(10, 'ret'), org), await update(), (await userOf(tenant, 5200))?.name]).toEqual([
+    'duplicate',
+    'duplicate',
+    'After',
+  ]);
 });
 
 test('a retirement that loses its race to a newer login (written between its read and its delete) leaves the surviving learner their membership', async () => {

@@ -86,6 +86,20 @@ afterAll(async () => {
   await mongo.close();
 }, 30000);
 
+/** Sets one config entry of `topic`'s dead-letter topic. */
+async function configureDlq(topic: string, name: string, value: string) {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: dlqTopic(topic), configEntries: [{ name, value }] }],
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 const appliedValues = () => new Set(applied.map((a) => a.value));
 const appliedOf = (topic: string, partition: number) => applied.filter((a) => a.topic === topic && a.partition === partition);
 const logLines = (s: EventTestService) => s.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -250,11 +264,8 @@ test('a dead-letter copy the broker refuses as too large is written with its val
   await admin.connect();
   // The dead-letter topic takes less than the topic it copies: the copy, with its x-dlq-* headers, is over the limit.
   await admin.createTopics({ topics: [{ topic: dlqTopic(topic), numPartitions: 1 }], waitForLeaders: true });
-  await admin.alterConfigs({
-    validateOnly: false,
-    resources: [{ type: ConfigResourceTypes.TOPIC, name: dlqTopic(topic), configEntries: [{ name: 'max.message.bytes', value: '3000' }] }],
-  });
   await admin.disconnect();
+  await configureDlq(topic, 'max.message.bytes', '3000');
   const big = `poison:${'x'.repeat(2900)}`;
   await produceOne(topic, { key: 'k-big', value: big, partition: 2 });
   await produceOne(topic, { key: 'k-after-big', value: 'after-big', partition: 2 });
@@ -344,14 +355,8 @@ test('a dead-letter copy too large because of its headers or its key is written 
 test('a message whose dead-letter copy is too large even without value, headers and key is logged at error level with its place, counted and skipped: the partition goes on', async () => {
   const topic = topics[2]!;
   const consuming = [...live].at(-1)!;
-  const admin = kafka.admin();
-  await admin.connect();
   // Smaller than the x-dlq-* headers alone.
-  await admin.alterConfigs({
-    validateOnly: false,
-    resources: [{ type: ConfigResourceTypes.TOPIC, name: dlqTopic(topic), configEntries: [{ name: 'max.message.bytes', value: '150' }] }],
-  });
-  await admin.disconnect();
+  await configureDlq(topic, 'max.message.bytes', '150');
   const poison = await produceOne(topic, { key: 'k-secret-key', value: 'poison:too-large-anyway', partition: 0 });
   await produceOne(topic, { key: 'k-after-too-large', value: 'after-too-large', partition: 0 });
   await waitApplied(['after-too-large']);
