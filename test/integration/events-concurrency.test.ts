@@ -41,11 +41,11 @@ const ids = (from: number) => Array.from({ length: RACERS }, (_, i) => from + i)
 
 /**
  * Runs `apply` and, the first time it calls `method` on `collection` while `when()` holds, runs
- * `meanwhile` right after that call: what another process does at that moment, or, when
- * `meanwhile` throws, a kill.
+ * `meanwhile` at that moment (right after a read or an insert, right before a delete): what
+ * another process does then, or, when `meanwhile` throws, a kill.
  */
 async function atCall<T>(
-  method: 'findOne' | 'insertOne',
+  method: 'findOne' | 'insertOne' | 'findOneAndDelete',
   collection: string,
   when: () => Promise<boolean>,
   apply: () => Promise<T>,
@@ -54,18 +54,21 @@ async function atCall<T>(
   const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
   let armed = true;
   let checking = false;
-  const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
-    const result = await original.apply(this, args);
-    if (armed && !checking && this.collectionName === collection) {
-      checking = true;
-      const now = await when().finally(() => {
-        checking = false;
-      });
-      if (now) {
-        armed = false;
-        await meanwhile();
-      }
+  const interrupt = async (self: Collection) => {
+    if (!armed || checking || self.collectionName !== collection) return;
+    checking = true;
+    const now = await when().finally(() => {
+      checking = false;
+    });
+    if (now) {
+      armed = false;
+      await meanwhile();
     }
+  };
+  const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
+    if (method === 'findOneAndDelete') await interrupt(this);
+    const result = await original.apply(this, args);
+    if (method !== 'findOneAndDelete') await interrupt(this);
     return result;
   } as never);
   try {
@@ -206,6 +209,26 @@ test('a retirement that loses its race to a newer login (written between its rea
   );
   const user = await userOf(tenant, 5300);
   expect({ user: user?.event_time, member: (await membershipOf(tenant, 5300)) !== null }).toEqual({ user: at(20, 'login').time, member: true });
+});
+
+test('a move to another organization that loses its race to a newer event of the old one (written between its read and its delete) leaves the learner their membership there', async () => {
+  const { org, tenant } = await orgWithRule();
+  const { org: other } = await orgWithRule();
+  await applyUserData(db, learner(5500), at(1, 'reg'), 'registration', org);
+  expect(await membershipOf(tenant, 5500)).not.toBeNull();
+  // Right before the move (t5, to the other organization) deletes the record it read at t1, an update of t20 lands.
+  const move = await atCall(
+    'findOneAndDelete',
+    COLLECTIONS.users,
+    async () => true,
+    () => applyUserData(db, learner(5500), at(5, 'move'), 'update', other),
+    () => applyUserData(db, renamed(5500, 'Later'), at(20, 'upd'), 'update', org),
+  );
+  expect({ move, name: (await userOf(tenant, 5500))?.name, member: (await membershipOf(tenant, 5500)) !== null }).toEqual({
+    move: 'stale',
+    name: 'Later',
+    member: true,
+  });
 });
 
 test('kill -9 between a retirement’s delete and its membership’s: its redelivery deletes the membership; a learner created again before it keeps theirs', async () => {
