@@ -28,6 +28,10 @@ const DLQ_CUT_MAX = 64 * 1024;
  * fetched again within this (kafkajs's default, 5 s, would stretch every backoff by up to 5 s).
  */
 const FETCH_WAIT_MS = 1000;
+/** The headers a dead-letter copy adds (`x-dlq-*`, `x-original-*`): kept when the message's own are dropped. */
+const isOurs = (header: string) => header.startsWith('x-dlq-') || header.startsWith('x-original-');
+/** A cut part of a dead-letter copy: half of it, at most DLQ_CUT_MAX. */
+const halved = (bytes: Buffer) => bytes.subarray(0, Math.min(Math.floor(bytes.length / 2), DLQ_CUT_MAX));
 
 /** How long one partition's batch may run before it returns, so the next fetch (other partitions' retries among it) is not held up by a backlog. */
 const BATCH_HOLD_MS = 1000;
@@ -145,24 +149,30 @@ export function createEventConsumer(opts: {
   };
 
   /**
-   * Writes a dead-letter copy. One the broker refuses as too large keeps its key and headers and
-   * a cut value, marked `x-dlq-truncated: true` (SPEC): halved until it passes, down to empty.
+   * Writes a dead-letter copy. One the broker refuses as too large is sent again smaller, marked
+   * `x-dlq-truncated: true` (SPEC): its value halved until it passes, down to empty; then without
+   * the message's own headers (the `x-dlq-*` and `x-original-*` ones kept); then its key halved
+   * too. False when even that is too large: nothing of the message is left to cut.
    */
-  async function sendDeadLetter(topic: string, copy: { key: Buffer | null; value: Buffer | null; headers: IHeaders }) {
-    let value = copy.value;
+  async function sendDeadLetter(topic: string, copy: { key: Buffer | null; value: Buffer | null; headers: IHeaders }): Promise<boolean> {
+    let { key, value, headers } = copy;
     for (;;) {
-      const truncated = value !== copy.value;
+      const truncated = value !== copy.value || headers !== copy.headers || key !== copy.key;
       try {
         await producer!.send({
           topic,
           acks: -1,
-          messages: [{ ...copy, value, headers: truncated ? { ...copy.headers, 'x-dlq-truncated': 'true' } : copy.headers }],
+          messages: [{ key, value, headers: truncated ? { ...headers, 'x-dlq-truncated': 'true' } : headers }],
         });
-        return;
+        return true;
       } catch (err) {
-        if (!isTooLarge(err) || value === null || value.length === 0) throw err;
-        value = value.subarray(0, Math.min(Math.floor(value.length / 2), DLQ_CUT_MAX));
-        log.warn({ topic, bytes: value.length }, 'dead-letter copy too large for the broker; sent again with its value cut');
+        if (!isTooLarge(err)) throw err;
+        if (value && value.length > 0) value = halved(value);
+        else if (headers === copy.headers && Object.keys(headers).some((h) => !isOurs(h))) {
+          headers = Object.fromEntries(Object.entries(headers).filter(([h]) => isOurs(h)));
+        } else if (key && key.length > 0) key = halved(key);
+        else return false;
+        log.warn({ topic, value_bytes: value?.length ?? 0, key_bytes: key?.length ?? 0 }, 'dead-letter copy too large for the broker; sent again smaller');
       }
     }
   }
@@ -184,9 +194,17 @@ export function createEventConsumer(opts: {
       'x-original-partition': String(partition),
       'x-original-offset': message.offset,
     });
-    await sendDeadLetter(dlqTopic(topic), { key: message.key, value: message.value, headers });
-    const eventType = invalid ? err.eventType : failure?.eventType;
-    metrics?.eventsHandled.inc({ type: eventType ?? 'other', outcome: 'dead_lettered' });
+    const eventType = (invalid ? err.eventType : failure?.eventType) ?? 'other';
+    if (await sendDeadLetter(dlqTopic(topic), { key: message.key, value: message.value, headers })) {
+      metrics?.eventsHandled.inc({ type: eventType, outcome: 'dead_lettered' });
+      return;
+    }
+    // No copy the broker takes, however small: waiting would stop the partition for good.
+    log.error(
+      { topic, partition, offset: message.offset, event_id: failure?.eventId, event_type: eventType },
+      'dead-letter copy too large for the broker even without value, headers and key; message skipped',
+    );
+    metrics?.deadLetterTooLarge.inc({ type: eventType });
   }
 
   /**

@@ -64,6 +64,12 @@ export function createMetrics() {
     help: 'Dead-letter copies that could not be written (no permission, no topic, broker away): each one retried like a dependency.',
     registers: [registry],
   });
+  const deadLetterTooLarge = new Counter({
+    name: 'dead_letter_too_large_total',
+    help: 'Messages skipped because the broker refused their dead-letter copy as too large even without value, headers and key: logged at error level with topic, partition and offset.',
+    labelNames: ['type'] as const,
+    registers: [registry],
+  });
   const changesUnpublishable = new Counter({
     name: 'changes_unpublishable_total',
     help: 'Change events the broker refused as too large even alone: logged at error level with their ids and skipped.',
@@ -122,6 +128,7 @@ export function createMetrics() {
     auditRecorded,
     changesUnpublishable,
     deadLetterFailures,
+    deadLetterTooLarge,
     relayFailures,
     relayLeader,
     consumerRetrying,

@@ -100,11 +100,15 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     const cmp = compare(stone, at);
     if (cmp !== 'newer') return notApplied(cmp, null);
   }
-  /** The version of the record a move left behind, which the record created here follows. */
-  let movedFrom: EventVersion | null = null;
+  /**
+   * What a record created here follows: the tombstone read (so the record names the deletion's
+   * identities from its first write, and no redelivery or retry takes it for a record older than
+   * its tombstone), or the record a move left behind when that is newer.
+   */
+  let follows: EventVersion | null = stone;
   for (let round = 0; round < ROUNDS; round++) {
-    const first = nextVersion(movedFrom, at);
-    const firstExtra = extraFor(first, movedFrom && versionOf(movedFrom));
+    const first = nextVersion(follows, at);
+    const firstExtra = extraFor(first, follows && versionOf(follows));
     const onInsert = { ...Object.fromEntries(Object.entries(fields).filter(([k]) => !(k in set))), ...firstExtra.onInsert };
     try {
       const { doc, inserted } = await records.upsertOne(
@@ -112,7 +116,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
         update(set, first, firstExtra, onInsert) as UpdateFilter<T>,
       );
       if (!inserted) return { outcome: 'applied', current: doc, version: versionOf(first) };
-      return await afterInsert(tenant, op, doc, first, movedFrom);
+      return await afterInsert(tenant, op, doc, first, follows);
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
@@ -140,26 +144,28 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     const cmp = compare(there, at);
     if (cmp === 'duplicate') await oldRecords.announce([id]);
     if (cmp !== 'newer') return notApplied(cmp, there);
-    // The record moved organization: its dependents there go first, so a crash leaves a retry
-    // that finds the record where it was and finishes the move.
-    await op.deleteDependents(old);
+    // The record moved organization: what hangs off it there goes once the record has left (a
+    // newer event that wrote it meanwhile keeps it there, with its dependents). A move has no
+    // tombstone naming the old organization, so a process killed between the two leaves them.
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
-    movedFrom = there;
+    await deleteDependentsOfGone(old, op, id);
+    if (!follows || versionOf(there) > versionOf(follows)) follows = there;
   }
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
 }
 
 /**
- * A record was just inserted: a tombstone at least as new as the event takes it back (the
- * deletion wins); an older one, or one of the same time that did not apply this event, is what
- * the record follows, so its version continues the tombstone's.
+ * A record was just inserted, following `followed`: a tombstone at least as new as the event
+ * takes it back (the deletion wins); a newer one than `followed` (written after our read), older
+ * than the event or of its time without it, is what the record follows instead, so its version
+ * continues that tombstone's.
  */
 async function afterInsert<T extends VersionedDoc>(
   tenant: Tenant,
   op: VersionedUpsert<T>,
   doc: T,
   written: EventVersion,
-  movedFrom: EventVersion | null,
+  followed: EventVersion | null,
 ): Promise<VersionedResult<T>> {
   const records = tenant.collection<T>(op.collection);
   const stone = await tombstones(tenant.db).get(op.tombstone);
@@ -168,9 +174,8 @@ async function afterInsert<T extends VersionedDoc>(
     await records.deleteOne({ _id: doc._id, event_time: written.event_time, event_n: written.event_n } as Filter<T>);
     return { outcome: cmp, current: null, version: version(op.at.time, 0) };
   }
-  // The insert already followed the record a move left; a tombstone newer than that is followed instead.
-  if (!stone || (movedFrom && versionOf(movedFrom) >= versionOf(stone))) return { outcome: 'applied', current: doc, version: versionOf(written) };
-  // Created again after a deletion: continue its version (a redelivered event of its time stays a duplicate).
+  if (!stone || (followed && versionOf(followed) >= versionOf(stone))) return { outcome: 'applied', current: doc, version: versionOf(written) };
+  // A deletion written after our read: continue its version (a redelivered event of its time stays a duplicate).
   const next = nextVersion(stone, op.at);
   const extra = op.fields?.(versionOf(next), versionOf(stone)) ?? {};
   const fixed = await records.findOneAndUpdate(
@@ -221,7 +226,7 @@ export interface VersionedRecordRef {
   tombstone: string;
   /** Which organization holds this `_id` now, if any (an `ownerLookup` question). */
   ownerOrg(): Promise<string | null>;
-  /** Deletes what hangs off the record in organization `home`, before the record leaves it (moved elsewhere, or deleted). */
+  /** Deletes what hangs off the record in organization `home`, once the record has left it (moved elsewhere, or deleted). */
   deleteDependents(home: Tenant): Promise<void>;
 }
 
@@ -242,8 +247,7 @@ const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1 } }
 
 /**
  * Deletes a record by event (docs/events.md, deletions), wherever it lives: the tombstone first,
- * then what hangs off the record, then the record on the condition that it is still at the
- * version read. A lost race (an older event of another topic or process wrote it meanwhile) reads
+ * then the record on the condition that it is still at the version read, then what hangs off it. A lost race (an older event of another topic or process wrote it meanwhile) reads
  * it again and deletes again; the deletion is done only when that conditional delete matched, or
  * the record is gone, or it reflects the deletion's time or newer (left standing: `survivor`).
  */
@@ -258,13 +262,29 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
     if (home && record && vsRecord !== 'newer') return { outcome: recorded ?? vsRecord ?? 'stale', survivor: { home, record } };
     const outcome = await recordDeletion(db, op.tombstone, owner ?? op.org, op.at, record);
     recorded ??= outcome;
-    if (!home || !records || !record) return { outcome: recorded, survivor: null };
-    await op.deleteDependents(home);
+    if (!home || !records || !record) {
+      // Gone already: what hung off it may not be, when the process that deleted it died before.
+      const stone = await tombstones(db).get(op.tombstone);
+      if (stone?.org) await deleteDependentsOfGone(new Tenant(db, stone.org), op, op.id);
+      return { outcome: recorded, survivor: null };
+    }
     if ((await records.deleteOne(recordAtVersion(op.id, record) as Filter<VersionedDoc>)).deletedCount > 0) {
+      await deleteDependentsOfGone(home, op, op.id);
       return { outcome: recorded === 'stale' ? 'stale' : 'applied', survivor: null };
     }
   }
   throw new Error(`record ${op.collection}/${op.id} kept changing while it was deleted`);
+}
+
+/**
+ * Deletes what hangs off record `id` in `home` while no record `id` is there: only after the
+ * record's conditional delete matched (a deletion or a move that lost its race to a newer event
+ * leaves the surviving record's dependents alone), and again on a later delivery that finds the
+ * record gone (its process died in between). A record created there again keeps its own.
+ */
+async function deleteDependentsOfGone(home: Tenant, ref: VersionedRecordRef, id: string): Promise<void> {
+  if (await home.collection<VersionedDoc>(ref.collection).findById(id, VERSION_ONLY)) return;
+  await ref.deleteDependents(home);
 }
 
 /**

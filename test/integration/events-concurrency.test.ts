@@ -4,7 +4,7 @@
 // the real database (the local stack's), as two consumers would run them, and the states a
 // process killed half-way leaves are written as it leaves them. docs/events.md, "one record at a
 // time", is the invariant these check.
-import { type Db, MongoClient } from 'mongodb';
+import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { tombstones } from '../../src/db/tombstones';
@@ -38,6 +38,51 @@ const learner = (id: number, active = true): UserEventData => ({
   user: { id, is_active: active, pii: { username: `u${id}`, email: `u${id}@partner.org`, name: `User ${id}` } },
 });
 const ids = (from: number) => Array.from({ length: RACERS }, (_, i) => from + i);
+
+/**
+ * Runs `apply` and, the first time it calls `method` on `collection` while `when()` holds, runs
+ * `meanwhile` at that moment (right after a read or an insert, right before a delete): what
+ * another process does then, or, when `meanwhile` throws, a kill.
+ */
+async function atCall<T>(
+  method: 'findOne' | 'insertOne' | 'findOneAndDelete',
+  collection: string,
+  when: () => Promise<boolean>,
+  apply: () => Promise<T>,
+  meanwhile: () => Promise<unknown>,
+): Promise<T> {
+  const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
+  let armed = true;
+  let checking = false;
+  const interrupt = async (self: Collection) => {
+    if (!armed || checking || self.collectionName !== collection) return;
+    checking = true;
+    const now = await when().finally(() => {
+      checking = false;
+    });
+    if (now) {
+      armed = false;
+      await meanwhile();
+    }
+  };
+  const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
+    if (method === 'findOneAndDelete') await interrupt(this);
+    const result = await original.apply(this, args);
+    if (method !== 'findOneAndDelete') await interrupt(this);
+    return result;
+  } as never);
+  try {
+    return await apply();
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+/** `atCall` at the first tombstone read while user `id` exists (after an upsert's insert: versioned-records.ts afterInsert). */
+const atFirstWrite = <T>(tenant: Tenant, id: number, apply: () => Promise<T>, meanwhile: () => Promise<unknown>) =>
+  atCall('findOne', COLLECTIONS.tombstones, async () => (await userOf(tenant, id)) !== null, apply, meanwhile);
+
+const renamed = (id: number, name: string): UserEventData => ({ user: { ...learner(id).user, pii: { ...learner(id).user.pii, name } } });
 
 /** An organization with a rule putting partner.org learners into a group. */
 async function orgWithRule() {
@@ -115,6 +160,93 @@ test('kill -9 between an older event’s insert and its tombstone check: its red
   expect(await applyUserData(db, learner(5000), at(5, 'act'), 'activation', org)).not.toBe('applied');
   expect(await userOf(tenant, 5000)).toBeNull();
   expect(await membershipOf(tenant, 5000)).toBeNull();
+});
+
+/** A learner registered at t1 and retired at t10 ("ret"), in an organization with a rule. */
+async function retiredLearner(id: number) {
+  const { org, tenant } = await orgWithRule();
+  await applyUserData(db, learner(id), at(1, 'reg'), 'update', org);
+  await applyUserRetired(db, id, at(10, 'ret'), org);
+  return { org, tenant, update: () => applyUserData(db, renamed(id, 'After'), at(10, 'upd'), 'update', org) };
+}
+
+test('an update of a retirement’s very time, applied after it, and the retirement redelivered right after the update’s first write: the learner stays back', async () => {
+  const { org, tenant, update } = await retiredLearner(5100);
+  let redelivered: string | undefined;
+  const outcome = await atFirstWrite(tenant, 5100, update, async () => {
+    redelivered = await applyUserRetired(db, 5100, at(10, 'ret'), org);
+  });
+  expect({ outcome, redelivered, name: (await userOf(tenant, 5100))?.name ?? null }).toEqual({ outcome: 'applied', redelivered: 'duplicate', name: 'After' });
+  // Both again: nothing changes.
+  expect([await applyUserRetired(db, 5100, at(10, 'ret'), org), await update(), (await userOf(tenant, 5100))?.name]).toEqual([
+    'duplicate',
+    'duplicate',
+    'After',
+  ]);
+});
+
+test('kill -9 right after the first write of an update of a retirement’s very time: the retirement and the update redelivered leave the learner back', async () => {
+  const { org, tenant, update } = await retiredLearner(5200);
+  await expect(atFirstWrite(tenant, 5200, update, () => Promise.reject(new Error('killed')))).rejects.toThrow('killed');
+  expect([await applyUserRetired(db, 5200, at(10, 'ret'), org), await update(), (await userOf(tenant, 5200))?.name]).toEqual([
+    'duplicate',
+    'duplicate',
+    'After',
+  ]);
+});
+
+test('a retirement that loses its race to a newer login (written between its read and its delete) leaves the surviving learner their membership', async () => {
+  const { org, tenant } = await orgWithRule();
+  await applyUserData(db, learner(5300), at(1, 'reg'), 'registration', org);
+  expect(await membershipOf(tenant, 5300)).not.toBeNull();
+  // Right after the retirement wrote its tombstone, having read the record at t1, the login lands.
+  await atCall(
+    'insertOne',
+    COLLECTIONS.tombstones,
+    async () => true,
+    () => applyUserRetired(db, 5300, at(10, 'ret'), org),
+    () => applyUserData(db, learner(5300), at(20, 'login'), 'registration', org),
+  );
+  const user = await userOf(tenant, 5300);
+  expect({ user: user?.event_time, member: (await membershipOf(tenant, 5300)) !== null }).toEqual({ user: at(20, 'login').time, member: true });
+});
+
+test('a move to another organization that loses its race to a newer event of the old one (written between its read and its delete) leaves the learner their membership there', async () => {
+  const { org, tenant } = await orgWithRule();
+  const { org: other } = await orgWithRule();
+  await applyUserData(db, learner(5500), at(1, 'reg'), 'registration', org);
+  expect(await membershipOf(tenant, 5500)).not.toBeNull();
+  // Right before the move (t5, to the other organization) deletes the record it read at t1, an update of t20 lands.
+  const move = await atCall(
+    'findOneAndDelete',
+    COLLECTIONS.users,
+    async () => true,
+    () => applyUserData(db, learner(5500), at(5, 'move'), 'update', other),
+    () => applyUserData(db, renamed(5500, 'Later'), at(20, 'upd'), 'update', org),
+  );
+  expect({ move, name: (await userOf(tenant, 5500))?.name, member: (await membershipOf(tenant, 5500)) !== null }).toEqual({
+    move: 'stale',
+    name: 'Later',
+    member: true,
+  });
+});
+
+test('kill -9 between a retirement’s delete and its membership’s: its redelivery deletes the membership; a learner created again before it keeps theirs', async () => {
+  const { org, tenant } = await orgWithRule();
+  const killedAfterDelete = async (id: number) => {
+    await applyUserData(db, learner(id), at(1, 'reg'), 'registration', org);
+    const deleted = async () => (await tombstones(db).get(userTombstone(id))) !== null && (await userOf(tenant, id)) === null;
+    const kill = () => Promise.reject(new Error('killed'));
+    await expect(atCall('findOne', COLLECTIONS.users, deleted, () => applyUserRetired(db, id, at(10, 'ret'), org), kill)).rejects.toThrow('killed');
+    expect({ user: await userOf(tenant, id), member: (await membershipOf(tenant, id)) !== null }).toEqual({ user: null, member: true });
+  };
+  await killedAfterDelete(5400);
+  expect(await applyUserRetired(db, 5400, at(10, 'ret'), org)).toBe('duplicate');
+  expect(await membershipOf(tenant, 5400)).toBeNull();
+  await killedAfterDelete(5401);
+  expect(await applyUserData(db, learner(5401), at(20, 'login'), 'registration', org)).toBe('applied');
+  expect(await applyUserRetired(db, 5401, at(10, 'ret'), org)).toBe('stale');
+  expect({ user: (await userOf(tenant, 5401)) !== null, member: (await membershipOf(tenant, 5401)) !== null }).toEqual({ user: true, member: true });
 });
 
 test('a course deletion and an older catalog change applied at once: every course ends deleted with its links, and a later older change does not bring it back', async () => {

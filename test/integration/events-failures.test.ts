@@ -86,6 +86,20 @@ afterAll(async () => {
   await mongo.close();
 }, 30000);
 
+/** Sets one config entry of `topic`'s dead-letter topic. */
+async function configureDlq(topic: string, name: string, value: string) {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: dlqTopic(topic), configEntries: [{ name, value }] }],
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 const appliedValues = () => new Set(applied.map((a) => a.value));
 const appliedOf = (topic: string, partition: number) => applied.filter((a) => a.topic === topic && a.partition === partition);
 const logLines = (s: EventTestService) => s.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -250,11 +264,8 @@ test('a dead-letter copy the broker refuses as too large is written with its val
   await admin.connect();
   // The dead-letter topic takes less than the topic it copies: the copy, with its x-dlq-* headers, is over the limit.
   await admin.createTopics({ topics: [{ topic: dlqTopic(topic), numPartitions: 1 }], waitForLeaders: true });
-  await admin.alterConfigs({
-    validateOnly: false,
-    resources: [{ type: ConfigResourceTypes.TOPIC, name: dlqTopic(topic), configEntries: [{ name: 'max.message.bytes', value: '3000' }] }],
-  });
   await admin.disconnect();
+  await configureDlq(topic, 'max.message.bytes', '3000');
   const big = `poison:${'x'.repeat(2900)}`;
   await produceOne(topic, { key: 'k-big', value: big, partition: 2 });
   await produceOne(topic, { key: 'k-after-big', value: 'after-big', partition: 2 });
@@ -317,3 +328,42 @@ test('a dead-letter copy the broker refuses for another reason (a compacted DLQ 
   const [dead] = await readTopic(dlqTopic(topic), 1, 60000);
   expect(dead!.value?.toString()).toBe('poison:no-key');
 }, 120000);
+
+test('a dead-letter copy too large because of its headers or its key is written without the message’s own headers, then with its key cut, and the partition goes on', async () => {
+  // topics[2]'s dead-letter topic takes 3000 bytes at most (the test of a value cut above).
+  const topic = topics[2]!;
+  await produceOne(topic, { key: 'k-big-headers', value: 'poison:big-headers', headers: { 'x-trace': 'h'.repeat(2900) }, partition: 1 });
+  await produceOne(topic, { key: 'k'.repeat(3500), value: 'poison:big-key', headers: { 'x-trace': 'small' }, partition: 1 });
+  await produceOne(topic, { key: 'k-after-big-headers', value: 'after-big-headers', partition: 1 });
+  await waitApplied(['after-big-headers']);
+  const copies = (await readTopic(dlqTopic(topic), 3)).filter((m) => m.headers?.['x-original-partition']?.toString() === '1');
+  expect(
+    copies.map((m) => ({
+      key: m.key?.toString().slice(0, 20),
+      keyBytes: m.key?.length,
+      trace: m.headers?.['x-trace'] ?? null,
+      truncated: m.headers?.['x-dlq-truncated']?.toString(),
+      reason: /boom/.test(m.headers?.['x-dlq-reason']?.toString() ?? ''),
+    })),
+  ).toEqual([
+    { key: 'k-big-headers', keyBytes: 'k-big-headers'.length, trace: null, truncated: 'true', reason: true },
+    { key: 'k'.repeat(20), keyBytes: expect.any(Number), trace: null, truncated: 'true', reason: true },
+  ]);
+  expect(copies[1]!.key!.length).toBeLessThan(3500);
+}, 60000);
+
+test('a message whose dead-letter copy is too large even without value, headers and key is logged at error level with its place, counted and skipped: the partition goes on', async () => {
+  const topic = topics[2]!;
+  const consuming = [...live].at(-1)!;
+  // Smaller than the x-dlq-* headers alone.
+  await configureDlq(topic, 'max.message.bytes', '150');
+  const poison = await produceOne(topic, { key: 'k-secret-key', value: 'poison:too-large-anyway', partition: 0 });
+  await produceOne(topic, { key: 'k-after-too-large', value: 'after-too-large', partition: 0 });
+  await waitApplied(['after-too-large']);
+  expect(await metricValue(consuming.baseUrl, 'dead_letter_too_large_total', { type: 'other' })).toBe(1);
+  const skipped = logLines(consuming).filter((l) => String(l.msg).includes('message skipped'));
+  expect(skipped.map((l) => ({ level: l.level, topic: l.topic, partition: l.partition, offset: l.offset }))).toEqual([
+    { level: 50, topic, partition: 0, offset: String(poison.offset) },
+  ]);
+  expect(consuming.logs.some((line) => line.includes('k-secret-key'))).toBe(false);
+}, 60000);
