@@ -1,5 +1,4 @@
 import type { Db, Filter } from 'mongodb';
-import { withCause } from '../db/change-context';
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
 import { indexUser, unindexUser } from '../db/search-index';
@@ -32,7 +31,7 @@ function userRef(db: Db, id: number): VersionedRecordRef {
     tombstone: userTombstone(id),
     ownerOrg: () => ownerLookup(db).userOrg(id),
     deleteDependents: async (home) => {
-      await withCause('cascade', () => home.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(id) }));
+      await home.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(id) });
       await unindexUser(home, id);
     },
   };

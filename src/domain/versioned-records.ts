@@ -1,4 +1,5 @@
 import type { Db, Document, Filter, UpdateFilter } from 'mongodb';
+import { withCause } from '../db/change-context';
 import type { CollectionName, EventVersion, TenantDoc, TombstoneDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import { Tenant } from '../db/tenant';
@@ -148,7 +149,8 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     // newer event that wrote it meanwhile keeps it there, with its dependents). A move has no
     // tombstone naming the old organization, so a process killed between the two leaves them.
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
-    await deleteDependentsOfGone(old, op, id);
+    // Published as a cascade (docs/events-published.md): the move, not the event, removes them.
+    await withCause('cascade', () => deleteDependentsOfGone(old, op, id));
     if (!follows || versionOf(there) > versionOf(follows)) follows = there;
   }
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
