@@ -4,6 +4,7 @@ import { ownerLookup } from '../db/owners';
 import { indexNewUsers, unindexUser } from '../db/search-index';
 import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
+import { ACTIVATION_PERIODS_SETTLED } from '../db/upgrades';
 import { type ApplyOutcome, asStamp, version } from './event-time';
 import { syncUserGroups } from './list-facts';
 import { matchRules } from './membership-rules';
@@ -80,11 +81,15 @@ function tombstonesOf(tenant: Tenant, users: readonly UserFacts[]) {
   return tombstones(tenant.db).getMany(users.map((u) => userTombstone(u.id)));
 }
 
-/** The `deact_v` a user created again after its retirement starts with: a retirement is a deactivation (docs/events.md). */
+/**
+ * The activation bookkeeping a user created again after its retirement starts with: a retirement
+ * is a deactivation, and settles the activations before it (docs/events.md).
+ */
 function afterRetirement(stone: TombstoneDoc | undefined, own: string | null) {
   if (!stone) return {};
   const retired = version(stone.event_time, stone.event_n ?? 1);
-  return { deact_v: own !== null && own > retired ? own : retired };
+  const [first, last] = own !== null && own > retired ? [retired, own] : own !== null ? [own, retired] : [retired, retired];
+  return { deact_v: last, deact_min_v: first, act_min_v: ACTIVATION_PERIODS_SETTLED };
 }
 
 /** Inserts the users' records in one unordered insert; returns those inserted (a refused `_id` exists somewhere). */
@@ -97,7 +102,7 @@ async function insertUsers(tenant: Tenant, users: readonly UserFacts[], stones: 
       ...userRecord(u, time).doc,
       event_n: 1,
       event_ids: [stamp.id],
-      ...(u.is_active ? { act_v: v, act_done: false, act_seen_v: v } : { deact_v: v }),
+      ...(u.is_active ? { act_v: v, act_done: false, act_seen_v: v, act_min_v: v } : { deact_v: v, deact_min_v: v }),
       // Created again after a retirement (an older one: newer ones are left to the per-event path).
       ...afterRetirement(stones.get(userTombstone(u.id)), u.is_active ? null : v),
     })),

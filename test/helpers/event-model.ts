@@ -51,6 +51,7 @@ export interface Version {
 /** a is newer than b; anything is newer than nothing. */
 export const newer = (a: Version, b: Version | null): boolean => b === null || a.t > b.t || (a.t === b.t && a.n > b.n);
 const max = (a: Version | null, b: Version): Version => (newer(b, a) ? b : (a as Version));
+const min = (a: Version | null, b: Version): Version => (a === null || newer(a, b) ? b : a);
 
 /** What one record (a user id or a course key) has seen: every distinct event, in arrival order. */
 interface Track {
@@ -73,6 +74,11 @@ interface UserTrack extends Track {
   deact: Version | null;
   /** Version of the activation whose rules were applied last. */
   act: Version | null;
+  /** The oldest deactivation, and the oldest activation whose rules were applied: the first activation period. */
+  firstDeact: Version | null;
+  firstAct: Version | null;
+  /** A retirement or a move deleted what the activations before it made: none applies late. */
+  settled: boolean;
 }
 
 export interface CourseRecord {
@@ -161,20 +167,22 @@ export class EventModel {
         break;
       case 'retired': {
         const t = track as UserTrack;
-        t.deact = max(t.deact, version);
+        this.deactivate(t, version);
+        t.settled = true;
         if (applied) this.dropUser(t);
         break;
       }
       default: {
         const t = track as UserTrack;
         const active = e.kind === 'activated' || e.user.is_active;
-        if (!active) t.deact = max(t.deact, version);
+        if (!active) this.deactivate(t, version);
         if (applied) {
           const old = t.record;
           if (old && old.org !== org) {
             // A move: the membership stays behind and goes; the old record counts as a deactivation.
             this.org(old.org).memberships.delete(old.id);
-            t.deact = max(t.deact, previous as Version);
+            this.deactivate(t, previous as Version);
+            t.settled = true;
             this.counts.moves++;
           }
           t.record = { id: e.user.id, org, username: e.user.username, name: e.user.name, email: e.user.email, is_active: active };
@@ -182,12 +190,31 @@ export class EventModel {
         const rec = t.record;
         if (ACTIVATION_CAPABLE(e) && rec?.is_active && newer(version, t.deact) && (t.act === null || !newer(t.act, t.deact))) {
           t.act = version;
+          t.firstAct = min(t.firstAct, version);
           this.counts.rulesApplied++;
           this.applyRules(rec);
+        } else if (ACTIVATION_CAPABLE(e) && rec && this.lateFirstActivation(t, version)) {
+          // Older than every deactivation, in a first period no activation applied: in event time
+          // it applied the rules while the learner was active, and the membership outlived the
+          // deactivation. (The service keeps the first and last deactivation only: an activation
+          // between two deactivations that both came before it applies nothing, here too.)
+          t.firstAct = min(t.firstAct, version);
+          this.counts.rulesApplied++;
+          this.applyRules({ ...rec, is_active: true });
         }
       }
     }
     return outcome;
+  }
+
+  private deactivate(t: UserTrack, version: Version) {
+    t.deact = max(t.deact, version);
+    t.firstDeact = min(t.firstDeact, version);
+  }
+
+  private lateFirstActivation(t: UserTrack, version: Version): boolean {
+    if (t.settled || t.firstDeact === null || !newer(t.firstDeact, version)) return false;
+    return t.firstAct === null || newer(t.firstAct, t.firstDeact);
   }
 
   private eventOrg(e: Exclude<ModelEvent, CourseDeletedEvent>): string | null {
@@ -232,7 +259,7 @@ export class EventModel {
   private userTrack(id: number): UserTrack {
     let t = this.users.get(id);
     if (!t) {
-      t = { events: [], version: null, record: null, deact: null, act: null };
+      t = { events: [], version: null, record: null, deact: null, act: null, firstDeact: null, firstAct: null, settled: false };
       this.users.set(id, t);
     }
     return t;
