@@ -269,6 +269,19 @@ describe('activations', () => {
     expect(m.membership('tenant-a', 7)).toBeNull();
   });
 
+  test.each([
+    ['an update showing the learner inactive', () => user('updated', 2, { active: false })],
+    ['a retirement', () => retired(2)],
+  ])('a deactivation (%s) arriving after a newer login: the login is the activation it is in event time, and its rules apply', (_name, late) => {
+    const { m, g } = withRule();
+    m.deliver(user('activated', 1));
+    expect(m.deleteMembership('tenant-a', 7)).toBe(204);
+    m.deliver(user('login', 3, { active: true }));
+    expect(m.membership('tenant-a', 7)).toBeNull();
+    expect(m.deliver(late())).toBe('stale');
+    expect(m.membership('tenant-a', 7)).toBe(g);
+  });
+
   test('bounded: an activation between two deactivations that both arrived before it applies nothing', () => {
     const { m } = withRule();
     m.deliver(user('updated', 3, { active: false }));
