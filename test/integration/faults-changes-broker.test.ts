@@ -4,9 +4,10 @@
 // 60 s of waiting: FAULTS_BROKER_DOWN_SECONDS=60). Writes never wait
 // for the broker; the outbox holds their changes; once the broker is back, every change is
 // published, in order per record, and each record's newest event is its state in the database.
-// Issue 27: meanwhile imports of FAULTS_BACKLOG (2,000) rule-matching learners pile thousands of
-// changes up in the outbox, more than the broker takes in one request: every one of them arrives
-// once the broker is back, and the outbox empties (nothing stuck).
+// Issue 27: meanwhile imports of FAULTS_BACKLOG (4,000) rule-matching learners pile thousands of
+// changes up in the outbox, on a one-partition changes topic: more than the broker takes in one
+// request (sent as one, the broker refuses them for good). Every one of them arrives once the
+// broker is back, and the outbox empties (nothing stuck).
 import { COLLECTIONS, type OutboxDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { normalizeEventTime } from '../../src/domain/event-time';
@@ -25,7 +26,7 @@ const CONTROLLER_PORT = 9597;
 const DOWN_MS = Number(process.env.FAULTS_BROKER_DOWN_SECONDS || 15) * 1000;
 const WRITERS = 3;
 /** Learners imported while the broker is down, in imports of IMPORT_SIZE: one membership change each. */
-const BACKLOG = Number(process.env.FAULTS_BACKLOG || 2000);
+const BACKLOG = Number(process.env.FAULTS_BACKLOG || 4000);
 const IMPORT_SIZE = 250;
 const broker = privateKafka(BROKER_PORT, CONTROLLER_PORT);
 const topic = uniqueName('changes');
@@ -42,7 +43,8 @@ test(
   `the broker down (stopped, ${DOWN_MS / 1000} s, started again) while administrators write: nothing is refused, everything is published once it is back, in order per record`,
   async () => {
     await broker.start();
-    reader = await changeReader(topic, broker.brokers);
+    // One partition: the whole backlog is one batch for the broker, refused over 1 MiB.
+    reader = await changeReader(topic, broker.brokers, 1);
     service = await startTestService({ KAFKA_BROKERS: broker.brokers, CHANGES_TOPIC: topic });
     const org = uniqueName('org');
     const http = client(service.baseUrl, await siteAdminToken(org, 5));
