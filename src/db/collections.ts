@@ -104,6 +104,13 @@ export interface UserDoc extends TenantDoc, EventVersion {
   act_done?: boolean;
   /** The version of the newest activation-capable event that showed the user active: the activation a late, older deactivation leaves standing. */
   act_seen_v?: string;
+  /**
+   * The oldest version of an event that showed the user inactive, and the oldest activation whose
+   * rules were claimed (`ACTIVATION_PERIODS_SETTLED` after a retirement or a move): together they
+   * say whether the activations before the first deactivation applied the rules (docs/events.md).
+   */
+  deact_min_v?: string;
+  act_min_v?: string;
   /** 1 when `users/` lists the user (not a site administrator), else 0: an equality, for indexes. */
   listed: 0 | 1;
   /**

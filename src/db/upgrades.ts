@@ -8,6 +8,13 @@ import { COLLECTIONS, type UserDoc } from './collections';
  */
 export const ACTIVATION_BEFORE_BOOKKEEPING = '0000#0000';
 
+/**
+ * The `act_min_v` that says no activation before the first deactivation may apply the rules late
+ * (docs/events.md): a retirement or a move deleted what they made, or the record's history
+ * before its first deactivation is not known. Sorts before any event's version, like the above.
+ */
+export const ACTIVATION_PERIODS_SETTLED = ACTIVATION_BEFORE_BOOKKEEPING;
+
 interface UpgradeDoc {
   _id: string;
   at: Date;
@@ -41,5 +48,19 @@ const UPGRADES: Record<string, (db: Db) => Promise<void>> = {
         { is_active: true, act_v: { $exists: false }, deact_v: { $exists: false } },
         { $set: { act_v: ACTIVATION_BEFORE_BOOKKEEPING, act_done: true } },
       );
+  },
+  /**
+   * A user stored before `deact_min_v` and `act_min_v` were kept: its oldest deactivation and
+   * claimed activation are not known, so no late activation before its first deactivation applies
+   * the rules (they may have been applied, and an administrator may have changed the result since).
+   */
+  'first-activation-period-recorded': async (db) => {
+    await db.collection<UserDoc>(COLLECTIONS.users).updateMany(
+      {
+        act_min_v: { $exists: false },
+        $or: [{ act_v: { $exists: true } }, { deact_v: { $exists: true } }],
+      },
+      { $set: { act_min_v: ACTIVATION_PERIODS_SETTLED } },
+    );
   },
 };

@@ -159,7 +159,7 @@ async function insertUsers(
       const stone = stones.get(userTombstone(u.id));
       const fields = activationFields(u, u.is_active)(v, stone ? version(stone.event_time, stone.event_n ?? 1) : null);
       const done = fields.onInsert && !matched.has(u) ? { act_done: true } : {};
-      return { ...userRecord(u, time).doc, event_n: 1, event_ids: [stamp.id], ...fields.max, ...fields.onInsert, ...done };
+      return { ...userRecord(u, time).doc, event_n: 1, event_ids: [stamp.id], ...fields.max, ...fields.min, ...fields.onInsert, ...done };
     }),
   );
   return users.filter((u) => !refused.has(String(u.id)));

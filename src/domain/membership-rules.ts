@@ -9,7 +9,7 @@ import type { ApplyOutcome } from './event-time';
 import { groupExists } from './groups';
 import { syncUserGroups } from './list-facts';
 import { deleteMembership, insertMembershipIfAbsent } from './memberships';
-import { isNewActivation, userTombstone } from './users';
+import { isLateFirstActivation, isNewActivation, userTombstone } from './users';
 import { deletedAfter } from './versioned-records';
 
 /**
@@ -154,12 +154,34 @@ export async function settleActivation(
     const claimed = await users.updateBookkeeping({ _id: user._id, act_v: asRead('act_v'), deact_v: asRead('deact_v') } as Filter<UserDoc>, {
       $set: { act_v: activation, act_done: false },
       $max: { act_seen_v: activation },
+      $min: { act_min_v: activation },
     });
     if (claimed) user = { ...user, act_v: activation, act_done: false };
+  } else if (activates && written.outcome !== 'duplicate' && isLateFirstActivation(user, written.version)) {
+    await applyLateActivation(tenant, user, written.version);
   }
   if (user.act_done !== false) return;
   await applyMembershipRules(tenant, user);
   await users.updateBookkeeping({ _id: user._id, act_v: user.act_v, act_done: false } as Filter<UserDoc>, { $set: { act_done: true } });
+}
+
+/**
+ * An activation that arrived after the deactivation that ended its period (isLateFirstActivation):
+ * in event time it applied the rules while the learner was active, and the membership it made
+ * outlived the deactivation, as memberships do; so it makes it now, whatever the learner is now.
+ * The rules are applied before the claim (`act_min_v`) is written, so a crash between the two
+ * leaves an activation a redelivery applies again (never a second membership: the user id is the
+ * membership's key); once claimed, neither a redelivery nor another activation of that period
+ * applies them again, so an administrator's later change stands.
+ */
+async function applyLateActivation(tenant: Tenant, user: UserDoc, v: string): Promise<void> {
+  await applyMembershipRules(tenant, { ...user, is_active: true });
+  const asRead = (field: 'act_min_v' | 'deact_min_v') => (user[field] === undefined ? { $exists: false } : user[field]);
+  await tenant
+    .collection<UserDoc>(COLLECTIONS.users)
+    .updateBookkeeping({ _id: user._id, act_min_v: asRead('act_min_v'), deact_min_v: asRead('deact_min_v') } as Filter<UserDoc>, {
+      $min: { act_min_v: v },
+    });
 }
 
 /**

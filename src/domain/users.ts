@@ -3,6 +3,7 @@ import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections
 import { ownerLookup } from '../db/owners';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
+import { ACTIVATION_PERIODS_SETTLED } from '../db/upgrades';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
 import { syncUserGroups } from './list-facts';
 import { announceDeletion, deleteIfNewer, upsertIfNewer, type VersionedRecordRef, type VersionedResult } from './versioned-records';
@@ -72,20 +73,34 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
  * The activation bookkeeping a version `v` of a user event writes (docs/events.md): an event
  * showing the learner inactive raises `deact_v`, and so does what a new record follows (a
  * retirement, a record moved away); a record created by an activation-capable event claims its
- * activation at once. The import's batch insert (import-users.ts) writes the same.
+ * activation at once. A record that follows a retirement or a move settles the activations before
+ * them: what they made was deleted with the record it follows.
  */
 export function activationFields(facts: Pick<UserFacts, 'is_active'>, activates: boolean) {
   return (v: string, after: string | null) => {
-    const deact = [after, facts.is_active ? null : v]
-      .filter((x): x is string => x !== null)
-      .sort()
-      .pop();
-    const max = { ...(deact ? { deact_v: deact } : {}), ...(activates ? { act_seen_v: v } : {}) };
+    const deacts = [after, facts.is_active ? null : v].filter((x): x is string => x !== null).sort();
+    const max = { ...(deacts.length > 0 ? { deact_v: deacts.at(-1)! } : {}), ...(activates ? { act_seen_v: v } : {}) };
+    const act_min_v = after !== null ? ACTIVATION_PERIODS_SETTLED : activates ? v : null;
+    const onInsert = { ...(activates ? { act_v: v, act_done: false } : {}), ...(act_min_v !== null ? { act_min_v } : {}) };
     return {
       ...(Object.keys(max).length > 0 ? { max } : {}),
-      ...(activates ? { onInsert: { act_v: v, act_done: false } } : {}),
+      ...(deacts.length > 0 ? { min: { deact_min_v: deacts[0]! } } : {}),
+      ...(Object.keys(onInsert).length > 0 ? { onInsert } : {}),
     };
   };
+}
+
+/**
+ * True when an activation of version `v`, older than every deactivation the record knows (it
+ * arrived after them), falls in the learner's first activation period and no activation of that
+ * period claimed the rules: in event time it came first and applied them (docs/events.md). An
+ * activation between two deactivations is not decided here: the record keeps only the first and
+ * the last of them.
+ */
+export function isLateFirstActivation(user: Pick<UserDoc, 'deact_min_v' | 'act_min_v' | 'act_v'>, v: string): boolean {
+  if (user.deact_min_v === undefined || v >= user.deact_min_v) return false;
+  // No act_min_v: no activation was ever claimed (a record kept without it is marked at start: src/db/upgrades.ts).
+  return user.act_min_v === undefined ? user.act_v === undefined : user.act_min_v > user.deact_min_v;
 }
 
 /** True when an activation of version `v` is one whose rules are not applied yet (docs/events.md). */
@@ -113,7 +128,7 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
   // A stale event showing the learner inactive is still a deactivation (the activation rules ask for the newest one).
   if (result.current && result.outcome === 'stale' && !facts.is_active && (result.current.deact_v ?? '') < result.version) {
     const users = homeOf(tenant, result.current).collection<UserDoc>(COLLECTIONS.users);
-    await users.updateBookkeeping({ _id: result.current._id } as Filter<UserDoc>, { $max: { deact_v: result.version } });
+    await users.updateBookkeeping({ _id: result.current._id } as Filter<UserDoc>, { $max: { deact_v: result.version }, $min: { deact_min_v: result.version } });
     // Read again: the activation rules decide on the bookkeeping as it now stands.
     result.current = (await users.findById(result.current._id)) ?? result.current;
   }
@@ -152,11 +167,13 @@ export async function retireUser(tenant: Tenant, userId: number, at: string | Ev
   const stamp = asStamp(at);
   const { outcome, survivor } = await deleteIfNewer(tenant.db, { ...userRef(tenant.db, userId), id: String(userId), at: stamp, org: tenant.org });
   // A retirement older than the record still counts as a deactivation (docs/events.md): an
-  // activation older than it, arriving later, applies no rule.
+  // activation older than it, arriving later, applies no rule (what it made, the retirement deleted).
   if (survivor) {
-    await survivor.home
-      .collection<UserDoc>(COLLECTIONS.users)
-      .updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $max: { deact_v: version(stamp.time, 0) } });
+    const retired = version(stamp.time, 0);
+    await survivor.home.collection<UserDoc>(COLLECTIONS.users).updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, {
+      $max: { deact_v: retired },
+      $min: { deact_min_v: retired, act_min_v: ACTIVATION_PERIODS_SETTLED },
+    });
   }
   if (outcome === 'duplicate') await announceDeletion(tenant.db, userTombstone(userId), COLLECTIONS.users, String(userId));
   return outcome;

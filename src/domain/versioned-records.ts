@@ -23,6 +23,8 @@ export interface VersionedDoc extends TenantDoc, EventVersion {}
 export interface VersionFields {
   /** Raised to at least these values (`$max`). */
   max?: Record<string, string>;
+  /** Lowered to at most these values (`$min`). */
+  min?: Record<string, string>;
   /** Set only when the record is created. */
   onInsert?: Document;
 }
@@ -67,9 +69,11 @@ const versionOf = (v: EventVersion) => version(v.event_time, count(v));
 /** The write of version `next` with the record's own version fields; `$max` merged, so a field is raised once. */
 function update(set: Document, next: EventVersion, extra: VersionFields, onInsert: Document = {}): UpdateFilter<Document> {
   const max = extra.max ?? {};
+  const min = extra.min ?? {};
   return {
     $set: { ...set, ...next },
     ...(Object.keys(max).length > 0 ? { $max: max } : {}),
+    ...(Object.keys(min).length > 0 ? { $min: min } : {}),
     ...(Object.keys(onInsert).length > 0 ? { $setOnInsert: onInsert } : {}),
   };
 }
@@ -182,7 +186,7 @@ async function afterInsert<T extends VersionedDoc>(
   const extra = op.fields?.(versionOf(next), versionOf(stone)) ?? {};
   const fixed = await records.findOneAndUpdate(
     { _id: doc._id, event_time: written.event_time, event_n: written.event_n } as Filter<T>,
-    { $set: { ...next, ...extra.onInsert }, ...(extra.max ? { $max: extra.max } : {}) } as UpdateFilter<T>,
+    { $set: { ...next, ...extra.onInsert }, ...(extra.max ? { $max: extra.max } : {}), ...(extra.min ? { $min: extra.min } : {}) } as UpdateFilter<T>,
   );
   return { outcome: 'applied', current: (fixed as T | null) ?? doc, version: versionOf(next) };
 }

@@ -16,13 +16,14 @@ export interface Received {
 
 /**
  * Reads a change topic from its beginning, the way an LMS would (its own consumer group), and
- * keeps every message in arrival order (per partition: offset order).
+ * keeps every message in arrival order (per partition: offset order). Creates the topic with
+ * `partitions` unless it exists.
  */
-export async function changeReader(topic: string, brokers = KAFKA_BROKERS) {
+export async function changeReader(topic: string, brokers = KAFKA_BROKERS, partitions = 3) {
   const kafka = new Kafka({ clientId: 'changes-reader', brokers: brokers.split(','), logLevel: logLevel.NOTHING, retry: { retries: 30, maxRetryTime: 5000 } });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
   await admin.disconnect();
   const consumer = kafka.consumer({ groupId: `changes-reader-${randomUUID()}`, retry: { retries: 30, maxRetryTime: 5000 } });
   const received: Received[] = [];

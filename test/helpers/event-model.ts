@@ -4,9 +4,11 @@
  * event-history property test (test/integration/events-model.test.ts) reaches. Pure, no I/O.
  *
  * Written independently of src/ and as plainly as possible: where the service keeps bounded
- * fields (`event_time`, `event_n`, the last 16 `event_ids`, tombstones), the model keeps every
+ * fields (`event_time`, `event_n`, the `event_ids` of the newest time, tombstones), the model keeps every
  * identity it has seen per record and the full list of its distinct events, so a disagreement
- * points at the service's bookkeeping, not at a shared shortcut. It knows nothing of staff or
+ * points at the service's bookkeeping, not at a shared shortcut. One limit is shared on purpose,
+ * as docs/events.md states it: a late activation applies the rules only in the learner's first
+ * activation period (the service keeps the first and last deactivation, not those between). It knows nothing of staff or
  * site administrators: the generator never sends those flags.
  */
 
@@ -51,6 +53,7 @@ export interface Version {
 /** a is newer than b; anything is newer than nothing. */
 export const newer = (a: Version, b: Version | null): boolean => b === null || a.t > b.t || (a.t === b.t && a.n > b.n);
 const max = (a: Version | null, b: Version): Version => (newer(b, a) ? b : (a as Version));
+const min = (a: Version | null, b: Version): Version => (a === null || newer(a, b) ? b : a);
 
 /** What one record (a user id or a course key) has seen: every distinct event, in arrival order. */
 interface Track {
@@ -73,6 +76,13 @@ interface UserTrack extends Track {
   deact: Version | null;
   /** Version of the activation whose rules were applied last. */
   act: Version | null;
+  /** The newest applied activation-capable event that showed the learner active (`act_seen_v`). */
+  seen: Version | null;
+  /** The oldest deactivation, and the oldest activation whose rules were applied: the first activation period. */
+  firstDeact: Version | null;
+  firstAct: Version | null;
+  /** A retirement or a move deleted what the activations before it made: none applies late. */
+  settled: boolean;
 }
 
 export interface CourseRecord {
@@ -161,33 +171,68 @@ export class EventModel {
         break;
       case 'retired': {
         const t = track as UserTrack;
-        t.deact = max(t.deact, version);
+        this.deactivate(t, version);
+        t.settled = true;
         if (applied) this.dropUser(t);
+        // A retirement older than the record is a deactivation in its past: the newest activation
+        // the record reflects may now be one newer than the last deactivation.
+        else if (t.record) this.settleActivation(t, t.seen);
         break;
       }
       default: {
         const t = track as UserTrack;
         const active = e.kind === 'activated' || e.user.is_active;
-        if (!active) t.deact = max(t.deact, version);
+        if (!active) this.deactivate(t, version);
         if (applied) {
           const old = t.record;
           if (old && old.org !== org) {
             // A move: the membership stays behind and goes; the old record counts as a deactivation.
             this.org(old.org).memberships.delete(old.id);
-            t.deact = max(t.deact, previous as Version);
+            this.deactivate(t, previous as Version);
+            t.settled = true;
             this.counts.moves++;
           }
           t.record = { id: e.user.id, org, username: e.user.username, name: e.user.name, email: e.user.email, is_active: active };
         }
         const rec = t.record;
-        if (ACTIVATION_CAPABLE(e) && rec?.is_active && newer(version, t.deact) && (t.act === null || !newer(t.act, t.deact))) {
-          t.act = version;
+        const capable = ACTIVATION_CAPABLE(e);
+        if (applied && capable) t.seen = max(t.seen, version);
+        // This event, or the newest activation the record reflects (a deactivation older than it
+        // may have arrived after it: in event time, it came first).
+        if (!this.settleActivation(t, capable ? max(t.seen, version) : t.seen) && capable && rec && this.lateFirstActivation(t, version)) {
+          // Older than every deactivation, in a first period no activation applied: in event time
+          // it applied the rules while the learner was active, and the membership outlived the
+          // deactivation. (The service keeps the first and last deactivation only: an activation
+          // between two deactivations that both came before it applies nothing, here too.)
+          t.firstAct = min(t.firstAct, version);
           this.counts.rulesApplied++;
-          this.applyRules(rec);
+          this.applyRules({ ...rec, is_active: true });
         }
       }
     }
     return outcome;
+  }
+
+  /** Applies the rules at `activation` when it is one whose rules are not applied yet; true when it did. */
+  private settleActivation(t: UserTrack, activation: Version | null): boolean {
+    const rec = t.record;
+    if (activation === null || !rec?.is_active || !newer(activation, t.deact) || (t.act !== null && newer(t.act, t.deact))) return false;
+    t.act = activation;
+    t.seen = max(t.seen, activation);
+    t.firstAct = min(t.firstAct, activation);
+    this.counts.rulesApplied++;
+    this.applyRules(rec);
+    return true;
+  }
+
+  private deactivate(t: UserTrack, version: Version) {
+    t.deact = max(t.deact, version);
+    t.firstDeact = min(t.firstDeact, version);
+  }
+
+  private lateFirstActivation(t: UserTrack, version: Version): boolean {
+    if (t.settled || t.firstDeact === null || !newer(t.firstDeact, version)) return false;
+    return t.firstAct === null || newer(t.firstAct, t.firstDeact);
   }
 
   private eventOrg(e: Exclude<ModelEvent, CourseDeletedEvent>): string | null {
@@ -232,7 +277,7 @@ export class EventModel {
   private userTrack(id: number): UserTrack {
     let t = this.users.get(id);
     if (!t) {
-      t = { events: [], version: null, record: null, deact: null, act: null };
+      t = { events: [], version: null, record: null, deact: null, act: null, seen: null, firstDeact: null, firstAct: null, settled: false };
       this.users.set(id, t);
     }
     return t;

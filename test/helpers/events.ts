@@ -3,11 +3,12 @@ import { type IHeaders, Kafka, type KafkaMessage, logLevel, type Producer } from
 import { MongoClient } from 'mongodb';
 import type { MessageHandler, RetryPolicy } from '../../consumers/consumer';
 import { COLLECTIONS, type GroupDoc, type MembershipDoc, type RuleDoc, type UserDoc } from '../../src/db/collections';
-import type { Tenant } from '../../src/db/tenant';
+import { Tenant } from '../../src/db/tenant';
 import { createLogger } from '../../src/log';
 import { startService } from '../../src/runtime';
 import { client } from './http';
-import { KAFKA_BROKERS, type TestService, testConfig } from './stack';
+import { KAFKA_BROKERS, type TestService, testConfig, uniqueName } from './stack';
+import { siteAdminToken } from './tokens';
 
 /** Event builders, a producer, seeding through Tenant and a service whose logs a test can read. */
 
@@ -319,3 +320,16 @@ export async function metricValue(baseUrl: string, name: string, labels: Record<
   }
   return Number.NaN;
 }
+
+/** A new organization with a group and a rule `domain -> group`, made through `service`'s admin API. */
+export async function orgWithRule(service: TestService, domain: string) {
+  const org = uniqueName('tenant');
+  const api = client(service.baseUrl, await siteAdminToken(org));
+  const group = (await api.post('course-access-groups/', { name: 'learners', description: '' })).body as { id: number };
+  if ((await api.post('membership-rules/', { name: domain, domain, group: group.id })).status !== 201) throw new Error(`rule ${domain} refused`);
+  return { org, api, group };
+}
+
+/** Whether the stored learner is active (the API does not show it). */
+export const storedActive = async (service: TestService, org: string, id: number) =>
+  (await new Tenant(service.db, org).collection<UserDoc>(COLLECTIONS.users).findById(String(id)))?.is_active;

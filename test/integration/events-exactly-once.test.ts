@@ -1,8 +1,9 @@
 // Issue 19's three findings, as plain regression tests through the real consumer on the local
 // stack (SPEC §5 "the same event twice changes nothing the second time", "rules are applied once
 // per activation", "different events with the same time are both applied, in arrival order").
-// Every message of a test goes to one partition of its own (a topic and partition no other test
-// uses), so they arrive in the order sent, and a test whose partition is stuck holds up no other.
+// Every message of a test goes to one partition (a topic and partition no other test uses, or one
+// an earlier test left with its every message handled), so they arrive in the order sent, and a
+// test whose partition is stuck holds up no other.
 // The last two tests are what the event-history property test (events-model.test.ts) found.
 import { randomUUID } from 'node:crypto';
 import { COLLECTIONS, type UserDoc } from '../../src/db/collections';
@@ -13,8 +14,10 @@ import {
   type EventTestService,
   kafka,
   newUserId,
+  orgWithRule,
   produceOne,
   startEventService,
+  storedActive,
   structured,
   TYPES,
   userData,
@@ -53,19 +56,6 @@ async function dlqCount(topic: string): Promise<number> {
   } finally {
     await admin.disconnect();
   }
-}
-
-/** Whether the stored learner is active (the API does not show it). */
-const storedActive = async (org: string, id: number) =>
-  (await new Tenant(service.db, org).collection<UserDoc>(COLLECTIONS.users).findById(String(id)))?.is_active;
-
-/** An organization with a group and a rule `domain -> group`, made through the admin API. */
-async function orgWithRule(domain: string) {
-  const org = uniqueName('tenant');
-  const api = client(service.baseUrl, await siteAdminToken(org));
-  const group = (await api.post('course-access-groups/', { name: 'learners', description: '' })).body as { id: number };
-  expect((await api.post('membership-rules/', { name: domain, domain, group: group.id })).status).toBe(201);
-  return { org, api, group };
 }
 
 test('finding 1: a course.deleted delivered twice, for a course whose organization differs from its key ORG, leaves it deleted, sends nothing to the DLQ and later events still apply', async () => {
@@ -111,7 +101,7 @@ test('finding 1: a course.deleted delivered twice, for a course whose organizati
 
 test('finding 2: a membership an administrator removed is not created again by the same activation delivered again, nor by a login of the same or an older time', async () => {
   const send = sender(topicOf(1));
-  const { org, api, group } = await orgWithRule('again.edu');
+  const { org, api, group } = await orgWithRule(service, 'again.edu');
   const id = newUserId();
   const user = { id, email: `learner${id}@again.edu`, is_active: true };
   const activation = structured(cloudEvent(TYPES.activated, userData(org, user), { time: '2026-05-02T00:00:10Z' }), id);
@@ -134,7 +124,7 @@ test('finding 2: a membership an administrator removed is not created again by t
 
 test('finding 3: a registration (inactive) and an activation of the same time, another id: the learner ends active and a member by the rule', async () => {
   const send = sender(topicOf(2));
-  const { org, api, group } = await orgWithRule('same-time.edu');
+  const { org, api, group } = await orgWithRule(service, 'same-time.edu');
   const id = newUserId();
   const user = { id, email: `learner${id}@same-time.edu` };
   const time = '2026-05-03T00:00:00Z';
@@ -149,7 +139,7 @@ test('finding 3: a registration (inactive) and an activation of the same time, a
 
 test('a retirement, then an activation-capable event of the same time (another id): the learner is back, active, and a member by the rule', async () => {
   const send = sender(topicOf(1), 1);
-  const { org, api, group } = await orgWithRule('back.edu');
+  const { org, api, group } = await orgWithRule(service, 'back.edu');
   const id = newUserId();
   const time = '2026-05-04T00:00:05Z';
   await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time }), id));
@@ -163,7 +153,7 @@ test('a retirement, then an activation-capable event of the same time (another i
 
 test('a stale retirement counts as a deactivation: an activation older than it applies no rule', async () => {
   const send = sender(topicOf(2), 1);
-  const { org, api } = await orgWithRule('late.edu');
+  const { org, api } = await orgWithRule(service, 'late.edu');
   const id = newUserId();
   const user = { id, email: `learner${id}@late.edu`, is_active: true };
   // The record is from a newer update (no activation); the retirement and the activation arrive late.
@@ -177,7 +167,7 @@ test('a stale retirement counts as a deactivation: an activation older than it a
 
 test('more than 16 events of one time: a redelivery of the first is still a duplicate (an activation then a deactivation keep the learner inactive and the removed membership removed)', async () => {
   const send = sender(topicOf(0), 1);
-  const { org, api } = await orgWithRule('crowd.edu');
+  const { org, api } = await orgWithRule(service, 'crowd.edu');
   const id = newUserId();
   const user = { id, email: `learner${id}@crowd.edu` };
   const time = '2026-05-06T00:00:00Z';
@@ -193,12 +183,12 @@ test('more than 16 events of one time: a redelivery of the first is still a dupl
   await handled(await send(activation));
 
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
-  expect(await storedActive(org, id)).toBe(false);
+  expect(await storedActive(service, org, id)).toBe(false);
 }, 60000);
 
 test('an event without time, delivered again as another Kafka record with a later timestamp, changes nothing the second time', async () => {
   const send = sender(topicOf(0), 2);
-  const { org, api } = await orgWithRule('untimed.edu');
+  const { org, api } = await orgWithRule(service, 'untimed.edu');
   const id = newUserId();
   const user = { id, email: `learner${id}@untimed.edu` };
   const first = Date.parse('2026-05-07T00:00:00Z');
@@ -216,7 +206,7 @@ test('an event without time, delivered again as another Kafka record with a late
   await handled(await send(copy(first + 2000)));
 
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
-  expect(await storedActive(org, id)).toBe(false);
+  expect(await storedActive(service, org, id)).toBe(false);
 }, 60000);
 
 test.each([
@@ -226,7 +216,7 @@ test.each([
   'a deactivation (%s) arriving after a newer login: the login is the activation it is in event time, and its rules apply',
   async (_name, kind) => {
     const send = sender(topicOf(kind === 'update' ? 1 : 2), 2);
-    const { org, api, group } = await orgWithRule(`late-${kind}.edu`);
+    const { org, api, group } = await orgWithRule(service, `late-${kind}.edu`);
     const id = newUserId();
     const user = { id, email: `learner${id}@late-${kind}.edu` };
     await handled(await send(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time: '2026-05-08T00:00:01Z' }), id)));
@@ -247,3 +237,71 @@ test.each([
   },
   60000,
 );
+
+// Issue 27, item 2: an activation (T1) and a deactivation (T2 > T1) end the same whatever order
+// they arrive in, and rules are still applied once per activation period, so an administrator's
+// later change stands (docs/events.md, late activations).
+test.each([
+  ['in time order', 0, [0, 1]],
+  ['the deactivation first', 1, [1, 0]],
+] as const)(
+  'an activation (T1) and a deactivation (T2 > T1) arriving %s: the learner ends inactive and a member by the rule',
+  async (_name, partition, order) => {
+    const send = sender(topicOf(0), partition);
+    const domain = `order-${partition}.edu`;
+    const { org, api, group } = await orgWithRule(service, domain);
+    const id = newUserId();
+    const user = { id, email: `learner${id}@${domain}` };
+    const events = [
+      structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time: '2026-05-09T00:00:01Z' }), id),
+      structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false }), { time: '2026-05-09T00:00:02Z' }), id),
+    ];
+    let last = null;
+    for (const i of order) last = await send(events[i]!);
+    await handled(last!);
+
+    expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+    expect(await storedActive(service, org, id)).toBe(false);
+  },
+  60000,
+);
+
+test("a late activation applies the rules once for its period: an administrator's removal after it stands against a redelivery and another activation of that period", async () => {
+  const send = sender(topicOf(1));
+  const { org, api, group } = await orgWithRule(service, 'late-period.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@late-period.edu` };
+  await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false }), { time: '2026-05-10T00:00:09Z' }), id));
+  const late = structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time: '2026-05-10T00:00:04Z' }), id);
+  await send(late);
+  const member = await waitFor(
+    () => api.get(`users/${id}/`),
+    (r) => r.status === 200 && r.body.membership !== null,
+  );
+  expect(member.body.membership.group.id).toBe(group.id);
+  expect((await api.delete(`memberships/${member.body.membership.id}/`)).status).toBe(204);
+
+  await send(late);
+  await send(structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time: '2026-05-10T00:00:06Z' }), id));
+  await handled(await send(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time: '2026-05-10T00:00:03Z' }), id)));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
+  expect(await storedActive(service, org, id)).toBe(false);
+}, 60000);
+
+test("a late activation of a period whose rules were applied applies nothing: the administrator's removal stands", async () => {
+  const send = sender(topicOf(2));
+  const { org, api } = await orgWithRule(service, 'applied-period.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@applied-period.edu` };
+  await send(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time: '2026-05-11T00:00:04Z' }), id));
+  const member = await waitFor(
+    () => api.get(`users/${id}/`),
+    (r) => r.status === 200 && r.body.membership !== null,
+  );
+  expect((await api.delete(`memberships/${member.body.membership.id}/`)).status).toBe(204);
+  await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false }), { time: '2026-05-11T00:00:09Z' }), id));
+  await handled(await send(structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time: '2026-05-11T00:00:06Z' }), id)));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
+}, 60000);

@@ -4,8 +4,16 @@
 // 60 s of waiting: FAULTS_BROKER_DOWN_SECONDS=60). Writes never wait
 // for the broker; the outbox holds their changes; once the broker is back, every change is
 // published, in order per record, and each record's newest event is its state in the database.
-import { COLLECTIONS } from '../../src/db/collections';
+// Issue 27: meanwhile imports of FAULTS_BACKLOG (4,000) rule-matching learners pile thousands of
+// changes up in the outbox, on a one-partition changes topic: more than the broker takes in one
+// request (sent as one, the broker refuses them for good). Every one of them arrives once the
+// broker is back, and the outbox empties (nothing stuck).
+import { COLLECTIONS, type OutboxDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+import { normalizeEventTime } from '../../src/domain/event-time';
+import { importUserBatch } from '../../src/domain/import-users';
 import { type ChangeReader, changeReader, expectInOrderPerRecord } from '../helpers/changes';
+import { groupWithRule } from '../helpers/domain';
 import { newUserId, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { privateKafka } from '../helpers/private-stack';
@@ -17,6 +25,9 @@ const BROKER_PORT = 9596;
 const CONTROLLER_PORT = 9597;
 const DOWN_MS = Number(process.env.FAULTS_BROKER_DOWN_SECONDS || 15) * 1000;
 const WRITERS = 3;
+/** Learners imported while the broker is down, in imports of IMPORT_SIZE: one membership change each. */
+const BACKLOG = Number(process.env.FAULTS_BACKLOG || 4000);
+const IMPORT_SIZE = 250;
 const broker = privateKafka(BROKER_PORT, CONTROLLER_PORT);
 const topic = uniqueName('changes');
 let service: TestService | null = null;
@@ -32,7 +43,8 @@ test(
   `the broker down (stopped, ${DOWN_MS / 1000} s, started again) while administrators write: nothing is refused, everything is published once it is back, in order per record`,
   async () => {
     await broker.start();
-    reader = await changeReader(topic, broker.brokers);
+    // One partition: the whole backlog is one batch for the broker, refused over 1 MiB.
+    reader = await changeReader(topic, broker.brokers, 1);
     service = await startTestService({ KAFKA_BROKERS: broker.brokers, CHANGES_TOPIC: topic });
     const org = uniqueName('org');
     const http = client(service.baseUrl, await siteAdminToken(org, 5));
@@ -80,10 +92,23 @@ test(
     await broker.stop();
     const stoppedAt = Date.now();
     const ackedAtStop = ackedSoFar();
-    await new Promise((r) => setTimeout(r, DOWN_MS));
-    // The premise: changes piled up in the outbox while the broker was away.
-    const piled = await service.db.collection(COLLECTIONS.outbox).countDocuments({});
-    expect(piled).toBeGreaterThan(0);
+    const tenant = new Tenant(service.db, org);
+    await groupWithRule(tenant, 'backlog.edu');
+    const imported = Array.from({ length: BACKLOG }, () => newUserId());
+    const importAll = async () => {
+      for (let i = 0; i < imported.length; i += IMPORT_SIZE) {
+        const batch = imported
+          .slice(i, i + IMPORT_SIZE)
+          .map((id) => ({ id, username: `b${id}`, name: `B ${id}`, email: `b${id}@backlog.edu`, is_active: true }));
+        await importUserBatch(tenant, batch, normalizeEventTime('2026-06-01T00:00:00Z'));
+      }
+    };
+    await Promise.all([new Promise((r) => setTimeout(r, DOWN_MS)), importAll()]);
+    // The premise: thousands of changes piled up in the outbox while the broker was away.
+    const intents = await service.db.collection<OutboxDoc>(COLLECTIONS.outbox).find({}).toArray();
+    const piled = intents.length;
+    const piledChanges = intents.reduce((n, i) => n + i.k.length, 0);
+    expect(piledChanges).toBeGreaterThanOrEqual(BACKLOG);
     // And /metrics shows the backlog and its age while the relay waits for the broker.
     await waitFor(
       async () => {
@@ -111,7 +136,25 @@ test(
       (missing) => missing.length === 0,
       120000,
     );
+    const importedMembers = () =>
+      new Set(reader!.received.filter((r) => r.event.data.organization === org && r.event.type.endsWith('.membership.changed.v1')).map((r) => r.event.subject));
+    await waitFor(
+      async () => {
+        const members = importedMembers();
+        return imported.filter((id) => !members.has(`memberships/${id}`));
+      },
+      (missing) => missing.length === 0,
+      120000,
+    );
     const caughtUpIn = Date.now() - started;
+    // Nothing stuck: the outbox empties, and no change was too large to send.
+    await waitFor(
+      () => service!.db.collection(COLLECTIONS.outbox).countDocuments({}),
+      (n) => n === 0,
+      30000,
+    );
+    const metrics = (await client(service.baseUrl).get('/metrics')).body as string;
+    expect([...metrics.matchAll(/^changes_unpublishable_total\{.*\} (\S+)$/gm)].filter((m) => Number(m[1]) !== 0)).toEqual([]);
 
     expectInOrderPerRecord(reader.received, acked);
     const latest = reader.latest();
@@ -121,7 +164,7 @@ test(
       expect(latest.get(`memberships/${users[w]}`)!.data.membership).toEqual({ id: m.id, user_id: users[w], group_id: m.group.id, automatic: false });
     }
     process.stderr.write(
-      `[faults-changes-broker] broker unreachable ${(downFor / 1000).toFixed(0)} s; ${ackedDuringOutage} writes acknowledged meanwhile (${piled} intents in the outbox ${DOWN_MS / 1000} s in); ` +
+      `[faults-changes-broker] broker unreachable ${(downFor / 1000).toFixed(0)} s; ${ackedDuringOutage} writes acknowledged meanwhile (${piled} intents of ${piledChanges} changes in the outbox ${DOWN_MS / 1000} s in); ` +
         `${all.length} writes in all, all published ${(caughtUpIn / 1000).toFixed(1)} s after writing stopped; ${reader.received.length} events\n`,
     );
   },

@@ -3,7 +3,7 @@
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { ACTIVATION_BEFORE_BOOKKEEPING, upgradeStoredRecords } from '../../src/db/upgrades';
+import { ACTIVATION_BEFORE_BOOKKEEPING, ACTIVATION_PERIODS_SETTLED, upgradeStoredRecords } from '../../src/db/upgrades';
 import { applyUserData, type UserEventKind } from '../../src/domain/user-event-data';
 import { day, groupWithRule, membershipOf, userOf } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
@@ -36,9 +36,9 @@ const send = (kind: UserEventKind, id: number, time: string, eventId: string, is
 /** A user as an earlier version of the service stored it: no event identities, no activation bookkeeping. */
 async function legacyUser(id: number, is_active: boolean) {
   await send('update', id, day(1), `legacy-${id}`, is_active);
-  await db
-    .collection(COLLECTIONS.users)
-    .updateOne({ _id: String(id) } as never, { $unset: { event_ids: '', event_n: '', act_v: '', act_done: '', deact_v: '' } });
+  await db.collection(COLLECTIONS.users).updateOne({ _id: String(id) } as never, {
+    $unset: { event_ids: '', event_n: '', act_v: '', act_done: '', deact_v: '', act_seen_v: '', deact_min_v: '', act_min_v: '' },
+  });
 }
 
 test('an active user stored before activations were recorded gets no rule at its next login; an inactive one gets them at its activation', async () => {
@@ -62,11 +62,28 @@ test('an active user stored before activations were recorded gets no rule at its
 
 test('an upgrade runs once: a start after it leaves a user stored later as it is', async () => {
   await upgradeStoredRecords(db);
-  expect(await db.collection(COLLECTIONS.upgrades).countDocuments()).toBe(1);
+  const upgrades = await db.collection(COLLECTIONS.upgrades).countDocuments();
+  expect(upgrades).toBeGreaterThan(0);
   await legacyUser(3, true);
   await upgradeStoredRecords(db);
   expect((await userOf(a, 3))?.act_v).toBeUndefined();
+  expect(await db.collection(COLLECTIONS.upgrades).countDocuments()).toBe(upgrades);
   // Unmarked, its next login counts as an activation not yet applied: what the upgrade prevents.
   await send('registration', 3, day(3), 'login-3');
   expect(await membershipOf(a, 3)).not.toBeNull();
+});
+
+test("a user stored before its first deactivation was kept: no late activation of its past applies the rules (they may have been, and an administrator's change since stands)", async () => {
+  // Stored inactive at day 5 by an earlier version: its deact_v only.
+  await send('update', 4, day(5), 'inactive-4', false);
+  await db.collection(COLLECTIONS.users).updateOne({ _id: '4' } as never, { $unset: { deact_min_v: '', act_min_v: '' } });
+  await db.collection(COLLECTIONS.upgrades).deleteOne({ _id: 'first-activation-period-recorded' } as never);
+  await upgradeStoredRecords(db);
+  expect(await userOf(a, 4)).toMatchObject({ act_min_v: ACTIVATION_PERIODS_SETTLED });
+  expect(await send('activation', 4, day(2), 'late-4')).toBe('stale');
+  expect(await membershipOf(a, 4)).toBeNull();
+  // Unmarked (a user stored now), the same late activation applies the rules of its period.
+  await send('update', 5, day(5), 'inactive-5', false);
+  expect(await send('activation', 5, day(2), 'late-5')).toBe('stale');
+  expect(await membershipOf(a, 5)).not.toBeNull();
 });

@@ -4,7 +4,7 @@
 import type { Tenant } from '../../src/db/tenant';
 import { applyMembershipRules, applyRuleToExistingUsers } from '../../src/domain/membership-rules';
 import { insertMembershipIfAbsent } from '../../src/domain/memberships';
-import { retireUser, type UserFacts, upsertUser } from '../../src/domain/users';
+import { isLateFirstActivation, retireUser, type UserFacts, upsertUser } from '../../src/domain/users';
 import { addRule, day, facts, groupWithRule, membershipOf, memberships, memoryWorld, newGroup, userOf } from '../helpers/domain';
 
 let tenant: (org: string) => Tenant;
@@ -103,4 +103,19 @@ test('a retirement racing a rule leaves no membership', async () => {
   expect(await applyMembershipRules(a, read)).toBeNull();
   expect(await membershipOf(a, 1)).toBeNull();
   expect(await userOf(a, 1)).toBeNull();
+});
+
+describe('isLateFirstActivation (docs/events.md, late activations)', () => {
+  const d = (t: number) => `2026-01-0${t}T00:00:00.000Z#0001`;
+  test.each([
+    ['no deactivation: not late', {}, d(2), false],
+    ['before the first deactivation, no activation claimed', { deact_min_v: d(5) }, d(2), true],
+    ['after the first deactivation: not decided, nothing', { deact_min_v: d(3) }, d(4), false],
+    ['the first period claimed', { deact_min_v: d(5), act_min_v: d(1) }, d(2), false],
+    ['only a later period claimed', { deact_min_v: d(5), act_min_v: d(6), act_v: d(6) }, d(2), true],
+    ['settled by a retirement or a move', { deact_min_v: d(5), act_min_v: '0000#0000' }, d(2), false],
+    ['claimed before act_min_v was kept', { deact_min_v: d(5), act_v: d(1) }, d(2), false],
+  ])('%s', (_name, user, v, late) => {
+    expect(isLateFirstActivation(user, v)).toBe(late);
+  });
 });

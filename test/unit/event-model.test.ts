@@ -230,12 +230,64 @@ describe('activations', () => {
     expect(m.membership('tenant-a', 7)).toBeNull();
   });
 
-  test('an activation older than the last deactivation applies nothing; an inactive learner gets no membership', () => {
+  test('an inactive learner gets no membership', () => {
     const { m } = withRule();
     m.deliver(user('registered', 5, { active: false }));
-    expect(m.deliver(user('activated', 4))).toBe('stale');
+    m.deliver(user('login', 6, { active: false }));
     expect(m.membership('tenant-a', 7)).toBeNull();
+  });
+
+  test.each([
+    ['in time order', [0, 1]],
+    ['the deactivation first', [1, 0]],
+  ])('an activation (T1) and a deactivation (T2 > T1), %s: the same end, inactive and a member by the rule', (_name, order) => {
+    const { m, g } = withRule();
+    const events = [user('activated', 4), user('registered', 5, { active: false })];
+    for (const i of order) m.deliver(events[i]!);
+    expect(m.membership('tenant-a', 7)).toBe(g);
     expect(m.user('tenant-a', 7)?.is_active).toBe(false);
+  });
+
+  test("a late activation applies the rules once per activation period: an administrator's removal after it stands against another of that period and a redelivery", () => {
+    const { m } = withRule();
+    m.deliver(user('updated', 9, { active: false }));
+    const late = user('activated', 4);
+    m.deliver(late);
+    expect(m.deleteMembership('tenant-a', 7)).toBe(204);
+    m.deliver(late);
+    m.deliver(user('login', 6, { active: true }));
+    m.deliver(user('activated', 3));
+    expect(m.membership('tenant-a', 7)).toBeNull();
+  });
+
+  test("a late activation of a period the rules were applied in applies nothing (an administrator's removal stands)", () => {
+    const { m } = withRule();
+    m.deliver(user('activated', 4));
+    expect(m.deleteMembership('tenant-a', 7)).toBe(204);
+    m.deliver(user('updated', 9, { active: false }));
+    m.deliver(user('login', 6, { active: true }));
+    expect(m.membership('tenant-a', 7)).toBeNull();
+  });
+
+  test.each([
+    ['an update showing the learner inactive', () => user('updated', 2, { active: false })],
+    ['a retirement', () => retired(2)],
+  ])('a deactivation (%s) arriving after a newer login: the login is the activation it is in event time, and its rules apply', (_name, late) => {
+    const { m, g } = withRule();
+    m.deliver(user('activated', 1));
+    expect(m.deleteMembership('tenant-a', 7)).toBe(204);
+    m.deliver(user('login', 3, { active: true }));
+    expect(m.membership('tenant-a', 7)).toBeNull();
+    expect(m.deliver(late())).toBe('stale');
+    expect(m.membership('tenant-a', 7)).toBe(g);
+  });
+
+  test('bounded: an activation between two deactivations that both arrived before it applies nothing', () => {
+    const { m } = withRule();
+    m.deliver(user('updated', 3, { active: false }));
+    m.deliver(user('updated', 9, { active: false }));
+    m.deliver(user('activated', 5));
+    expect(m.membership('tenant-a', 7)).toBeNull();
   });
 
   test('the rules match the domain after the last @, whatever its case, and never change an existing membership', () => {
