@@ -1,5 +1,6 @@
 import type { Db, Filter } from 'mongodb';
 import { COLLECTIONS, type EventVersion, type TombstoneDoc } from './collections';
+import { readInPieces } from './dialect';
 import { isDuplicateKey } from './driver-errors';
 import { recordAtVersion } from './versioned-writes';
 
@@ -17,8 +18,7 @@ export function tombstones(db: Db) {
     },
 
     async getMany(keys: readonly string[]): Promise<Map<string, TombstoneDoc>> {
-      if (keys.length === 0) return new Map();
-      const docs = await stones.find({ _id: { $in: [...new Set(keys)] } }).toArray();
+      const docs = await readInPieces([...new Set(keys)], (piece) => stones.find({ _id: { $in: piece } }).toArray());
       return new Map(docs.map((d) => [d._id, d]));
     },
 

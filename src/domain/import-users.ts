@@ -1,6 +1,5 @@
 import type { Filter } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
-import { IN_LIMIT } from '../db/dialect';
 import { ownerLookup } from '../db/owners';
 import { indexNewUsers, unindexUser } from '../db/search-index';
 import type { Tenant } from '../db/tenant';
@@ -132,13 +131,9 @@ function firstLineOfEachId(batch: readonly UserFacts[]): Map<UserFacts, number> 
   return firsts;
 }
 
-/** The users' tombstones, at most IN_LIMIT keys a query. */
-async function tombstonesOf(tenant: Tenant, users: readonly UserFacts[]): Promise<Map<string, TombstoneDoc>> {
-  const keys = users.map((u) => userTombstone(u.id));
-  const found = new Map<string, TombstoneDoc>();
-  for (let i = 0; i < keys.length; i += IN_LIMIT)
-    for (const [k, stone] of await tombstones(tenant.db).getMany(keys.slice(i, i + IN_LIMIT))) found.set(k, stone);
-  return found;
+/** The users' tombstones. */
+function tombstonesOf(tenant: Tenant, users: readonly UserFacts[]): Promise<Map<string, TombstoneDoc>> {
+  return tombstones(tenant.db).getMany(users.map((u) => userTombstone(u.id)));
 }
 
 /** Inserts the users' records in one unordered insert; returns those inserted (a refused `_id` exists somewhere). */
