@@ -5,6 +5,7 @@ import { isTooLarge } from '../src/kafka';
 import type { Logger } from '../src/log';
 import type { Metrics, PartitionProgress } from '../src/metrics';
 import { backoffDelay, DEFAULT_RETRY, type RetryPolicy } from '../src/retry';
+import type { BatchHandler } from './batch';
 import { InvalidMessage } from './cloudevents';
 import { HandlerFailure, type MessageHandler } from './dispatch';
 import { describeError, isRetriable } from './failures';
@@ -84,6 +85,8 @@ export function createEventConsumer(opts: {
   config: Config;
   log: Logger;
   handle: MessageHandler;
+  /** Applies together what it can of a run of messages first (consumers/batch.ts); without it, every message goes alone. */
+  handleBatch?: BatchHandler;
   metrics?: Metrics;
   retry?: RetryPolicy;
   partitionsConsumedConcurrently?: number;
@@ -91,6 +94,7 @@ export function createEventConsumer(opts: {
   const { kafka, config, log, handle, metrics } = opts;
   const policy = opts.retry ?? DEFAULT_RETRY;
   const maxAttempts = config.EVENT_MAX_ATTEMPTS;
+  const batchSize = opts.handleBatch ? config.EVENT_BATCH_SIZE : 1;
   let consumer: Consumer | null = null;
   let producer: Producer | null = null;
   let stopping = new AbortController();
@@ -266,6 +270,24 @@ export function createEventConsumer(opts: {
     return false;
   }
 
+  /**
+   * The offsets of `run` the batch handler applied together; empty when there is none, the run
+   * is one message, or the batch failed (then each message of the run is handled alone, where
+   * its failure is retried or dead-lettered as its own).
+   */
+  async function applyTogether(topic: string, partition: number, run: KafkaMessage[]): Promise<Set<string>> {
+    if (!opts.handleBatch || run.length < 2) return new Set();
+    try {
+      return await opts.handleBatch({ topic, partition, messages: run });
+    } catch (err) {
+      log.warn(
+        { topic, partition, first_offset: run[0]!.offset, messages: run.length, err: describeError(err) },
+        'batch failed; its messages are handled one by one',
+      );
+      return new Set();
+    }
+  }
+
   async function start(signal: AbortSignal) {
     const c = kafka.consumer({ groupId: config.KAFKA_GROUP_ID, allowAutoTopicCreation: true, maxWaitTimeInMs: FETCH_WAIT_MS });
     // Few retries of its own: a copy that cannot be written becomes the message's failure,
@@ -285,19 +307,30 @@ export function createEventConsumer(opts: {
           const state = stateOf(batch.topic, batch.partition);
           state.highWatermark = Number(batch.highWatermark);
           const since = Date.now();
-          for (const message of batch.messages) {
+          const { messages } = batch;
+          for (let i = 0; i < messages.length; ) {
             if (!stillOurs()) return;
             // kafkajs fetches again only once every batch of a fetch has returned: a backlog's
             // batch held for minutes would hold every other partition's retry as long. The rest
             // of it is fetched again from the first message not resolved.
             if (Date.now() - since > BATCH_HOLD_MS) return;
-            state.next = Number(message.offset);
-            state.headTimestamp = Number(message.timestamp);
-            const payload = { topic: batch.topic, partition: batch.partition, message, heartbeat, pause };
-            if (!(await attempt(payload, state, stillOurs))) return;
-            resolveOffset(message.offset);
-            state.next = Number(message.offset) + 1;
-            state.headTimestamp = null;
+            // A message waiting for its retry goes alone: its attempts are counted per message.
+            const run = messages.slice(i, state.failure?.offset === messages[i]!.offset ? i + 1 : i + batchSize);
+            const together = await applyTogether(batch.topic, batch.partition, run);
+            for (const message of run) {
+              if (!stillOurs()) return;
+              state.next = Number(message.offset);
+              state.headTimestamp = Number(message.timestamp);
+              if (!together.has(message.offset)) {
+                const payload = { topic: batch.topic, partition: batch.partition, message, heartbeat, pause };
+                if (!(await attempt(payload, state, stillOurs))) return;
+              }
+              resolveOffset(message.offset);
+              state.next = Number(message.offset) + 1;
+              state.headTimestamp = null;
+            }
+            i += run.length;
+            // Committed after each run's writes (and every second by kafkajs): a restart redoes at most one run.
             await commitOffsetsIfNecessary();
             // kafkajs heartbeats only between batches; a batch of a backlog (thousands of
             // messages) takes longer than the session timeout, and the member would be evicted

@@ -28,6 +28,8 @@ export const configSchema = {
     SERVICE_ROLE: { type: 'string', enum: ['all', 'api', 'consumer'], default: 'all' },
     /** Attempts at an event whose failure is not retriable before it goes to the DLQ (10: about 45 s of backoff). */
     EVENT_MAX_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
+    /** The most messages of one partition applied together (consumers/batch.ts); 1 applies every message alone. */
+    EVENT_BATCH_SIZE: { type: 'integer', minimum: 1, maximum: 5000, default: 500 },
     /** Whether `X-Forwarded-Host`/`-Proto` shape links: only behind a proxy that sets them (docs/operations.md). */
     TRUST_PROXY: { type: 'string', enum: ['on', 'off'], default: 'off' },
     ACCESS_CACHE: { type: 'string', enum: ['on', 'off'], default: 'on' },
@@ -53,6 +55,7 @@ export const configSchema = {
     'LOG_LEVEL',
     'SERVICE_ROLE',
     'EVENT_MAX_ATTEMPTS',
+    'EVENT_BATCH_SIZE',
     'TRUST_PROXY',
     'ACCESS_CACHE',
     'CHANGES_TOPIC',

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db, MongoClient } from 'mongodb';
 import { type AvroDecoder, createAvroDecoder } from '../consumers/avro';
+import { createBatchHandler } from '../consumers/batch';
 import { createEventConsumer, type EventConsumer, type MessageHandler } from '../consumers/consumer';
 import { createDispatcher } from '../consumers/dispatch';
 import { createApp, createOperationsApp } from './app';
@@ -103,8 +104,11 @@ export async function startService(
     if (config.SCHEMA_REGISTRY_URL) {
       avro = createAvroDecoder({ url: config.SCHEMA_REGISTRY_URL, username: config.SCHEMA_REGISTRY_USERNAME, password: config.SCHEMA_REGISTRY_PASSWORD });
     }
-    const handle: MessageHandler = opts.handle ?? createDispatcher({ db, log, metrics, defaultOrganization: config.DEFAULT_ORGANIZATION ?? null, avro });
-    consumer = createEventConsumer({ kafka, config, log, handle, metrics, retry: opts.retry });
+    const door = { db, log, metrics, defaultOrganization: config.DEFAULT_ORGANIZATION ?? null, avro };
+    // A test's own handler gets every message alone.
+    const handle: MessageHandler = opts.handle ?? createDispatcher(door);
+    const handleBatch = opts.handle ? undefined : createBatchHandler(door);
+    consumer = createEventConsumer({ kafka, config, log, handle, handleBatch, metrics, retry: opts.retry });
   }
 
   const events = config.CHANGES_TOPIC !== '';

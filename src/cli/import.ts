@@ -7,7 +7,7 @@ import { registrationCompleted } from '../../consumers/handlers/registration-com
 import { Tenant } from '../db/tenant';
 import { applyCatalogInfo, type CatalogInfoData } from '../domain/course-event-data';
 import { type ApplyOutcome, normalizeEventTime } from '../domain/event-time';
-import { importUserBatch } from '../domain/import-users';
+import { importUserBatch, linesAt } from '../domain/import-users';
 import { eventOrganization } from '../domain/organization';
 import { applyUserData, type UserEventData, userFacts } from '../domain/user-event-data';
 import { Invalid, ServiceError } from '../errors';
@@ -87,8 +87,10 @@ async function applyUsersChunk(ctx: ChunkContext, lines: Line<UserEventData>[]):
   for (const [org, ofOrg] of byOrganization(lines)) {
     const outcomes = await importUserBatch(
       new Tenant(ctx.db, org),
-      ofOrg.map((l) => userFacts(l.data, 'registration')),
-      IMPORT_TIME,
+      linesAt(
+        ofOrg.map((l) => userFacts(l.data, 'registration')),
+        IMPORT_TIME,
+      ),
     );
     outcomes.forEach((outcome, i) => {
       if (outcome === 'per-event') perEvent.push(ofOrg[i]!);

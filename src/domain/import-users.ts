@@ -4,8 +4,8 @@ import { ownerLookup } from '../db/owners';
 import { indexNewUsers, unindexUser } from '../db/search-index';
 import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
-import { type ApplyOutcome, asStamp, version } from './event-time';
-import { syncUserGroups, userGroupFactsAgree } from './list-facts';
+import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
+import { syncUserGroups, userGroupFacts, userGroupFactsAgree } from './list-facts';
 import { activationSettled, insertRuleMemberships, matchRules } from './membership-rules';
 import { activationFields, type UserFacts, userRecord, userTombstone } from './users';
 import { compare, deletedSince } from './versioned-records';
@@ -17,7 +17,19 @@ import { compare, deletedSince } from './versioned-records';
 export type BatchOutcome = ApplyOutcome | 'per-event';
 
 /**
- * Applies many users of one organization at once, as registration events of `time` would
+ * One user as an activation-capable event brings it (a registration, an activation, an import
+ * line): the user, and the event's time and identity.
+ */
+export interface UserLine {
+  facts: UserFacts;
+  at: EventStamp;
+}
+
+/** The users as lines of one time, as `cag import` reads them (every line of a run has the run's time). */
+export const linesAt = (users: readonly UserFacts[], time: string): UserLine[] => users.map((facts) => ({ facts, at: asStamp(time) }));
+
+/**
+ * Applies many users of one organization at once, as their registration or activation events would
  * (upsert the user; if active, apply membership rules), with the reads done in advance: one
  * `$in` per collection (the users by `_id` in any organization, their tombstones, then the
  * memberships of those present here). Two kinds of line are decided here:
@@ -34,38 +46,37 @@ export type BatchOutcome = ApplyOutcome | 'per-event';
  * derived fact names its version), so a concurrent event is never overwritten: a user whose
  * insert lost the race goes per event. Returns one outcome per user of `batch`, in order.
  */
-export async function importUserBatch(tenant: Tenant, batch: readonly UserFacts[], time: string): Promise<BatchOutcome[]> {
+export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]): Promise<BatchOutcome[]> {
   const firsts = firstLineOfEachId(batch);
-  const users = [...firsts.keys()];
-  const [records, stones] = await Promise.all([ownerLookup(tenant.db).userRecords(users.map((u) => u.id)), tombstonesOf(tenant, users)]);
+  const lines = [...firsts.keys()];
+  const [records, stones] = await Promise.all([ownerLookup(tenant.db).userRecords(lines.map((l) => l.facts.id)), tombstonesOf(tenant, lines)]);
   const outcomes: BatchOutcome[] = batch.map(() => 'per-event');
-  const here = users.filter((u) => records.get(u.id)?.org === tenant.org && !stones.has(userTombstone(u.id)));
-  for (const u of await alreadyImported(tenant, here, records, time)) outcomes[firsts.get(u)!] = 'duplicate';
-  const fresh = users.filter((u) => !records.has(u.id) && !deletedSince(stones.get(userTombstone(u.id)), time));
-  for (const [u, outcome] of await registerNewUsers(tenant, fresh, stones, time)) outcomes[firsts.get(u)!] = outcome;
+  const here = lines.filter((l) => records.get(l.facts.id)?.org === tenant.org && !stones.has(userTombstone(l.facts.id)));
+  for (const l of await alreadyImported(tenant, here, records)) outcomes[firsts.get(l)!] = 'duplicate';
+  const fresh = lines.filter((l) => !records.has(l.facts.id) && !deletedSince(stones.get(userTombstone(l.facts.id)), l.at.time));
+  for (const [l, outcome] of await registerNewUsers(tenant, fresh, stones)) outcomes[firsts.get(l)!] = outcome;
   return outcomes;
 }
 
 /**
- * The users of `here` (present in the tenant's organization, no tombstone) whose record already
- * reflects a registration of `time` and who have nothing pending: applied as an event, each
+ * The lines of `here` (users present in the tenant's organization, no tombstone) whose record
+ * already reflects that very event and who have nothing pending: applied as an event, each
  * would be a duplicate that writes nothing but the announcement of its record
  * (versioned-records.ts), which is made once for all of them.
  */
-async function alreadyImported(tenant: Tenant, here: readonly UserFacts[], records: Map<number, UserDoc>, time: string): Promise<UserFacts[]> {
-  const stamp = asStamp(time);
-  const notApplied = version(time, 0);
-  const duplicates = here.filter((u) => {
-    const current = records.get(u.id)!;
-    return compare(current, stamp) === 'duplicate' && activationSettled({ outcome: 'duplicate', current, version: notApplied }, u.is_active);
+async function alreadyImported(tenant: Tenant, here: readonly UserLine[], records: Map<number, UserDoc>): Promise<UserLine[]> {
+  const duplicates = here.filter(({ facts, at }) => {
+    const current = records.get(facts.id)!;
+    const written = { outcome: 'duplicate' as const, current, version: version(at.time, 0) };
+    return compare(current, at) === 'duplicate' && activationSettled(written, facts.is_active);
   });
   if (duplicates.length === 0) return [];
   const memberships = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findByIds(
-    duplicates.map((u) => String(u.id)),
+    duplicates.map((l) => String(l.facts.id)),
     { projection: { group: 1 } },
   );
-  const settled = duplicates.filter((u) => userGroupFactsAgree(records.get(u.id)!, memberships.get(String(u.id))));
-  if (settled.length > 0) await tenant.collection<UserDoc>(COLLECTIONS.users).announce(settled.map((u) => String(u.id)));
+  const settled = duplicates.filter((l) => userGroupFactsAgree(records.get(l.facts.id)!, memberships.get(String(l.facts.id))));
+  if (settled.length > 0) await tenant.collection<UserDoc>(COLLECTIONS.users).announce(settled.map((l) => String(l.facts.id)));
   return settled;
 }
 
@@ -74,111 +85,110 @@ async function alreadyImported(tenant: Tenant, here: readonly UserFacts[], recor
  * trips per user. Returns the outcome of each user it registered; one whose insert was refused
  * (created meanwhile) is not in it.
  */
-async function registerNewUsers(
-  tenant: Tenant,
-  fresh: readonly UserFacts[],
-  stones: Map<string, TombstoneDoc>,
-  time: string,
-): Promise<Map<UserFacts, ApplyOutcome>> {
+async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], stones: Map<string, TombstoneDoc>): Promise<Map<UserLine, ApplyOutcome>> {
   if (fresh.length === 0) return new Map();
   // The rules are read once, before the inserts: a learner no rule matches has its activation
   // applied by the insert itself (nothing to apply), so only the others claim it and mark it
   // done after their membership, as settleActivation does per event.
   const matches = await matchRules(
     tenant,
-    fresh.filter((u) => u.is_active),
+    fresh.filter((l) => l.facts.is_active).map((l) => l.facts),
   );
   const matched = new Set(matches.map((m) => m.user));
-  const inserted = await insertUsers(tenant, fresh, stones, time, matched);
+  const inserted = await insertUsers(tenant, fresh, stones, matched);
   await indexNewUsers(
     tenant,
-    inserted.map((u) => userRecord(u, time).doc),
+    inserted.map((l) => userRecord(l.facts, l.at.time).doc),
   );
-  const written = new Set(inserted);
+  const written = new Set(inserted.map((l) => l.facts));
   const memberships = await insertRuleMemberships(
     tenant,
     matches.filter((m) => written.has(m.user)),
   );
-  // Their claims are done (docs/events.md), unless a newer activation claimed again meanwhile:
-  // one statement per user by `_id` (an `$in` update reads the whole organization on FerretDB).
-  await tenant
-    .collection<UserDoc>(COLLECTIONS.users)
-    .updateEach(
-      inserted
-        .filter((u) => matched.has(u))
-        .map((u) => ({ filter: { _id: String(u.id), act_v: version(time, 1), act_done: false } as Filter<UserDoc>, update: { $set: { act_done: true } } })),
-    );
-  // The memberships first, then the users' derived group from a fresh read, as per event (all of
-  // them: a membership may predate its user). Two reads for the batch; writes only where it differs.
+  // Their claims are done (docs/events.md), unless a newer activation claimed again meanwhile,
+  // and their list facts name the membership just made: one statement per user by `_id` (an
+  // `$in` update reads the whole organization on FerretDB). The facts' version moves, so a sync
+  // that read before this goes round again; the sync after it reads the memberships afresh and
+  // writes only where one changed meanwhile.
+  const madeFor = new Map(memberships.map((m) => [m.user, m]));
+  await tenant.collection<UserDoc>(COLLECTIONS.users).updateEach(
+    inserted
+      .filter((l) => matched.has(l.facts))
+      .map(({ facts, at }) => {
+        const made = madeFor.get(facts.id);
+        return {
+          filter: { _id: String(facts.id), act_v: version(at.time, 1), act_done: false } as Filter<UserDoc>,
+          update: made ? { $set: { act_done: true, ...userGroupFacts(made) }, $inc: { facts_v: 1 } } : { $set: { act_done: true } },
+        };
+      }),
+  );
   await syncUserGroups(
     tenant,
-    inserted.map((u) => u.id),
+    inserted.map((l) => l.facts.id),
   );
-  const retired = await retiredSince(tenant, inserted, time);
-  await takeBackRetired(tenant, retired, memberships, time);
-  return new Map(inserted.map((u) => [u, retired.has(u.id) ? 'stale' : 'applied']));
+  const retired = await retiredSince(tenant, inserted);
+  await takeBackRetired(tenant, retired, memberships);
+  return new Map(inserted.map((l) => [l, retired.has(l) ? 'stale' : 'applied']));
 }
 
 /** The first line of each user id, with its index: a repeat of an id is applied per event, after the first. */
-function firstLineOfEachId(batch: readonly UserFacts[]): Map<UserFacts, number> {
+function firstLineOfEachId(batch: readonly UserLine[]): Map<UserLine, number> {
   const seen = new Set<number>();
-  const firsts = new Map<UserFacts, number>();
-  batch.forEach((u, i) => {
-    if (seen.has(u.id)) return;
-    seen.add(u.id);
-    firsts.set(u, i);
+  const firsts = new Map<UserLine, number>();
+  batch.forEach((l, i) => {
+    if (seen.has(l.facts.id)) return;
+    seen.add(l.facts.id);
+    firsts.set(l, i);
   });
   return firsts;
 }
 
 /** The users' tombstones. */
-function tombstonesOf(tenant: Tenant, users: readonly UserFacts[]): Promise<Map<string, TombstoneDoc>> {
-  return tombstones(tenant.db).getMany(users.map((u) => userTombstone(u.id)));
+function tombstonesOf(tenant: Tenant, lines: readonly UserLine[]): Promise<Map<string, TombstoneDoc>> {
+  return tombstones(tenant.db).getMany(lines.map((l) => userTombstone(l.facts.id)));
 }
 
 /** Inserts the users' records in one unordered insert; returns those inserted (a refused `_id` exists somewhere). */
 async function insertUsers(
   tenant: Tenant,
-  users: readonly UserFacts[],
+  lines: readonly UserLine[],
   stones: Map<string, TombstoneDoc>,
-  time: string,
   matched: ReadonlySet<UserFacts>,
-): Promise<UserFacts[]> {
-  // Each insert is a registration event of `time`: its version fields, and its activation claimed when active
-  // (already done when no rule matches it).
-  const stamp = asStamp(time);
-  const v = version(time, 1);
+): Promise<UserLine[]> {
+  // Each insert is its event's first version of the record, and its activation claimed when
+  // active (already done when no rule matches it).
   const refused = await tenant.collection<UserDoc>(COLLECTIONS.users).insertMany(
-    users.map((u) => {
+    lines.map(({ facts, at }) => {
       // Created again after a retirement (an older one: newer ones are left to the per-event path), it follows the tombstone.
-      const stone = stones.get(userTombstone(u.id));
-      const fields = activationFields(u, u.is_active)(v, stone ? version(stone.event_time, stone.event_n ?? 1) : null);
-      const done = fields.onInsert && !matched.has(u) ? { act_done: true } : {};
-      return { ...userRecord(u, time).doc, event_n: 1, event_ids: [stamp.id], ...fields.max, ...fields.min, ...fields.onInsert, ...done };
+      const stone = stones.get(userTombstone(facts.id));
+      const fields = activationFields(facts, facts.is_active)(version(at.time, 1), stone ? version(stone.event_time, stone.event_n ?? 1) : null);
+      const done = fields.onInsert && !matched.has(facts) ? { act_done: true } : {};
+      return { ...userRecord(facts, at.time).doc, event_n: 1, event_ids: [at.id], ...fields.max, ...fields.min, ...fields.onInsert, ...done };
     }),
   );
-  return users.filter((u) => !refused.has(String(u.id)));
+  return lines.filter((l) => !refused.has(String(l.facts.id)));
 }
 
 /**
- * The users of `users` whose tombstone is at least as new as `time`: retired while we inserted.
+ * The lines whose user has a tombstone at least as new as the line: retired while we inserted.
  * A retirement writes its tombstone before deleting, so either it deleted what we inserted or
  * this read sees the tombstone (as upsertIfNewer and applyMembershipRules check per event).
  */
-async function retiredSince(tenant: Tenant, users: readonly UserFacts[], time: string): Promise<Set<number>> {
-  const stones = await tombstonesOf(tenant, users);
-  return new Set(users.filter((u) => deletedSince(stones.get(userTombstone(u.id)), time)).map((u) => u.id));
+async function retiredSince(tenant: Tenant, lines: readonly UserLine[]): Promise<Set<UserLine>> {
+  const stones = await tombstonesOf(tenant, lines);
+  return new Set(lines.filter((l) => deletedSince(stones.get(userTombstone(l.facts.id)), l.at.time)));
 }
 
-/** Deletes what the batch wrote for users retired meanwhile: the membership it made, then the record of `time`. */
-async function takeBackRetired(tenant: Tenant, retired: Set<number>, memberships: readonly MembershipDoc[], time: string): Promise<void> {
+/** Deletes what the batch wrote for users retired meanwhile: the membership it made, then the record of the line's time. */
+async function takeBackRetired(tenant: Tenant, retired: Set<UserLine>, memberships: readonly MembershipDoc[]): Promise<void> {
   if (retired.size === 0) return;
+  const ids = new Set([...retired].map((l) => l.facts.id));
   // Membership first, as a retirement does: a crash in between leaves only the user.
-  for (const m of memberships.filter((m) => retired.has(m.user))) {
+  for (const m of memberships.filter((m) => ids.has(m.user))) {
     await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: m._id, id: m.id });
   }
-  for (const id of retired) {
-    await tenant.collection<UserDoc>(COLLECTIONS.users).deleteOne({ _id: String(id), event_time: time });
-    await unindexUser(tenant, id, time);
+  for (const { facts, at } of retired) {
+    await tenant.collection<UserDoc>(COLLECTIONS.users).deleteOne({ _id: String(facts.id), event_time: at.time });
+    await unindexUser(tenant, facts.id, at.time);
   }
 }

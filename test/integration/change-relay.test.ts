@@ -7,7 +7,7 @@ import { COLLECTIONS, type GroupDoc, type MembershipDoc, type OutboxDoc } from '
 import { newIntentId } from '../../src/db/outbox';
 import { Tenant } from '../../src/db/tenant';
 import { normalizeEventTime } from '../../src/domain/event-time';
-import { importUserBatch } from '../../src/domain/import-users';
+import { importUserBatch, linesAt } from '../../src/domain/import-users';
 import { accessSeed } from '../helpers/access-seed';
 import { type ChangeReader, changeReader } from '../helpers/changes';
 import { groupWithRule } from '../helpers/domain';
@@ -151,7 +151,7 @@ test(`an import of ${IMPORTED} learners matching a rule, relayed to a one-partit
     email: `bulk${i + 1}@bulk.edu`,
     is_active: true,
   }));
-  await importUserBatch(tenant, learners, normalizeEventTime('2026-06-01T00:00:00Z'));
+  await importUserBatch(tenant, linesAt(learners, normalizeEventTime('2026-06-01T00:00:00Z')));
   const members = () =>
     new Set(reader.received.filter((r) => r.event.data.organization === org && r.event.type.endsWith('.membership.changed.v1')).map((r) => r.event.subject));
   await waitFor(

@@ -11,7 +11,7 @@
 import { COLLECTIONS, type OutboxDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { normalizeEventTime } from '../../src/domain/event-time';
-import { importUserBatch } from '../../src/domain/import-users';
+import { importUserBatch, linesAt } from '../../src/domain/import-users';
 import { type ChangeReader, changeReader, expectInOrderPerRecord } from '../helpers/changes';
 import { groupWithRule } from '../helpers/domain';
 import { newUserId, waitFor } from '../helpers/events';
@@ -100,7 +100,7 @@ test(
         const batch = imported
           .slice(i, i + IMPORT_SIZE)
           .map((id) => ({ id, username: `b${id}`, name: `B ${id}`, email: `b${id}@backlog.edu`, is_active: true }));
-        await importUserBatch(tenant, batch, normalizeEventTime('2026-06-01T00:00:00Z'));
+        await importUserBatch(tenant, linesAt(batch, normalizeEventTime('2026-06-01T00:00:00Z')));
       }
     };
     await Promise.all([new Promise((r) => setTimeout(r, DOWN_MS)), importAll()]);

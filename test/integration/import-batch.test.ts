@@ -14,7 +14,7 @@ import { ownerLookup } from '../../src/db/owners';
 import { Tenant } from '../../src/db/tenant';
 import { asStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { createGroup } from '../../src/domain/groups';
-import { importUserBatch } from '../../src/domain/import-users';
+import { importUserBatch, linesAt } from '../../src/domain/import-users';
 import { applyRule, createRule } from '../../src/domain/membership-rules';
 import { insertMembershipIfAbsent } from '../../src/domain/memberships';
 import { applyUserData, type UserEventData, userFacts } from '../../src/domain/user-event-data';
@@ -175,8 +175,10 @@ async function applyInBatches(db: Db, lines: string[], time: string): Promise<Im
     const ofOrg = datas.filter((d) => d.organization === org);
     const outcomes = await importUserBatch(
       new Tenant(db, org!),
-      ofOrg.map((d) => userFacts(d, 'registration')),
-      time,
+      linesAt(
+        ofOrg.map((d) => userFacts(d, 'registration')),
+        time,
+      ),
     );
     outcomes.forEach((outcome, i) => {
       if (outcome === 'per-event') perEvent.push(ofOrg[i]!);
@@ -209,8 +211,10 @@ test('a user retired while the batch inserts keeps neither record nor membership
   const datas = ids.map((id) => parse(line(id, `r${id}@partner.org`)));
   const outcomes = importUserBatch(
     tenant,
-    datas.map((d) => userFacts(d, 'registration')),
-    IMPORT_TIME,
+    linesAt(
+      datas.map((d) => userFacts(d, 'registration')),
+      IMPORT_TIME,
+    ),
   );
   // Retirements (newer than the import), 16 at once, land before, during and after the batch's steps.
   let next = 0;
@@ -231,13 +235,13 @@ test('a chunk of more than 1000 users of one organization is looked up whole (th
   const db = await world();
   const tenant = new Tenant(db, 'org-a');
   const facts = Array.from({ length: 1500 }, (_, i) => userFacts(parse(line(20000 + i, `m${i}@partner.org`)), 'registration'));
-  expect(new Set(await importUserBatch(tenant, facts, IMPORT_TIME))).toEqual(new Set(['applied']));
+  expect(new Set(await importUserBatch(tenant, linesAt(facts, IMPORT_TIME)))).toEqual(new Set(['applied']));
   const known = await ownerLookup(db).userOrgs(facts.map((f) => f.id));
   expect(known.size).toBe(1500);
   expect((await tenant.collection(COLLECTIONS.tombstones).findByIds(facts.map((f) => userTombstone(f.id)))).size).toBe(0);
   expect(await db.collection(COLLECTIONS.memberships).countDocuments({ org: 'org-a', automatic: true })).toBe(1500);
   // Again: every user reflects these very lines, so the batch answers them all as duplicates and writes nothing.
-  expect(new Set(await importUserBatch(tenant, facts, IMPORT_TIME))).toEqual(new Set(['duplicate']));
+  expect(new Set(await importUserBatch(tenant, linesAt(facts, IMPORT_TIME)))).toEqual(new Set(['duplicate']));
 }, 120_000); // also writes each user's search grams (about 20 documents a user)
 
 /** New learners 1 to n after `from`: one in ten at the rule's domain, one in twenty inactive. */
