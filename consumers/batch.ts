@@ -134,7 +134,7 @@ export function createBatchHandler(deps: {
       const each = (performance.now() - started) / 1000 / done.size;
       for (const c of alone) if (done.has(c.message.offset)) metrics.eventDuration.observe({ type: c.type }, each);
     }
-    log.debug({ topic, partition, messages: messages.length, together: done.size, outcomes: Object.fromEntries(outcomes) }, 'events applied together');
+    log.debug({ topic, partition, first_offset: messages[0]?.offset, together: done.size, outcomes: Object.fromEntries(outcomes) }, 'events applied together');
     return done;
   };
 }

@@ -317,18 +317,36 @@ export function createEventConsumer(opts: {
             // A message waiting for its retry goes alone: its attempts are counted per message.
             const run = messages.slice(i, state.failure?.offset === messages[i]!.offset ? i + 1 : i + batchSize);
             const together = await applyTogether(batch.topic, batch.partition, run);
+            let resolved: string | null = null;
             for (const message of run) {
-              if (!stillOurs()) return;
               state.next = Number(message.offset);
               state.headTimestamp = Number(message.timestamp);
-              if (!together.has(message.offset)) {
+              // One applied together is done: resolved even when stopping, so its offset is committed
+              // with the rest (not once the partition is another member's).
+              if (!together.has(message.offset) || isStale()) {
+                if (!stillOurs()) break;
                 const payload = { topic: batch.topic, partition: batch.partition, message, heartbeat, pause };
-                if (!(await attempt(payload, state, stillOurs))) return;
+                if (!(await attempt(payload, state, stillOurs))) break;
               }
               resolveOffset(message.offset);
+              resolved = message.offset;
               state.next = Number(message.offset) + 1;
               state.headTimestamp = null;
             }
+            if (run.length > 1) {
+              log.debug(
+                {
+                  topic: batch.topic,
+                  partition: batch.partition,
+                  first_offset: run[0]!.offset,
+                  last_offset: resolved,
+                  messages: run.length,
+                  together: together.size,
+                },
+                'run handled',
+              );
+            }
+            if (resolved !== run.at(-1)!.offset) return;
             i += run.length;
             // Committed after each run's writes (and every second by kafkajs): a restart redoes at most one run.
             await commitOffsetsIfNecessary();
