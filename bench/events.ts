@@ -1,17 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { type IHeaders, Kafka, logLevel } from 'kafkajs';
+import { SignJWT } from 'jose';
+import { type IHeaders, Kafka, type KafkaMessage, logLevel } from 'kafkajs';
 import { type Db, MongoClient } from 'mongodb';
+import { createBatchHandler } from '../consumers/batch';
 import { loadConfig } from '../src/config';
-import { COLLECTIONS, type GroupDoc, type RuleDoc } from '../src/db/collections';
+import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../src/db/collections';
 import { Tenant } from '../src/db/tenant';
+import { applyCatalogInfo } from '../src/domain/course-event-data';
+import { createGroup } from '../src/domain/groups';
+import { createRule } from '../src/domain/membership-rules';
+import { API_PREFIX as API } from '../src/http/openapi';
 import { createLogger } from '../src/log';
+import { createMetrics } from '../src/metrics';
 import { startService } from '../src/runtime';
 import { eventBusHeaders, registerActivationSchema } from '../test/helpers/avro';
 import { type BenchRow, formatTable } from './table';
 
 /**
- * Event throughput: `events` activation events (each matching a membership rule) drained from
+ * Event throughput: `events` activation events (a fifth of them matching a membership rule) drained from
  * a pre-filled topic of PARTITIONS partitions by the real service consumer, until every
  * membership exists; beside it, in the same run and over the same messages, the ceiling: raw
  * kafkajs consumption with one upsert per message into a scratch collection, with the same
@@ -27,6 +34,15 @@ import { type BenchRow, formatTable } from './table';
  */
 const PARTITIONS = 3;
 const ACTIVATED = 'org.openedx.learning.user.account.activated.v1';
+/** Every fifth learner's email matches the organization's rule: 20% of an onboarding burst. */
+const matches = (id: number) => id % 5 === 0;
+const matching = (events: number) => Math.floor(events / 5);
+
+/** An activation's `data` for learner `id` of `org` (ids from 1). */
+export const activationData = (id: number, org: string) => ({
+  user: { id, is_active: true, pii: { username: `u${id}`, email: `u${id}@${matches(id) ? 'bench.example' : 'other.example'}`, name: `User ${id}` } },
+  organization: org,
+});
 
 const say = (message: string) => process.stderr.write(`[bench events] ${message}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -106,7 +122,7 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
       for (let i = start; i < Math.min(opts.events, start + 500); i++) {
         const id = i + 1;
         const at = new Date(time + i).toISOString();
-        const data = { user: { id, is_active: true, pii: { username: `u${id}`, email: `u${id}@bench.example`, name: `User ${id}` } }, organization: org };
+        const data = activationData(id, org);
         const event = { specversion: '1.0', id: randomUUID(), source: 'bench', type: ACTIVATED, time: at, data };
         messages.push({ key: String(id), value: JSON.stringify(event) });
         avroMessages.push({ key: `u${id}`, value: await registry.encode(schemaId, data), headers: eventBusHeaders(ACTIVATED, randomUUID(), at) });
@@ -195,14 +211,14 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
         .map((v) => ({ le: Number(v.le) * 1000, count: v.count }));
       await service.stop();
       const memberships = await rowTenant.collection(COLLECTIONS.memberships).countDocuments();
-      if (memberships !== opts.events) say(`WARNING: ${memberships} memberships for ${opts.events} events (${row})`);
+      if (memberships !== matching(opts.events)) say(`WARNING: ${memberships} memberships for ${matching(opts.events)} matching events (${row})`);
       return {
         row,
         rate: opts.events / serviceSeconds,
         p50: bucketQuantile(buckets, opts.events, 0.5),
         p99: bucketQuantile(buckets, opts.events, 0.99),
         ceilingRate,
-        note: `${memberships}/${opts.events} memberships; latency = handler duration (histogram buckets), mean ${durations ? ((durations.value / opts.events) * 1000).toFixed(1) : '?'} ms`,
+        note: `all ${opts.events} applied in ${serviceSeconds.toFixed(0)} s; ${memberships}/${matching(opts.events)} memberships; latency = handler duration (histogram buckets, a batch's time shared by its events), mean ${durations ? ((durations.value / opts.events) * 1000).toFixed(1) : '?'} ms`,
       } satisfies BenchRow;
     };
     say('service consumer: activation -> user + membership');
@@ -212,7 +228,11 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
       SCHEMA_REGISTRY_URL: opts.schemaRegistryUrl,
     });
     avro.note = `ratio to the JSON row above (target ≥ 0.9); ${avro.note}`;
-    return [ceiling, events, avro];
+    say('the batch path alone, its database commands counted');
+    const commands = await commandsPerEvent(opts.mongoUrl, `bench_events_commands_${run}`, Math.min(opts.events, 20_000));
+    say('a burst of 10,000 while 50 access decisions a second are answered');
+    const burst = await burstUnderDecisions(opts, run, kafka);
+    return [ceiling, events, avro, commands, burst];
   } finally {
     await Promise.allSettled([
       mongo.db(serviceDb).dropDatabase(),
@@ -220,6 +240,214 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
       mongo.db(scratchDb).dropDatabase(),
       admin.deleteTopics({ topics: [topic, avroTopic] }),
     ]);
+    await Promise.allSettled([mongo.close(), admin.disconnect()]);
+  }
+}
+
+/** A structured CloudEvent of an activation, as the Kafka message the consumer reads. */
+export function activationMessage(id: number, org: string, offset: number, time: number): KafkaMessage {
+  const event = { specversion: '1.0', id: `bench-${id}`, source: 'bench', type: ACTIVATED, time: new Date(time).toISOString(), data: activationData(id, org) };
+  return {
+    key: Buffer.from(String(id)),
+    value: Buffer.from(JSON.stringify(event)),
+    headers: {},
+    offset: String(offset),
+    timestamp: String(time),
+    attributes: 0,
+  };
+}
+
+/**
+ * `events` activations of new learners given to the consumer's batch path (consumers/batch.ts)
+ * in runs of `runSize`, as one partition's fetches would, with every database command counted
+ * (the driver's command monitoring): commands per event, and which kinds take the time.
+ */
+export async function profileBatchPath(
+  mongoUrl: string,
+  dbName: string,
+  events: number,
+  runSize = 500,
+): Promise<{ seconds: number; commands: number; byKind: Map<string, { n: number; ms: number }> }> {
+  const client = await new MongoClient(mongoUrl, { monitorCommands: true }).connect();
+  const db = client.db(dbName);
+  try {
+    await ensureIndexes(db);
+    const org = 'bench-profile';
+    const tenant = new Tenant(db, org);
+    const group = await createGroup(tenant, { name: 'profiled', description: '' });
+    await createRule(tenant, { name: 'profiled', domain: 'bench.example', group: group.id });
+    const handleBatch = createBatchHandler({ db, log: createLogger('silent'), metrics: createMetrics() });
+    const started = new Map<number, { at: number; kind: string }>();
+    const byKind = new Map<string, { n: number; ms: number }>();
+    let commands = 0;
+    client.on('commandStarted', (e) => {
+      const c = e.command as Record<string, unknown>;
+      started.set(e.requestId, { at: performance.now(), kind: `${e.commandName} ${String(c[e.commandName])}` });
+    });
+    client.on('commandSucceeded', (e) => {
+      const s = started.get(e.requestId);
+      if (!s) return;
+      commands++;
+      const k = byKind.get(s.kind) ?? { n: 0, ms: 0 };
+      k.n++;
+      k.ms += performance.now() - s.at;
+      byKind.set(s.kind, k);
+    });
+    const base = Date.parse('2026-01-01T00:00:00Z');
+    const t0 = performance.now();
+    for (let first = 1; first <= events; first += runSize) {
+      const ids = Array.from({ length: Math.min(runSize, events - first + 1) }, (_, i) => first + i);
+      await handleBatch({ topic: 'profile', partition: 0, messages: ids.map((id) => activationMessage(id, org, id - 1, base + id)) });
+    }
+    return { seconds: (performance.now() - t0) / 1000, commands, byKind };
+  } finally {
+    await db.dropDatabase().catch(() => undefined);
+    await client.close();
+  }
+}
+
+/** The batch path's database commands per event (target < 2), from profileBatchPath. */
+async function commandsPerEvent(mongoUrl: string, dbName: string, events: number): Promise<BenchRow> {
+  const { seconds, commands, byKind } = await profileBatchPath(mongoUrl, dbName, events);
+  const top = [...byKind].sort((a, b) => b[1].ms - a[1].ms)[0];
+  return {
+    row: 'events: the batch path alone, runs of 500 (database commands counted)',
+    rate: events / seconds,
+    p50: null,
+    p99: null,
+    ceilingRate: null,
+    note: `${(commands / events).toFixed(3)} database commands per event (target < 2); most time: ${top ? `${top[0]} (${((top[1].ms / 1000 / seconds) * 100).toFixed(0)}%)` : '–'}`,
+  };
+}
+
+/**
+ * A burst of `BURST` activations produced to a fresh topic of PARTITIONS partitions while the
+ * service (API and consumer in one process, as SERVICE_ROLE=all) answers 50 access decisions a
+ * second: how long after the last message was produced the consumer has applied them all (its
+ * lag back to zero), and the decisions' latency during the burst.
+ */
+async function burstUnderDecisions(opts: { mongoUrl: string; kafkaBrokers: string }, run: string, kafka: Kafka): Promise<BenchRow> {
+  const BURST = 10_000;
+  const topic = `bench-burst-${run}`;
+  const org = `bench-burst-org-${run}`;
+  const dbName = `bench_burst_${run}`;
+  const secret = randomUUID();
+  const admin = kafka.admin();
+  await admin.connect();
+  const mongo = await new MongoClient(opts.mongoUrl).connect();
+  let service: Awaited<ReturnType<typeof startService>> | null = null;
+  try {
+    await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }], waitForLeaders: true });
+    const tenant = new Tenant(mongo.db(dbName), org);
+    const group = await createGroup(tenant, { name: 'Bench', description: '' });
+    await createRule(tenant, { name: 'bench', domain: 'bench.example', group: group.id });
+    const courses = Array.from({ length: 10 }, (_, i) => `course-v1:BENCH+C${i}+R`);
+    for (const course_key of courses) {
+      await applyCatalogInfo(mongo.db(dbName), { catalog_info: { course_key, name: course_key }, organization: org }, '2026-01-01T00:00:00.000000000Z', org);
+    }
+    const config = loadConfig({
+      MONGO_URL: opts.mongoUrl,
+      MONGO_DB: dbName,
+      KAFKA_BROKERS: opts.kafkaBrokers,
+      KAFKA_TOPICS: topic,
+      KAFKA_GROUP_ID: `bench-burst-${run}`,
+      SERVICE_ROLE: 'all',
+      PORT: '0',
+      CHANGES_TOPIC: `bench-changes-${run}`,
+      LOG_LEVEL: 'silent',
+      JWT_SECRET: secret,
+    });
+    service = await startService(config, createLogger('silent'));
+    await service.ready;
+    const token = await new SignJWT({ user_id: 900_000_001, roles: ['service'] })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setExpirationTime('1h')
+      .sign(new TextEncoder().encode(secret));
+    const base = `http://127.0.0.1:${service.port}${API}/access/`;
+    // 50 decisions a second about learners of the burst (arriving or not yet), each timed.
+    const latencies: { at: number; ms: number; ok: boolean }[] = [];
+    let deciding = true;
+    const decisions = (async () => {
+      const inFlight: Promise<void>[] = [];
+      for (let n = 0; deciding; n++) {
+        const user = 1 + Math.floor(Math.random() * BURST);
+        const started = performance.now();
+        inFlight.push(
+          fetch(`${base}?course_id=${encodeURIComponent(courses[n % courses.length]!)}&action=course.enroll&user_id=${user}`, {
+            headers: { authorization: `Bearer ${token}` },
+          }).then(
+            async (r) => {
+              const body = await r.text();
+              if (!r.ok && latencies.every((l) => l.ok)) say(`decision answered ${r.status}: ${body.slice(0, 200)}`);
+              latencies.push({ at: started, ms: performance.now() - started, ok: r.ok });
+            },
+            () => void latencies.push({ at: started, ms: performance.now() - started, ok: false }),
+          ),
+        );
+        await sleep(20);
+      }
+      await Promise.all(inFlight);
+    })();
+    await sleep(2000); // decisions before the burst: the service is warm
+    const producer = kafka.producer();
+    await producer.connect();
+    const burstStart = performance.now();
+    const time = Date.parse('2026-02-01T00:00:00Z');
+    for (let first = 1; first <= BURST; first += 500) {
+      const ids = Array.from({ length: Math.min(500, BURST - first + 1) }, (_, i) => first + i);
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: ids.map((id) => ({
+          key: String(id),
+          value: JSON.stringify({
+            specversion: '1.0',
+            id: randomUUID(),
+            source: 'bench',
+            type: ACTIVATED,
+            time: new Date(time + id).toISOString(),
+            data: activationData(id, org),
+          }),
+        })),
+      });
+    }
+    const produced = performance.now();
+    await producer.disconnect();
+    const running = service;
+    const handled = async () =>
+      (await running.metrics.eventsHandled.get()).values
+        .filter((v) => v.labels.type === ACTIVATED && v.labels.outcome !== 'retried')
+        .reduce((n, v) => n + v.value, 0);
+    let applied = 0;
+    await until(
+      async () => {
+        applied = await handled();
+        return applied >= BURST;
+      },
+      'the burst',
+      () => `${applied} of ${BURST}`,
+    );
+    const drained = performance.now();
+    deciding = false;
+    await decisions;
+    const during = latencies
+      .filter((l) => l.at >= burstStart && l.at <= drained)
+      .map((l) => l.ms)
+      .sort((a, b) => a - b);
+    const failed = latencies.filter((l) => !l.ok).length;
+    const lag = (drained - produced) / 1000;
+    return {
+      row: `events: a burst of ${BURST.toLocaleString('en')} while 50 access decisions/s are answered`,
+      rate: BURST / ((drained - burstStart) / 1000),
+      p50: percentile(during, 50),
+      p99: percentile(during, 99),
+      ceilingRate: null,
+      note: `lag back to zero ${lag.toFixed(1)} s after the last message was produced (target ≤ 10 s); p50/p99 are the ${during.length} decisions answered during the burst (target p99 < 25 ms)${failed > 0 ? `; ${failed} decisions FAILED` : ''}`,
+      ...(failed > 0 ? { failed: `${failed} decisions failed` } : {}),
+    };
+  } finally {
+    await service?.stop();
+    await Promise.allSettled([mongo.db(dbName).dropDatabase(), admin.deleteTopics({ topics: [topic] })]);
     await Promise.allSettled([mongo.close(), admin.disconnect()]);
   }
 }

@@ -12,7 +12,7 @@
  *   JSON strings (as src/db/change-log.ts does) and as sub-documents.
  * - `events`: PROFILE_EVENTS (20,000) activations of new users, a fifth matching a rule, given to
  *   the consumer's batch path (consumers/batch.ts) in runs of EVENT_BATCH_SIZE (500) as one
- *   partition's fetch would; per event, each kind of command's count and time.
+ *   partition's fetch would; each kind of command's count and time.
  * - `import`: `cag import` of PROFILE_LINES (20,000) new users, a tenth matching a rule, then of
  *   the same file again; per pass, each kind of command's count and time.
  * - `lists`: the bench's list requests on its data set (bench/seed.ts, PROFILE_USERS users,
@@ -24,9 +24,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import type { KafkaMessage } from 'kafkajs';
 import { type Db, MongoClient } from 'mongodb';
-import { createBatchHandler } from '../consumers/batch';
 import { importFiles } from '../src/cli/import';
 import { CHANGE_LOG_LENGTH, encodeEntry } from '../src/db/change-log';
 import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../src/db/collections';
@@ -39,8 +37,7 @@ import { createFactsCache } from '../src/features/access/cache';
 import { accessQueries } from '../src/features/access/queries';
 import { courseQueries } from '../src/features/courses/queries';
 import { userQueries } from '../src/features/users/queries';
-import { createLogger } from '../src/log';
-import { createMetrics } from '../src/metrics';
+import { profileBatchPath } from './events';
 import { MAIN_ORG, seedBenchData } from './seed';
 
 const url = process.env.MONGO_URL || 'mongodb://127.0.0.1:27017/';
@@ -213,56 +210,17 @@ async function changeLogCost(db: Db) {
   await db.dropDatabase();
 }
 
-/** Activations of new users through the consumer's batch path, run by run: each kind of command's count and time, per event. */
-async function eventsProfile(client: MongoClient, db: Db) {
+/** Activations of new users through the consumer's batch path, run by run (bench/events.ts): each kind of command's count and time. */
+async function eventsProfile() {
   const events = Number(process.env.PROFILE_EVENTS || 20_000);
   const runSize = Number(process.env.EVENT_BATCH_SIZE || 500);
-  await ensureIndexes(db);
-  const tenant = new Tenant(db, 'org-profile');
-  const group = await createGroup(tenant, { name: 'profiled', description: '' });
-  await createRule(tenant, { name: 'profiled', domain: 'profile.org', group: group.id });
-  const metrics = createMetrics();
-  const handleBatch = createBatchHandler({ db, log: createLogger('silent'), metrics });
-  const base = Date.UTC(2026, 0, 1);
-  const message = (id: number, offset: number): KafkaMessage => {
-    const data = {
-      user: { id, is_active: true, pii: { username: `user${id}`, email: `user${id}@${id % 5 === 0 ? 'profile.org' : 'example.com'}`, name: `User ${id}` } },
-      organization: tenant.org,
-    };
-    const event = {
-      specversion: '1.0',
-      id: `ev-${id}`,
-      source: 'profile',
-      type: 'org.openedx.learning.user.account.activated.v1',
-      time: new Date(base + id).toISOString(),
-      data,
-    };
-    return {
-      key: Buffer.from(String(id)),
-      value: Buffer.from(JSON.stringify(event)),
-      headers: {},
-      offset: String(offset),
-      timestamp: String(base),
-      attributes: 0,
-    };
-  };
-  const watch = monitor(client);
-  watch.start();
-  const t0 = performance.now();
-  let together = 0;
-  for (let start = 0; start < events; start += runSize) {
-    const messages = Array.from({ length: Math.min(runSize, events - start) }, (_, i) => message(start + i + 1, start + i));
-    together += (await handleBatch({ topic: 'profile', partition: 0, messages })).size;
-  }
-  const seconds = (performance.now() - t0) / 1000;
-  const byKind = tally(watch.take());
-  const commands = [...byKind.values()].reduce((n, k) => n + k.n, 0);
+  const { seconds, commands, byKind } = await profileBatchPath(url, `profile_events_${Date.now().toString(36)}`, events, runSize);
   console.log(
-    `\n${events} activations (${together} applied together) in runs of ${runSize}: ${seconds.toFixed(1)} s (${(events / seconds).toFixed(0)} events/s), ${commands} commands (${(commands / events).toFixed(3)} an event)\n`,
+    `\n${events} activations of new learners, a fifth matching a rule, in runs of ${runSize}: ${seconds.toFixed(1)} s (${(events / seconds).toFixed(0)} events/s), ${commands} commands (${(commands / events).toFixed(3)} an event)\n`,
   );
-  console.log('| command, collection, filter fields | commands | ms in all |\n|---|---:|---:|');
-  for (const [kind, k] of [...byKind].sort((a, b) => b[1].ms - a[1].ms).slice(0, 12)) console.log(`| ${kind} | ${k.n} | ${k.ms.toFixed(0)} |`);
-  await db.dropDatabase();
+  console.log('| command, collection | commands | ms in all | share of the time |\n|---|---:|---:|---:|');
+  for (const [kind, k] of [...byKind].sort((a, b) => b[1].ms - a[1].ms).slice(0, 12))
+    console.log(`| ${kind} | ${k.n} | ${k.ms.toFixed(0)} | ${((k.ms / 1000 / seconds) * 100).toFixed(0)}% |`);
 }
 
 /** `cag import` of PROFILE_LINES (20,000) new users, then of the same file again: each kind of command's count and time, per pass. */
@@ -312,7 +270,7 @@ async function main() {
   try {
     if (mode === 'activation') await activations(client, client.db(`profile_activation_${Date.now().toString(36)}`));
     else if (mode === 'access') await access(client);
-    else if (mode === 'events') await eventsProfile(client, client.db(`profile_events_${Date.now().toString(36)}`));
+    else if (mode === 'events') await eventsProfile();
     else if (mode === 'import') await importProfile(client, client.db(`profile_import_${Date.now().toString(36)}`));
     else if (mode === 'change-log') await changeLogCost(client.db(`profile_change_log_${Date.now().toString(36)}`));
     else await lists(client);
