@@ -13,6 +13,7 @@ test('defaults follow the SPEC', () => {
   expect(c.KAFKA_TOPICS).toEqual(['user-account-activated', 'user-lifecycle', 'course-catalog']);
   expect(c.SERVICE_ROLE).toBe('all');
   expect(c.EVENT_MAX_ATTEMPTS).toBe(10);
+  expect(c.EVENT_BATCH_SIZE).toBe(500);
   expect(loadConfig({ ...base, EVENT_MAX_ATTEMPTS: '3' }).EVENT_MAX_ATTEMPTS).toBe(3);
   expect(Object.isFrozen(c)).toBe(true);
 });
@@ -43,6 +44,8 @@ test.each([
   ['AUDIT_RETENTION_DAYS', 'a year'],
   ['EVENT_MAX_ATTEMPTS', '0'],
   ['EVENT_MAX_ATTEMPTS', 'ten'],
+  ['EVENT_BATCH_SIZE', '0'],
+  ['EVENT_BATCH_SIZE', '5001'],
   ['SCHEMA_REGISTRY_URL', 'registry:8081'],
 ])('an invalid %s (%s) is refused by name', (key, value) => {
   expect(() => loadConfig({ ...base, [key]: value })).toThrow(new RegExp(key));
