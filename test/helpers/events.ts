@@ -140,7 +140,8 @@ export async function readTopic(topic: string, count: number, timeoutMs = 30000)
   const consumer = kafka.consumer({ groupId: `reader-${randomUUID()}`, maxWaitTimeInMs: READER_FETCH_WAIT_MS });
   const seen: KafkaMessage[] = [];
   await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
+  // A dead-letter topic may be created by the service at this very moment.
+  await untilBrokerKnows(() => consumer.subscribe({ topic, fromBeginning: true }));
   await consumer.run({ eachMessage: async ({ message }) => void seen.push(message) });
   try {
     await waitFor(
