@@ -137,7 +137,9 @@ export async function benchEvents(opts: { events: number; mongoUrl: string; kafk
     const scratch = mongo.db(scratchDb).collection<{ _id: string; value: string }>('scratch');
     const upsert = (key: string, value: string) => scratch.updateOne({ _id: key }, { $set: { value } }, { upsert: true });
     const latencies: number[] = [];
-    const consumer = kafka.consumer({ groupId: `bench-ceiling-${run}` });
+    // The service consumer's fetch wait (consumers/consumer.ts): at kafkajs's default (5 s) the
+    // disconnect below waited up to 5 s for the fetch under way.
+    const consumer = kafka.consumer({ groupId: `bench-ceiling-${run}`, maxWaitTimeInMs: 1000 });
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
     let seen = 0;

@@ -18,13 +18,13 @@ export async function probeRate(db: Db, userIds: readonly number[], ms = 1000): 
 }
 
 /**
- * Waits (up to `maxMs`) until the probe reads at least `share` of the idle rate measured before
- * the first row. Returns the last probe's share of it: a row that starts below the share says so.
+ * Waits (up to `maxMs`) until a probe of `probeMs` reads at least `share` of the idle rate
+ * measured before the first row. Returns the last probe's share of it: a row that starts below the share says so.
  */
-export async function waitUntilIdle(db: Db, userIds: readonly number[], idleRate: number, share = 0.7, maxMs = 60_000): Promise<number> {
+export async function waitUntilIdle(db: Db, userIds: readonly number[], idleRate: number, share = 0.7, maxMs = 60_000, probeMs = 1000): Promise<number> {
   const deadline = Date.now() + maxMs;
   for (;;) {
-    const ratio = (await probeRate(db, userIds)) / idleRate;
+    const ratio = (await probeRate(db, userIds, probeMs)) / idleRate;
     if (ratio >= share || Date.now() > deadline) return ratio;
   }
 }

@@ -232,8 +232,12 @@ test('the API container answers a token-bearing admin call and an access decisio
   const decision = await lms.get(`access/?course_id=${encodeURIComponent(course)}&action=course.enroll`);
   expect(decision.body).toEqual({ allowed: false, reason: 'no_access' });
   // Only the consumer consumed: the API container has no consumer.
-  const consumed = await client(url('consumer')).get('/metrics');
-  expect(consumed.body).toMatch(/^events_handled_total\{type="org\.openedx\.content_authoring\.course\.catalog_info\.changed\.v1",outcome="applied"\} 1$/m);
+  // The event is counted once its handler has made all of its writes, a moment after the course
+  // is listed: on a busy machine the first read of /metrics can come before it.
+  const applied = /^events_handled_total\{type="org\.openedx\.content_authoring\.course\.catalog_info\.changed\.v1",outcome="applied"\} 1$/m;
+  const metrics = () => client(url('consumer')).get('/metrics');
+  const consumed = await waitFor(metrics, (r) => applied.test(r.body), 10000).catch(metrics);
+  expect(consumed.body).toMatch(applied);
   expect((await client(url('api')).get('/metrics')).body).not.toMatch(/^events_handled_total\{/m);
 }, 60000);
 

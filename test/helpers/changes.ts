@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import type { ChangeEvent } from '../../src/changes/events';
-import { waitFor } from './events';
+import { READER_FETCH_WAIT_MS, waitFor } from './events';
 import { KAFKA_BROKERS } from './stack';
 
 /** One change event as a consumer received it. */
@@ -25,7 +25,11 @@ export async function changeReader(topic: string, brokers = KAFKA_BROKERS, parti
   await admin.connect();
   await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
   await admin.disconnect();
-  const consumer = kafka.consumer({ groupId: `changes-reader-${randomUUID()}`, retry: { retries: 30, maxRetryTime: 5000 } });
+  const consumer = kafka.consumer({
+    groupId: `changes-reader-${randomUUID()}`,
+    retry: { retries: 30, maxRetryTime: 5000 },
+    maxWaitTimeInMs: READER_FETCH_WAIT_MS,
+  });
   const received: Received[] = [];
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });

@@ -129,12 +129,19 @@ export async function waitFor<T>(probe: () => Promise<T>, until: (v: T) => boole
   }
 }
 
+/**
+ * How long a test reader's fetch waits at the broker for messages. Its disconnect waits for the
+ * fetch under way: at kafkajs's default (5 s) each read of a topic ended with 5 s of nothing.
+ */
+export const READER_FETCH_WAIT_MS = 200;
+
 /** Reads every message of `topic` from the beginning until `count` arrived. */
 export async function readTopic(topic: string, count: number, timeoutMs = 30000): Promise<KafkaMessage[]> {
-  const consumer = kafka.consumer({ groupId: `reader-${randomUUID()}` });
+  const consumer = kafka.consumer({ groupId: `reader-${randomUUID()}`, maxWaitTimeInMs: READER_FETCH_WAIT_MS });
   const seen: KafkaMessage[] = [];
   await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
+  // A dead-letter topic may be created by the service at this very moment.
+  await untilBrokerKnows(() => consumer.subscribe({ topic, fromBeginning: true }));
   await consumer.run({ eachMessage: async ({ message }) => void seen.push(message) });
   try {
     await waitFor(
