@@ -340,3 +340,15 @@ export async function orgWithRule(service: TestService, domain: string) {
 /** Whether the stored learner is active (the API does not show it). */
 export const storedActive = async (service: TestService, org: string, id: number) =>
   (await new Tenant(service.db, org).collection<UserDoc>(COLLECTIONS.users).findById(String(id)))?.is_active;
+
+/** How many messages `<topic>.dlq` holds (none when the topic was never created). */
+export async function dlqCount(topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    if (!(await admin.listTopics()).includes(`${topic}.dlq`)) return 0;
+    return (await admin.fetchTopicOffsets(`${topic}.dlq`)).reduce((n, p) => n + Number(p.high), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}

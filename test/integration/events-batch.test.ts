@@ -14,6 +14,7 @@ import {
   binary,
   closeProducer,
   cloudEvent,
+  dlqCount,
   type EventTestService,
   kafka,
   newUserId,
@@ -179,17 +180,6 @@ async function consume(db: Db, topic: string, batchSize: number): Promise<EventT
   services.push(service);
   await waitCaughtUp(service.config.KAFKA_GROUP_ID, topic, 120_000);
   return service;
-}
-
-async function dlqCount(topic: string): Promise<number> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    if (!(await admin.listTopics()).includes(`${topic}.dlq`)) return 0;
-    return (await admin.fetchTopicOffsets(`${topic}.dlq`)).reduce((n, p) => n + Number(p.high), 0);
-  } finally {
-    await admin.disconnect();
-  }
 }
 
 /** How many events the service's log says it applied together. */

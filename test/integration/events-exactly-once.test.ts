@@ -11,8 +11,8 @@ import { Tenant } from '../../src/db/tenant';
 import {
   closeProducer,
   cloudEvent,
+  dlqCount,
   type EventTestService,
-  kafka,
   newUserId,
   orgWithRule,
   produceOne,
@@ -45,18 +45,6 @@ const sender =
   (message: ReturnType<typeof structured>) =>
     produceOne(topic, { ...message, partition });
 const handled = (at: { topic: string; partition: number; offset: number }) => waitCommitted(service.config.KAFKA_GROUP_ID, at);
-
-/** How many messages `<topic>.dlq` holds (none when the topic was never created). */
-async function dlqCount(topic: string): Promise<number> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    if (!(await admin.listTopics()).includes(`${topic}.dlq`)) return 0;
-    return (await admin.fetchTopicOffsets(`${topic}.dlq`)).reduce((n, p) => n + Number(p.high), 0);
-  } finally {
-    await admin.disconnect();
-  }
-}
 
 test('finding 1: a course.deleted delivered twice, for a course whose organization differs from its key ORG, leaves it deleted, sends nothing to the DLQ and later events still apply', async () => {
   const send = sender(topicOf(0));
