@@ -61,9 +61,12 @@ test('a redelivered run after a crash between the batch insert and its search gr
   // grams are not, and the run's offsets were never resolved. This is that state.
   await db.collection(COLLECTIONS.userGrams).deleteMany({ org: ORG, r: { $in: [1, 2] } });
 
-  // The broker redelivers the run; the next process's batch sees records that reflect the
-  // events with nothing pending and calls them duplicates.
-  await importUserBatch(tenant, lines);
+  // The broker redelivers the run; the next process's batch applies what it takes, and the
+  // consumer applies the rest one by one (consumers/consumer.ts), as here.
+  const outcomes = await importUserBatch(tenant, lines);
+  for (const [i, outcome] of outcomes.entries()) {
+    if (outcome === 'per-event') await applyUserData(db, asData(lines[i]!.facts), lines[i]!.at, 'registration', ORG);
+  }
 
   // A redelivery on the per-event path re-derives the grams ("every event re-derives what is
   // derived from the record, also a duplicate"): the batch must leave the same.
