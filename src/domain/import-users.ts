@@ -1,7 +1,7 @@
 import type { Filter } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
-import { indexNewUsers, unindexUser } from '../db/search-index';
+import { indexNewUsers, unindexUser, usersIndexed } from '../db/search-index';
 import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
@@ -75,7 +75,13 @@ async function alreadyImported(tenant: Tenant, here: readonly UserLine[], record
     duplicates.map((l) => String(l.facts.id)),
     { projection: { group: 1 } },
   );
-  const settled = duplicates.filter((l) => userGroupFactsAgree(records.get(l.facts.id)!, memberships.get(String(l.facts.id))));
+  const agree = duplicates.filter((l) => userGroupFactsAgree(records.get(l.facts.id)!, memberships.get(String(l.facts.id))));
+  // And their grams are there (a crash after the insert may have left none): else per event, which derives them again.
+  const indexed = await usersIndexed(
+    tenant,
+    agree.map((l) => records.get(l.facts.id)!),
+  );
+  const settled = agree.filter((l) => indexed.has(l.facts.id));
   if (settled.length > 0) await tenant.collection<UserDoc>(COLLECTIONS.users).announce(settled.map((l) => String(l.facts.id)));
   return settled;
 }
