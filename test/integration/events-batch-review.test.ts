@@ -11,6 +11,7 @@ import { type EventStamp, eventKey, normalizeEventTime } from '../../src/domain/
 import { createGroup } from '../../src/domain/groups';
 import { importUserBatch, type UserLine } from '../../src/domain/import-users';
 import { applyRule, createRule } from '../../src/domain/membership-rules';
+import { insertMembershipIfAbsent } from '../../src/domain/memberships';
 import { applyUserData, type UserEventData } from '../../src/domain/user-event-data';
 import type { UserFacts } from '../../src/domain/users';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
@@ -85,17 +86,17 @@ test('the per-event path repairs the same crash state on a redelivery (the contr
 });
 
 /**
- * The tenant, with `hook` run just before the batch's insert of the user records (the first
- * `insertMany` on users): the moment another request lands between the batch's reads and its
- * writes.
+ * The tenant, with `hook` run just before the batch's first `insertMany` on `collectionName`
+ * (the user records, the rule memberships): the moment another request or event lands between
+ * the batch's reads and its writes.
  */
-function withHookBeforeUserInsert(tenant: Tenant, hook: () => Promise<void>): Tenant {
+function withHookBeforeInsert(tenant: Tenant, collectionName: string, hook: () => Promise<void>): Tenant {
   const collection = tenant.collection.bind(tenant);
   let fired = false;
   const hooked = Object.create(tenant) as Tenant;
   hooked.collection = ((name: string) => {
     const real = collection(name as never);
-    if (name !== COLLECTIONS.users) return real;
+    if (name !== collectionName) return real;
     return new Proxy(real, {
       get(target, prop, receiver) {
         const value = Reflect.get(target, prop, receiver);
@@ -119,7 +120,7 @@ test('a rule created and applied to existing learners while a batch registers a 
   const group = await createGroup(tenant, { name: 'Partners', description: '' });
   // The administrator creates the rule for partner.example and applies it to the learners
   // already registered, landing after the batch matched the rules and before it inserted.
-  const hooked = withHookBeforeUserInsert(tenant, async () => {
+  const hooked = withHookBeforeInsert(tenant, COLLECTIONS.users, async () => {
     const rule = await createRule(new Tenant(db, ORG), { name: 'partners', domain: 'partner.example', group: group.id });
     expect(await applyRule(new Tenant(db, ORG), rule.id)).toBe(0); // the learner is not there yet
   });
@@ -135,4 +136,33 @@ test('a rule created and applied to existing learners while a batch registers a 
   expect(membership?.group).toBe(group.id);
   const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '10' });
   expect(user?.grp).toBe(group.id);
+});
+
+test('a learner moved to another organization while the batch registers them keeps no membership in the organization they left', async () => {
+  const db = await freshDb();
+  const OTHER = 'review-other-org';
+  const tenant = new Tenant(db, ORG);
+  const group = await createGroup(tenant, { name: 'Partners', description: '' });
+  await createRule(tenant, { name: 'partners', domain: 'partner.example', group: group.id });
+  const moved = facts(20, 'twenty@partner.example');
+  // Another partition's newer event names another organization, landing after the batch
+  // inserted the learner and before it inserts their rule membership: it moves the learner.
+  const hooked = withHookBeforeInsert(tenant, COLLECTIONS.memberships, async () => {
+    expect(await applyUserData(db, { ...asData(moved), organization: OTHER }, stamp('c20-later', 100), 'update', OTHER)).toBe('applied');
+  });
+  await importUserBatch(hooked, [
+    { facts: moved, at: stamp('c20', 20) },
+    { facts: facts(21, 'other@nomatch.example'), at: stamp('c21', 21) },
+  ]);
+
+  const user = await db.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '20' });
+  expect(user?.org).toBe(OTHER);
+  // docs/events.md, moves: what hangs off the record in the old organization is deleted.
+  const left = await db.collection<MembershipDoc>(COLLECTIONS.memberships).find({ user: 20 }).toArray();
+  expect(left.map((m) => m.org)).toEqual([]);
+  // A membership's key is the user id, whatever the organization: one left behind would make the
+  // learner's own organization refuse them any membership ("already a member").
+  const there = new Tenant(db, OTHER);
+  const theirs = await createGroup(there, { name: 'Theirs', description: '' });
+  expect(await insertMembershipIfAbsent(there, { user: 20, group: theirs.id, automatic: false })).not.toBeNull();
 });
