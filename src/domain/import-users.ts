@@ -134,6 +134,7 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
   );
   const retired = await retiredSince(tenant, inserted);
   await takeBackRetired(tenant, retired, memberships);
+  await takeBackMovedAway(tenant, memberships);
   return new Map(inserted.map((l) => [l, retired.has(l) ? 'stale' : 'applied']));
 }
 
@@ -196,5 +197,20 @@ async function takeBackRetired(tenant: Tenant, retired: Set<UserLine>, membershi
   for (const { facts, at } of retired) {
     await tenant.collection<UserDoc>(COLLECTIONS.users).deleteOne({ _id: String(facts.id), event_time: at.time });
     await unindexUser(tenant, facts.id, at.time);
+  }
+}
+
+/**
+ * Deletes the memberships the batch made for users no longer here: moved to another organization
+ * (or retired) while we inserted. A move deletes the record here before what hangs off it, so
+ * either it deleted the membership we made or this read sees the record gone (as retiredSince
+ * for a retirement). One left behind would be another organization's learner's, and its key
+ * (the user id) would refuse them a membership there.
+ */
+async function takeBackMovedAway(tenant: Tenant, memberships: readonly MembershipDoc[]): Promise<void> {
+  if (memberships.length === 0) return;
+  const owners = await ownerLookup(tenant.db).userOrgs(memberships.map((m) => m.user));
+  for (const m of memberships.filter((m) => owners.get(m.user) !== tenant.org)) {
+    await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: m._id, id: m.id });
   }
 }
