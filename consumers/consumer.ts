@@ -319,6 +319,7 @@ export function createEventConsumer(opts: {
             const together = await applyTogether(batch.topic, batch.partition, run);
             let resolved: string | null = null;
             let alone = 0;
+            const applied = Date.now();
             for (const message of run) {
               state.next = Number(message.offset);
               state.headTimestamp = Number(message.timestamp);
@@ -327,8 +328,9 @@ export function createEventConsumer(opts: {
               if (!together.has(message.offset) || isStale()) {
                 if (!stillOurs()) break;
                 // The hold counts the messages applied alone too: a run of them is as long as a
-                // whole batch was. At least one per run, so a slow batch still moves on.
-                if (alone > 0 && Date.now() - since > BATCH_HOLD_MS) break;
+                // whole batch was. Counted from the end of the run's batch (at least one message,
+                // then up to the hold), so a slow batch, done again at each fetch, still moves on.
+                if (alone > 0 && Date.now() - applied > BATCH_HOLD_MS) break;
                 alone++;
                 const payload = { topic: batch.topic, partition: batch.partition, message, heartbeat, pause };
                 if (!(await attempt(payload, state, stillOurs))) break;
