@@ -11,7 +11,7 @@ import { type EventStamp, eventKey, normalizeEventTime } from '../../src/domain/
 import { createGroup } from '../../src/domain/groups';
 import { importUserBatch, type UserLine } from '../../src/domain/import-users';
 import { applyRule, createRule } from '../../src/domain/membership-rules';
-import { insertMembershipIfAbsent } from '../../src/domain/memberships';
+import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../src/domain/memberships';
 import { applyUserData, type UserEventData } from '../../src/domain/user-event-data';
 import type { UserFacts } from '../../src/domain/users';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
@@ -90,7 +90,7 @@ test('the per-event path repairs the same crash state on a redelivery (the contr
  * (the user records, the rule memberships): the moment another request or event lands between
  * the batch's reads and its writes.
  */
-function withHookBeforeInsert(tenant: Tenant, collectionName: string, hook: () => Promise<void>): Tenant {
+function withHookBeforeInsert(tenant: Tenant, collectionName: string, hook: () => Promise<void>, method = 'insertMany'): Tenant {
   const collection = tenant.collection.bind(tenant);
   let fired = false;
   const hooked = Object.create(tenant) as Tenant;
@@ -100,7 +100,7 @@ function withHookBeforeInsert(tenant: Tenant, collectionName: string, hook: () =
     return new Proxy(real, {
       get(target, prop, receiver) {
         const value = Reflect.get(target, prop, receiver);
-        if (prop !== 'insertMany' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        if (prop !== method || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
         return async (...args: unknown[]) => {
           if (!fired) {
             fired = true;
@@ -166,3 +166,46 @@ test('a learner moved to another organization while the batch registers them kee
   const theirs = await createGroup(there, { name: 'Theirs', description: '' });
   expect(await insertMembershipIfAbsent(there, { user: 20, group: theirs.id, automatic: false })).not.toBeNull();
 });
+
+test.each(['moves', 'deletes'])(
+  'an administrator who %s the rule membership between its insert and the claim being marked done: the change stands, the list facts follow it, a redelivery changes nothing',
+  async (change) => {
+    const db = await freshDb();
+    const tenant = new Tenant(db, ORG);
+    const partners = await createGroup(tenant, { name: 'Partners', description: '' });
+    const other = await createGroup(tenant, { name: 'Other', description: '' });
+    await createRule(tenant, { name: 'partners', domain: 'partner.example', group: partners.id });
+    const admin = new Tenant(db, ORG);
+    // The batch's first update of users marks the claims done (and sets the list facts it made).
+    const hooked = withHookBeforeInsert(
+      tenant,
+      COLLECTIONS.users,
+      async () => {
+        const made = await admin.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '30' });
+        expect(made?.group).toBe(partners.id);
+        if (change === 'moves') expect(await moveMembership(admin, made!.id, other.id)).not.toBeNull();
+        else expect(await deleteMembership(admin, { id: made!.id })).toBe(true);
+      },
+      'updateEach',
+    );
+    const lines: UserLine[] = [
+      { facts: facts(30, 'thirty@partner.example'), at: stamp('d30', 30) },
+      { facts: facts(31, 'x@nomatch.example'), at: stamp('d31', 31) },
+    ];
+    expect(await importUserBatch(hooked, lines)).toEqual(['applied', 'applied']);
+    const expectState = async () => {
+      const membership = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '30' });
+      const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '30' });
+      const group = change === 'moves' ? other.id : 0;
+      expect(membership?.group ?? 0).toBe(group);
+      expect([user?.grp, user?.member, user?.act_done]).toEqual([group, group === 0 ? 0 : 1, true]);
+    };
+    await expectState();
+    // The run again (a redelivery), composed as the consumer does: the change still stands.
+    const outcomes = await importUserBatch(tenant, lines);
+    for (const [i, outcome] of outcomes.entries()) {
+      if (outcome === 'per-event') await applyUserData(db, asData(lines[i]!.facts), lines[i]!.at, 'registration', ORG);
+    }
+    await expectState();
+  },
+);
