@@ -318,6 +318,8 @@ export function createEventConsumer(opts: {
             const run = messages.slice(i, state.failure?.offset === messages[i]!.offset ? i + 1 : i + batchSize);
             const together = await applyTogether(batch.topic, batch.partition, run);
             let resolved: string | null = null;
+            let alone = 0;
+            const applied = Date.now();
             for (const message of run) {
               state.next = Number(message.offset);
               state.headTimestamp = Number(message.timestamp);
@@ -325,6 +327,11 @@ export function createEventConsumer(opts: {
               // with the rest (not once the partition is another member's).
               if (!together.has(message.offset) || isStale()) {
                 if (!stillOurs()) break;
+                // The hold counts the messages applied alone too: a run of them is as long as a
+                // whole batch was. Counted from the end of the run's batch (at least one message,
+                // then up to the hold), so a slow batch, done again at each fetch, still moves on.
+                if (alone > 0 && Date.now() - applied > BATCH_HOLD_MS) break;
+                alone++;
                 const payload = { topic: batch.topic, partition: batch.partition, message, heartbeat, pause };
                 if (!(await attempt(payload, state, stillOurs))) break;
               }

@@ -1,7 +1,7 @@
 import type { Filter } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
-import { indexNewUsers, unindexUser } from '../db/search-index';
+import { indexNewUsers, unindexUser, usersIndexed } from '../db/search-index';
 import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
@@ -75,7 +75,13 @@ async function alreadyImported(tenant: Tenant, here: readonly UserLine[], record
     duplicates.map((l) => String(l.facts.id)),
     { projection: { group: 1 } },
   );
-  const settled = duplicates.filter((l) => userGroupFactsAgree(records.get(l.facts.id)!, memberships.get(String(l.facts.id))));
+  const agree = duplicates.filter((l) => userGroupFactsAgree(records.get(l.facts.id)!, memberships.get(String(l.facts.id))));
+  // And their grams are there (a crash after the insert may have left none): else per event, which derives them again.
+  const indexed = await usersIndexed(
+    tenant,
+    agree.map((l) => records.get(l.facts.id)!),
+  );
+  const settled = agree.filter((l) => indexed.has(l.facts.id));
   if (settled.length > 0) await tenant.collection<UserDoc>(COLLECTIONS.users).announce(settled.map((l) => String(l.facts.id)));
   return settled;
 }
@@ -128,6 +134,7 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
   );
   const retired = await retiredSince(tenant, inserted);
   await takeBackRetired(tenant, retired, memberships);
+  await takeBackMovedAway(tenant, memberships);
   return new Map(inserted.map((l) => [l, retired.has(l) ? 'stale' : 'applied']));
 }
 
@@ -190,5 +197,20 @@ async function takeBackRetired(tenant: Tenant, retired: Set<UserLine>, membershi
   for (const { facts, at } of retired) {
     await tenant.collection<UserDoc>(COLLECTIONS.users).deleteOne({ _id: String(facts.id), event_time: at.time });
     await unindexUser(tenant, facts.id, at.time);
+  }
+}
+
+/**
+ * Deletes the memberships the batch made for users no longer here: moved to another organization
+ * (or retired) while we inserted. A move deletes the record here before what hangs off it, so
+ * either it deleted the membership we made or this read sees the record gone (as retiredSince
+ * for a retirement). One left behind would be another organization's learner's, and its key
+ * (the user id) would refuse them a membership there.
+ */
+async function takeBackMovedAway(tenant: Tenant, memberships: readonly MembershipDoc[]): Promise<void> {
+  if (memberships.length === 0) return;
+  const owners = await ownerLookup(tenant.db).userOrgs(memberships.map((m) => m.user));
+  for (const m of memberships.filter((m) => owners.get(m.user) !== tenant.org)) {
+    await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: m._id, id: m.id });
   }
 }

@@ -1,0 +1,211 @@
+// Adversarial review of the batch path (consumers/batch.ts, src/domain/import-users.ts) against
+// SPEC section 5 and docs/events.md ("Batches"): each case holds the batch to what the per-event
+// path leaves for the same events, through the real code on the local stack. The interleavings
+// (a crash mid-batch, an administrator's request landing between two of the batch's commands)
+// are made exactly, by the state a crash leaves or by running the request at the batch's
+// command, never by timing.
+import { type Db, MongoClient } from 'mongodb';
+import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+import { type EventStamp, eventKey, normalizeEventTime } from '../../src/domain/event-time';
+import { createGroup } from '../../src/domain/groups';
+import { importUserBatch, type UserLine } from '../../src/domain/import-users';
+import { applyRule, createRule } from '../../src/domain/membership-rules';
+import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../src/domain/memberships';
+import { applyUserData, type UserEventData } from '../../src/domain/user-event-data';
+import type { UserFacts } from '../../src/domain/users';
+import { MONGO_URL, uniqueName } from '../helpers/stack';
+
+const ORG = 'review-org';
+let mongo: MongoClient;
+const databases: Db[] = [];
+
+beforeAll(async () => {
+  mongo = await new MongoClient(MONGO_URL).connect();
+});
+afterAll(async () => {
+  for (const db of databases) await db.dropDatabase().catch(() => undefined);
+  await mongo.close();
+});
+
+async function freshDb(): Promise<Db> {
+  const db = mongo.db(uniqueName('review'));
+  databases.push(db);
+  return db;
+}
+
+const stamp = (id: string, seconds: number): EventStamp => ({
+  time: normalizeEventTime(new Date(Date.parse('2026-07-01T00:00:00Z') + seconds * 1000).toISOString()),
+  id: eventKey('/review', id),
+});
+const facts = (id: number, email: string, active = true): UserFacts => ({ id, username: `user${id}`, name: `User ${id}`, email, is_active: active });
+const asData = (f: UserFacts): UserEventData => ({
+  user: { id: f.id, is_active: f.is_active, pii: { username: f.username, email: f.email, name: f.name } },
+  organization: ORG,
+});
+const gramsOf = (db: Db, id: number) => db.collection(COLLECTIONS.userGrams).countDocuments({ org: ORG, r: id });
+
+test('a redelivered run after a crash between the batch insert and its search grams leaves the learners searchable, as the per-event path does', async () => {
+  const db = await freshDb();
+  const tenant = new Tenant(db, ORG);
+  // Two learners no rule matches (one active, one not): nothing pending once inserted.
+  const lines: UserLine[] = [
+    { facts: facts(1, 'one@nomatch.example'), at: stamp('a1', 1) },
+    { facts: facts(2, 'two@nomatch.example', false), at: stamp('a2', 2) },
+  ];
+  expect(await importUserBatch(tenant, lines)).toEqual(['applied', 'applied']);
+  const whole = [await gramsOf(db, 1), await gramsOf(db, 2)];
+  expect(whole[0]).toBeGreaterThan(0);
+  expect(whole[1]).toBeGreaterThan(0);
+
+  // The process dies after insertUsers and before indexNewUsers: the records are there, their
+  // grams are not, and the run's offsets were never resolved. This is that state.
+  await db.collection(COLLECTIONS.userGrams).deleteMany({ org: ORG, r: { $in: [1, 2] } });
+
+  // The broker redelivers the run; the next process's batch applies what it takes, and the
+  // consumer applies the rest one by one (consumers/consumer.ts), as here.
+  const outcomes = await importUserBatch(tenant, lines);
+  for (const [i, outcome] of outcomes.entries()) {
+    if (outcome === 'per-event') await applyUserData(db, asData(lines[i]!.facts), lines[i]!.at, 'registration', ORG);
+  }
+
+  // A redelivery on the per-event path re-derives the grams ("every event re-derives what is
+  // derived from the record, also a duplicate"): the batch must leave the same.
+  expect([await gramsOf(db, 1), await gramsOf(db, 2)]).toEqual(whole);
+});
+
+test('the per-event path repairs the same crash state on a redelivery (the control of the test above)', async () => {
+  const db = await freshDb();
+  const tenant = new Tenant(db, ORG);
+  const one = { facts: facts(1, 'one@nomatch.example'), at: stamp('a1', 1) };
+  expect(await importUserBatch(tenant, [one, { facts: facts(2, 'x@nomatch.example'), at: stamp('a2', 2) }])).toEqual(['applied', 'applied']);
+  const whole = await gramsOf(db, 1);
+  await db.collection(COLLECTIONS.userGrams).deleteMany({ org: ORG, r: 1 });
+  expect(await applyUserData(db, asData(one.facts), one.at, 'activation', ORG)).toBe('duplicate');
+  expect(await gramsOf(db, 1)).toBe(whole);
+});
+
+/**
+ * The tenant, with `hook` run just before the batch's first `insertMany` on `collectionName`
+ * (the user records, the rule memberships): the moment another request or event lands between
+ * the batch's reads and its writes.
+ */
+function withHookBeforeInsert(tenant: Tenant, collectionName: string, hook: () => Promise<void>, method = 'insertMany'): Tenant {
+  const collection = tenant.collection.bind(tenant);
+  let fired = false;
+  const hooked = Object.create(tenant) as Tenant;
+  hooked.collection = ((name: string) => {
+    const real = collection(name as never);
+    if (name !== collectionName) return real;
+    return new Proxy(real, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (prop !== method || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: unknown[]) => {
+          if (!fired) {
+            fired = true;
+            await hook();
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+  }) as Tenant['collection'];
+  return hooked;
+}
+
+test('a rule created and applied to existing learners while a batch registers a matching learner still gives that learner a membership', async () => {
+  const db = await freshDb();
+  const tenant = new Tenant(db, ORG);
+  const group = await createGroup(tenant, { name: 'Partners', description: '' });
+  // The administrator creates the rule for partner.example and applies it to the learners
+  // already registered, landing after the batch matched the rules and before it inserted.
+  const hooked = withHookBeforeInsert(tenant, COLLECTIONS.users, async () => {
+    const rule = await createRule(new Tenant(db, ORG), { name: 'partners', domain: 'partner.example', group: group.id });
+    expect(await applyRule(new Tenant(db, ORG), rule.id)).toBe(0); // the learner is not there yet
+  });
+  const lines: UserLine[] = [
+    { facts: facts(10, 'ten@partner.example'), at: stamp('b10', 10) },
+    { facts: facts(11, 'eleven@nomatch.example'), at: stamp('b11', 11) },
+  ];
+  expect(await importUserBatch(hooked, lines)).toEqual(['applied', 'applied']);
+
+  // Per event, the record is written before the rules are read, so either the event reads the
+  // rule or "apply to existing learners" reads the learner: a membership in every interleaving.
+  const membership = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '10' });
+  expect(membership?.group).toBe(group.id);
+  const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '10' });
+  expect(user?.grp).toBe(group.id);
+});
+
+test('a learner moved to another organization while the batch registers them keeps no membership in the organization they left', async () => {
+  const db = await freshDb();
+  const OTHER = 'review-other-org';
+  const tenant = new Tenant(db, ORG);
+  const group = await createGroup(tenant, { name: 'Partners', description: '' });
+  await createRule(tenant, { name: 'partners', domain: 'partner.example', group: group.id });
+  const moved = facts(20, 'twenty@partner.example');
+  // Another partition's newer event names another organization, landing after the batch
+  // inserted the learner and before it inserts their rule membership: it moves the learner.
+  const hooked = withHookBeforeInsert(tenant, COLLECTIONS.memberships, async () => {
+    expect(await applyUserData(db, { ...asData(moved), organization: OTHER }, stamp('c20-later', 100), 'update', OTHER)).toBe('applied');
+  });
+  await importUserBatch(hooked, [
+    { facts: moved, at: stamp('c20', 20) },
+    { facts: facts(21, 'other@nomatch.example'), at: stamp('c21', 21) },
+  ]);
+
+  const user = await db.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '20' });
+  expect(user?.org).toBe(OTHER);
+  // docs/events.md, moves: what hangs off the record in the old organization is deleted.
+  const left = await db.collection<MembershipDoc>(COLLECTIONS.memberships).find({ user: 20 }).toArray();
+  expect(left.map((m) => m.org)).toEqual([]);
+  // A membership's key is the user id, whatever the organization: one left behind would make the
+  // learner's own organization refuse them any membership ("already a member").
+  const there = new Tenant(db, OTHER);
+  const theirs = await createGroup(there, { name: 'Theirs', description: '' });
+  expect(await insertMembershipIfAbsent(there, { user: 20, group: theirs.id, automatic: false })).not.toBeNull();
+});
+
+test.each(['moves', 'deletes'])(
+  'an administrator who %s the rule membership between its insert and the claim being marked done: the change stands, the list facts follow it, a redelivery changes nothing',
+  async (change) => {
+    const db = await freshDb();
+    const tenant = new Tenant(db, ORG);
+    const partners = await createGroup(tenant, { name: 'Partners', description: '' });
+    const other = await createGroup(tenant, { name: 'Other', description: '' });
+    await createRule(tenant, { name: 'partners', domain: 'partner.example', group: partners.id });
+    const admin = new Tenant(db, ORG);
+    // The batch's first update of users marks the claims done (and sets the list facts it made).
+    const hooked = withHookBeforeInsert(
+      tenant,
+      COLLECTIONS.users,
+      async () => {
+        const made = await admin.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '30' });
+        expect(made?.group).toBe(partners.id);
+        if (change === 'moves') expect(await moveMembership(admin, made!.id, other.id)).not.toBeNull();
+        else expect(await deleteMembership(admin, { id: made!.id })).toBe(true);
+      },
+      'updateEach',
+    );
+    const lines: UserLine[] = [
+      { facts: facts(30, 'thirty@partner.example'), at: stamp('d30', 30) },
+      { facts: facts(31, 'x@nomatch.example'), at: stamp('d31', 31) },
+    ];
+    expect(await importUserBatch(hooked, lines)).toEqual(['applied', 'applied']);
+    const expectState = async () => {
+      const membership = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '30' });
+      const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '30' });
+      const group = change === 'moves' ? other.id : 0;
+      expect(membership?.group ?? 0).toBe(group);
+      expect([user?.grp, user?.member, user?.act_done]).toEqual([group, group === 0 ? 0 : 1, true]);
+    };
+    await expectState();
+    // The run again (a redelivery), composed as the consumer does: the change still stands.
+    const outcomes = await importUserBatch(tenant, lines);
+    for (const [i, outcome] of outcomes.entries()) {
+      if (outcome === 'per-event') await applyUserData(db, asData(lines[i]!.facts), lines[i]!.at, 'registration', ORG);
+    }
+    await expectState();
+  },
+);
