@@ -107,10 +107,15 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
     inserted.map((l) => userRecord(l.facts, l.at.time).doc),
   );
   const written = new Set(inserted.map((l) => l.facts));
-  const memberships = await insertRuleMemberships(
+  // The rules once more, for the active learners inserted as matching none: a rule made and
+  // applied to existing learners between the first read and the insert saw neither them nor
+  // was seen (per event the record is written before the rules are read). A process dying
+  // between the insert and this read misses such a rule for good: docs/events.md, batches.
+  const late = await matchRules(
     tenant,
-    matches.filter((m) => written.has(m.user)),
+    inserted.filter((l) => l.facts.is_active && !matched.has(l.facts)).map((l) => l.facts),
   );
+  const memberships = await insertRuleMemberships(tenant, [...matches.filter((m) => written.has(m.user)), ...late]);
   // Their claims are done (docs/events.md), unless a newer activation claimed again meanwhile,
   // and their list facts name the membership just made: one statement per user by `_id` (an
   // `$in` update reads the whole organization on FerretDB). The facts' version moves, so a sync
