@@ -121,6 +121,11 @@ export interface UserDoc extends TenantDoc, EventVersion {
   grp: number;
   member: 0 | 1;
   facts_v: number;
+  /**
+   * The `event_time` of the record as of which its search grams were written (src/db/search-index.ts):
+   * a record whose grams a crash left unwritten has none, or an older one.
+   */
+  indexed_t?: string;
 }
 
 /** Read model filled from LMS events. `_id` and `id` are the course key. */

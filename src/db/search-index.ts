@@ -137,17 +137,6 @@ export async function indexNewUsers(
   for (let i = 0; i < docs.length; i += 10_000) await userGrams(tenant).insertMany(docs.slice(i, i + 10_000));
 }
 
-/**
- * The users of `users` whose grams are all there (by `_id`, in one `$in` a piece at a time): a
- * batch that calls a redelivered event a duplicate writes nothing, so it must know that the
- * grams the first delivery wrote survived it (a crash between the record and its grams).
- */
-export async function usersIndexed(tenant: Tenant, users: readonly Pick<UserDoc, 'id' | 'username' | 'name' | 'email' | 'listed'>[]): Promise<Set<number>> {
-  const wanted = new Map(users.map((u) => [u.id, u.listed === 1 ? [...gramsOf(userSearchFields(u))].map((g) => gramId(u.id, g)) : []]));
-  const found = await userGrams(tenant).findByIds([...wanted.values()].flat(), { projection: { _id: 1 } });
-  return new Set([...wanted].filter(([, ids]) => ids.every((id) => found.has(id))).map(([id]) => id));
-}
-
 /** The grams a term of the query is looked up by: its trigrams (none for a term shorter than three characters). */
 export function termGrams(terms: readonly string[]): string[] {
   return [...gramsOf(terms)];

@@ -1,7 +1,7 @@
 import type { Filter } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
-import { indexNewUsers, unindexUser, usersIndexed } from '../db/search-index';
+import { indexNewUsers, unindexUser } from '../db/search-index';
 import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
@@ -75,13 +75,12 @@ async function alreadyImported(tenant: Tenant, here: readonly UserLine[], record
     duplicates.map((l) => String(l.facts.id)),
     { projection: { group: 1 } },
   );
-  const agree = duplicates.filter((l) => userGroupFactsAgree(records.get(l.facts.id)!, memberships.get(String(l.facts.id))));
-  // And their grams are there (a crash after the insert may have left none): else per event, which derives them again.
-  const indexed = await usersIndexed(
-    tenant,
-    agree.map((l) => records.get(l.facts.id)!),
-  );
-  const settled = agree.filter((l) => indexed.has(l.facts.id));
+  // And their grams are those of their version (a crash between a record and its grams leaves
+  // `indexed_t` behind): else per event, which derives them again.
+  const settled = duplicates.filter((l) => {
+    const current = records.get(l.facts.id)!;
+    return userGroupFactsAgree(current, memberships.get(String(l.facts.id))) && current.indexed_t === current.event_time;
+  });
   if (settled.length > 0) await tenant.collection<UserDoc>(COLLECTIONS.users).announce(settled.map((l) => String(l.facts.id)));
   return settled;
 }
@@ -101,11 +100,14 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
     fresh.filter((l) => l.facts.is_active).map((l) => l.facts),
   );
   const matched = new Set(matches.map((m) => m.user));
-  const inserted = await insertUsers(tenant, fresh, stones, matched);
+  // Their grams first, so that a record present has its grams (its `indexed_t` says so from its
+  // insert). A user whose insert is then refused (created meanwhile) leaves stray grams here:
+  // a candidate the search checks and drops, never a wrong answer.
   await indexNewUsers(
     tenant,
-    inserted.map((l) => userRecord(l.facts, l.at.time).doc),
+    fresh.map((l) => userRecord(l.facts, l.at.time).doc),
   );
+  const inserted = await insertUsers(tenant, fresh, stones, matched);
   const written = new Set(inserted.map((l) => l.facts));
   // The rules once more, for the active learners inserted as matching none: a rule made and
   // applied to existing learners between the first read and the insert saw neither them nor
@@ -175,7 +177,16 @@ async function insertUsers(
       const stone = stones.get(userTombstone(facts.id));
       const fields = activationFields(facts, facts.is_active)(version(at.time, 1), stone ? version(stone.event_time, stone.event_n ?? 1) : null);
       const done = fields.onInsert && !matched.has(facts) ? { act_done: true } : {};
-      return { ...userRecord(facts, at.time).doc, event_n: 1, event_ids: [at.id], ...fields.max, ...fields.min, ...fields.onInsert, ...done };
+      return {
+        ...userRecord(facts, at.time).doc,
+        event_n: 1,
+        event_ids: [at.id],
+        indexed_t: at.time,
+        ...fields.max,
+        ...fields.min,
+        ...fields.onInsert,
+        ...done,
+      };
     }),
   );
   return lines.filter((l) => !refused.has(String(l.facts.id)));

@@ -151,10 +151,17 @@ export async function settlePendingActivation(tenant: Tenant, userId: number): P
 /** The tenant of the organization that holds `record` (the one asked about, or the one it moved to). */
 export const homeOf = (tenant: Tenant, record: { org: string }) => (record.org === tenant.org ? tenant : new Tenant(tenant.db, record.org));
 
-/** The user's list facts (from its membership) and search grams (from its record), derived again. */
+/**
+ * The user's list facts (from its membership) and search grams (from its record), derived again;
+ * then the record says its grams are those of its version (`indexed_t`), unless it already did.
+ */
 async function reindexUser(tenant: Tenant, user: UserDoc): Promise<void> {
   await syncUserGroups(tenant, [user.id]);
   await indexUser(tenant, user);
+  if (user.indexed_t === user.event_time) return;
+  await tenant
+    .collection<UserDoc>(COLLECTIONS.users)
+    .updateBookkeeping({ _id: user._id, event_time: user.event_time } as Filter<UserDoc>, { $set: { indexed_t: user.event_time } });
 }
 
 /**

@@ -45,26 +45,30 @@ const asData = (f: UserFacts): UserEventData => ({
 });
 const gramsOf = (db: Db, id: number) => db.collection(COLLECTIONS.userGrams).countDocuments({ org: ORG, r: id });
 
-test('a redelivered run after a crash between the batch insert and its search grams leaves the learners searchable, as the per-event path does', async () => {
+test('a redelivered run after a crash between a record and its search grams leaves the learners searchable, as the per-event path does', async () => {
   const db = await freshDb();
   const tenant = new Tenant(db, ORG);
-  // Two learners no rule matches (one active, one not): nothing pending once inserted.
+  // Two learners no rule matches (one active, one not): nothing pending once written.
   const lines: UserLine[] = [
     { facts: facts(1, 'one@nomatch.example'), at: stamp('a1', 1) },
     { facts: facts(2, 'two@nomatch.example', false), at: stamp('a2', 2) },
   ];
-  expect(await importUserBatch(tenant, lines)).toEqual(['applied', 'applied']);
+  for (const l of lines) expect(await applyUserData(db, asData(l.facts), l.at, 'registration', ORG)).toBe('applied');
   const whole = [await gramsOf(db, 1), await gramsOf(db, 2)];
   expect(whole[0]).toBeGreaterThan(0);
   expect(whole[1]).toBeGreaterThan(0);
 
-  // The process dies after insertUsers and before indexNewUsers: the records are there, their
-  // grams are not, and the run's offsets were never resolved. This is that state.
+  // The process dies after the records' upsert and before their grams (per event: upsertUser
+  // writes the record, then derives the grams and moves `indexed_t`; a batch writes the grams
+  // before the records): the records are there, their grams are not, and the run's offsets were
+  // never resolved. This is that state.
   await db.collection(COLLECTIONS.userGrams).deleteMany({ org: ORG, r: { $in: [1, 2] } });
+  await db.collection(COLLECTIONS.users).updateMany({ org: ORG, _id: { $in: ['1', '2'] } } as never, { $unset: { indexed_t: '' } });
 
   // The broker redelivers the run; the next process's batch applies what it takes, and the
   // consumer applies the rest one by one (consumers/consumer.ts), as here.
   const outcomes = await importUserBatch(tenant, lines);
+  expect(outcomes).toEqual(['per-event', 'per-event']);
   for (const [i, outcome] of outcomes.entries()) {
     if (outcome === 'per-event') await applyUserData(db, asData(lines[i]!.facts), lines[i]!.at, 'registration', ORG);
   }
@@ -72,6 +76,8 @@ test('a redelivered run after a crash between the batch insert and its search gr
   // A redelivery on the per-event path re-derives the grams ("every event re-derives what is
   // derived from the record, also a duplicate"): the batch must leave the same.
   expect([await gramsOf(db, 1), await gramsOf(db, 2)]).toEqual(whole);
+  // And says so: the next redelivery is a duplicate the batch answers itself.
+  expect(await importUserBatch(tenant, lines)).toEqual(['duplicate', 'duplicate']);
 });
 
 test('the per-event path repairs the same crash state on a redelivery (the control of the test above)', async () => {
