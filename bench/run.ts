@@ -16,7 +16,7 @@ async function main(): Promise<void> {
     mongoUrl: process.env.MONGO_URL || 'mongodb://127.0.0.1:27017/',
     kafkaBrokers: process.env.KAFKA_BROKERS || '127.0.0.1:9092',
     schemaRegistryUrl: process.env.SCHEMA_REGISTRY_URL || 'http://127.0.0.1:8081/apis/ccompat/v7',
-    events: num('BENCH_EVENTS', 10_000),
+    events: num('BENCH_EVENTS', 100_000),
     users: num('BENCH_USERS', 100_000),
     ...(process.env.BENCH_OTHER_USERS ? { otherUsers: num('BENCH_OTHER_USERS', 0) } : {}),
     otherGrams: process.env.BENCH_OTHER_GRAMS !== 'false',

@@ -40,6 +40,8 @@ test('the bench suite runs at a tiny scale and reports every row with a positive
     'events: kafkajs + one upsert per message (ceiling)',
     'events: activation -> user + membership (service consumer)',
     'events: the same in Avro through the schema registry (service consumer)',
+    'events: the batch path alone, runs of 500 (database commands counted)',
+    'events: a burst of 50 while 50 access decisions/s are answered',
     'access single (cache off)',
     'access batch 100 (cache off)',
     'access single, 100 returning users (cache off)',
@@ -53,5 +55,5 @@ test('the bench suite runs at a tiny scale and reports every row with a positive
   }
   expect(result.peakRssMiB).toBeGreaterThan(0);
   expect(result.table.split('\n')).toHaveLength(2 + result.rows.length);
-  expect(result.targets).toHaveLength(17);
+  expect(result.targets).toHaveLength(21);
 }, 180_000);
