@@ -86,7 +86,7 @@ const user = (org: string, id: number, active: boolean, domain = DOMAIN) => user
 function onboardingBacklog(): { messages: Message[]; activated: number[]; special: Record<string, number> } {
   const messages: Message[] = [];
   const activated: number[] = [];
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 160; i++) {
     const id = newUserId();
     activated.push(id);
     const org = i % 3 === 0 ? ORG_B : ORG_A;
@@ -103,9 +103,9 @@ function onboardingBacklog(): { messages: Message[]; activated: number[]; specia
   };
   const insert = (index: number, message: Message) => messages.splice(index, 0, message);
   insert(10, structured(cloudEvent(TYPES.registered, user(ORG_A, special.twoEvents, false), { time: at(50) }), special.twoEvents));
-  insert(200, structured(cloudEvent(TYPES.activated, user(ORG_A, special.twoEvents, true), { time: at(60) }), special.twoEvents));
+  insert(110, structured(cloudEvent(TYPES.activated, user(ORG_A, special.twoEvents, true), { time: at(60) }), special.twoEvents));
   insert(20, structured(cloudEvent(TYPES.activated, user(ORG_A, special.retired, true), { time: at(70) }), special.retired));
-  insert(120, structured(cloudEvent(TYPES.retired, { user: { id: special.retired }, organization: ORG_A }, { time: at(71) }), special.retired));
+  insert(70, structured(cloudEvent(TYPES.retired, { user: { id: special.retired }, organization: ORG_A }, { time: at(71) }), special.retired));
   const twice = structured(cloudEvent(TYPES.activated, user(ORG_B, special.twice, true), { time: at(80) }), special.twice);
   insert(30, twice);
   insert(31, twice);
@@ -114,14 +114,14 @@ function onboardingBacklog(): { messages: Message[]; activated: number[]; specia
   // Ordered by its Kafka timestamp, given here so that both topics' records have the same one.
   insert(40, { ...structured(untimed, special.untimed), timestamp: String(Date.parse(at(85))) });
   insert(
-    250,
+    140,
     structured(
       cloudEvent(TYPES.updated, userData(ORG_A, { id: special.updated, email: `renamed${special.updated}@${DOMAIN}`, is_active: true }), { time: at(900) }),
       special.updated,
     ),
   );
   insert(5, structured(cloudEvent(TYPES.retired, { user: { id: special.retiredBefore }, organization: ORG_A }, { time: at(999) }), special.retiredBefore));
-  insert(150, structured(cloudEvent(TYPES.activated, user(ORG_A, special.retiredBefore, true), { time: at(90) }), special.retiredBefore));
+  insert(90, structured(cloudEvent(TYPES.activated, user(ORG_A, special.retiredBefore, true), { time: at(90) }), special.retiredBefore));
   const course = `course-v1:ORGX+B${randomUUID().slice(0, 6)}+R`;
   insert(
     60,
