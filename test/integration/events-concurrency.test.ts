@@ -287,3 +287,14 @@ test('a course deletion and an older catalog change applied at once: every cours
     .toArray();
   expect({ courses: courses.length, links: links.length }).toEqual({ courses: 0, links: 0 });
 });
+
+test('an activation between two deactivations that both arrived before it applies no rule, also when the older deactivation arrived second', async () => {
+  const { org, tenant } = await orgWithRule();
+  await applyUserData(db, learner(5800, false), at(5, 'deact-late'), 'registration', org);
+  await applyUserData(db, learner(5800, false), at(1, 'deact-early'), 'registration', org);
+  await applyUserData(db, learner(5800, true), at(2, 'between'), 'registration', org);
+  expect({ deact_min_v: (await userOf(tenant, 5800))?.deact_min_v?.slice(0, 20), member: await membershipOf(tenant, 5800) }).toEqual({
+    deact_min_v: at(1, 'x').time.slice(0, 20),
+    member: null,
+  });
+});
