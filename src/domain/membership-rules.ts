@@ -64,10 +64,12 @@ export async function matchRules<U extends Pick<UserDoc, 'id' | 'email'>>(
 async function joinByRule(tenant: Tenant, user: Pick<UserDoc, 'id' | 'event_time' | 'event_n'>, group: number): Promise<MembershipDoc | null> {
   const created = await withCause('rule', () => insertMembershipIfAbsent(tenant, { user: user.id, group, automatic: true }));
   if (!created) return null;
-  // A retirement that ran while we inserted must not leave a membership of a user who is gone.
-  // Its tombstone is written before it deletes the membership, so one of the two sees the
-  // other; take back only the membership this call made. (Tombstones, unlike users, are few.)
-  if (deletedAfter(await tombstones(tenant.db).get(userTombstone(user.id)), user)) {
+  // A retirement, or a move to another organization, that ran while we inserted must not leave
+  // a membership of a user who is gone from here. Each writes its tombstone or removes the record
+  // before it deletes the membership, so one of the two sees the other; take back only the
+  // membership this call made. (Tombstones, unlike users, are few.)
+  const gone = async () => (await tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(user.id))) === null;
+  if (deletedAfter(await tombstones(tenant.db).get(userTombstone(user.id)), user) || (await gone())) {
     await withCause('rule', () => deleteMembership(tenant, { _id: created._id, id: created.id }));
     return null;
   }

@@ -125,8 +125,14 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
     ...userRef(tenant.db, facts.id),
     fields: activationFields(facts, activates),
   });
-  // A stale event showing the learner inactive is still a deactivation (the activation rules ask for the newest one).
-  if (result.current && result.outcome === 'stale' && !facts.is_active && (result.current.deact_v ?? '') < result.version) {
+  // A stale event showing the learner inactive is still a deactivation (the activation rules ask
+  // for the newest one, and a late activation for the oldest one).
+  if (
+    result.current &&
+    result.outcome === 'stale' &&
+    !facts.is_active &&
+    ((result.current.deact_v ?? '') < result.version || (result.current.deact_min_v ?? '') > result.version)
+  ) {
     const users = homeOf(tenant, result.current).collection<UserDoc>(COLLECTIONS.users);
     await users.updateBookkeeping({ _id: result.current._id } as Filter<UserDoc>, { $max: { deact_v: result.version }, $min: { deact_min_v: result.version } });
     // Read again: the activation rules decide on the bookkeeping as it now stands.

@@ -451,9 +451,89 @@ export class EventModel {
     return { allowed: false, reason: 'no_access' };
   }
 
+  // ---- several possible arrival orders ----------------------------------------------------------
+
+  /** An independent copy (the events seen, the records, the organizations, the counts). */
+  clone(): EventModel {
+    const copy = new EventModel(this.defaultOrg);
+    for (const [id, t] of structuredClone(this.users)) copy.users.set(id, t);
+    for (const [key, t] of structuredClone(this.courses)) copy.courses.set(key, t);
+    for (const [name, o] of structuredClone(this.states)) copy.states.set(name, o);
+    copy.nextGroup = this.nextGroup;
+    Object.assign(copy.counts, this.counts);
+    return copy;
+  }
+
+  /**
+   * Everything that decides what later events and admin writes do, and what the API shows; not
+   * the order the events arrived in (a record's events as a sorted set of identities) nor the counts.
+   */
+  state(): string {
+    const canonical = (_: string, v: unknown) =>
+      v instanceof Map ? [...v].sort((a, b) => (String(a[0]) < String(b[0]) ? -1 : 1)) : v instanceof Set ? [...v].sort() : v;
+    const tracks = <T extends Track>(m: Map<unknown, T>) =>
+      [...m].map(([k, t]) => [k, { ...t, events: t.events.map((e) => e.ident).sort() }]).sort((a, b) => (String(a[0]) < String(b[0]) ? -1 : 1));
+    return JSON.stringify([tracks(this.users), tracks(this.courses), this.states, this.nextGroup], canonical);
+  }
+
   /** For a failure report: what a record saw, in arrival order. */
   trace(record: { user: number } | { course: string }) {
     const t = 'user' in record ? this.users.get(record.user) : this.courses.get(record.course);
     return t?.events.map((e) => `${e.ident} ${e.outcome} ${e.version.t}#${e.version.n}`) ?? [];
   }
+}
+
+/** The record an event is about: the model's events of one record are applied one at a time. */
+export const recordOf = (e: ModelEvent): string =>
+  e.kind === 'catalog' || e.kind === 'courseDeleted' ? `course:${e.key}` : `user:${e.kind === 'retired' ? e.userId : e.user.id}`;
+
+/**
+ * Every state a model in one of `models` can reach when `events` arrive in any order their lanes
+ * allow: the events of one lane (a topic's partition: one record's events on one topic share
+ * its key, so its partition) in the order given, the lanes interleaved in every way. One model per
+ * distinct state. Records are independent between two admin writes (what an event touches is its
+ * own record, and its membership or links), so each record's interleavings are explored on their
+ * own, breadth first, merging equal states at each step: the cost is the number of distinct
+ * states, not of orders.
+ */
+export function deliverInAnyOrder(models: EventModel[], events: { event: ModelEvent; lane: string }[]): EventModel[] {
+  const byRecord = new Map<string, Map<string, ModelEvent[]>>();
+  for (const { event, lane } of events) {
+    const lanes = byRecord.get(recordOf(event)) ?? new Map<string, ModelEvent[]>();
+    byRecord.set(recordOf(event), lanes);
+    lanes.set(lane, [...(lanes.get(lane) ?? []), event]);
+  }
+  let current = models;
+  for (const lanes of byRecord.values()) {
+    const queues = [...lanes.values()];
+    if (queues.length === 1) {
+      for (const m of current) for (const e of queues[0]!) m.deliver(e);
+      continue;
+    }
+    // Layer k: every position (how far each lane got, k events in all) -> its distinct states.
+    let layer = new Map<string, { at: number[]; states: Map<string, EventModel> }>([
+      [queues.map(() => 0).join(), { at: queues.map(() => 0), states: new Map(current.map((m) => [m.state(), m])) }],
+    ]);
+    const total = queues.reduce((n, q) => n + q.length, 0);
+    for (let k = 0; k < total; k++) {
+      const next = new Map<string, { at: number[]; states: Map<string, EventModel> }>();
+      for (const { at, states } of layer.values()) {
+        queues.forEach((q, i) => {
+          if (at[i]! >= q.length) return;
+          const to = at.map((n, j) => (j === i ? n + 1 : n));
+          const slot = next.get(to.join()) ?? { at: to, states: new Map<string, EventModel>() };
+          next.set(to.join(), slot);
+          for (const m of states.values()) {
+            const copy = m.clone();
+            copy.deliver(q[at[i]!]!);
+            const key = copy.state();
+            if (!slot.states.has(key)) slot.states.set(key, copy);
+          }
+        });
+      }
+      layer = next;
+    }
+    current = [...[...layer.values()][0]!.states.values()];
+  }
+  return current;
 }

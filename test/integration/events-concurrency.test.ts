@@ -231,6 +231,23 @@ test('a move to another organization that loses its race to a newer event of the
   });
 });
 
+test('an activation whose rules run after a newer event moved the learner to another organization (between its write and its rules) leaves no membership behind in the old one', async () => {
+  const { org, tenant } = await orgWithRule();
+  const { org: other, tenant: otherTenant } = await orgWithRule();
+  // Right after the activation (t6) created the learner in `org`, a registration of t7 in `other` moves them.
+  await atFirstWrite(
+    tenant,
+    5600,
+    () => applyUserData(db, learner(5600), at(6, 'act'), 'activation', org),
+    () => applyUserData(db, learner(5600, false), at(7, 'reg'), 'registration', other),
+  );
+  expect({
+    here: await userOf(tenant, 5600),
+    there: (await userOf(otherTenant, 5600))?.event_time,
+    memberHere: await membershipOf(tenant, 5600),
+  }).toEqual({ here: null, there: at(7, 'reg').time, memberHere: null });
+});
+
 test('kill -9 between a retirement’s delete and its membership’s: its redelivery deletes the membership; a learner created again before it keeps theirs', async () => {
   const { org, tenant } = await orgWithRule();
   const killedAfterDelete = async (id: number) => {
@@ -269,4 +286,15 @@ test('a course deletion and an older catalog change applied at once: every cours
     .find({ course: { $in: keys } })
     .toArray();
   expect({ courses: courses.length, links: links.length }).toEqual({ courses: 0, links: 0 });
+});
+
+test('an activation between two deactivations that both arrived before it applies no rule, also when the older deactivation arrived second', async () => {
+  const { org, tenant } = await orgWithRule();
+  await applyUserData(db, learner(5800, false), at(5, 'deact-late'), 'registration', org);
+  await applyUserData(db, learner(5800, false), at(1, 'deact-early'), 'registration', org);
+  await applyUserData(db, learner(5800, true), at(2, 'between'), 'registration', org);
+  expect({ deact_min_v: (await userOf(tenant, 5800))?.deact_min_v?.slice(0, 20), member: await membershipOf(tenant, 5800) }).toEqual({
+    deact_min_v: at(1, 'x').time.slice(0, 20),
+    member: null,
+  });
 });
