@@ -3,7 +3,7 @@ import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from
 import { ownerLookup } from '../db/owners';
 import { indexNewUsers, unindexUser } from '../db/search-index';
 import type { Tenant } from '../db/tenant';
-import { tombstones } from '../db/tombstones';
+import { moveMark, tombstones } from '../db/tombstones';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
 import { syncUserGroups, userGroupFacts, userGroupFactsAgree } from './list-facts';
 import { activationSettled, insertRuleMemberships, matchRules } from './membership-rules';
@@ -51,9 +51,13 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
   const lines = [...firsts.keys()];
   const [records, stones] = await Promise.all([ownerLookup(tenant.db).userRecords(lines.map((l) => l.facts.id)), tombstonesOf(tenant, lines)]);
   const outcomes: BatchOutcome[] = batch.map(() => 'per-event');
-  const here = lines.filter((l) => records.get(l.facts.id)?.org === tenant.org && !stones.has(userTombstone(l.facts.id)));
+  // A tombstone, or a move a killed process left half done (its mark), is the per-event path's.
+  const marked = (l: UserLine) => stones.has(userTombstone(l.facts.id)) || stones.has(moveMark(userTombstone(l.facts.id)));
+  const here = lines.filter((l) => records.get(l.facts.id)?.org === tenant.org && !marked(l));
   for (const l of await alreadyImported(tenant, here, records)) outcomes[firsts.get(l)!] = 'duplicate';
-  const fresh = lines.filter((l) => !records.has(l.facts.id) && !deletedSince(stones.get(userTombstone(l.facts.id)), l.at.time));
+  const fresh = lines.filter(
+    (l) => !records.has(l.facts.id) && !deletedSince(stones.get(userTombstone(l.facts.id)), l.at.time) && !stones.has(moveMark(userTombstone(l.facts.id))),
+  );
   for (const [l, outcome] of await registerNewUsers(tenant, fresh, stones)) outcomes[firsts.get(l)!] = outcome;
   return outcomes;
 }
@@ -157,9 +161,9 @@ function firstLineOfEachId(batch: readonly UserLine[]): Map<UserLine, number> {
   return firsts;
 }
 
-/** The users' tombstones. */
+/** The users' tombstones, and the marks of moves left half done (by `moveMark` of the tombstone's key). */
 function tombstonesOf(tenant: Tenant, lines: readonly UserLine[]): Promise<Map<string, TombstoneDoc>> {
-  return tombstones(tenant.db).getMany(lines.map((l) => userTombstone(l.facts.id)));
+  return tombstones(tenant.db).getMany(lines.flatMap((l) => [userTombstone(l.facts.id), moveMark(userTombstone(l.facts.id))]));
 }
 
 /** Inserts the users' records in one unordered insert; returns those inserted (a refused `_id` exists somewhere). */

@@ -165,9 +165,10 @@ async function reindexUser(tenant: Tenant, user: UserDoc): Promise<void> {
   await syncUserGroups(tenant, [user.id]);
   await indexUser(tenant, user);
   if (user.indexed_t === user.event_time) return;
-  await tenant
-    .collection<UserDoc>(COLLECTIONS.users)
-    .updateBookkeeping({ _id: user._id, event_time: user.event_time } as Filter<UserDoc>, { $set: { indexed_t: user.event_time } });
+  const users = tenant.collection<UserDoc>(COLLECTIONS.users);
+  if (await users.updateBookkeeping({ _id: user._id, event_time: user.event_time } as Filter<UserDoc>, { $set: { indexed_t: user.event_time } })) {
+    user.indexed_t = user.event_time; // the record the caller holds, as stored
+  }
 }
 
 /**

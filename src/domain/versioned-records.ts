@@ -99,7 +99,8 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
   const notApplied = (outcome: ApplyOutcome, current: T | null): VersionedResult<T> => ({ outcome, current, version: version(at.time, 0) });
   // A deletion at least as new as the event refuses it; a record older than its tombstone (a
   // deletion that lost a race or died half-way) is deleted first, so nothing extends it.
-  const stone = await tombstones(tenant.db).get(op.tombstone);
+  const { stone, leaving } = await tombstones(tenant.db).withMoves(op.tombstone);
+  for (const org of leaving) await finishMove(tenant.db, op, op.doc._id, org);
   if (stone) {
     await finishDeletion(tenant.db, op, stone);
     const cmp = compare(stone, at);
@@ -150,11 +151,12 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     if (cmp === 'duplicate') await oldRecords.announce([id]);
     if (cmp !== 'newer') return notApplied(cmp, there);
     // The record moved organization: what hangs off it there goes once the record has left (a
-    // newer event that wrote it meanwhile keeps it there, with its dependents). A move has no
-    // tombstone naming the old organization, so a process killed between the two leaves them.
+    // newer event that wrote it meanwhile keeps it there, with its dependents). The old
+    // organization is marked first, so a process killed between the two leaves work that the
+    // next event of the record (its redelivery) finishes: finishMove.
+    await tombstones(tenant.db).markMove(op.tombstone, owner);
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
-    // Published as a cascade (docs/events-published.md): the move, not the event, removes them.
-    await withCause('cascade', () => deleteDependentsOfGone(old, op, id));
+    await finishMove(tenant.db, op, id, owner);
     if (!follows || versionOf(there) > versionOf(follows)) follows = there;
   }
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
@@ -258,6 +260,8 @@ const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1 } }
  * the record is gone, or it reflects the deletion's time or newer (left standing: `survivor`).
  */
 export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<DeletionResult> {
+  // A move of the record a process left half done: its old organization's dependents go first.
+  for (const org of (await tombstones(db).withMoves(op.tombstone)).leaving) await finishMove(db, op, op.id, org);
   let recorded: ApplyOutcome | null = null;
   for (let round = 0; round < ROUNDS; round++) {
     const owner = await op.ownerOrg();
@@ -291,6 +295,16 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
 async function deleteDependentsOfGone(home: Tenant, ref: VersionedRecordRef, id: string): Promise<void> {
   if (await home.collection<VersionedDoc>(ref.collection).findById(id, VERSION_ONLY)) return;
   await ref.deleteDependents(home);
+}
+
+/**
+ * Deletes what hangs off record `id` in `org`, which a move took it out of, unless the record is
+ * there (again), then forgets the move's mark. Published as a cascade (docs/events-published.md):
+ * the move, not the event, removes them.
+ */
+async function finishMove(db: Db, ref: VersionedRecordRef, id: string, org: string): Promise<void> {
+  await withCause('cascade', () => deleteDependentsOfGone(new Tenant(db, org), ref, id));
+  await tombstones(db).clearMove(ref.tombstone, org);
 }
 
 /**

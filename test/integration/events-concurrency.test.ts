@@ -298,3 +298,21 @@ test('an activation between two deactivations that both arrived before it applie
     member: null,
   });
 });
+
+test('kill -9 between a move’s delete of the old record and the delete of its membership: the redelivered move leaves no membership in the old organization', async () => {
+  const { org, tenant } = await orgWithRule();
+  const { org: other, tenant: otherTenant } = await orgWithRule();
+  await applyUserData(db, learner(5700), at(1, 'reg'), 'registration', org);
+  expect(await membershipOf(tenant, 5700)).not.toBeNull();
+  const gone = async () => (await userOf(tenant, 5700)) === null;
+  const kill = () => Promise.reject(new Error('killed'));
+  // The move (an update of t5 naming `other`) is killed right after it deleted the record in `org`.
+  await expect(atCall('findOne', COLLECTIONS.users, gone, () => applyUserData(db, learner(5700, false), at(5, 'move'), 'update', other), kill)).rejects.toThrow(
+    'killed',
+  );
+  expect(await applyUserData(db, learner(5700, false), at(5, 'move'), 'update', other)).toBe('applied');
+  expect({ there: (await userOf(otherTenant, 5700))?.event_time, memberHere: await membershipOf(tenant, 5700) }).toEqual({
+    there: at(5, 'move').time,
+    memberHere: null,
+  });
+});
