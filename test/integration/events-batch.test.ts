@@ -100,6 +100,7 @@ function onboardingBacklog(): { messages: Message[]; activated: number[]; specia
     untimed: newUserId(),
     updated: activated[7]!,
     retiredBefore: newUserId(),
+    tie: newUserId(),
   };
   const insert = (index: number, message: Message) => messages.splice(index, 0, message);
   insert(10, structured(cloudEvent(TYPES.registered, user(ORG_A, special.twoEvents, false), { time: at(50) }), special.twoEvents));
@@ -122,6 +123,16 @@ function onboardingBacklog(): { messages: Message[]; activated: number[]; specia
   );
   insert(5, structured(cloudEvent(TYPES.retired, { user: { id: special.retiredBefore }, organization: ORG_A }, { time: at(999) }), special.retiredBefore));
   insert(90, structured(cloudEvent(TYPES.activated, user(ORG_A, special.retiredBefore, true), { time: at(90) }), special.retiredBefore));
+  // Two events of one learner with one time, an update then an activation: applied in arrival
+  // order, the activation's email is the last (SPEC: equal times go by arrival order).
+  insert(
+    45,
+    structured(
+      cloudEvent(TYPES.updated, userData(ORG_A, { id: special.tie, email: `first${special.tie}@other.example`, is_active: true }), { time: at(97) }),
+      special.tie,
+    ),
+  );
+  insert(46, structured(cloudEvent(TYPES.activated, user(ORG_A, special.tie, true), { time: at(97) }), special.tie));
   const course = `course-v1:ORGX+B${randomUUID().slice(0, 6)}+R`;
   insert(
     60,
@@ -208,6 +219,7 @@ test('a backlog consumed in batches ends exactly as the same messages consumed o
   expect(expected.memberships.filter((m) => activated.includes(m.user))).toHaveLength(activated.length / 2);
   const ids = expected.users.map((u) => u.id);
   expect(ids).toEqual(expect.arrayContaining([special.twoEvents, special.twice, special.untimed]));
+  expect(expected.users.find((u) => u.id === special.tie)?.email).toBe(`u${special.tie}@${DOMAIN}`);
   expect(ids).not.toContain(special.retired);
   expect(ids).not.toContain(special.retiredBefore);
   expect(expected.users.find((u) => u.id === special.updated)?.email).toBe(`renamed${special.updated}@${DOMAIN}`);
