@@ -110,7 +110,11 @@ export function createBatchHandler(deps: {
     const done = new Set<string>();
     if (alone.length < 2) return done; // nothing to gain: per message
     const byOrg = new Map<string, Candidate[]>();
-    for (const c of alone) byOrg.set(c.org, [...(byOrg.get(c.org) ?? []), c]);
+    for (const c of alone) {
+      const ofOrg = byOrg.get(c.org);
+      if (ofOrg) ofOrg.push(c);
+      else byOrg.set(c.org, [c]);
+    }
     // What the events change is the LMS's doing; the changes of a batch name no single event (request_id null).
     const context = { cause: 'event', actor: { type: 'lms' }, requestId: null, audit: false } as const;
     const outcomes = new Map<string, number>();
