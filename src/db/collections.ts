@@ -51,6 +51,8 @@ export interface MembershipDoc extends TenantDoc {
   group: number;
   /** True when a membership rule created it. */
   automatic: boolean;
+  /** The version of the activation whose rules made it, while no administrator changed it (docs/events.md, activations). */
+  rule_v?: string;
 }
 
 /** `_id` is `org|domain`: a domain has at most one rule per organization. */
@@ -102,8 +104,14 @@ export interface UserDoc extends TenantDoc, EventVersion {
   /** The version of the activation whose membership rules were applied; `act_done` false while they are being applied. */
   act_v?: string;
   act_done?: boolean;
+  /** The email of the activation `act_v`: its rules match that, not a later one. */
+  act_email?: string;
+  /** True once an administrator changed the user's membership after `act_v` was claimed: a late activation of its period then makes none. */
+  act_admin?: boolean;
   /** The version of the newest activation-capable event that showed the user active: the activation a late, older deactivation leaves standing. */
   act_seen_v?: string;
+  /** The email of the event `act_seen_v`. */
+  act_seen_email?: string;
   /**
    * The oldest version of an event that showed the user inactive, and the oldest activation whose
    * rules were claimed (`ACTIVATION_PERIODS_SETTLED` after a retirement or a move): together they

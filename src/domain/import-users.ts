@@ -121,7 +121,12 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
     tenant,
     inserted.filter((l) => l.facts.is_active && !matched.has(l.facts)).map((l) => l.facts),
   );
-  const memberships = await insertRuleMemberships(tenant, [...matches.filter((m) => written.has(m.user)), ...late]);
+  // Each made at its line's activation (what per event joinByRule records).
+  const atOf = new Map(inserted.map((l) => [l.facts, version(l.at.time, 1)]));
+  const memberships = await insertRuleMemberships(
+    tenant,
+    [...matches.filter((m) => written.has(m.user)), ...late].map((m) => ({ ...m, rule_v: atOf.get(m.user) })),
+  );
   // Their claims are done (docs/events.md), unless a newer activation claimed again meanwhile,
   // and their list facts name the membership just made: one statement per user by `_id` (an
   // `$in` update reads the whole organization on FerretDB). The facts' version moves, so a sync
@@ -186,6 +191,7 @@ async function insertUsers(
         event_n: 1,
         event_ids: [at.id],
         indexed_t: at.time,
+        ...fields.set,
         ...fields.max,
         ...fields.min,
         ...fields.onInsert,

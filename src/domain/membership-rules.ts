@@ -8,7 +8,7 @@ import { Conflict, doesNotExist, fieldError } from '../errors';
 import type { ApplyOutcome } from './event-time';
 import { groupExists } from './groups';
 import { syncUserGroups } from './list-facts';
-import { deleteMembership, insertMembershipIfAbsent } from './memberships';
+import { insertMembershipIfAbsent, removeMembership } from './memberships';
 import { isLateFirstActivation, isNewActivation, userTombstone } from './users';
 import { deletedAfter } from './versioned-records';
 
@@ -61,8 +61,9 @@ export async function matchRules<U extends Pick<UserDoc, 'id' | 'email'>>(
  * created, or null. Safe to run any number of times, concurrently too: the membership's primary
  * key is the user id.
  */
-async function joinByRule(tenant: Tenant, user: Pick<UserDoc, 'id' | 'event_time' | 'event_n'>, group: number): Promise<MembershipDoc | null> {
-  const created = await withCause('rule', () => insertMembershipIfAbsent(tenant, { user: user.id, group, automatic: true }));
+async function joinByRule(tenant: Tenant, user: Pick<UserDoc, 'id' | 'event_time' | 'event_n'>, group: number, at?: string): Promise<MembershipDoc | null> {
+  const rule_v = at === undefined ? {} : { rule_v: at };
+  const created = await withCause('rule', () => insertMembershipIfAbsent(tenant, { user: user.id, group, automatic: true, ...rule_v }));
   if (!created) return null;
   // A retirement, or a move to another organization, that ran while we inserted must not leave
   // a membership of a user who is gone from here. Each writes its tombstone or removes the record
@@ -70,7 +71,7 @@ async function joinByRule(tenant: Tenant, user: Pick<UserDoc, 'id' | 'event_time
   // membership this call made. (Tombstones, unlike users, are few.)
   const gone = async () => (await tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(user.id))) === null;
   if (deletedAfter(await tombstones(tenant.db).get(userTombstone(user.id)), user) || (await gone())) {
-    await withCause('rule', () => deleteMembership(tenant, { _id: created._id, id: created.id }));
+    await withCause('rule', () => removeMembership(tenant, { _id: created._id, id: created.id }));
     return null;
   }
   return created;
@@ -85,7 +86,7 @@ async function joinByRule(tenant: Tenant, user: Pick<UserDoc, 'id' | 'event_time
  */
 export async function insertRuleMemberships(
   tenant: Tenant,
-  matches: readonly { user: Pick<UserDoc, 'id'>; rule: Pick<RuleDoc, 'group'> }[],
+  matches: readonly { user: Pick<UserDoc, 'id'>; rule: Pick<RuleDoc, 'group'>; rule_v?: string | undefined }[],
 ): Promise<MembershipDoc[]> {
   if (matches.length === 0) return [];
   const last = await tenant.claimIds('memberships', matches.length);
@@ -95,6 +96,7 @@ export async function insertRuleMemberships(
     user: m.user.id,
     group: m.rule.group,
     automatic: true,
+    ...(m.rule_v === undefined ? {} : { rule_v: m.rule_v }),
   }));
   const refused = await withCause('rule', () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).insertMany(docs));
   return docs.filter((d) => !refused.has(d._id)).map((d) => ({ ...d, org: tenant.org }));
@@ -104,12 +106,17 @@ export async function insertRuleMemberships(
  * Applies the organization's membership rules to one user (docs/events.md): an active user
  * whose email domain has a rule, and who has no membership yet, becomes an automatic member of
  * the rule's group. An existing membership is never changed; an inactive user gets none.
- * Returns the membership created, or null.
+ * Returns the membership created, or null. `at`: the activation that applies them (recorded on
+ * the membership as `rule_v`).
  */
-export async function applyMembershipRules(tenant: Tenant, user: Pick<UserDoc, 'id' | 'email' | 'is_active' | 'event_time'>): Promise<MembershipDoc | null> {
+export async function applyMembershipRules(
+  tenant: Tenant,
+  user: Pick<UserDoc, 'id' | 'email' | 'is_active' | 'event_time'>,
+  at?: string,
+): Promise<MembershipDoc | null> {
   if (!user.is_active) return null;
   const [match] = await matchRules(tenant, [user]);
-  return match ? joinByRule(tenant, user, match.rule.group) : null;
+  return match ? joinByRule(tenant, user, match.rule.group, at) : null;
 }
 
 /**
@@ -134,50 +141,152 @@ export function activationSettled(written: { outcome: ApplyOutcome; current: Use
   return activationToClaim(written, activates) === null && written.current.act_done !== false;
 }
 
+/** The user event being settled: what it says (its email) and the organization it names. */
+export interface SettledEvent {
+  email: string;
+  org: string;
+}
+
 /**
  * Membership rules once per activation (docs/events.md). After a user event was written
  * (`written`: its outcome, the record, the event's version), an activation-capable event
- * (`activates`) that is not a duplicate claims the activation when it is one whose rules are not
- * applied yet: a write conditional on the bookkeeping it read, so two deliveries cannot both
- * claim. A record created by such an event claimed it in the same write. A claim is pending
- * (`act_done: false`) until the rules are applied; whichever event of the user comes next (a
- * redelivery too) finishes a claim that a crash left pending.
+ * (`activation`: what it says, null for any other) that is not a duplicate claims the activation
+ * when it is one whose rules are not applied yet: a write conditional on the bookkeeping it read,
+ * so two deliveries cannot both claim. A record created by such an event claimed it in the same
+ * write. A claim is pending (`act_done: false`) until the rules are applied, with the claimed
+ * activation's email (`act_email`); whichever event of the user comes next (a redelivery too)
+ * finishes a claim that a crash left pending. An activation older than the claimed one, arriving
+ * later, is the first of its period instead (earlierActivation).
  */
 export async function settleActivation(
   tenant: Tenant,
   written: { outcome: ApplyOutcome; current: UserDoc; version: string },
-  activates: boolean,
+  activation: SettledEvent | null,
 ): Promise<void> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   let user = written.current;
-  const activation = activationToClaim(written, activates);
-  if (activation !== null) {
+  const activates = activation !== null;
+  const claim = activationToClaim(written, activates);
+  const late = activates && written.outcome !== 'duplicate' && activation.org === user.org;
+  if (claim !== null) {
+    const email = claim === written.version && activation ? activation.email : (user.act_seen_email ?? user.email);
     const asRead = (field: 'act_v' | 'deact_v') => (user[field] === undefined ? { $exists: false } : user[field]);
     const claimed = await users.updateBookkeeping({ _id: user._id, act_v: asRead('act_v'), deact_v: asRead('deact_v') } as Filter<UserDoc>, {
-      $set: { act_v: activation, act_done: false },
-      $max: { act_seen_v: activation },
-      $min: { act_min_v: activation },
+      $set: { act_v: claim, act_done: false, act_email: email, act_admin: false, ...(claim > (user.act_seen_v ?? '') ? { act_seen_email: email } : {}) },
+      $max: { act_seen_v: claim },
+      $min: { act_min_v: claim },
     });
-    if (claimed) user = { ...user, act_v: activation, act_done: false };
-  } else if (activates && written.outcome !== 'duplicate' && isLateFirstActivation(user, written.version)) {
-    await applyLateActivation(tenant, user, written.version);
+    if (claimed) user = { ...user, act_v: claim, act_done: false, act_email: email, act_admin: false };
+  } else if (late && isLateFirstActivation(user, written.version)) {
+    await applyLateActivation(tenant, user, written.version, activation.email);
+  } else if (late && isEarlierActivation(user, written.version)) {
+    await applyEarlierActivation(tenant, user, written.version, activation.email);
+  } else if (late && isEarlierFirstActivation(user, written.version)) {
+    await applyEarlierFirstActivation(tenant, user, written.version, activation.email);
   }
   if (user.act_done !== false) return;
-  await applyMembershipRules(tenant, user);
+  await applyMembershipRules(tenant, { ...user, email: user.act_email ?? user.email }, user.act_v);
   await users.updateBookkeeping({ _id: user._id, act_v: user.act_v, act_done: false } as Filter<UserDoc>, { $set: { act_done: true } });
+}
+
+/**
+ * True when an activation of version `v` falls in the period of the claimed activation (after
+ * the last deactivation) but before it: in event time it was that period's first, and the
+ * claimed one was not an activation at all.
+ */
+export function isEarlierActivation(user: Pick<UserDoc, 'act_v' | 'deact_v'>, v: string): boolean {
+  const deact = user.deact_v ?? '';
+  return user.act_v !== undefined && user.act_v > deact && v > deact && olderTime(v, user.act_v);
+}
+
+/** The same in the learner's first period (before the first deactivation), whose activation claimed is `act_min_v`. */
+export function isEarlierFirstActivation(user: Pick<UserDoc, 'act_min_v' | 'deact_min_v'>, v: string): boolean {
+  const { act_min_v: first, deact_min_v: end } = user;
+  return first !== undefined && end !== undefined && first < end && v < end && olderTime(v, first);
+}
+
+/**
+ * True when version `a` is of an older time than `b`. Not merely a lower version: a stale event
+ * (`time#0`) of `b`'s time is `b`'s own event delivered again, or one that came after it (among
+ * equal times arrival decides); neither is older.
+ */
+const olderTime = (a: string, b: string) => a.slice(0, a.indexOf('#')) < b.slice(0, b.indexOf('#'));
+
+/**
+ * The rules of an activation `v` (email `email`) that in event time came before the one whose
+ * rules made the learner's membership (its `rule_v`, newer than `v`, kept while no administrator
+ * changed it): the membership becomes what `v`'s email matches. When that is nothing, it goes if
+ * the activation `v` supersedes in its period made it (`superseded`: in event time no activation
+ * at all), and stays otherwise (a later period's activation made it). A learner without a membership gets what `v` matches, unless an
+ * administrator changed the membership since the claim (`act_admin`). Conditional on the
+ * membership as read, so a concurrent change wins.
+ */
+async function reapplyRules(tenant: Tenant, user: UserDoc, v: string, email: string, superseded: string | null): Promise<void> {
+  const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
+  const [match] = await matchRules(tenant, [{ id: user.id, email }]);
+  // Each round that loops lost a race to a concurrent change of the membership, and reads it again.
+  for (let round = 0; round < 8; round++) {
+    const current = await memberships.findById(String(user.id));
+    if (!current) {
+      if (user.act_admin || !match || (await joinByRule(tenant, user, match.rule.group, v))) return;
+      // Not made: another came first (read it), or the learner left meanwhile (none to read).
+      if (await memberships.has({ _id: String(user.id) })) continue;
+      return;
+    }
+    if (current.rule_v === undefined || !olderTime(v, current.rule_v)) return;
+    const asRead = { _id: current._id, rule_v: current.rule_v } as Filter<MembershipDoc>;
+    if (match) {
+      const moved = await withCause('rule', () => memberships.findOneAndUpdate(asRead, { $set: { group: match.rule.group, rule_v: v } }));
+      if (!moved) continue;
+      await syncUserGroups(tenant, [user.id]);
+    } else if (current.rule_v === superseded && !(await withCause('rule', () => removeMembership(tenant, asRead)))) continue;
+    return;
+  }
+  throw new Error(`membership of user ${user.id} kept changing while an earlier activation applied its rules`);
+}
+
+/**
+ * Deletes user `userId`'s membership when a rule made it at an activation older than `v` (and no
+ * administrator changed it since): a retirement or a move at `v`, arriving after a newer event
+ * of the learner, deleted it in event time. The activation after `v` then claims (settleActivation).
+ */
+export async function takeBackRuleMembershipBefore(tenant: Tenant, userId: number, v: string): Promise<void> {
+  await removeMembership(tenant, { _id: String(userId), rule_v: { $lt: v } } as Filter<MembershipDoc>);
+}
+
+/**
+ * An activation older than the claimed one of its period (isEarlierActivation): its rules are
+ * applied again (reapplyRules) before the claim moves to it, so a crash between the two leaves
+ * an activation a redelivery applies again, to the same end.
+ */
+async function applyEarlierActivation(tenant: Tenant, user: UserDoc, v: string, email: string): Promise<void> {
+  await reapplyRules(tenant, user, v, email, user.act_v!);
+  await tenant
+    .collection<UserDoc>(COLLECTIONS.users)
+    .updateBookkeeping({ _id: user._id, act_v: { $gt: v }, deact_v: user.deact_v ?? { $exists: false } } as Filter<UserDoc>, {
+      $set: { act_v: v, act_email: email },
+      $min: { act_min_v: v },
+    });
+}
+
+/** The same for the first period (isEarlierFirstActivation). */
+async function applyEarlierFirstActivation(tenant: Tenant, user: UserDoc, v: string, email: string): Promise<void> {
+  await reapplyRules(tenant, user, v, email, user.act_min_v!);
+  await tenant.collection<UserDoc>(COLLECTIONS.users).updateBookkeeping({ _id: user._id } as Filter<UserDoc>, { $min: { act_min_v: v } });
 }
 
 /**
  * An activation that arrived after the deactivation that ended its period (isLateFirstActivation):
  * in event time it applied the rules while the learner was active, and the membership it made
- * outlived the deactivation, as memberships do; so it makes it now, whatever the learner is now.
+ * outlived the deactivation, as memberships do; so it makes it now, whatever the learner is now,
+ * and it replaces one a later period's activation made (reapplyRules).
  * The rules are applied before the claim (`act_min_v`) is written, so a crash between the two
  * leaves an activation a redelivery applies again (never a second membership: the user id is the
  * membership's key); once claimed, neither a redelivery nor another activation of that period
  * applies them again, so an administrator's later change stands.
  */
-async function applyLateActivation(tenant: Tenant, user: UserDoc, v: string): Promise<void> {
-  await applyMembershipRules(tenant, { ...user, is_active: true });
+async function applyLateActivation(tenant: Tenant, user: UserDoc, v: string, email: string): Promise<void> {
+  await reapplyRules(tenant, user, v, email, null);
   const asRead = (field: 'act_min_v' | 'deact_min_v') => (user[field] === undefined ? { $exists: false } : user[field]);
   await tenant
     .collection<UserDoc>(COLLECTIONS.users)
@@ -225,7 +334,7 @@ export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDo
     const byId = new Map(page.map((u) => [u.id, u]));
     const stones = await tombstones(tenant.db).getMany(made.map((m) => userTombstone(m.user)));
     for (const m of made) {
-      if (deletedAfter(stones.get(userTombstone(m.user)), byId.get(m.user)!)) await withCause('rule', () => deleteMembership(tenant, { _id: m._id, id: m.id }));
+      if (deletedAfter(stones.get(userTombstone(m.user)), byId.get(m.user)!)) await withCause('rule', () => removeMembership(tenant, { _id: m._id, id: m.id }));
       else created++;
     }
   }

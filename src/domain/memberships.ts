@@ -1,3 +1,4 @@
+import type { Filter } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
@@ -42,7 +43,10 @@ export async function updateMembership(tenant: Tenant, id: number, patch: { grou
  * cannot both succeed: the loser gets E11000, which is read as "already a member". This is the
  * only place memberships are created, for the REST API and membership rules alike.
  */
-export async function insertMembershipIfAbsent(tenant: Tenant, input: { user: number; group: number; automatic: boolean }): Promise<MembershipDoc | null> {
+export async function insertMembershipIfAbsent(
+  tenant: Tenant,
+  input: { user: number; group: number; automatic: boolean; rule_v?: string },
+): Promise<MembershipDoc | null> {
   const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
   // A look first spares an id for an existing member (the usual case of a redelivery); the
   // insert still settles a race, at the cost of an unused id (gaps are allowed).
@@ -61,16 +65,26 @@ export async function insertMembershipIfAbsent(tenant: Tenant, input: { user: nu
   return created;
 }
 
-/** Moves a membership to another group, then derives the user's group again. */
+/** Moves a membership to another group (an administrator's now, no rule's), then derives the user's group again. */
 export async function moveMembership(tenant: Tenant, id: number, group: number): Promise<MembershipDoc | null> {
-  const doc = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOneAndUpdate({ id }, { $set: { group } });
+  const doc = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOneAndUpdate({ id }, { $set: { group }, $unset: { rule_v: '' } });
   if (doc) await Promise.all([syncUserGroups(tenant, [doc.user]), settlePendingActivation(tenant, doc.user)]);
   return doc;
 }
 
-/** Deletes a membership by its public id, then derives the user's group again. */
-export async function deleteMembership(tenant: Tenant, filter: { id: number } | { _id: string; id: number }): Promise<boolean> {
-  const doc = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOneAndDelete(filter);
-  if (doc) await Promise.all([syncUserGroups(tenant, [doc.user]), settlePendingActivation(tenant, doc.user)]);
+/** An administrator deletes a membership by its public id; the user's group is derived again. */
+export async function deleteMembership(tenant: Tenant, filter: { id: number }): Promise<boolean> {
+  const doc = await removeMembership(tenant, filter);
+  if (doc) await settlePendingActivation(tenant, doc.user);
   return doc !== null;
+}
+
+/**
+ * Deletes the membership `filter` matches (a rule taking back its own, or one made at an
+ * activation that turned out not to be its period's first), then derives the user's group again.
+ */
+export async function removeMembership(tenant: Tenant, filter: Filter<MembershipDoc>): Promise<MembershipDoc | null> {
+  const doc = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOneAndDelete(filter);
+  if (doc) await syncUserGroups(tenant, [doc.user]);
+  return doc;
 }

@@ -3,8 +3,8 @@ import { COLLECTIONS, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
 import { Tenant } from '../db/tenant';
 import type { Infer } from '../validation';
-import type { EventStamp } from './event-time';
-import { settleActivation } from './membership-rules';
+import { asStamp, type EventStamp, version } from './event-time';
+import { settleActivation, takeBackRuleMembershipBefore } from './membership-rules';
 import { homeOf, retireUser, type UserFacts, upsertUser } from './users';
 
 /**
@@ -58,8 +58,13 @@ export type UserEventKind = 'activation' | 'registration' | 'update';
 export async function applyUserData(db: Db, data: UserEventData, at: string | EventStamp, kind: UserEventKind, org: string) {
   const facts = userFacts(data, kind);
   const tenant = new Tenant(db, org);
-  const result = await upsertUser(tenant, facts, at, kind !== 'update' && facts.is_active);
-  if (result.current) await settleActivation(homeOf(tenant, result.current), { ...result, current: result.current }, kind !== 'update' && facts.is_active);
+  const activates = kind !== 'update' && facts.is_active;
+  const result = await upsertUser(tenant, facts, at, activates);
+  if (!result.current) return result.outcome;
+  const home = homeOf(tenant, result.current);
+  // A stale event of another organization is a move in the past (users.ts upsertUser).
+  if (result.outcome === 'stale' && home !== tenant) await takeBackRuleMembershipBefore(home, facts.id, result.version);
+  await settleActivation(home, { ...result, current: result.current }, activates ? { email: facts.email, org } : null);
   return result.outcome;
 }
 
@@ -76,7 +81,11 @@ export async function applyUserRetired(db: Db, userId: number, at: string | Even
     const owner = await ownerLookup(db).userOrg(userId);
     const home = owner === null ? null : new Tenant(db, owner);
     const current = await home?.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
-    if (home && current) await settleActivation(home, { outcome, current, version: '' }, false);
+    if (home && current) {
+      // What rules made at activations older than the retirement, the retirement deleted in event time.
+      if (outcome === 'stale') await takeBackRuleMembershipBefore(home, userId, version(asStamp(at).time, 0));
+      await settleActivation(home, { outcome, current, version: '' }, null);
+    }
   }
   return outcome;
 }

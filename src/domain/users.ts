@@ -76,13 +76,14 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
  * activation at once. A record that follows a retirement or a move settles the activations before
  * them: what they made was deleted with the record it follows.
  */
-export function activationFields(facts: Pick<UserFacts, 'is_active'>, activates: boolean) {
+export function activationFields(facts: Pick<UserFacts, 'is_active' | 'email'>, activates: boolean) {
   return (v: string, after: string | null) => {
     const deacts = [after, facts.is_active ? null : v].filter((x): x is string => x !== null).sort();
     const max = { ...(deacts.length > 0 ? { deact_v: deacts.at(-1)! } : {}), ...(activates ? { act_seen_v: v } : {}) };
     const act_min_v = after !== null ? ACTIVATION_PERIODS_SETTLED : activates ? v : null;
-    const onInsert = { ...(activates ? { act_v: v, act_done: false } : {}), ...(act_min_v !== null ? { act_min_v } : {}) };
+    const onInsert = { ...(activates ? { act_v: v, act_done: false, act_email: facts.email } : {}), ...(act_min_v !== null ? { act_min_v } : {}) };
     return {
+      ...(activates ? { set: { act_seen_email: facts.email } } : {}),
       ...(Object.keys(max).length > 0 ? { max } : {}),
       ...(deacts.length > 0 ? { min: { deact_min_v: deacts[0]! } } : {}),
       ...(Object.keys(onInsert).length > 0 ? { onInsert } : {}),
@@ -126,15 +127,21 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
     fields: activationFields(facts, activates),
   });
   // A stale event showing the learner inactive is still a deactivation (the activation rules ask
-  // for the newest one, and a late activation for the oldest one).
+  // for the newest one, and a late activation for the oldest one). So is a stale event of another
+  // organization: in event time the learner left for it, and came back; what activations before
+  // it made went with that move (settled, and see takeBackRuleMembershipBefore).
+  const elsewhere = result.current !== null && result.outcome === 'stale' && result.current.org !== tenant.org;
   if (
     result.current &&
     result.outcome === 'stale' &&
-    !facts.is_active &&
-    ((result.current.deact_v ?? '') < result.version || (result.current.deact_min_v ?? '') > result.version)
+    (!facts.is_active || elsewhere) &&
+    ((result.current.deact_v ?? '') < result.version || (result.current.deact_min_v ?? '') > result.version || elsewhere)
   ) {
     const users = homeOf(tenant, result.current).collection<UserDoc>(COLLECTIONS.users);
-    await users.updateBookkeeping({ _id: result.current._id } as Filter<UserDoc>, { $max: { deact_v: result.version }, $min: { deact_min_v: result.version } });
+    await users.updateBookkeeping({ _id: result.current._id } as Filter<UserDoc>, {
+      $max: { deact_v: result.version },
+      $min: { deact_min_v: result.version, ...(elsewhere ? { act_min_v: ACTIVATION_PERIODS_SETTLED } : {}) },
+    });
     // Read again: the activation rules decide on the bookkeeping as it now stands.
     result.current = (await users.findById(result.current._id)) ?? result.current;
   }
@@ -146,12 +153,13 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
 
 /**
  * An administrator's change to a user's membership (create, move, delete) settles any activation
- * of that user still pending (docs/events.md), so that finishing it later cannot undo the change.
+ * of that user still pending (docs/events.md), so that finishing it later cannot undo the change,
+ * and stands against a late activation of the same period (`act_admin`).
  */
 export async function settlePendingActivation(tenant: Tenant, userId: number): Promise<void> {
   await tenant
     .collection<UserDoc>(COLLECTIONS.users)
-    .updateBookkeeping({ _id: String(userId), act_done: false } as Filter<UserDoc>, { $set: { act_done: true } });
+    .updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $set: { act_done: true, act_admin: true } });
 }
 
 /** The tenant of the organization that holds `record` (the one asked about, or the one it moved to). */

@@ -21,6 +21,8 @@ export interface VersionedDoc extends TenantDoc, EventVersion {}
 
 /** What an event's version adds to the write, for the fields a record derives from versions (users' activations). */
 export interface VersionFields {
+  /** Set with the event's write (never by a stale or duplicate event: they write nothing). */
+  set?: Document;
   /** Raised to at least these values (`$max`). */
   max?: Record<string, string>;
   /** Lowered to at most these values (`$min`). */
@@ -71,7 +73,7 @@ function update(set: Document, next: EventVersion, extra: VersionFields, onInser
   const max = extra.max ?? {};
   const min = extra.min ?? {};
   return {
-    $set: { ...set, ...next },
+    $set: { ...set, ...extra.set, ...next },
     ...(Object.keys(max).length > 0 ? { $max: max } : {}),
     ...(Object.keys(min).length > 0 ? { $min: min } : {}),
     ...(Object.keys(onInsert).length > 0 ? { $setOnInsert: onInsert } : {}),

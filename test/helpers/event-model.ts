@@ -45,12 +45,17 @@ export type ModelEvent = UserEvent | RetiredEvent | CatalogEvent | CourseDeleted
 
 export type Outcome = 'applied' | 'duplicate' | 'stale' | 'dead_lettered';
 
-/** An event's version: its time, then its position among the applied events of that time (0: stale). */
+/**
+ * An event's version: its time, then its position among the applied events of that time. A stale
+ * event comes after every event of its time seen before it (among equal times arrival decides):
+ * STALE_N.
+ */
 export interface Version {
   t: number;
   n: number;
 }
 /** a is newer than b; anything is newer than nothing. */
+const STALE_N = 0;
 export const newer = (a: Version, b: Version | null): boolean => b === null || a.t > b.t || (a.t === b.t && a.n > b.n);
 const max = (a: Version | null, b: Version): Version => (newer(b, a) ? b : (a as Version));
 const min = (a: Version | null, b: Version): Version => (a === null || newer(a, b) ? b : a);
@@ -83,6 +88,10 @@ interface UserTrack extends Track {
   firstAct: Version | null;
   /** A retirement or a move deleted what the activations before it made: none applies late. */
   settled: boolean;
+  /** The email of the event `seen` names: a claim of that activation matches its rules with it. */
+  seenEmail: string | null;
+  /** An administrator changed the learner's membership since the last activation claimed: a late activation of that period makes none. */
+  touched: boolean;
 }
 
 export interface CourseRecord {
@@ -102,6 +111,8 @@ interface OrgState {
   rules: Map<string, number>;
   /** User id -> group handle. */
   memberships: Map<number, number>;
+  /** User id -> the activation whose rules made its membership, while no administrator changed it. */
+  ruleMade: Map<number, Version>;
   /** `course|group` pairs. */
   links: Set<string>;
   publics: Set<string>;
@@ -128,7 +139,7 @@ export class EventModel {
   private readonly states = new Map<string, OrgState>();
   private nextGroup = 1;
   /** What the deliveries did, for a test's report of what its histories covered. */
-  readonly counts = { applied: 0, duplicate: 0, stale: 0, dead_lettered: 0, moves: 0, rulesApplied: 0, membershipsByRule: 0 };
+  readonly counts = { applied: 0, duplicate: 0, stale: 0, dead_lettered: 0, moves: 0, rulesApplied: 0, membershipsByRule: 0, betweenDeactivations: 0 };
 
   /** `defaultOrg`: the consumer's DEFAULT_ORGANIZATION, when set. */
   constructor(private readonly defaultOrg?: string) {}
@@ -157,7 +168,7 @@ export class EventModel {
     let outcome: Outcome;
     if (previous === null || e.time > previous.t) [version, outcome] = [{ t: e.time, n: 1 }, 'applied'];
     else if (e.time === previous.t) [version, outcome] = [{ t: e.time, n: previous.n + 1 }, 'applied'];
-    else [version, outcome] = [{ t: e.time, n: 0 }, 'stale'];
+    else [version, outcome] = [{ t: e.time, n: STALE_N }, 'stale'];
     track.events.push({ ident, outcome, version });
     if (outcome === 'applied') track.version = version;
     const applied = outcome === 'applied';
@@ -176,53 +187,120 @@ export class EventModel {
         if (applied) this.dropUser(t);
         // A retirement older than the record is a deactivation in its past: the newest activation
         // the record reflects may now be one newer than the last deactivation.
-        else if (t.record) this.settleActivation(t, t.seen);
+        else if (t.record) {
+          this.dropRuleMadeBefore(t.record, version);
+          this.settleActivation(t, t.seen, t.seenEmail);
+        }
         break;
       }
       default: {
         const t = track as UserTrack;
         const active = e.kind === 'activated' || e.user.is_active;
         if (!active) this.deactivate(t, version);
+        if (!applied && outcome === 'stale' && t.record && t.record.org !== org) {
+          // A stale event of another organization: in event time the learner was elsewhere then,
+          // so it left its organization (what rules made before goes) and came back.
+          this.deactivate(t, version);
+          t.settled = true;
+          this.dropRuleMadeBefore(t.record, version);
+          this.settleActivation(t, t.seen, t.seenEmail);
+          break;
+        }
         if (applied) {
           const old = t.record;
           if (old && old.org !== org) {
             // A move: the membership stays behind and goes; the old record counts as a deactivation.
-            this.org(old.org).memberships.delete(old.id);
+            this.dropMembership(old.org, old.id);
             this.deactivate(t, previous as Version);
             t.settled = true;
             this.counts.moves++;
+            t.touched = false;
           }
           t.record = { id: e.user.id, org, username: e.user.username, name: e.user.name, email: e.user.email, is_active: active };
         }
         const rec = t.record;
         const capable = ACTIVATION_CAPABLE(e);
-        if (applied && capable) t.seen = max(t.seen, version);
+        if (applied && capable) [t.seen, t.seenEmail] = [version, e.user.email];
         // This event, or the newest activation the record reflects (a deactivation older than it
         // may have arrived after it: in event time, it came first).
-        if (!this.settleActivation(t, capable ? max(t.seen, version) : t.seen) && capable && rec && this.lateFirstActivation(t, version)) {
+        const activation = capable ? max(t.seen, version) : t.seen;
+        if (this.settleActivation(t, activation, activation === version ? e.user.email : t.seenEmail) || !capable || !rec) break;
+        if (this.lateFirstActivation(t, version)) {
           // Older than every deactivation, in a first period no activation applied: in event time
           // it applied the rules while the learner was active, and the membership outlived the
           // deactivation. (The service keeps the first and last deactivation only: an activation
           // between two deactivations that both came before it applies nothing, here too.)
           t.firstAct = min(t.firstAct, version);
           this.counts.rulesApplied++;
-          this.applyRules({ ...rec, is_active: true });
+          this.applyLate(t, rec.org, e.user.email, version, null);
+        } else if (t.act !== null && newer(t.act, t.deact) && newer(version, t.deact) && t.act.t > version.t) {
+          // Older than the activation claimed in its period, which was therefore not the first:
+          // in event time this one applied the rules, and the claimed one applied none.
+          const superseded = t.act;
+          t.act = version;
+          t.firstAct = min(t.firstAct, version);
+          this.counts.rulesApplied++;
+          this.applyLate(t, rec.org, e.user.email, version, superseded);
+        } else if (
+          !t.settled &&
+          t.firstAct !== null &&
+          t.firstDeact !== null &&
+          newer(t.firstDeact, t.firstAct) &&
+          newer(t.firstDeact, version) &&
+          t.firstAct.t > version.t
+        ) {
+          // The same, in the first period (before the first deactivation).
+          const superseded = t.firstAct;
+          t.firstAct = version;
+          this.counts.rulesApplied++;
+          this.applyLate(t, rec.org, e.user.email, version, superseded);
+        } else if (!applied && t.firstDeact !== null && newer(version, t.firstDeact) && t.deact !== null && newer(t.deact, version)) {
+          // The limit docs/events.md states: an activation between the first and the last
+          // deactivation, arriving after both, applies nothing (nor here).
+          this.counts.betweenDeactivations++;
         }
       }
     }
     return outcome;
   }
 
-  /** Applies the rules at `activation` when it is one whose rules are not applied yet; true when it did. */
-  private settleActivation(t: UserTrack, activation: Version | null): boolean {
+  /** Applies the rules at `activation` (whose event had `email`) when it is one whose rules are not applied yet; true when it did. */
+  private settleActivation(t: UserTrack, activation: Version | null, email: string | null): boolean {
     const rec = t.record;
     if (activation === null || !rec?.is_active || !newer(activation, t.deact) || (t.act !== null && newer(t.act, t.deact))) return false;
     t.act = activation;
-    t.seen = max(t.seen, activation);
+    if (newer(activation, t.seen)) [t.seen, t.seenEmail] = [activation, email];
     t.firstAct = min(t.firstAct, activation);
+    t.touched = false;
     this.counts.rulesApplied++;
-    this.applyRules(rec);
+    this.applyRules(rec.org, rec.id, email ?? rec.email, activation);
     return true;
+  }
+
+  /**
+   * The rules of an activation older than the one whose rules made the learner's membership
+   * (which an administrator left as it was): in event time this one came first, so the
+   * membership is what its email matches. When it matches nothing, the membership goes if the
+   * activation it supersedes in its period made it (`superseded`: no activation in event time).
+   * With no membership, it applies the rules unless an administrator changed the membership since.
+   */
+  private applyLate(t: UserTrack, org: string, email: string, version: Version, superseded: Version | null) {
+    const o = this.org(org);
+    const id = t.record!.id;
+    const made = o.ruleMade.get(id);
+    if (!o.memberships.has(id)) {
+      if (!t.touched) this.applyRules(org, id, email, version);
+      return;
+    }
+    if (made === undefined || made.t <= version.t) return;
+    const group = o.rules.get(domainOf(email));
+    if (group !== undefined) {
+      o.memberships.set(id, group);
+      o.ruleMade.set(id, version);
+    } else if (superseded !== null && made.t === superseded.t && made.n === superseded.n) {
+      o.memberships.delete(id);
+      o.ruleMade.delete(id);
+    }
   }
 
   private deactivate(t: UserTrack, version: Version) {
@@ -239,19 +317,32 @@ export class EventModel {
     return e.organization ?? (e.kind === 'catalog' ? keyOrg(e.key) : undefined) ?? this.defaultOrg ?? null;
   }
 
-  private applyRules(user: UserRecord) {
-    const o = this.org(user.org);
-    const group = o.rules.get(domainOf(user.email));
-    if (group !== undefined && !o.memberships.has(user.id)) {
-      o.memberships.set(user.id, group);
+  private applyRules(org: string, user: number, email: string, version: Version) {
+    const o = this.org(org);
+    const group = o.rules.get(domainOf(email));
+    if (group !== undefined && !o.memberships.has(user)) {
+      o.memberships.set(user, group);
+      o.ruleMade.set(user, version);
       this.counts.membershipsByRule++;
     }
   }
 
+  /** Deletes the learner's membership when a rule made it at an activation older than `version`, untouched since. */
+  private dropRuleMadeBefore(rec: UserRecord, version: Version) {
+    const made = this.org(rec.org).ruleMade.get(rec.id);
+    if (made !== undefined && newer(version, made)) this.dropMembership(rec.org, rec.id);
+  }
+
+  private dropMembership(org: string, user: number) {
+    this.org(org).memberships.delete(user);
+    this.org(org).ruleMade.delete(user);
+  }
+
   private dropUser(t: UserTrack) {
     if (!t.record) return;
-    this.org(t.record.org).memberships.delete(t.record.id);
+    this.dropMembership(t.record.org, t.record.id);
     t.record = null;
+    t.touched = false;
   }
 
   private putCourse(t: CourseTrack, course: CourseRecord) {
@@ -277,7 +368,19 @@ export class EventModel {
   private userTrack(id: number): UserTrack {
     let t = this.users.get(id);
     if (!t) {
-      t = { events: [], version: null, record: null, deact: null, act: null, seen: null, firstDeact: null, firstAct: null, settled: false };
+      t = {
+        events: [],
+        version: null,
+        record: null,
+        deact: null,
+        act: null,
+        seen: null,
+        firstDeact: null,
+        firstAct: null,
+        settled: false,
+        seenEmail: null,
+        touched: false,
+      };
       this.users.set(id, t);
     }
     return t;
@@ -295,7 +398,7 @@ export class EventModel {
   private org(name: string): OrgState {
     let o = this.states.get(name);
     if (!o) {
-      o = { flag: false, groups: new Map(), rules: new Map(), memberships: new Map(), links: new Set(), publics: new Set() };
+      o = { flag: false, groups: new Map(), rules: new Map(), memberships: new Map(), ruleMade: new Map(), links: new Set(), publics: new Set() };
       this.states.set(name, o);
     }
     return o;
@@ -324,7 +427,7 @@ export class EventModel {
   deleteGroup(org: string, group: number): 204 | 404 {
     const o = this.org(org);
     if (!o.groups.delete(group)) return 404;
-    for (const [user, g] of o.memberships) if (g === group) o.memberships.delete(user);
+    for (const [user, g] of o.memberships) if (g === group) this.dropMembership(org, user);
     for (const [domain, g] of o.rules) if (g === group) o.rules.delete(domain);
     for (const link of o.links) if (link.endsWith(`|${group}`)) o.links.delete(link);
     return 204;
@@ -361,6 +464,7 @@ export class EventModel {
     const o = this.org(org);
     if (!this.user(org, user) || !o.groups.has(group) || o.memberships.has(user)) return 400;
     o.memberships.set(user, group);
+    this.adminChanged(org, user);
     return 201;
   }
 
@@ -369,11 +473,21 @@ export class EventModel {
     if (!o.memberships.has(user)) return 404;
     if (!o.groups.has(group)) return 400;
     o.memberships.set(user, group);
+    this.adminChanged(org, user);
     return 200;
   }
 
   deleteMembership(org: string, user: number): 204 | 404 {
-    return this.org(org).memberships.delete(user) ? 204 : 404;
+    if (!this.org(org).memberships.delete(user)) return 404;
+    this.adminChanged(org, user);
+    return 204;
+  }
+
+  /** An administrator's change to a membership: no longer the rule's doing, and it stands against a late activation. */
+  private adminChanged(org: string, user: number) {
+    this.org(org).ruleMade.delete(user);
+    const t = this.users.get(user);
+    if (t) t.touched = true;
   }
 
   link(org: string, key: string, group: number): 201 | 400 {

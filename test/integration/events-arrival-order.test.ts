@@ -1,0 +1,138 @@
+/**
+ * SPEC §5: apart from events of one time, the outcome of a set of events does not depend on the
+ * order they arrive in (one learner's events come on two topics, so any order is possible). Each
+ * history here is delivered in every order, each order to a learner of its own in an organization
+ * of its own, and must end in the membership that applying its events in event time gives
+ * (docs/events.md, activations); then every event delivered again changes nothing. Every history
+ * but the last ended depending on arrival order before activations were settled in event time.
+ */
+import { type Db, MongoClient } from 'mongodb';
+import { COLLECTIONS, ensureIndexes, type MembershipDoc, type UserDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
+import { deleteMembership, moveMembership } from '../../src/domain/memberships';
+import { applyUserData, applyUserRetired, type UserEventKind } from '../../src/domain/user-event-data';
+import { groupWithRule, membershipOf, newGroup } from '../helpers/domain';
+import { MONGO_URL, uniqueName } from '../helpers/stack';
+
+let client: MongoClient;
+let db: Db;
+
+beforeAll(async () => {
+  client = new MongoClient(MONGO_URL);
+  db = client.db(uniqueName('arrival'));
+  await ensureIndexes(db);
+});
+afterAll(async () => {
+  await db.dropDatabase().catch(() => undefined);
+  await client.close();
+});
+
+/** One event of a history: a user event (`domain` of its email, `org`: the home one unless named) or a retirement. */
+type Step = { kind: UserEventKind; t: number; domain: string; active?: boolean; org?: 'elsewhere' } | { kind: 'retired'; t: number };
+
+const at = (t: number, step: number): EventStamp => ({ time: normalizeEventTime(`2026-09-01T00:00:${String(t).padStart(2, '0')}Z`), id: `e${step}` });
+
+/** Every order of `xs`. */
+const orders = <T>(xs: T[]): T[][] =>
+  xs.length <= 1 ? [xs] : xs.flatMap((x, i) => orders([...xs.slice(0, i), ...xs.slice(i + 1)]).map((rest) => [x, ...rest]));
+
+let nextUser = 7000;
+
+/** A fresh organization with rules: corp.com -> "corp", uni.edu -> "uni"; and its other group. */
+async function organization() {
+  const tenant = new Tenant(db, uniqueName('arrival-org'));
+  const groups = { corp: await groupWithRule(tenant, 'corp.com'), uni: await groupWithRule(tenant, 'uni.edu'), other: await newGroup(tenant, 'Other') };
+  return { tenant, groups };
+}
+
+async function deliver(tenant: Tenant, user: number, step: Step, index: number) {
+  if (step.kind === 'retired') return applyUserRetired(db, user, at(step.t, index), tenant.org);
+  const data = { user: { id: user, is_active: step.active ?? true, pii: { username: `u${user}`, email: `u${user}@${step.domain}`, name: 'U' } } };
+  return applyUserData(db, data, at(step.t, index), step.kind, step.org === 'elsewhere' ? `${tenant.org}-elsewhere` : tenant.org);
+}
+
+/** The group (by rule name) the learner's membership is in, after `steps` arrive in every order; one entry per order. */
+async function outcomes(steps: Step[]) {
+  const ends: { order: string; group: string | null; again: string | null }[] = [];
+  for (const order of orders(steps.map((s, i) => ({ s, i })))) {
+    const { tenant, groups } = await organization();
+    const user = nextUser++;
+    for (const { s, i } of order) await deliver(tenant, user, s, i);
+    const name = (m: MembershipDoc | null) => (m ? (Object.entries(groups).find(([, id]) => id === m.group)?.[0] ?? `group ${m.group}`) : null);
+    const group = name(await membershipOf(tenant, user));
+    // Every event again, in the same order: nothing changes (no rule applies twice).
+    for (const { s, i } of order) await deliver(tenant, user, s, i);
+    ends.push({ order: order.map(({ i }) => i).join(''), group, again: name(await membershipOf(tenant, user)) });
+  }
+  return ends;
+}
+
+const everyOrder = (group: string | null, steps: Step[]) => orders(steps).map(() => expect.objectContaining({ group, again: group }));
+
+test('two activations of one period on two topics (login t5 corp.com, activation t6 uni.edu): the older one decides, in every order', async () => {
+  const steps: Step[] = [
+    { kind: 'registration', t: 5, domain: 'corp.com' },
+    { kind: 'activation', t: 6, domain: 'uni.edu' },
+  ];
+  expect(await outcomes(steps)).toEqual(everyOrder('corp', steps));
+});
+
+test('the activation matches its own email, not a newer one an update brought (activation t5 corp.com, update t6 uni.edu)', async () => {
+  const steps: Step[] = [
+    { kind: 'activation', t: 5, domain: 'corp.com' },
+    { kind: 'update', t: 6, domain: 'uni.edu' },
+  ];
+  expect(await outcomes(steps)).toEqual(everyOrder('corp', steps));
+});
+
+test('an older activation matching no rule takes back what the newer one of its period made (login t5 mail.net, activation t6 uni.edu)', async () => {
+  const steps: Step[] = [
+    { kind: 'registration', t: 5, domain: 'mail.net' },
+    { kind: 'activation', t: 6, domain: 'uni.edu' },
+  ];
+  expect(await outcomes(steps)).toEqual(everyOrder(null, steps));
+});
+
+test('a retirement arriving after the learner came back deletes what the activation before it made; the one after it applies (t3 corp.com, retired t5, t6 uni.edu)', async () => {
+  const steps: Step[] = [
+    { kind: 'registration', t: 3, domain: 'corp.com' },
+    { kind: 'retired', t: 5 },
+    { kind: 'registration', t: 6, domain: 'uni.edu' },
+  ];
+  expect(await outcomes(steps)).toEqual(everyOrder('uni', steps));
+});
+
+test('an older event of another organization is a move in the past: the membership made before it goes (activation t3 corp.com, t5 elsewhere, update t9)', async () => {
+  const steps: Step[] = [
+    { kind: 'activation', t: 3, domain: 'corp.com' },
+    { kind: 'update', t: 5, domain: 'corp.com', org: 'elsewhere' },
+    { kind: 'update', t: 9, domain: 'corp.com' },
+  ];
+  expect(await outcomes(steps)).toEqual(everyOrder(null, steps));
+});
+
+test('in the first period too, the oldest activation decides (t2 uni.edu, deactivated t4, t1 corp.com)', async () => {
+  const steps: Step[] = [
+    { kind: 'registration', t: 2, domain: 'uni.edu' },
+    { kind: 'update', t: 4, domain: 'uni.edu', active: false },
+    { kind: 'registration', t: 1, domain: 'corp.com' },
+  ];
+  expect(await outcomes(steps)).toEqual(everyOrder('corp', steps));
+});
+
+test("an administrator's change to the membership stands against an older activation of the period arriving after it", async () => {
+  for (const change of ['move', 'delete'] as const) {
+    const { tenant, groups } = await organization();
+    const user = nextUser++;
+    await deliver(tenant, user, { kind: 'activation', t: 6, domain: 'uni.edu' }, 1);
+    const made = (await membershipOf(tenant, user))!;
+    expect(made.group).toBe(groups.uni);
+    if (change === 'move') await moveMembership(tenant, made.id, groups.other);
+    else await deleteMembership(tenant, { id: made.id });
+    await deliver(tenant, user, { kind: 'registration', t: 5, domain: 'corp.com' }, 2);
+    expect((await membershipOf(tenant, user))?.group ?? null).toBe(change === 'move' ? groups.other : null);
+    // The claim moved to the older activation all the same: its redelivery changes nothing either.
+    expect((await tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(user)))?.act_v).toMatch(/^2026-09-01T00:00:05/);
+  }
+});
