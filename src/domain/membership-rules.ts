@@ -180,7 +180,8 @@ export async function settleActivation(
   } else if (late && isLateFirstActivation(user, written.version)) {
     await applyLateActivation(tenant, user, written.version, activation.email);
   } else if (late && isEarlierActivation(user, written.version)) {
-    await applyEarlierActivation(tenant, user, written.version, activation.email);
+    // It settles the claim it supersedes, pending or not.
+    return applyEarlierActivation(tenant, user, written.version, activation.email);
   } else if (late && isEarlierFirstActivation(user, written.version)) {
     await applyEarlierFirstActivation(tenant, user, written.version, activation.email);
   }
@@ -256,15 +257,16 @@ export async function takeBackRuleMembershipBefore(tenant: Tenant, userId: numbe
 
 /**
  * An activation older than the claimed one of its period (isEarlierActivation): its rules are
- * applied again (reapplyRules) before the claim moves to it, so a crash between the two leaves
- * an activation a redelivery applies again, to the same end.
+ * applied again (reapplyRules) before the claim moves to it, done (a claim left pending by a crash
+ * is this one's now), so a crash between the two leaves an activation a redelivery applies again,
+ * to the same end.
  */
 async function applyEarlierActivation(tenant: Tenant, user: UserDoc, v: string, email: string): Promise<void> {
   await reapplyRules(tenant, user, v, email, user.act_v!);
   await tenant
     .collection<UserDoc>(COLLECTIONS.users)
     .updateBookkeeping({ _id: user._id, act_v: { $gt: v }, deact_v: user.deact_v ?? { $exists: false } } as Filter<UserDoc>, {
-      $set: { act_v: v, act_email: email },
+      $set: { act_v: v, act_email: email, act_done: true },
       $min: { act_min_v: v },
     });
 }

@@ -136,3 +136,16 @@ test("an administrator's change to the membership stands against an older activa
     expect((await tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(user)))?.act_v).toMatch(/^2026-09-01T00:00:05/);
   }
 });
+
+test('an older activation arriving while the claim it supersedes is pending (its process died before the rules) settles it: the pending one applies nothing later', async () => {
+  const { tenant } = await organization();
+  const user = nextUser++;
+  await deliver(tenant, user, { kind: 'activation', t: 6, domain: 'uni.edu' }, 1);
+  // As a process killed between the claim and the rules leaves it: claimed, pending, no membership.
+  await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(user) });
+  await db.collection<UserDoc>(COLLECTIONS.users).updateOne({ _id: String(user) }, { $set: { act_done: false } });
+  await deliver(tenant, user, { kind: 'registration', t: 5, domain: 'mail.net' }, 2);
+  await deliver(tenant, user, { kind: 'activation', t: 6, domain: 'uni.edu' }, 1);
+  expect(await membershipOf(tenant, user)).toBeNull();
+  expect(await tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(user))).toMatchObject({ act_done: true });
+});
