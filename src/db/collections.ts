@@ -106,8 +106,12 @@ export interface UserDoc extends TenantDoc, EventVersion {
   act_done?: boolean;
   /** The email of the activation `act_v`: its rules match that, not a later one. */
   act_email?: string;
-  /** True once an administrator changed the user's membership after `act_v` was claimed: a late activation of its period then makes none. */
-  act_admin?: boolean;
+  /**
+   * Where, in event time, an administrator last changed the user's membership: the version of
+   * the record then (right after the newest event applied). A late activation older than it
+   * leaves the membership as the administrator left it.
+   */
+  admin_v?: string;
   /** The version of the newest activation-capable event that showed the user active: the activation a late, older deactivation leaves standing. */
   act_seen_v?: string;
   /** The email of the event `act_seen_v`. */

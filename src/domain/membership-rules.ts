@@ -172,11 +172,11 @@ export async function settleActivation(
     const email = claim === written.version && activation ? activation.email : (user.act_seen_email ?? user.email);
     const asRead = (field: 'act_v' | 'deact_v') => (user[field] === undefined ? { $exists: false } : user[field]);
     const claimed = await users.updateBookkeeping({ _id: user._id, act_v: asRead('act_v'), deact_v: asRead('deact_v') } as Filter<UserDoc>, {
-      $set: { act_v: claim, act_done: false, act_email: email, act_admin: false, ...(claim > (user.act_seen_v ?? '') ? { act_seen_email: email } : {}) },
+      $set: { act_v: claim, act_done: false, act_email: email, ...(claim > (user.act_seen_v ?? '') ? { act_seen_email: email } : {}) },
       $max: { act_seen_v: claim },
       $min: { act_min_v: claim },
     });
-    if (claimed) user = { ...user, act_v: claim, act_done: false, act_email: email, act_admin: false };
+    if (claimed) user = { ...user, act_v: claim, act_done: false, act_email: email };
   } else if (late && isLateFirstActivation(user, written.version)) {
     await applyLateActivation(tenant, user, written.version, activation.email);
   } else if (late && isEarlierActivation(user, written.version)) {
@@ -186,8 +186,11 @@ export async function settleActivation(
     await applyEarlierFirstActivation(tenant, user, written.version, activation.email);
   }
   if (user.act_done !== false) return;
-  await applyMembershipRules(tenant, { ...user, email: user.act_email ?? user.email }, user.act_v);
-  await users.updateBookkeeping({ _id: user._id, act_v: user.act_v, act_done: false } as Filter<UserDoc>, { $set: { act_done: true } });
+  const made = await applyMembershipRules(tenant, { ...user, email: user.act_email ?? user.email }, user.act_v);
+  if (await users.updateBookkeeping({ _id: user._id, act_v: user.act_v, act_done: false } as Filter<UserDoc>, { $set: { act_done: true } })) return;
+  // An older activation superseded this claim while its rules ran (another process): what they
+  // made is not an activation's in event time.
+  if (made && (await users.findById(user._id))?.act_v !== user.act_v) await withCause('rule', () => removeMembership(tenant, { _id: made._id, rule_v: user.act_v }));
 }
 
 /**
@@ -224,15 +227,25 @@ const olderTime = (a: string, b: string) => a.slice(0, a.indexOf('#')) < b.slice
  */
 async function reapplyRules(tenant: Tenant, user: UserDoc, v: string, email: string, superseded: string | null): Promise<void> {
   const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
+  const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   const [match] = await matchRules(tenant, [{ id: user.id, email }]);
+  // An administrator's change placed after `v` in event time stands (read fresh: it is written before the change).
+  const adminAfter = async () => {
+    const admin = (await users.findById(user._id, { projection: { admin_v: 1 } }))?.admin_v;
+    return admin !== undefined && v < admin;
+  };
   // Each round that loops lost a race to a concurrent change of the membership, and reads it again.
   for (let round = 0; round < 8; round++) {
+    if (await adminAfter()) return;
     const current = await memberships.findById(String(user.id));
     if (!current) {
-      if (user.act_admin || !match || (await joinByRule(tenant, user, match.rule.group, v))) return;
+      if (!match) return;
+      const made = await joinByRule(tenant, user, match.rule.group, v);
+      // An administrator who acted meanwhile wins: their mark is written before their change.
+      if (made && (await adminAfter())) await withCause('rule', () => removeMembership(tenant, { _id: made._id, id: made.id }));
       // Not made: another came first (read it), or the learner left meanwhile (none to read).
-      if (await memberships.has({ _id: String(user.id) })) continue;
-      return;
+      if (made || !(await memberships.has({ _id: String(user.id) }))) return;
+      continue;
     }
     if (current.rule_v === undefined || !olderTime(v, current.rule_v)) return;
     const asRead = { _id: current._id, rule_v: current.rule_v } as Filter<MembershipDoc>;
@@ -240,10 +253,28 @@ async function reapplyRules(tenant: Tenant, user: UserDoc, v: string, email: str
       const moved = await withCause('rule', () => memberships.findOneAndUpdate(asRead, { $set: { group: match.rule.group, rule_v: v } }));
       if (!moved) continue;
       await syncUserGroups(tenant, [user.id]);
-    } else if (current.rule_v === superseded && !(await withCause('rule', () => removeMembership(tenant, asRead)))) continue;
+    } else if (current.rule_v === superseded) {
+      if (!(await withCause('rule', () => removeMembership(tenant, asRead)))) continue;
+      await reapplyClaim(tenant, user.id, v, superseded);
+    }
     return;
   }
   throw new Error(`membership of user ${user.id} kept changing while an earlier activation applied its rules`);
+}
+
+/**
+ * After a late event removed a membership rules made (its activation was none in event time, or
+ * a retirement or move at `v` deleted it), the claimed activation newer than `v` (not the one
+ * `superseded`) found that membership and made none: in event time it applied the rules to no
+ * membership, so it applies them now, unless an administrator acted after it.
+ */
+async function reapplyClaim(tenant: Tenant, userId: number, v: string, superseded: string | null): Promise<void> {
+  const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
+  const claim = user?.act_v;
+  if (!user || claim === undefined || claim === superseded || user.act_done === false || !olderTime(v, claim)) return;
+  if (user.admin_v !== undefined && claim < user.admin_v) return;
+  const [match] = await matchRules(tenant, [{ id: user.id, email: user.act_email ?? user.email }]);
+  if (match) await joinByRule(tenant, user, match.rule.group, claim);
 }
 
 /**
@@ -252,7 +283,7 @@ async function reapplyRules(tenant: Tenant, user: UserDoc, v: string, email: str
  * of the learner, deleted it in event time. The activation after `v` then claims (settleActivation).
  */
 export async function takeBackRuleMembershipBefore(tenant: Tenant, userId: number, v: string): Promise<void> {
-  await removeMembership(tenant, { _id: String(userId), rule_v: { $lt: v } } as Filter<MembershipDoc>);
+  if (await removeMembership(tenant, { _id: String(userId), rule_v: { $lt: v } } as Filter<MembershipDoc>)) await reapplyClaim(tenant, userId, v, null);
 }
 
 /**

@@ -22,6 +22,7 @@ export async function createMembership(tenant: Tenant, input: { user: number; gr
   else if (await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).has({ _id: String(input.user) })) errors.user = [ALREADY_MEMBER];
   await checkGroup(tenant, input.group, errors);
   if (Object.keys(errors).length > 0) throw new Invalid(errors);
+  await settlePendingActivation(tenant, input.user);
   const doc = await insertMembershipIfAbsent(tenant, { user: input.user, group: input.group, automatic: false });
   if (!doc) throw new Conflict({ user: [ALREADY_MEMBER] });
   return doc;
@@ -67,16 +68,21 @@ export async function insertMembershipIfAbsent(
 
 /** Moves a membership to another group (an administrator's now, no rule's), then derives the user's group again. */
 export async function moveMembership(tenant: Tenant, id: number, group: number): Promise<MembershipDoc | null> {
-  const doc = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOneAndUpdate({ id }, { $set: { group }, $unset: { rule_v: '' } });
-  if (doc) await Promise.all([syncUserGroups(tenant, [doc.user]), settlePendingActivation(tenant, doc.user)]);
+  const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
+  const before = await memberships.findOne({ id });
+  if (!before) return null;
+  await settlePendingActivation(tenant, before.user);
+  const doc = await memberships.findOneAndUpdate({ id }, { $set: { group }, $unset: { rule_v: '' } });
+  if (doc) await syncUserGroups(tenant, [doc.user]);
   return doc;
 }
 
 /** An administrator deletes a membership by its public id; the user's group is derived again. */
 export async function deleteMembership(tenant: Tenant, filter: { id: number }): Promise<boolean> {
-  const doc = await removeMembership(tenant, filter);
-  if (doc) await settlePendingActivation(tenant, doc.user);
-  return doc !== null;
+  const before = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne(filter);
+  if (!before) return false;
+  await settlePendingActivation(tenant, before.user);
+  return (await removeMembership(tenant, filter)) !== null;
 }
 
 /**

@@ -6,7 +6,7 @@ import { Tenant } from '../db/tenant';
 import { ACTIVATION_PERIODS_SETTLED } from '../db/upgrades';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
 import { syncUserGroups } from './list-facts';
-import { announceDeletion, deleteIfNewer, upsertIfNewer, type VersionedRecordRef, type VersionedResult } from './versioned-records';
+import { announceDeletion, deleteIfNewer, recordVersion, upsertIfNewer, type VersionedRecordRef, type VersionedResult } from './versioned-records';
 
 /** A user as the LMS describes it (the `user` of the user events, flattened). */
 export interface UserFacts {
@@ -152,14 +152,17 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
 }
 
 /**
- * An administrator's change to a user's membership (create, move, delete) settles any activation
- * of that user still pending (docs/events.md), so that finishing it later cannot undo the change,
- * and stands against a late activation of the same period (`act_admin`).
+ * An administrator's change to a user's membership (create, move, delete), written before the
+ * change itself: it settles any activation of that user still pending (docs/events.md), so that
+ * finishing it later cannot undo the change, and places the change in event time (`admin_v`:
+ * the record's version now), so that a late activation older than it leaves it standing. A rule
+ * racing the change reads the mark after its own write (membership-rules.ts reapplyRules).
  */
 export async function settlePendingActivation(tenant: Tenant, userId: number): Promise<void> {
-  await tenant
-    .collection<UserDoc>(COLLECTIONS.users)
-    .updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $set: { act_done: true, act_admin: true } });
+  const users = tenant.collection<UserDoc>(COLLECTIONS.users);
+  const user = await users.findById(String(userId), { projection: { event_time: 1, event_n: 1 } });
+  if (!user) return;
+  await users.updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $set: { act_done: true }, $max: { admin_v: recordVersion(user) } });
 }
 
 /** The tenant of the organization that holds `record` (the one asked about, or the one it moved to). */

@@ -68,6 +68,9 @@ export function compare(v: EventVersion, at: EventStamp): ApplyOutcome | 'newer'
 
 const versionOf = (v: EventVersion) => version(v.event_time, count(v));
 
+/** The version a record reflects (its newest event's). */
+export const recordVersion = versionOf;
+
 /** The write of version `next` with the record's own version fields; `$max` merged, so a field is raised once. */
 function update(set: Document, next: EventVersion, extra: VersionFields, onInsert: Document = {}): UpdateFilter<Document> {
   const max = extra.max ?? {};

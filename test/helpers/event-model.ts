@@ -90,8 +90,10 @@ interface UserTrack extends Track {
   settled: boolean;
   /** The email of the event `seen` names: a claim of that activation matches its rules with it. */
   seenEmail: string | null;
-  /** An administrator changed the learner's membership since the last activation claimed: a late activation of that period makes none. */
-  touched: boolean;
+  /** The email of the activation `act`. */
+  actEmail: string | null;
+  /** Where in event time an administrator last changed the membership: the record's version then. A late activation older than it changes nothing. */
+  adminAt: Version | null;
 }
 
 export interface CourseRecord {
@@ -188,7 +190,7 @@ export class EventModel {
         // A retirement older than the record is a deactivation in its past: the newest activation
         // the record reflects may now be one newer than the last deactivation.
         else if (t.record) {
-          this.dropRuleMadeBefore(t.record, version);
+          this.dropRuleMadeBefore(t, version);
           this.settleActivation(t, t.seen, t.seenEmail);
         }
         break;
@@ -202,7 +204,7 @@ export class EventModel {
           // so it left its organization (what rules made before goes) and came back.
           this.deactivate(t, version);
           t.settled = true;
-          this.dropRuleMadeBefore(t.record, version);
+          this.dropRuleMadeBefore(t, version);
           this.settleActivation(t, t.seen, t.seenEmail);
           break;
         }
@@ -214,7 +216,7 @@ export class EventModel {
             this.deactivate(t, previous as Version);
             t.settled = true;
             this.counts.moves++;
-            t.touched = false;
+            t.adminAt = null;
           }
           t.record = { id: e.user.id, org, username: e.user.username, name: e.user.name, email: e.user.email, is_active: active };
         }
@@ -238,6 +240,7 @@ export class EventModel {
           // in event time this one applied the rules, and the claimed one applied none.
           const superseded = t.act;
           t.act = version;
+          t.actEmail = e.user.email;
           t.firstAct = min(t.firstAct, version);
           this.counts.rulesApplied++;
           this.applyLate(t, rec.org, e.user.email, version, superseded);
@@ -269,9 +272,9 @@ export class EventModel {
     const rec = t.record;
     if (activation === null || !rec?.is_active || !newer(activation, t.deact) || (t.act !== null && newer(t.act, t.deact))) return false;
     t.act = activation;
+    t.actEmail = email ?? rec.email;
     if (newer(activation, t.seen)) [t.seen, t.seenEmail] = [activation, email];
     t.firstAct = min(t.firstAct, activation);
-    t.touched = false;
     this.counts.rulesApplied++;
     this.applyRules(rec.org, rec.id, email ?? rec.email, activation);
     return true;
@@ -288,8 +291,9 @@ export class EventModel {
     const o = this.org(org);
     const id = t.record!.id;
     const made = o.ruleMade.get(id);
+    if (t.adminAt !== null && !newer(version, t.adminAt)) return;
     if (!o.memberships.has(id)) {
-      if (!t.touched) this.applyRules(org, id, email, version);
+      this.applyRules(org, id, email, version);
       return;
     }
     if (made === undefined || made.t <= version.t) return;
@@ -300,7 +304,20 @@ export class EventModel {
     } else if (superseded !== null && made.t === superseded.t && made.n === superseded.n) {
       o.memberships.delete(id);
       o.ruleMade.delete(id);
+      this.reapplyClaim(t, version, superseded);
     }
+  }
+
+  /**
+   * After a late event removed a rule's membership, the claimed activation newer than it (not the
+   * one superseded), which found that membership, applies its rules to none, as in event time;
+   * unless an administrator acted after it.
+   */
+  private reapplyClaim(t: UserTrack, version: Version, superseded: Version | null) {
+    const claim = t.act;
+    if (!t.record || claim === null || claim.t <= version.t || (superseded !== null && claim.t === superseded.t && claim.n === superseded.n)) return;
+    if (t.adminAt !== null && newer(t.adminAt, claim)) return;
+    this.applyRules(t.record.org, t.record.id, t.actEmail ?? t.record.email, claim);
   }
 
   private deactivate(t: UserTrack, version: Version) {
@@ -327,10 +344,13 @@ export class EventModel {
     }
   }
 
-  /** Deletes the learner's membership when a rule made it at an activation older than `version`, untouched since. */
-  private dropRuleMadeBefore(rec: UserRecord, version: Version) {
+  /** Deletes the learner's membership when a rule made it at an activation older than `version`, untouched since; the claim newer than it applies again. */
+  private dropRuleMadeBefore(t: UserTrack, version: Version) {
+    const rec = t.record!;
     const made = this.org(rec.org).ruleMade.get(rec.id);
-    if (made !== undefined && newer(version, made)) this.dropMembership(rec.org, rec.id);
+    if (made === undefined || !newer(version, made)) return;
+    this.dropMembership(rec.org, rec.id);
+    this.reapplyClaim(t, version, null);
   }
 
   private dropMembership(org: string, user: number) {
@@ -342,7 +362,7 @@ export class EventModel {
     if (!t.record) return;
     this.dropMembership(t.record.org, t.record.id);
     t.record = null;
-    t.touched = false;
+    t.adminAt = null;
   }
 
   private putCourse(t: CourseTrack, course: CourseRecord) {
@@ -379,7 +399,8 @@ export class EventModel {
         firstAct: null,
         settled: false,
         seenEmail: null,
-        touched: false,
+        actEmail: null,
+        adminAt: null,
       };
       this.users.set(id, t);
     }
@@ -487,7 +508,7 @@ export class EventModel {
   private adminChanged(org: string, user: number) {
     this.org(org).ruleMade.delete(user);
     const t = this.users.get(user);
-    if (t) t.touched = true;
+    if (t) t.adminAt = t.version;
   }
 
   link(org: string, key: string, group: number): 201 | 400 {

@@ -10,8 +10,10 @@ import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type MembershipDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
+import { settleActivation } from '../../src/domain/membership-rules';
 import { deleteMembership, moveMembership } from '../../src/domain/memberships';
 import { applyUserData, applyUserRetired, type UserEventKind } from '../../src/domain/user-event-data';
+import { homeOf, upsertUser } from '../../src/domain/users';
 import { groupWithRule, membershipOf, newGroup } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
@@ -53,11 +55,12 @@ async function deliver(tenant: Tenant, user: number, step: Step, index: number) 
 }
 
 /** The group (by rule name) the learner's membership is in, after `steps` arrive in every order; one entry per order. */
-async function outcomes(steps: Step[]) {
+async function outcomes(steps: Step[], before: (tenant: Tenant, user: number) => Promise<void> = async () => undefined) {
   const ends: { order: string; group: string | null; again: string | null }[] = [];
   for (const order of orders(steps.map((s, i) => ({ s, i })))) {
     const { tenant, groups } = await organization();
     const user = nextUser++;
+    await before(tenant, user);
     for (const { s, i } of order) await deliver(tenant, user, s, i);
     const name = (m: MembershipDoc | null) => (m ? (Object.entries(groups).find(([, id]) => id === m.group)?.[0] ?? `group ${m.group}`) : null);
     const group = name(await membershipOf(tenant, user));
@@ -148,4 +151,62 @@ test('an older activation arriving while the claim it supersedes is pending (its
   await deliver(tenant, user, { kind: 'activation', t: 6, domain: 'uni.edu' }, 1);
   expect(await membershipOf(tenant, user)).toBeNull();
   expect(await tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(user))).toMatchObject({ act_done: true });
+});
+
+test("a first-period activation matching nothing takes back what its period made, and the later period's claim then applies (t5 mail.net, t6 uni.edu, deactivated t8, t9 corp.com)", async () => {
+  const steps: Step[] = [
+    { kind: 'registration', t: 5, domain: 'mail.net' },
+    { kind: 'activation', t: 6, domain: 'uni.edu' },
+    { kind: 'update', t: 8, domain: 'uni.edu', active: false },
+    { kind: 'registration', t: 9, domain: 'corp.com' },
+  ];
+  expect(await outcomes(steps)).toEqual(everyOrder('corp', steps));
+});
+
+test('a late retirement takes back what the activation before it made, and the claim after it then applies (t3 corp.com, deactivated t4, retired t5, t6 uni.edu)', async () => {
+  const steps: Step[] = [
+    { kind: 'registration', t: 3, domain: 'corp.com' },
+    { kind: 'update', t: 4, domain: 'corp.com', active: false },
+    { kind: 'retired', t: 5 },
+    { kind: 'registration', t: 6, domain: 'uni.edu' },
+  ];
+  expect(await outcomes(steps)).toEqual(everyOrder('uni', steps));
+});
+
+test("an administrator's delete stands against an older activation of its period arriving after a later period claimed (admin_v)", async () => {
+  // Activation t6 uni.edu, then the administrator deletes the membership; then these, in every order.
+  const before = async (tenant: Tenant, user: number) => {
+    await deliver(tenant, user, { kind: 'activation', t: 6, domain: 'uni.edu' }, 9);
+    await deleteMembership(tenant, { id: (await membershipOf(tenant, user))!.id });
+  };
+  const steps: Step[] = [
+    { kind: 'update', t: 8, domain: 'uni.edu', active: false },
+    { kind: 'registration', t: 9, domain: 'corp.com' },
+    { kind: 'registration', t: 5, domain: 'uni.edu' },
+  ];
+  expect(await outcomes(steps, before)).toEqual(everyOrder('corp', steps));
+});
+
+test('two processes: the activation that created the learner finishes its rules after an older one superseded its claim; what they made goes', async () => {
+  const { tenant } = await organization();
+  const user = nextUser++;
+  const facts = { id: user, username: `u${user}`, name: 'U', email: `u${user}@uni.edu`, is_active: true };
+  // Process 1 writes activation t6 (claimed with the insert) ...
+  const first = await upsertUser(tenant, facts, at(6, 1), true);
+  // ... process 2 applies registration t5 mail.net whole ...
+  await deliver(tenant, user, { kind: 'registration', t: 5, domain: 'mail.net' }, 2);
+  // ... and process 1 applies the rules of the claim it read.
+  await settleActivation(homeOf(tenant, first.current!), { ...first, current: first.current! }, { email: facts.email, org: tenant.org });
+  expect(await membershipOf(tenant, user)).toBeNull();
+});
+
+test("an administrator's delete racing an older activation wins: the rules read the administrator's mark after their write", async () => {
+  const { tenant } = await organization();
+  const user = nextUser++;
+  await deliver(tenant, user, { kind: 'activation', t: 6, domain: 'uni.edu' }, 1);
+  const facts = { id: user, username: `u${user}`, name: 'U', email: `u${user}@corp.com`, is_active: true };
+  const late = await upsertUser(tenant, facts, at(5, 2), true);
+  await deleteMembership(tenant, { id: (await membershipOf(tenant, user))!.id });
+  await settleActivation(homeOf(tenant, late.current!), { ...late, current: late.current! }, { email: facts.email, org: tenant.org });
+  expect(await membershipOf(tenant, user)).toBeNull();
 });
