@@ -143,8 +143,15 @@ export class EventModel {
   /** What the deliveries did, for a test's report of what its histories covered. */
   readonly counts = { applied: 0, duplicate: 0, stale: 0, dead_lettered: 0, moves: 0, rulesApplied: 0, membershipsByRule: 0, betweenDeactivations: 0 };
 
-  /** `defaultOrg`: the consumer's DEFAULT_ORGANIZATION, when set. */
-  constructor(private readonly defaultOrg?: string) {}
+  /**
+   * `defaultOrg`: the consumer's DEFAULT_ORGANIZATION, when set. `limits`: how often any copy of
+   * this model met the limit docs/events.md states (shared by every clone, so a state merged away
+   * still counts).
+   */
+  constructor(
+    private readonly defaultOrg?: string,
+    readonly limits = { betweenDeactivations: 0 },
+  ) {}
 
   // ---- events -------------------------------------------------------------------------------
 
@@ -261,6 +268,7 @@ export class EventModel {
           // The limit docs/events.md states: an activation between the first and the last
           // deactivation, arriving after both, applies nothing (nor here).
           this.counts.betweenDeactivations++;
+          this.limits.betweenDeactivations++;
         }
       }
     }
@@ -590,7 +598,7 @@ export class EventModel {
 
   /** An independent copy (the events seen, the records, the organizations, the counts). */
   clone(): EventModel {
-    const copy = new EventModel(this.defaultOrg);
+    const copy = new EventModel(this.defaultOrg, this.limits);
     for (const [id, t] of structuredClone(this.users)) copy.users.set(id, t);
     for (const [key, t] of structuredClone(this.courses)) copy.courses.set(key, t);
     for (const [name, o] of structuredClone(this.states)) copy.states.set(name, o);
