@@ -278,6 +278,10 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
     const outcome = await recordDeletion(db, op.tombstone, owner ?? op.org, op.at, record);
     recorded ??= outcome;
     if (!home || !records || !record) {
+      // An insert that read no tombstone before ours was written has its record in place by now:
+      // read the owner again after the tombstone (as the insert reads the tombstone after its
+      // record), so one of the two sees the other.
+      if (!home && (await op.ownerOrg()) !== null) continue;
       // Gone already: what hung off it may not be, when the process that deleted it died before.
       const stone = await tombstones(db).get(op.tombstone);
       if (stone?.org) await deleteDependentsOfGone(new Tenant(db, stone.org), op, op.id);

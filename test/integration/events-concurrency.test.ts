@@ -196,6 +196,20 @@ test('kill -9 right after the first write of an update of a retirement’s very 
   ]);
 });
 
+test("an older registration inserted between a retirement's read (no learner yet) and its tombstone is deleted all the same: the retirement reads the owner again after its tombstone", async () => {
+  const { org, tenant } = await orgWithRule();
+  let first = true;
+  const outcome = await atCall(
+    'findOne',
+    COLLECTIONS.users,
+    // The retirement's first read of the learner's organization: none yet.
+    async () => first && !(first = false),
+    () => applyUserRetired(db, 5350, at(10, 'ret'), org),
+    () => applyUserData(db, learner(5350), at(5, 'reg'), 'registration', org),
+  );
+  expect({ outcome, user: await userOf(tenant, 5350), member: await membershipOf(tenant, 5350) }).toEqual({ outcome: 'applied', user: null, member: null });
+});
+
 test('a retirement that loses its race to a newer login (written between its read and its delete) leaves the surviving learner their membership', async () => {
   const { org, tenant } = await orgWithRule();
   await applyUserData(db, learner(5300), at(1, 'reg'), 'registration', org);
