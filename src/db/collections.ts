@@ -53,6 +53,12 @@ export interface MembershipDoc extends TenantDoc {
   automatic: boolean;
   /** The version of the activation whose rules made it, while no administrator changed it (docs/events.md, activations). */
   rule_v?: string;
+  /**
+   * Where in event time it began: the activation that made it, or the user's record version when
+   * an administrator created it. A retirement or move older than the record, arriving late,
+   * deletes a membership that began before it, as it did in event time.
+   */
+  born_v?: string;
 }
 
 /** `_id` is `org|domain`: a domain has at most one rule per organization. */

@@ -62,7 +62,7 @@ export async function matchRules<U extends Pick<UserDoc, 'id' | 'email'>>(
  * key is the user id.
  */
 async function joinByRule(tenant: Tenant, user: Pick<UserDoc, 'id' | 'event_time' | 'event_n'>, group: number, at?: string): Promise<MembershipDoc | null> {
-  const rule_v = at === undefined ? {} : { rule_v: at };
+  const rule_v = at === undefined ? {} : { rule_v: at, born_v: at };
   const created = await withCause('rule', () => insertMembershipIfAbsent(tenant, { user: user.id, group, automatic: true, ...rule_v }));
   if (!created) return null;
   // A retirement, or a move to another organization, that ran while we inserted must not leave
@@ -96,7 +96,7 @@ export async function insertRuleMemberships(
     user: m.user.id,
     group: m.rule.group,
     automatic: true,
-    ...(m.rule_v === undefined ? {} : { rule_v: m.rule_v }),
+    ...(m.rule_v === undefined ? {} : { rule_v: m.rule_v, born_v: m.rule_v }),
   }));
   const refused = await withCause('rule', () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).insertMany(docs));
   return docs.filter((d) => !refused.has(d._id)).map((d) => ({ ...d, org: tenant.org }));
@@ -186,7 +186,8 @@ export async function settleActivation(
     await applyEarlierFirstActivation(tenant, user, written.version, activation.email);
   }
   if (user.act_done !== false) return;
-  const made = await applyMembershipRules(tenant, { ...user, email: user.act_email ?? user.email }, user.act_v);
+  // Whatever the learner is now: the claimed activation showed them active.
+  const made = await applyMembershipRules(tenant, { ...user, email: user.act_email ?? user.email, is_active: true }, user.act_v);
   if (await users.updateBookkeeping({ _id: user._id, act_v: user.act_v, act_done: false } as Filter<UserDoc>, { $set: { act_done: true } })) return;
   // An older activation superseded this claim while its rules ran (another process): what they
   // made is not an activation's in event time.
@@ -250,7 +251,7 @@ async function reapplyRules(tenant: Tenant, user: UserDoc, v: string, email: str
     if (current.rule_v === undefined || !olderTime(v, current.rule_v)) return;
     const asRead = { _id: current._id, rule_v: current.rule_v } as Filter<MembershipDoc>;
     if (match) {
-      const moved = await withCause('rule', () => memberships.findOneAndUpdate(asRead, { $set: { group: match.rule.group, rule_v: v } }));
+      const moved = await withCause('rule', () => memberships.findOneAndUpdate(asRead, { $set: { group: match.rule.group, rule_v: v, born_v: v } }));
       if (!moved) continue;
       await syncUserGroups(tenant, [user.id]);
     } else if (current.rule_v === superseded) {
@@ -278,12 +279,13 @@ async function reapplyClaim(tenant: Tenant, userId: number, v: string, supersede
 }
 
 /**
- * Deletes user `userId`'s membership when a rule made it at an activation older than `v` (and no
- * administrator changed it since): a retirement or a move at `v`, arriving after a newer event
- * of the learner, deleted it in event time. The activation after `v` then claims (settleActivation).
+ * Deletes user `userId`'s membership when it began before `v` in event time (`born_v`: made by a
+ * rule at an older activation, or by an administrator after an older event): a retirement or a
+ * move at `v`, arriving after a newer event of the learner, deleted it in event time. The
+ * activation after `v` then claims (settleActivation), or applies again (reapplyClaim).
  */
-export async function takeBackRuleMembershipBefore(tenant: Tenant, userId: number, v: string): Promise<void> {
-  if (await removeMembership(tenant, { _id: String(userId), rule_v: { $lt: v } } as Filter<MembershipDoc>)) await reapplyClaim(tenant, userId, v, null);
+export async function takeBackMembershipBefore(tenant: Tenant, userId: number, v: string): Promise<void> {
+  if (await removeMembership(tenant, { _id: String(userId), born_v: { $lt: v } } as Filter<MembershipDoc>)) await reapplyClaim(tenant, userId, v, null);
 }
 
 /**

@@ -22,8 +22,8 @@ export async function createMembership(tenant: Tenant, input: { user: number; gr
   else if (await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).has({ _id: String(input.user) })) errors.user = [ALREADY_MEMBER];
   await checkGroup(tenant, input.group, errors);
   if (Object.keys(errors).length > 0) throw new Invalid(errors);
-  await settlePendingActivation(tenant, input.user);
-  const doc = await insertMembershipIfAbsent(tenant, { user: input.user, group: input.group, automatic: false });
+  const at = await settlePendingActivation(tenant, input.user);
+  const doc = await insertMembershipIfAbsent(tenant, { user: input.user, group: input.group, automatic: false, ...(at === null ? {} : { born_v: at }) });
   if (!doc) throw new Conflict({ user: [ALREADY_MEMBER] });
   return doc;
 }
@@ -46,7 +46,7 @@ export async function updateMembership(tenant: Tenant, id: number, patch: { grou
  */
 export async function insertMembershipIfAbsent(
   tenant: Tenant,
-  input: { user: number; group: number; automatic: boolean; rule_v?: string },
+  input: { user: number; group: number; automatic: boolean; rule_v?: string; born_v?: string },
 ): Promise<MembershipDoc | null> {
   const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
   // A look first spares an id for an existing member (the usual case of a redelivery); the

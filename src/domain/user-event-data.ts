@@ -4,7 +4,7 @@ import { ownerLookup } from '../db/owners';
 import { Tenant } from '../db/tenant';
 import type { Infer } from '../validation';
 import { asStamp, type EventStamp, version } from './event-time';
-import { settleActivation, takeBackRuleMembershipBefore } from './membership-rules';
+import { settleActivation, takeBackMembershipBefore } from './membership-rules';
 import { homeOf, retireUser, type UserFacts, upsertUser } from './users';
 
 /**
@@ -63,7 +63,7 @@ export async function applyUserData(db: Db, data: UserEventData, at: string | Ev
   if (!result.current) return result.outcome;
   const home = homeOf(tenant, result.current);
   // A stale event of another organization is a move in the past (users.ts upsertUser).
-  if (result.outcome === 'stale' && home !== tenant) await takeBackRuleMembershipBefore(home, facts.id, result.version);
+  if (result.outcome === 'stale' && home !== tenant) await takeBackMembershipBefore(home, facts.id, result.version);
   await settleActivation(home, { ...result, current: result.current }, activates ? { email: facts.email, org } : null);
   return result.outcome;
 }
@@ -83,7 +83,7 @@ export async function applyUserRetired(db: Db, userId: number, at: string | Even
     const current = await home?.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
     if (home && current) {
       // What rules made at activations older than the retirement, the retirement deleted in event time.
-      if (outcome === 'stale') await takeBackRuleMembershipBefore(home, userId, version(asStamp(at).time, 0));
+      if (outcome === 'stale') await takeBackMembershipBefore(home, userId, version(asStamp(at).time, 0));
       await settleActivation(home, { outcome, current, version: '' }, null);
     }
   }

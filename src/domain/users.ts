@@ -129,7 +129,7 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
   // A stale event showing the learner inactive is still a deactivation (the activation rules ask
   // for the newest one, and a late activation for the oldest one). So is a stale event of another
   // organization: in event time the learner left for it, and came back; what activations before
-  // it made went with that move (settled, and see takeBackRuleMembershipBefore).
+  // it made went with that move (settled, and see takeBackMembershipBefore).
   const elsewhere = result.current !== null && result.outcome === 'stale' && result.current.org !== tenant.org;
   if (
     result.current &&
@@ -157,12 +157,15 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
  * finishing it later cannot undo the change, and places the change in event time (`admin_v`:
  * the record's version now), so that a late activation older than it leaves it standing. A rule
  * racing the change reads the mark after its own write (membership-rules.ts reapplyRules).
+ * Returns that version (null: no such user).
  */
-export async function settlePendingActivation(tenant: Tenant, userId: number): Promise<void> {
+export async function settlePendingActivation(tenant: Tenant, userId: number): Promise<string | null> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   const user = await users.findById(String(userId), { projection: { event_time: 1, event_n: 1 } });
-  if (!user) return;
-  await users.updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $set: { act_done: true }, $max: { admin_v: recordVersion(user) } });
+  if (!user) return null;
+  const at = recordVersion(user);
+  await users.updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $set: { act_done: true }, $max: { admin_v: at } });
+  return at;
 }
 
 /** The tenant of the organization that holds `record` (the one asked about, or the one it moved to). */

@@ -115,6 +115,8 @@ interface OrgState {
   memberships: Map<number, number>;
   /** User id -> the activation whose rules made its membership, while no administrator changed it. */
   ruleMade: Map<number, Version>;
+  /** User id -> where in event time its membership began: the activation that made it, or the record's version when an administrator did. */
+  born: Map<number, Version>;
   /** `course|group` pairs. */
   links: Set<string>;
   publics: Set<string>;
@@ -197,7 +199,7 @@ export class EventModel {
         // A retirement older than the record is a deactivation in its past: the newest activation
         // the record reflects may now be one newer than the last deactivation.
         else if (t.record) {
-          this.dropRuleMadeBefore(t, version);
+          this.dropBornBefore(t, version);
           this.settleActivation(t, t.seen, t.seenEmail);
         }
         break;
@@ -211,7 +213,7 @@ export class EventModel {
           // so it left its organization (what rules made before goes) and came back.
           this.deactivate(t, version);
           t.settled = true;
-          this.dropRuleMadeBefore(t, version);
+          this.dropBornBefore(t, version);
           this.settleActivation(t, t.seen, t.seenEmail);
           break;
         }
@@ -309,6 +311,7 @@ export class EventModel {
     if (group !== undefined) {
       o.memberships.set(id, group);
       o.ruleMade.set(id, version);
+      o.born.set(id, version);
     } else if (superseded !== null && made.t === superseded.t && made.n === superseded.n) {
       o.memberships.delete(id);
       o.ruleMade.delete(id);
@@ -329,6 +332,13 @@ export class EventModel {
   }
 
   private deactivate(t: UserTrack, version: Version) {
+    // The same limit from the other side: a deactivation arriving late before an activation the
+    // record reflects, itself before the last deactivation, makes that activation the first of a
+    // period the record does not keep; it is not claimed (nor here).
+    if (t.seen !== null && t.deact !== null && newer(t.seen, version) && newer(t.deact, t.seen) && !newer(version, t.deact)) {
+      this.counts.betweenDeactivations++;
+      this.limits.betweenDeactivations++;
+    }
     t.deact = max(t.deact, version);
     t.firstDeact = min(t.firstDeact, version);
   }
@@ -348,15 +358,19 @@ export class EventModel {
     if (group !== undefined && !o.memberships.has(user)) {
       o.memberships.set(user, group);
       o.ruleMade.set(user, version);
+      o.born.set(user, version);
       this.counts.membershipsByRule++;
     }
   }
 
-  /** Deletes the learner's membership when a rule made it at an activation older than `version`, untouched since; the claim newer than it applies again. */
-  private dropRuleMadeBefore(t: UserTrack, version: Version) {
+  /**
+   * Deletes the learner's membership when it began before `version` in event time (a retirement
+   * or a move then deleted it); the claim newer than it applies again.
+   */
+  private dropBornBefore(t: UserTrack, version: Version) {
     const rec = t.record!;
-    const made = this.org(rec.org).ruleMade.get(rec.id);
-    if (made === undefined || !newer(version, made)) return;
+    const born = this.org(rec.org).born.get(rec.id);
+    if (born === undefined || !newer(version, born)) return;
     this.dropMembership(rec.org, rec.id);
     this.reapplyClaim(t, version, null);
   }
@@ -364,6 +378,7 @@ export class EventModel {
   private dropMembership(org: string, user: number) {
     this.org(org).memberships.delete(user);
     this.org(org).ruleMade.delete(user);
+    this.org(org).born.delete(user);
   }
 
   private dropUser(t: UserTrack) {
@@ -427,7 +442,7 @@ export class EventModel {
   private org(name: string): OrgState {
     let o = this.states.get(name);
     if (!o) {
-      o = { flag: false, groups: new Map(), rules: new Map(), memberships: new Map(), ruleMade: new Map(), links: new Set(), publics: new Set() };
+      o = { flag: false, groups: new Map(), rules: new Map(), memberships: new Map(), ruleMade: new Map(), born: new Map(), links: new Set(), publics: new Set() };
       this.states.set(name, o);
     }
     return o;
@@ -494,6 +509,8 @@ export class EventModel {
     if (!this.user(org, user) || !o.groups.has(group) || o.memberships.has(user)) return 400;
     o.memberships.set(user, group);
     this.adminChanged(org, user);
+    const at = this.users.get(user)?.adminAt;
+    if (at) o.born.set(user, at);
     return 201;
   }
 

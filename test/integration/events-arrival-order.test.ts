@@ -11,7 +11,7 @@ import { COLLECTIONS, ensureIndexes, type MembershipDoc, type UserDoc } from '..
 import { Tenant } from '../../src/db/tenant';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { settleActivation } from '../../src/domain/membership-rules';
-import { deleteMembership, moveMembership } from '../../src/domain/memberships';
+import { createMembership, deleteMembership, moveMembership } from '../../src/domain/memberships';
 import { applyUserData, applyUserRetired, type UserEventKind } from '../../src/domain/user-event-data';
 import { homeOf, upsertUser } from '../../src/domain/users';
 import { groupWithRule, membershipOf, newGroup } from '../helpers/domain';
@@ -55,12 +55,14 @@ async function deliver(tenant: Tenant, user: number, step: Step, index: number) 
 }
 
 /** The group (by rule name) the learner's membership is in, after `steps` arrive in every order; one entry per order. */
-async function outcomes(steps: Step[], before: (tenant: Tenant, user: number) => Promise<void> = async () => undefined) {
+type Groups = Awaited<ReturnType<typeof organization>>['groups'];
+
+async function outcomes(steps: Step[], before: (tenant: Tenant, user: number, groups: Groups) => Promise<void> = async () => undefined) {
   const ends: { order: string; group: string | null; again: string | null }[] = [];
   for (const order of orders(steps.map((s, i) => ({ s, i })))) {
     const { tenant, groups } = await organization();
     const user = nextUser++;
-    await before(tenant, user);
+    await before(tenant, user, groups);
     for (const { s, i } of order) await deliver(tenant, user, s, i);
     const name = (m: MembershipDoc | null) => (m ? (Object.entries(groups).find(([, id]) => id === m.group)?.[0] ?? `group ${m.group}`) : null);
     const group = name(await membershipOf(tenant, user));
@@ -209,4 +211,27 @@ test("an administrator's delete racing an older activation wins: the rules read 
   await deleteMembership(tenant, { id: (await membershipOf(tenant, user))!.id });
   await settleActivation(homeOf(tenant, late.current!), { ...late, current: late.current! }, { email: facts.email, org: tenant.org });
   expect(await membershipOf(tenant, user)).toBeNull();
+});
+
+test('a claim whose process died before its rules applies them on the next event, though that one shows the learner inactive', async () => {
+  const { tenant, groups } = await organization();
+  const user = nextUser++;
+  await deliver(tenant, user, { kind: 'activation', t: 5, domain: 'uni.edu' }, 1);
+  // As a process killed between the claim and the rules leaves it.
+  await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(user) });
+  await db.collection<UserDoc>(COLLECTIONS.users).updateOne({ _id: String(user) }, { $set: { act_done: false } });
+  await deliver(tenant, user, { kind: 'update', t: 6, domain: 'uni.edu', active: false }, 2);
+  expect((await membershipOf(tenant, user))?.group).toBe(groups.uni);
+});
+
+test('a move in the past deletes the membership an administrator made before it in event time (made after t1; then t5 and t3 elsewhere, in either order)', async () => {
+  const before = async (tenant: Tenant, user: number, groups: Groups) => {
+    await deliver(tenant, user, { kind: 'registration', t: 1, domain: 'mail.net' }, 9);
+    await createMembership(tenant, { user, group: groups.other });
+  };
+  const steps: Step[] = [
+    { kind: 'update', t: 5, domain: 'mail.net' },
+    { kind: 'activation', t: 3, domain: 'mail.net', org: 'elsewhere' },
+  ];
+  expect(await outcomes(steps, before)).toEqual(everyOrder(null, steps));
 });
