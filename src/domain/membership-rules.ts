@@ -191,7 +191,8 @@ export async function settleActivation(
   if (await users.updateBookkeeping({ _id: user._id, act_v: user.act_v, act_done: false } as Filter<UserDoc>, { $set: { act_done: true } })) return;
   // An older activation superseded this claim while its rules ran (another process): what they
   // made is not an activation's in event time.
-  if (made && (await users.findById(user._id))?.act_v !== user.act_v) await withCause('rule', () => removeMembership(tenant, { _id: made._id, rule_v: user.act_v }));
+  if (made && (await users.findById(user._id))?.act_v !== user.act_v)
+    await withCause('rule', () => removeMembership(tenant, { _id: made._id, rule_v: user.act_v }));
 }
 
 /**

@@ -442,7 +442,16 @@ export class EventModel {
   private org(name: string): OrgState {
     let o = this.states.get(name);
     if (!o) {
-      o = { flag: false, groups: new Map(), rules: new Map(), memberships: new Map(), ruleMade: new Map(), born: new Map(), links: new Set(), publics: new Set() };
+      o = {
+        flag: false,
+        groups: new Map(),
+        rules: new Map(),
+        memberships: new Map(),
+        ruleMade: new Map(),
+        born: new Map(),
+        links: new Set(),
+        publics: new Set(),
+      };
       this.states.set(name, o);
     }
     return o;
