@@ -50,13 +50,16 @@ const PROBE_MS = 2000;
  * Closes an HTTP server gracefully. Node's close() stops accepting connections but also destroys
  * idle keep-alive sockets at once, so a request a client has just written on a reused socket is
  * reset. Instead: stop accepting, keep idle sockets for a short grace (the app answers on them
- * with `Connection: close`), then close what is idle and wait for what is in flight.
+ * with `Connection: close`), then close what is idle and wait for what is in flight. With no
+ * connection open there is nothing to wait for.
  */
 async function closeGracefully(server: Server): Promise<void> {
   const closeIdle = server.closeIdleConnections.bind(server);
   server.closeIdleConnections = () => undefined;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  await sleep(DRAIN_GRACE_MS);
+  // No connection open: none can bring a request, so no grace to wait.
+  const open = await new Promise<number>((resolve) => server.getConnections((err, n) => resolve(err ? 1 : n)));
+  if (open > 0) await sleep(DRAIN_GRACE_MS);
   closeIdle();
   const cut = setTimeout(() => server.closeAllConnections(), DRAIN_LIMIT_MS - DRAIN_GRACE_MS);
   await closed;
