@@ -62,7 +62,6 @@ export async function insertMembershipIfAbsent(
   }
   // The membership first, then the user's derived group from a fresh read (src/domain/list-facts.ts).
   await syncUserGroups(tenant, [input.user]);
-  if (!input.automatic) await settlePendingActivation(tenant, input.user);
   return created;
 }
 
