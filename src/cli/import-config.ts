@@ -9,7 +9,7 @@ import { createRule } from '../domain/membership-rules';
 import { insertMembershipIfAbsent } from '../domain/memberships';
 import { createPublicCourse } from '../domain/public-courses';
 import { updateSiteConfiguration } from '../domain/site-configuration';
-import { settlePendingActivation, userExists } from '../domain/users';
+import { placeAdminChange, userExists } from '../domain/users';
 import { Invalid, ServiceError } from '../errors';
 import { ajv, describeErrors } from '../validation';
 import { type ConfigDocument, configDocumentSchema } from './config-document';
@@ -127,7 +127,7 @@ export async function importConfiguration(db: Db, org: string, path: string, opt
       continue;
     }
     // An administrator's membership settles a pending activation, as one made through the API does.
-    if (!m.automatic) await settlePendingActivation(tenant, m.user);
+    if (!m.automatic) await placeAdminChange(tenant, m.user);
     report.created.memberships++;
   }
 

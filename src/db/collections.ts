@@ -94,6 +94,18 @@ export interface EventVersion {
   event_ids?: string[];
 }
 
+/**
+ * One entry of a user's activation log (src/domain/activation-log.ts): an activation (`k: 'a'`)
+ * or a deactivation (`'d'`) at version `v`. An activation's `g` is the group its email's rule
+ * named when it arrived (absent: no rule matched); `e` is its email until the rules are read.
+ */
+export interface LogEntry {
+  v: string;
+  k: 'a' | 'd';
+  g?: number;
+  e?: string;
+}
+
 /** Read model filled from LMS events. `_id` is `String(id)`. */
 export interface UserDoc extends TenantDoc, EventVersion {
   id: number;
@@ -105,30 +117,25 @@ export interface UserDoc extends TenantDoc, EventVersion {
   is_active: boolean;
   is_staff: boolean;
   is_site_admin: boolean;
-  /** The version (`time#n`) of the newest event that showed the user inactive (docs/events.md). */
-  deact_v?: string;
-  /** The version of the activation whose membership rules were applied; `act_done` false while they are being applied. */
-  act_v?: string;
-  act_done?: boolean;
-  /** The email of the activation `act_v`: its rules match that, not a later one. */
-  act_email?: string;
+  /**
+   * The learner's activations and deactivations in event time, and what bounds them
+   * (src/domain/activation-log.ts, docs/events.md "Activations"): `act_log` (at most 32 entries,
+   * older ones folded into `floor_v`/`floor_open`), `removed_v` (the newest retirement or move
+   * older than the record, or the deletion it follows). `log_n` counts their changes and the
+   * administrator's (`admin_v`); `settled_n` is the `log_n` the membership reflects.
+   */
+  act_log?: LogEntry[];
+  log_n?: number;
+  settled_n?: number;
+  removed_v?: string;
+  floor_v?: string;
+  floor_open?: boolean;
   /**
    * Where, in event time, an administrator last changed the user's membership: the version of
-   * the record then (right after the newest event applied). A late activation older than it
+   * the record then (right after the newest event applied). An activation older than it
    * leaves the membership as the administrator left it.
    */
   admin_v?: string;
-  /** The version of the newest activation-capable event that showed the user active: the activation a late, older deactivation leaves standing. */
-  act_seen_v?: string;
-  /** The email of the event `act_seen_v`. */
-  act_seen_email?: string;
-  /**
-   * The oldest version of an event that showed the user inactive, and the oldest activation whose
-   * rules were claimed (`ACTIVATION_PERIODS_SETTLED` after a retirement or a move): together they
-   * say whether the activations before the first deactivation applied the rules (docs/events.md).
-   */
-  deact_min_v?: string;
-  act_min_v?: string;
   /** 1 when `users/` lists the user (not a site administrator), else 0: an equality, for indexes. */
   listed: 0 | 1;
   /**

@@ -1,19 +1,6 @@
-import type { Db } from 'mongodb';
+import type { AnyBulkWriteOperation, Db } from 'mongodb';
 import { COLLECTIONS, type UserDoc } from './collections';
-
-/**
- * The `act_v` of an activation whose rules were applied before users carried activation
- * bookkeeping: it sorts before any event's version (`time#n`; '#' before the time's '-'), so a later
- * deactivation is newer and the activation after it applies the rules again (docs/events.md).
- */
-export const ACTIVATION_BEFORE_BOOKKEEPING = '0000#0000';
-
-/**
- * The `act_min_v` that says no activation before the first deactivation may apply the rules late
- * (docs/events.md): a retirement or a move deleted what they made, or the record's history
- * before its first deactivation is not known. Sorts before any event's version, like the above.
- */
-export const ACTIVATION_PERIODS_SETTLED = ACTIVATION_BEFORE_BOOKKEEPING;
+import { versionOf } from './versioned-writes';
 
 interface UpgradeDoc {
   _id: string;
@@ -35,32 +22,40 @@ export async function upgradeStoredRecords(db: Db): Promise<void> {
   }
 }
 
+/** Users changed per bulk write of an upgrade (bounded memory, few round trips). */
+const UPGRADE_BATCH = 500;
+
+/** The bookkeeping of activations an earlier version of the service kept on a user (replaced by the activation log). */
+const EARLIER_ACTIVATION_FIELDS = ['act_v', 'act_done', 'act_email', 'act_seen_v', 'act_seen_email', 'deact_v', 'deact_min_v', 'act_min_v'];
+
 const UPGRADES: Record<string, (db: Db) => Promise<void>> = {
   /**
-   * An active user stored before activations were recorded has neither `act_v` nor `deact_v`,
-   * and the service of then applied the rules at its activation. Without a mark, its next login
-   * would count as an activation not yet applied and undo an administrator's removal.
+   * A user stored before the activation log was kept (docs/events.md, "Activations"): its past
+   * is not known, so it becomes the log's floor: the record's version, open when the learner is
+   * active (their activation's rules were applied then, so their next login applies none), closed
+   * when inactive (their next activation applies them). The membership the floor covers stands,
+   * whoever made it, and no event older than the floor applies the rules.
    */
-  'activations-recorded': async (db) => {
-    await db
-      .collection<UserDoc>(COLLECTIONS.users)
-      .updateMany(
-        { is_active: true, act_v: { $exists: false }, deact_v: { $exists: false } },
-        { $set: { act_v: ACTIVATION_BEFORE_BOOKKEEPING, act_done: true } },
-      );
-  },
-  /**
-   * A user stored before `deact_min_v` and `act_min_v` were kept: its oldest deactivation and
-   * claimed activation are not known, so no late activation before its first deactivation applies
-   * the rules (they may have been applied, and an administrator may have changed the result since).
-   */
-  'first-activation-period-recorded': async (db) => {
-    await db.collection<UserDoc>(COLLECTIONS.users).updateMany(
-      {
-        act_min_v: { $exists: false },
-        $or: [{ act_v: { $exists: true } }, { deact_v: { $exists: true } }],
-      },
-      { $set: { act_min_v: ACTIVATION_PERIODS_SETTLED } },
-    );
+  'activation-log': async (db) => {
+    const users = db.collection<UserDoc>(COLLECTIONS.users);
+    const cursor = users.find({ act_log: { $exists: false } }, { projection: { _id: 1, event_time: 1, event_n: 1, is_active: 1 } });
+    let batch: AnyBulkWriteOperation<UserDoc>[] = [];
+    for await (const user of cursor) {
+      const floor_v = versionOf(user);
+      batch.push({
+        updateOne: {
+          filter: { _id: user._id, act_log: { $exists: false } },
+          update: {
+            $set: { act_log: [], floor_v, floor_open: user.is_active },
+            $unset: Object.fromEntries(EARLIER_ACTIVATION_FIELDS.map((k) => [k, ''])),
+          },
+        },
+      });
+      if (batch.length === UPGRADE_BATCH) {
+        await users.bulkWrite(batch, { ordered: false });
+        batch = [];
+      }
+    }
+    if (batch.length > 0) await users.bulkWrite(batch, { ordered: false });
   },
 };

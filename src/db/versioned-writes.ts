@@ -9,6 +9,15 @@ import type { EventVersion } from './collections';
  * alike. A batch (many records) puts the same condition in each of its bulk operations.
  */
 
+/**
+ * An event's version on a record: its time and its place among the events of that time the record
+ * applied (`time#n`, n from 1), which sort as strings. A stale event, never applied, is `time#0`.
+ */
+export const version = (time: string, n: number) => `${time}#${String(Math.min(n, 9999)).padStart(4, '0')}`;
+
+/** The version a record reflects (its newest event's). */
+export const versionOf = (v: EventVersion) => version(v.event_time, v.event_n ?? 1);
+
 /** The filter condition "the record is still at version `v`": its time and its count of events of that time. */
 export function atVersion(v: EventVersion): Document {
   // A record written before counts were kept has none: it matches "no count" only.

@@ -49,8 +49,5 @@ export function eventKey(source: string, id: string): string {
   return createHash('sha256').update(source).update('\0').update(id).digest('base64url').slice(0, 22);
 }
 
-/**
- * An event's version on a record: its time and its place among the events of that time the record
- * applied (`time#n`, n from 1), which sort as strings. A stale event, never applied, is `time#0`.
- */
-export const version = (time: string, n: number) => `${time}#${String(Math.min(n, 9999)).padStart(4, '0')}`;
+/** An event's version on a record (src/db/versioned-writes.ts). */
+export { version } from '../db/versioned-writes';

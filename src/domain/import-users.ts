@@ -1,14 +1,14 @@
 import type { Filter } from 'mongodb';
-import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
+import { COLLECTIONS, type LogEntry, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
 import { indexNewUsers, unindexUser } from '../db/search-index';
 import type { Tenant } from '../db/tenant';
 import { moveMark, tombstones } from '../db/tombstones';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
 import { syncUserGroups, userGroupFacts, userGroupFactsAgree } from './list-facts';
-import { activationSettled, insertRuleMemberships, matchRules } from './membership-rules';
+import { insertRuleMemberships, matchRules } from './membership-rules';
 import { activationFields, type UserFacts, userRecord, userTombstone } from './users';
-import { compare, deletedSince } from './versioned-records';
+import { compare, deletedSince, freshFields } from './versioned-records';
 
 /**
  * What the batch did with one user: the outcome applying it as an event would have had, or
@@ -34,9 +34,9 @@ export const linesAt = (users: readonly UserFacts[], time: string): UserLine[] =
  * `$in` per collection (the users by `_id` in any organization, their tombstones, then the
  * memberships of those present here). Two kinds of line are decided here:
  * - **already imported**: the record here reflects this very line and nothing the per-event path
- *   would settle is pending (an activation to claim or finish, list facts to derive): a
- *   duplicate, decided in memory by the rules the per-event path uses (`compare`,
- *   `activationSettled`, `userGroupFactsAgree`); one change record for them all;
+ *   would settle is pending (a membership to reconcile with the activation log, list facts to
+ *   derive): a duplicate, decided in memory by the rules the per-event path uses (`compare`,
+ *   `settled_n`, `userGroupFactsAgree`); one change record for them all;
  * - **new**: no organization has the user and no tombstone is at least as new as `time`: plain
  *   inserts (registerNewUsers).
  * Every other user (present with other data, elsewhere, tombstoned, or a second line for the
@@ -71,8 +71,7 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
 async function alreadyImported(tenant: Tenant, here: readonly UserLine[], records: Map<number, UserDoc>): Promise<UserLine[]> {
   const duplicates = here.filter(({ facts, at }) => {
     const current = records.get(facts.id)!;
-    const written = { outcome: 'duplicate' as const, current, version: version(at.time, 0) };
-    return compare(current, at) === 'duplicate' && activationSettled(written, facts.is_active);
+    return compare(current, at) === 'duplicate' && (current.settled_n ?? 0) === (current.log_n ?? 0);
   });
   if (duplicates.length === 0) return [];
   const memberships = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findByIds(
@@ -96,14 +95,14 @@ async function alreadyImported(tenant: Tenant, here: readonly UserLine[], record
  */
 async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], stones: Map<string, TombstoneDoc>): Promise<Map<UserLine, ApplyOutcome>> {
   if (fresh.length === 0) return new Map();
-  // The rules are read once, before the inserts: a learner no rule matches has its activation
-  // applied by the insert itself (nothing to apply), so only the others claim it and mark it
-  // done after their membership, as settleActivation does per event.
+  // The rules are read once, before the inserts: each activation's entry in the log names the
+  // group its rule matched (docs/events.md), and a learner no rule matches is settled by the
+  // insert itself (nothing to make).
   const matches = await matchRules(
     tenant,
     fresh.filter((l) => l.facts.is_active).map((l) => l.facts),
   );
-  const matched = new Set(matches.map((m) => m.user));
+  const groupOf = new Map(matches.map((m) => [m.user, m.rule.group]));
   // Their grams first, so that a record present has its grams (its `indexed_t` says so from its
   // insert). A user whose insert is then refused (created meanwhile) leaves stray grams here:
   // a candidate the search checks and drops, never a wrong answer.
@@ -111,36 +110,47 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
     tenant,
     fresh.map((l) => userRecord(l.facts, l.at.time).doc),
   );
-  const inserted = await insertUsers(tenant, fresh, stones, matched);
+  const inserted = await insertUsers(tenant, fresh, stones, groupOf);
   const written = new Set(inserted.map((l) => l.facts));
+  const users = tenant.collection<UserDoc>(COLLECTIONS.users);
+  const v = (l: UserLine) => version(l.at.time, 1);
   // The rules once more, for the active learners inserted as matching none: a rule made and
   // applied to existing learners between the first read and the insert saw neither them nor
-  // was seen (per event the record is written before the rules are read). A process dying
+  // was seen (per event the rules are read after the record is written). Their log names the
+  // rule's group first (a change of the log), then the membership is made. A process dying
   // between the insert and this read misses such a rule for good: docs/events.md, batches.
   const late = await matchRules(
     tenant,
-    inserted.filter((l) => l.facts.is_active && !matched.has(l.facts)).map((l) => l.facts),
+    inserted.filter((l) => l.facts.is_active && !groupOf.has(l.facts)).map((l) => l.facts),
   );
-  // Each made at its line's activation (what per event joinByRule records).
-  const atOf = new Map(inserted.map((l) => [l.facts, version(l.at.time, 1)]));
+  const byFacts = new Map(inserted.map((l) => [l.facts, l]));
+  await users.updateEach(
+    late.map((m) => ({
+      filter: { _id: String(m.user.id), log_n: 1 } as Filter<UserDoc>,
+      update: { $set: { act_log: [{ v: v(byFacts.get(m.user)!), k: 'a' as const, g: m.rule.group }] }, $inc: { log_n: 1 } },
+    })),
+  );
+  const logN = new Map([...matches.map((m) => [m.user, 1] as const), ...late.map((m) => [m.user, 2] as const)]);
+  // Each made at its line's activation (the rule target per event: activation-log.ts).
   const memberships = await insertRuleMemberships(
     tenant,
-    [...matches.filter((m) => written.has(m.user)), ...late].map((m) => ({ ...m, rule_v: atOf.get(m.user) })),
+    [...matches.filter((m) => written.has(m.user)), ...late].map((m) => ({ ...m, rule_v: v(byFacts.get(m.user)!) })),
   );
-  // Their claims are done (docs/events.md), unless a newer activation claimed again meanwhile,
-  // and their list facts name the membership just made: one statement per user by `_id` (an
-  // `$in` update reads the whole organization on FerretDB). The facts' version moves, so a sync
-  // that read before this goes round again; the sync after it reads the memberships afresh and
-  // writes only where one changed meanwhile.
+  // The membership reflects their log now (`settled_n`), unless the log changed meanwhile, and
+  // their list facts name the membership just made: one statement per user by `_id` (an `$in`
+  // update reads the whole organization on FerretDB). The facts' version moves, so a sync that
+  // read before this goes round again; the sync after it reads the memberships afresh and writes
+  // only where one changed meanwhile.
   const madeFor = new Map(memberships.map((m) => [m.user, m]));
-  await tenant.collection<UserDoc>(COLLECTIONS.users).updateEach(
+  await users.updateEach(
     inserted
-      .filter((l) => matched.has(l.facts))
-      .map(({ facts, at }) => {
+      .filter((l) => logN.has(l.facts))
+      .map(({ facts }) => {
         const made = madeFor.get(facts.id);
+        const n = logN.get(facts)!;
         return {
-          filter: { _id: String(facts.id), act_v: version(at.time, 1), act_done: false } as Filter<UserDoc>,
-          update: made ? { $set: { act_done: true, ...userGroupFacts(made) }, $inc: { facts_v: 1 } } : { $set: { act_done: true } },
+          filter: { _id: String(facts.id), log_n: n } as Filter<UserDoc>,
+          update: made ? { $set: { settled_n: n, ...userGroupFacts(made) }, $inc: { facts_v: 1 } } : { $set: { settled_n: n } },
         };
       }),
   );
@@ -171,31 +181,33 @@ function tombstonesOf(tenant: Tenant, lines: readonly UserLine[]): Promise<Map<s
   return tombstones(tenant.db).getMany(lines.flatMap((l) => [userTombstone(l.facts.id), moveMark(userTombstone(l.facts.id))]));
 }
 
-/** Inserts the users' records in one unordered insert; returns those inserted (a refused `_id` exists somewhere). */
+/**
+ * Inserts the users' records in one unordered insert; returns those inserted (a refused `_id`
+ * exists somewhere). Each insert is its event's first version of the record, with its activation
+ * log: an activation names the group its rule matched (`groupOf`), and the membership reflects a
+ * log with no rule to apply from the start (`settled_n`).
+ */
 async function insertUsers(
   tenant: Tenant,
   lines: readonly UserLine[],
   stones: Map<string, TombstoneDoc>,
-  matched: ReadonlySet<UserFacts>,
+  groupOf: ReadonlyMap<UserFacts, number>,
 ): Promise<UserLine[]> {
-  // Each insert is its event's first version of the record, and its activation claimed when
-  // active (already done when no rule matches it).
   const refused = await tenant.collection<UserDoc>(COLLECTIONS.users).insertMany(
     lines.map(({ facts, at }) => {
       // Created again after a retirement (an older one: newer ones are left to the per-event path), it follows the tombstone.
       const stone = stones.get(userTombstone(facts.id));
-      const fields = activationFields(facts, facts.is_active)(version(at.time, 1), stone ? version(stone.event_time, stone.event_n ?? 1) : null);
-      const done = fields.onInsert && !matched.has(facts) ? { act_done: true } : {};
+      const fields = freshFields(activationFields(facts, facts.is_active)(version(at.time, 1), stone ? version(stone.event_time, stone.event_n ?? 1) : null));
+      const g = groupOf.get(facts);
+      const log = (fields.act_log ?? []) as LogEntry[];
       return {
         ...userRecord(facts, at.time).doc,
         event_n: 1,
         event_ids: [at.id],
         indexed_t: at.time,
-        ...fields.set,
-        ...fields.max,
-        ...fields.min,
-        ...fields.onInsert,
-        ...done,
+        ...fields,
+        act_log: log.map((e) => ({ v: e.v, k: e.k, ...(g === undefined ? {} : { g }) })),
+        ...(g === undefined ? { settled_n: fields.log_n ?? 0 } : {}),
       };
     }),
   );

@@ -5,11 +5,15 @@ import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { Conflict, doesNotExist, fieldError } from '../errors';
-import type { ApplyOutcome } from './event-time';
+import { folded, LOG_LIMIT, type MembershipPlan, membershipPlan, unmatched } from './activation-log';
 import { groupExists } from './groups';
 import { syncUserGroups } from './list-facts';
 import { insertMembershipIfAbsent, removeMembership } from './memberships';
-import { isLateFirstActivation, isNewActivation, userTombstone } from './users';
+
+/** Rounds of read and conditional write a reconciliation gets: each one that loops saw a concurrent change. */
+const ROUNDS = 8;
+
+import { userTombstone } from './users';
 import { deletedAfter } from './versioned-records';
 
 /**
@@ -103,232 +107,97 @@ export async function insertRuleMemberships(
 }
 
 /**
- * Applies the organization's membership rules to one user (docs/events.md): an active user
- * whose email domain has a rule, and who has no membership yet, becomes an automatic member of
- * the rule's group. An existing membership is never changed; an inactive user gets none.
- * Returns the membership created, or null. `at`: the activation that applies them (recorded on
- * the membership as `rule_v`).
+ * Brings user `userId`'s membership in line with their activation log (docs/events.md,
+ * "Activations"; activation-log.ts `membershipPlan`), after any user event (a duplicate too: a
+ * crash may have left the last one unreconciled) or a change of the log. Nothing to do when the
+ * membership already reflects the log (`settled_n` is `log_n`). Otherwise the rules are read for
+ * the activations not matched yet (after the record was written, so a rule applied to existing
+ * learners meanwhile sees the learner, or this read sees the rule), kept in the log, and the
+ * membership changed: every write conditional on what was read (the log by `log_n`, the
+ * membership by its `rule_v` and `born_v`), each lost race read again. Last, `settled_n` is
+ * written on the condition that the log is still as read: a change since then goes round again,
+ * and the process that made it reconciles too.
  */
-export async function applyMembershipRules(
-  tenant: Tenant,
-  user: Pick<UserDoc, 'id' | 'email' | 'is_active' | 'event_time'>,
-  at?: string,
-): Promise<MembershipDoc | null> {
-  if (!user.is_active) return null;
-  const [match] = await matchRules(tenant, [user]);
-  return match ? joinByRule(tenant, user, match.rule.group, at) : null;
-}
-
-/**
- * The activation a user event written as `written` claims (docs/events.md), or null: this event,
- * or the newest one the record already reflects (a deactivation older than it may have arrived
- * after it: in event time, it came first), when its rules are not applied yet and the write did
- * not claim it already (a record created by the event).
- */
-export function activationToClaim(written: { outcome: ApplyOutcome; current: UserDoc; version: string }, activates: boolean): string | null {
-  const user = written.current;
-  const claimedOnInsert = user.act_v === written.version;
-  const candidates = [activates && written.outcome !== 'duplicate' ? written.version : null, user.act_seen_v ?? null];
-  const activation = candidates
-    .filter((v): v is string => v !== null)
-    .sort()
-    .pop();
-  return activation !== undefined && !claimedOnInsert && isNewActivation(user, activation) ? activation : null;
-}
-
-/** Whether settleActivation would write nothing for this written event: no activation to claim, none pending. */
-export function activationSettled(written: { outcome: ApplyOutcome; current: UserDoc; version: string }, activates: boolean): boolean {
-  return activationToClaim(written, activates) === null && written.current.act_done !== false;
-}
-
-/** The user event being settled: what it says (its email) and the organization it names. */
-export interface SettledEvent {
-  email: string;
-  org: string;
-}
-
-/**
- * Membership rules once per activation (docs/events.md). After a user event was written
- * (`written`: its outcome, the record, the event's version), an activation-capable event
- * (`activation`: what it says, null for any other) that is not a duplicate claims the activation
- * when it is one whose rules are not applied yet: a write conditional on the bookkeeping it read,
- * so two deliveries cannot both claim. A record created by such an event claimed it in the same
- * write. A claim is pending (`act_done: false`) until the rules are applied, with the claimed
- * activation's email (`act_email`); whichever event of the user comes next (a redelivery too)
- * finishes a claim that a crash left pending. An activation older than the claimed one, arriving
- * later, is the first of its period instead (earlierActivation).
- */
-export async function settleActivation(
-  tenant: Tenant,
-  written: { outcome: ApplyOutcome; current: UserDoc; version: string },
-  activation: SettledEvent | null,
-): Promise<void> {
+export async function reconcileMembership(tenant: Tenant, userId: number, known?: UserDoc | null): Promise<void> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
-  let user = written.current;
-  const activates = activation !== null;
-  const claim = activationToClaim(written, activates);
-  const late = activates && written.outcome !== 'duplicate' && activation.org === user.org;
-  if (claim !== null) {
-    const email = claim === written.version && activation ? activation.email : (user.act_seen_email ?? user.email);
-    const asRead = (field: 'act_v' | 'deact_v') => (user[field] === undefined ? { $exists: false } : user[field]);
-    const claimed = await users.updateBookkeeping({ _id: user._id, act_v: asRead('act_v'), deact_v: asRead('deact_v') } as Filter<UserDoc>, {
-      $set: { act_v: claim, act_done: false, act_email: email, ...(claim > (user.act_seen_v ?? '') ? { act_seen_email: email } : {}) },
-      $max: { act_seen_v: claim },
-      $min: { act_min_v: claim },
-    });
-    if (claimed) user = { ...user, act_v: claim, act_done: false, act_email: email };
-  } else if (late && isLateFirstActivation(user, written.version)) {
-    await applyLateActivation(tenant, user, written.version, activation.email);
-  } else if (late && isEarlierActivation(user, written.version)) {
-    // It settles the claim it supersedes, pending or not.
-    return applyEarlierActivation(tenant, user, written.version, activation.email);
-  } else if (late && isEarlierFirstActivation(user, written.version)) {
-    await applyEarlierFirstActivation(tenant, user, written.version, activation.email);
-  }
-  if (user.act_done !== false) return;
-  // Whatever the learner is now: the claimed activation showed them active.
-  const made = await applyMembershipRules(tenant, { ...user, email: user.act_email ?? user.email, is_active: true }, user.act_v);
-  if (await users.updateBookkeeping({ _id: user._id, act_v: user.act_v, act_done: false } as Filter<UserDoc>, { $set: { act_done: true } })) return;
-  // An older activation superseded this claim while its rules ran (another process): what they
-  // made is not an activation's in event time.
-  if (made && (await users.findById(user._id))?.act_v !== user.act_v)
-    await withCause('rule', () => removeMembership(tenant, { _id: made._id, rule_v: user.act_v }));
-}
-
-/**
- * True when an activation of version `v` falls in the period of the claimed activation (after
- * the last deactivation) but before it: in event time it was that period's first, and the
- * claimed one was not an activation at all.
- */
-export function isEarlierActivation(user: Pick<UserDoc, 'act_v' | 'deact_v'>, v: string): boolean {
-  const deact = user.deact_v ?? '';
-  return user.act_v !== undefined && user.act_v > deact && v > deact && olderTime(v, user.act_v);
-}
-
-/** The same in the learner's first period (before the first deactivation), whose activation claimed is `act_min_v`. */
-export function isEarlierFirstActivation(user: Pick<UserDoc, 'act_min_v' | 'deact_min_v'>, v: string): boolean {
-  const { act_min_v: first, deact_min_v: end } = user;
-  return first !== undefined && end !== undefined && first < end && v < end && olderTime(v, first);
-}
-
-/**
- * True when version `a` is of an older time than `b`. Not merely a lower version: a stale event
- * (`time#0`) of `b`'s time is `b`'s own event delivered again, or one that came after it (among
- * equal times arrival decides); neither is older.
- */
-const olderTime = (a: string, b: string) => a.slice(0, a.indexOf('#')) < b.slice(0, b.indexOf('#'));
-
-/**
- * The rules of an activation `v` (email `email`) that in event time came before the one whose
- * rules made the learner's membership (its `rule_v`, newer than `v`, kept while no administrator
- * changed it): the membership becomes what `v`'s email matches. When that is nothing, it goes if
- * the activation `v` supersedes in its period made it (`superseded`: in event time no activation
- * at all), and stays otherwise (a later period's activation made it). A learner without a membership gets what `v` matches, unless an
- * administrator changed the membership since the claim (`act_admin`). Conditional on the
- * membership as read, so a concurrent change wins.
- */
-async function reapplyRules(tenant: Tenant, user: UserDoc, v: string, email: string, superseded: string | null): Promise<void> {
-  const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
-  const users = tenant.collection<UserDoc>(COLLECTIONS.users);
-  const [match] = await matchRules(tenant, [{ id: user.id, email }]);
-  // An administrator's change placed after `v` in event time stands (read fresh: it is written before the change).
-  const adminAfter = async () => {
-    const admin = (await users.findById(user._id, { projection: { admin_v: 1 } }))?.admin_v;
-    return admin !== undefined && v < admin;
-  };
-  // Each round that loops lost a race to a concurrent change of the membership, and reads it again.
-  for (let round = 0; round < 8; round++) {
-    if (await adminAfter()) return;
-    const current = await memberships.findById(String(user.id));
-    if (!current) {
-      if (!match) return;
-      const made = await joinByRule(tenant, user, match.rule.group, v);
-      // An administrator who acted meanwhile wins: their mark is written before their change.
-      if (made && (await adminAfter())) await withCause('rule', () => removeMembership(tenant, { _id: made._id, id: made.id }));
-      // Not made: another came first (read it), or the learner left meanwhile (none to read).
-      if (made || !(await memberships.has({ _id: String(user.id) }))) return;
-      continue;
+  // The membership is read before the user: an administrator marks the user (`admin_v`) before
+  // changing the membership, so a user read without the mark comes with a membership read
+  // before the change, and a write conditional on that membership loses to the change.
+  if (known && (known.settled_n ?? 0) === (known.log_n ?? 0)) return;
+  let user: UserDoc | null = null;
+  // Unknown (undefined) until read; then what this call last read or wrote.
+  let membership: MembershipDoc | null | undefined;
+  for (let round = 0; round < ROUNDS; round++) {
+    membership ??= await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findById(String(userId));
+    user ??= await users.findById(String(userId));
+    if (!user || (user.settled_n ?? 0) === (user.log_n ?? 0)) return;
+    const log = await matchedLog(tenant, user);
+    const n: number = (user.log_n ?? 0) + (log ? 1 : 0);
+    const plan = await feasible(tenant, membershipPlan({ ...user, ...log }, membership), membership);
+    if (log || plan.do === 'keep') {
+      // The rules read, and the membership settled when nothing is left to change: one write.
+      const asRead = { _id: user._id, log_n: user.log_n ?? { $exists: false } } as Filter<UserDoc>;
+      const settled = plan.do === 'keep' ? { settled_n: n } : {};
+      if (!(await users.updateBookkeeping(asRead, { $set: { ...log, ...settled }, ...(log ? { $inc: { log_n: 1 } } : {}) }))) {
+        [user, membership] = [null, undefined];
+        continue;
+      }
+      if (plan.do === 'keep') return;
+      user = { ...user, ...log, log_n: n };
     }
-    if (current.rule_v === undefined || !olderTime(v, current.rule_v)) return;
-    const asRead = { _id: current._id, rule_v: current.rule_v } as Filter<MembershipDoc>;
-    if (match) {
-      const moved = await withCause('rule', () => memberships.findOneAndUpdate(asRead, { $set: { group: match.rule.group, rule_v: v, born_v: v } }));
-      if (!moved) continue;
-      await syncUserGroups(tenant, [user.id]);
-    } else if (current.rule_v === superseded) {
-      if (!(await withCause('rule', () => removeMembership(tenant, asRead)))) continue;
-      await reapplyClaim(tenant, user.id, v, superseded);
-    }
-    return;
+    membership = await changeMembership(tenant, user, membership, plan);
+    if (membership === undefined) user = null; // a lost race: both read again, the membership first
   }
-  throw new Error(`membership of user ${user.id} kept changing while an earlier activation applied its rules`);
+  throw new Error(`membership of user ${userId} kept changing while its activation log was reconciled`);
 }
 
 /**
- * After a late event removed a membership rules made (its activation was none in event time, or
- * a retirement or move at `v` deleted it), the claimed activation newer than `v` (not the one
- * `superseded`) found that membership and made none: in event time it applied the rules to no
- * membership, so it applies them now, unless an administrator acted after it.
+ * The log with its unmatched activations matched against the rules now (each keeps the group its
+ * rule names, or none) and folded to its bound; null when neither changes it.
  */
-async function reapplyClaim(tenant: Tenant, userId: number, v: string, superseded: string | null): Promise<void> {
-  const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
-  const claim = user?.act_v;
-  if (!user || claim === undefined || claim === superseded || user.act_done === false || !olderTime(v, claim)) return;
-  if (user.admin_v !== undefined && claim < user.admin_v) return;
-  const [match] = await matchRules(tenant, [{ id: user.id, email: user.act_email ?? user.email }]);
-  if (match) await joinByRule(tenant, user, match.rule.group, claim);
+async function matchedLog(tenant: Tenant, user: UserDoc): Promise<Partial<UserDoc> | null> {
+  const pending = unmatched(user);
+  if (pending.length === 0 && (user.act_log ?? []).length <= LOG_LIMIT) return null;
+  const matches = await matchRules(
+    tenant,
+    pending.map((entry) => ({ id: user.id, email: entry.e!, entry })),
+  );
+  const groups = new Map(matches.map((m) => [m.user.entry, m.rule.group]));
+  const act_log = (user.act_log ?? []).map((entry) => {
+    if (entry.e === undefined) return entry;
+    const g = groups.get(entry);
+    return { v: entry.v, k: entry.k, ...(g === undefined ? {} : { g }) };
+  });
+  return folded({ ...user, act_log });
+}
+
+/** The plan, unless it sets a group deleted since its rule matched: then the membership goes (or none is made). */
+async function feasible(tenant: Tenant, plan: MembershipPlan, membership: MembershipDoc | null): Promise<MembershipPlan> {
+  if (plan.do !== 'set' || (await groupExists(tenant, plan.g))) return plan;
+  return membership ? { do: 'delete' } : { do: 'keep' };
 }
 
 /**
- * Deletes user `userId`'s membership when it began before `v` in event time (`born_v`: made by a
- * rule at an older activation, or by an administrator after an older event): a retirement or a
- * move at `v`, arriving after a newer event of the learner, deleted it in event time. The
- * activation after `v` then claims (settleActivation), or applies again (reapplyClaim).
+ * Carries out a plan on the membership as read: returns the membership as it then stands, or
+ * undefined when a concurrent change won (the caller reads again).
  */
-export async function takeBackMembershipBefore(tenant: Tenant, userId: number, v: string): Promise<void> {
-  if (await removeMembership(tenant, { _id: String(userId), born_v: { $lt: v } } as Filter<MembershipDoc>)) await reapplyClaim(tenant, userId, v, null);
-}
-
-/**
- * An activation older than the claimed one of its period (isEarlierActivation): its rules are
- * applied again (reapplyRules) before the claim moves to it, done (a claim left pending by a crash
- * is this one's now), so a crash between the two leaves an activation a redelivery applies again,
- * to the same end.
- */
-async function applyEarlierActivation(tenant: Tenant, user: UserDoc, v: string, email: string): Promise<void> {
-  await reapplyRules(tenant, user, v, email, user.act_v!);
-  await tenant
-    .collection<UserDoc>(COLLECTIONS.users)
-    .updateBookkeeping({ _id: user._id, act_v: { $gt: v }, deact_v: user.deact_v ?? { $exists: false } } as Filter<UserDoc>, {
-      $set: { act_v: v, act_email: email, act_done: true },
-      $min: { act_min_v: v },
-    });
-}
-
-/** The same for the first period (isEarlierFirstActivation). */
-async function applyEarlierFirstActivation(tenant: Tenant, user: UserDoc, v: string, email: string): Promise<void> {
-  await reapplyRules(tenant, user, v, email, user.act_min_v!);
-  await tenant.collection<UserDoc>(COLLECTIONS.users).updateBookkeeping({ _id: user._id } as Filter<UserDoc>, { $min: { act_min_v: v } });
-}
-
-/**
- * An activation that arrived after the deactivation that ended its period (isLateFirstActivation):
- * in event time it applied the rules while the learner was active, and the membership it made
- * outlived the deactivation, as memberships do; so it makes it now, whatever the learner is now,
- * and it replaces one a later period's activation made (reapplyRules).
- * The rules are applied before the claim (`act_min_v`) is written, so a crash between the two
- * leaves an activation a redelivery applies again (never a second membership: the user id is the
- * membership's key); once claimed, neither a redelivery nor another activation of that period
- * applies them again, so an administrator's later change stands.
- */
-async function applyLateActivation(tenant: Tenant, user: UserDoc, v: string, email: string): Promise<void> {
-  await reapplyRules(tenant, user, v, email, null);
-  const asRead = (field: 'act_min_v' | 'deact_min_v') => (user[field] === undefined ? { $exists: false } : user[field]);
-  await tenant
-    .collection<UserDoc>(COLLECTIONS.users)
-    .updateBookkeeping({ _id: user._id, act_min_v: asRead('act_min_v'), deact_min_v: asRead('deact_min_v') } as Filter<UserDoc>, {
-      $min: { act_min_v: v },
-    });
+async function changeMembership(
+  tenant: Tenant,
+  user: UserDoc,
+  membership: MembershipDoc | null,
+  plan: MembershipPlan,
+): Promise<MembershipDoc | null | undefined> {
+  if (plan.do === 'keep') return membership;
+  if (!membership) return plan.do === 'set' ? ((await joinByRule(tenant, user, plan.g, plan.v)) ?? undefined) : null;
+  const asRead = { _id: membership._id, id: membership.id, rule_v: membership.rule_v ?? { $exists: false } } as Filter<MembershipDoc>;
+  if (plan.do === 'delete') return (await withCause('rule', () => removeMembership(tenant, asRead))) ? null : undefined;
+  const moved = await withCause('rule', () =>
+    tenant
+      .collection<MembershipDoc>(COLLECTIONS.memberships)
+      .findOneAndUpdate(asRead, { $set: { group: plan.g, rule_v: plan.v, born_v: plan.v, automatic: true } }),
+  );
+  if (moved) await syncUserGroups(tenant, [user.id]);
+  return moved ?? undefined;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../errors';
 import { groupExists } from './groups';
 import { syncUserGroups } from './list-facts';
-import { settlePendingActivation, userExists } from './users';
+import { placeAdminChange, userExists } from './users';
 
 const ALREADY_MEMBER = 'This user already has a membership.';
 
@@ -22,7 +22,7 @@ export async function createMembership(tenant: Tenant, input: { user: number; gr
   else if (await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).has({ _id: String(input.user) })) errors.user = [ALREADY_MEMBER];
   await checkGroup(tenant, input.group, errors);
   if (Object.keys(errors).length > 0) throw new Invalid(errors);
-  const at = await settlePendingActivation(tenant, input.user);
+  const at = await placeAdminChange(tenant, input.user);
   const doc = await insertMembershipIfAbsent(tenant, { user: input.user, group: input.group, automatic: false, ...(at === null ? {} : { born_v: at }) });
   if (!doc) throw new Conflict({ user: [ALREADY_MEMBER] });
   return doc;
@@ -70,7 +70,7 @@ export async function moveMembership(tenant: Tenant, id: number, group: number):
   const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
   const before = await memberships.findOne({ id });
   if (!before) return null;
-  await settlePendingActivation(tenant, before.user);
+  await placeAdminChange(tenant, before.user);
   const doc = await memberships.findOneAndUpdate({ id }, { $set: { group }, $unset: { rule_v: '' } });
   if (doc) await syncUserGroups(tenant, [doc.user]);
   return doc;
@@ -80,7 +80,7 @@ export async function moveMembership(tenant: Tenant, id: number, group: number):
 export async function deleteMembership(tenant: Tenant, filter: { id: number }): Promise<boolean> {
   const before = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne(filter);
   if (!before) return false;
-  await settlePendingActivation(tenant, before.user);
+  await placeAdminChange(tenant, before.user);
   return (await removeMembership(tenant, filter)) !== null;
 }
 

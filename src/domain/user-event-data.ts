@@ -1,10 +1,9 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
 import { Tenant } from '../db/tenant';
 import type { Infer } from '../validation';
-import { asStamp, type EventStamp, version } from './event-time';
-import { settleActivation, takeBackMembershipBefore } from './membership-rules';
+import type { EventStamp } from './event-time';
+import { reconcileMembership } from './membership-rules';
 import { homeOf, retireUser, type UserFacts, upsertUser } from './users';
 
 /**
@@ -51,9 +50,9 @@ export type UserEventKind = 'activation' | 'registration' | 'update';
 /**
  * What a user event does with its `data`, in organization `org`, as the event `at`; the
  * consumer's handlers and the backfill import (src/cli/import.ts) both come here, so an imported
- * line is exactly a delivered event. Upserts the user, then applies membership rules once per
- * activation (membership-rules.ts `settleActivation`), also finishing an activation a crash left
- * half done.
+ * line is exactly a delivered event. Upserts the user (and its activation log), then brings the
+ * membership in line with the log (membership-rules.ts `reconcileMembership`), also finishing
+ * what a crash left half done.
  */
 export async function applyUserData(db: Db, data: UserEventData, at: string | EventStamp, kind: UserEventKind, org: string) {
   const facts = userFacts(data, kind);
@@ -61,31 +60,20 @@ export async function applyUserData(db: Db, data: UserEventData, at: string | Ev
   const activates = kind !== 'update' && facts.is_active;
   const result = await upsertUser(tenant, facts, at, activates);
   if (!result.current) return result.outcome;
-  const home = homeOf(tenant, result.current);
-  // A stale event of another organization is a move in the past (users.ts upsertUser).
-  if (result.outcome === 'stale' && home !== tenant) await takeBackMembershipBefore(home, facts.id, result.version);
-  await settleActivation(home, { ...result, current: result.current }, activates ? { email: facts.email, org } : null);
+  await reconcileMembership(homeOf(tenant, result.current), facts.id, result.current);
   return result.outcome;
 }
 
 /**
  * What a retirement event does, in organization `org` (where the user is looked for first), as
- * the event `at`. One that leaves the learner (a record newer than it) is a deactivation in the
- * past: an activation the record reflects, newer than it, may now be one whose rules were never
- * applied.
+ * the event `at`. One older than the record (the learner came back after it) is a removal in
+ * the learner's past: the membership is reconciled with it.
  */
 export async function applyUserRetired(db: Db, userId: number, at: string | EventStamp, org: string) {
   const outcome = await retireUser(new Tenant(db, org), userId, at);
-  // The learner still there (the record is newer than the retirement, or created again meanwhile).
   if (outcome !== 'duplicate') {
     const owner = await ownerLookup(db).userOrg(userId);
-    const home = owner === null ? null : new Tenant(db, owner);
-    const current = await home?.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
-    if (home && current) {
-      // What rules made at activations older than the retirement, the retirement deleted in event time.
-      if (outcome === 'stale') await takeBackMembershipBefore(home, userId, version(asStamp(at).time, 0));
-      await settleActivation(home, { outcome, current, version: '' }, null);
-    }
+    if (owner !== null) await reconcileMembership(new Tenant(db, owner), userId);
   }
   return outcome;
 }

@@ -3,10 +3,18 @@ import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections
 import { ownerLookup } from '../db/owners';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
-import { ACTIVATION_PERIODS_SETTLED } from '../db/upgrades';
+import { logEntry, withEntry, withRemoval } from './activation-log';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
 import { syncUserGroups } from './list-facts';
-import { announceDeletion, deleteIfNewer, recordVersion, upsertIfNewer, type VersionedRecordRef, type VersionedResult } from './versioned-records';
+import {
+  announceDeletion,
+  deleteIfNewer,
+  recordVersion,
+  upsertIfNewer,
+  type VersionedRecordRef,
+  type VersionedResult,
+  type VersionFields,
+} from './versioned-records';
 
 /** A user as the LMS describes it (the `user` of the user events, flattened). */
 export interface UserFacts {
@@ -70,44 +78,18 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
 }
 
 /**
- * The activation bookkeeping a version `v` of a user event writes (docs/events.md): an event
- * showing the learner inactive raises `deact_v`, and so does what a new record follows (a
- * retirement, a record moved away); a record created by an activation-capable event claims its
- * activation at once. A record that follows a retirement or a move settles the activations before
- * them: what they made was deleted with the record it follows.
+ * What a version `v` of a user event writes in the activation log (docs/events.md): its entry
+ * (activation-log.ts `logEntry`), appended (an applied event is the record's newest); a record
+ * that follows a deletion or a move (`after`) starts after it, as after a removal.
  */
 export function activationFields(facts: Pick<UserFacts, 'is_active' | 'email'>, activates: boolean) {
-  return (v: string, after: string | null) => {
-    const deacts = [after, facts.is_active ? null : v].filter((x): x is string => x !== null).sort();
-    const max = { ...(deacts.length > 0 ? { deact_v: deacts.at(-1)! } : {}), ...(activates ? { act_seen_v: v } : {}) };
-    const act_min_v = after !== null ? ACTIVATION_PERIODS_SETTLED : activates ? v : null;
-    const onInsert = { ...(activates ? { act_v: v, act_done: false, act_email: facts.email } : {}), ...(act_min_v !== null ? { act_min_v } : {}) };
+  return (v: string, after: string | null): VersionFields => {
+    const entry = logEntry(facts, activates, v);
     return {
-      ...(activates ? { set: { act_seen_email: facts.email } } : {}),
-      ...(Object.keys(max).length > 0 ? { max } : {}),
-      ...(deacts.length > 0 ? { min: { deact_min_v: deacts[0]! } } : {}),
-      ...(Object.keys(onInsert).length > 0 ? { onInsert } : {}),
+      ...(entry ? { push: { act_log: entry }, inc: { log_n: 1 } } : {}),
+      ...(after !== null ? { onInsert: { removed_v: after } } : {}),
     };
   };
-}
-
-/**
- * True when an activation of version `v`, older than every deactivation the record knows (it
- * arrived after them), falls in the learner's first activation period and no activation of that
- * period claimed the rules: in event time it came first and applied them (docs/events.md). An
- * activation between two deactivations is not decided here: the record keeps only the first and
- * the last of them.
- */
-export function isLateFirstActivation(user: Pick<UserDoc, 'deact_min_v' | 'act_min_v' | 'act_v'>, v: string): boolean {
-  if (user.deact_min_v === undefined || v >= user.deact_min_v) return false;
-  // No act_min_v: no activation was ever claimed (a record kept without it is marked at start: src/db/upgrades.ts).
-  return user.act_min_v === undefined ? user.act_v === undefined : user.act_min_v > user.deact_min_v;
-}
-
-/** True when an activation of version `v` is one whose rules are not applied yet (docs/events.md). */
-export function isNewActivation(user: Pick<UserDoc, 'is_active' | 'act_v' | 'deact_v'>, v: string): boolean {
-  const deact = user.deact_v ?? '';
-  return user.is_active && v > deact && !(user.act_v !== undefined && user.act_v > deact);
 }
 
 /**
@@ -126,24 +108,13 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
     ...userRef(tenant.db, facts.id),
     fields: activationFields(facts, activates),
   });
-  // A stale event showing the learner inactive is still a deactivation (the activation rules ask
-  // for the newest one, and a late activation for the oldest one). So is a stale event of another
-  // organization: in event time the learner left for it, and came back; what activations before
-  // it made went with that move (settled, and see takeBackMembershipBefore).
-  const elsewhere = result.current !== null && result.outcome === 'stale' && result.current.org !== tenant.org;
-  if (
-    result.current &&
-    result.outcome === 'stale' &&
-    (!facts.is_active || elsewhere) &&
-    ((result.current.deact_v ?? '') < result.version || (result.current.deact_min_v ?? '') > result.version || elsewhere)
-  ) {
-    const users = homeOf(tenant, result.current).collection<UserDoc>(COLLECTIONS.users);
-    await users.updateBookkeeping({ _id: result.current._id } as Filter<UserDoc>, {
-      $max: { deact_v: result.version },
-      $min: { deact_min_v: result.version, ...(elsewhere ? { act_min_v: ACTIVATION_PERIODS_SETTLED } : {}) },
-    });
-    // Read again: the activation rules decide on the bookkeeping as it now stands.
-    result.current = (await users.findById(result.current._id)) ?? result.current;
+  // A stale event still has its place in event time: its entry, or, naming another organization
+  // (the learner was elsewhere then: a move and a move back), a removal.
+  if (result.current && result.outcome === 'stale') {
+    const v = result.version;
+    const entry = logEntry(facts, activates, v);
+    const change = result.current.org !== tenant.org ? (u: UserDoc) => withRemoval(u, v) : entry && ((u: UserDoc) => withEntry(u, entry));
+    if (change) result.current = await changeActivationLog(homeOf(tenant, result.current), result.current, change);
   }
   // Every event re-derives what is derived from the record (also a duplicate or a stale one: so a
   // redelivery repairs what a crash after the write left undone).
@@ -152,19 +123,41 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
 }
 
 /**
- * An administrator's change to a user's membership (create, move, delete), written before the
- * change itself: it settles any activation of that user still pending (docs/events.md), so that
- * finishing it later cannot undo the change, and places the change in event time (`admin_v`:
- * the record's version now), so that a late activation older than it leaves it standing. A rule
- * racing the change reads the mark after its own write (membership-rules.ts reapplyRules).
- * Returns that version (null: no such user).
+ * Writes a change of the user's activation log (`change` of the record as read; null: none), on
+ * the condition that the log is as read (`log_n`), reading again on a lost race. Returns the
+ * record as it then stands.
  */
-export async function settlePendingActivation(tenant: Tenant, userId: number): Promise<string | null> {
+export async function changeActivationLog(tenant: Tenant, user: UserDoc, change: (u: UserDoc) => Partial<UserDoc> | null): Promise<UserDoc> {
+  const users = tenant.collection<UserDoc>(COLLECTIONS.users);
+  let current: UserDoc | null = user;
+  for (let round = 0; round < 8 && current; round++) {
+    const fields = change(current);
+    if (!fields) return current;
+    const asRead = { _id: current._id, log_n: current.log_n ?? { $exists: false } } as Filter<UserDoc>;
+    // A field given as undefined is removed (a floor a removal made pointless).
+    const set = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+    const cleared = Object.keys(fields).filter((k) => !(k in set));
+    const unset = cleared.length > 0 ? { $unset: Object.fromEntries(cleared.map((k) => [k, '' as const])) } : {};
+    if (await users.updateBookkeeping(asRead, { $set: set, ...unset, $inc: { log_n: 1 } })) return (await users.findById(current._id)) ?? current;
+    current = await users.findById(current._id);
+  }
+  if (!current) return user;
+  throw new Error(`activation log of user ${user.id} kept changing`);
+}
+
+/**
+ * An administrator's change to a user's membership (create, move, delete), written before the
+ * change itself: it places the change in event time (`admin_v`: the record's version now), so
+ * that no activation older than it changes the membership (docs/events.md), and it counts as a
+ * change of the log, so that a reconciliation running meanwhile reads again. Returns that
+ * version (null: no such user).
+ */
+export async function placeAdminChange(tenant: Tenant, userId: number): Promise<string | null> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   const user = await users.findById(String(userId), { projection: { event_time: 1, event_n: 1 } });
   if (!user) return null;
   const at = recordVersion(user);
-  await users.updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $set: { act_done: true }, $max: { admin_v: at } });
+  await users.updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $max: { admin_v: at }, $inc: { log_n: 1 } });
   return at;
 }
 
@@ -194,14 +187,11 @@ async function reindexUser(tenant: Tenant, user: UserDoc): Promise<void> {
 export async function retireUser(tenant: Tenant, userId: number, at: string | EventStamp): Promise<ApplyOutcome> {
   const stamp = asStamp(at);
   const { outcome, survivor } = await deleteIfNewer(tenant.db, { ...userRef(tenant.db, userId), id: String(userId), at: stamp, org: tenant.org });
-  // A retirement older than the record still counts as a deactivation (docs/events.md): an
-  // activation older than it, arriving later, applies no rule (what it made, the retirement deleted).
+  // A retirement older than the record (the learner came back after it) is a removal in its
+  // past: the membership begun before it goes (membership-rules.ts reconcileMembership).
   if (survivor) {
-    const retired = version(stamp.time, 0);
-    await survivor.home.collection<UserDoc>(COLLECTIONS.users).updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, {
-      $max: { deact_v: retired },
-      $min: { deact_min_v: retired, act_min_v: ACTIVATION_PERIODS_SETTLED },
-    });
+    const user = await survivor.home.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
+    if (user) await changeActivationLog(survivor.home, user, (u) => withRemoval(u, version(stamp.time, 0)));
   }
   if (outcome === 'duplicate') await announceDeletion(tenant.db, userTombstone(userId), COLLECTIONS.users, String(userId));
   return outcome;

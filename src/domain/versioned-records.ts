@@ -4,7 +4,7 @@ import type { CollectionName, EventVersion, TenantDoc, TombstoneDoc } from '../d
 import { isDuplicateKey } from '../db/driver-errors';
 import { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
-import { recordAtVersion } from '../db/versioned-writes';
+import { recordAtVersion, versionOf } from '../db/versioned-writes';
 import { type ApplyOutcome, type EventStamp, version } from './event-time';
 
 /**
@@ -27,8 +27,18 @@ export interface VersionFields {
   max?: Record<string, string>;
   /** Lowered to at most these values (`$min`). */
   min?: Record<string, string>;
+  /** Appended to these arrays (`$push`; a new record's array has it alone). */
+  push?: Document;
+  /** Added to these counters (`$inc`; a new record's counter starts at it). */
+  inc?: Record<string, number>;
   /** Set only when the record is created. */
   onInsert?: Document;
+}
+
+/** The fields `extra` gives a record written whole (an insert): what `$push` and `$inc` would make of nothing. */
+export function freshFields(extra: VersionFields): Document {
+  const pushed = Object.fromEntries(Object.entries(extra.push ?? {}).map(([k, v]) => [k, [v]]));
+  return { ...extra.set, ...extra.max, ...extra.min, ...pushed, ...extra.inc, ...extra.onInsert };
 }
 
 export interface VersionedUpsert<T extends VersionedDoc> extends VersionedRecordRef {
@@ -66,8 +76,6 @@ export function compare(v: EventVersion, at: EventStamp): ApplyOutcome | 'newer'
   return 'newer';
 }
 
-const versionOf = (v: EventVersion) => version(v.event_time, count(v));
-
 /** The version a record reflects (its newest event's). */
 export const recordVersion = versionOf;
 
@@ -79,6 +87,8 @@ function update(set: Document, next: EventVersion, extra: VersionFields, onInser
     $set: { ...set, ...extra.set, ...next },
     ...(Object.keys(max).length > 0 ? { $max: max } : {}),
     ...(Object.keys(min).length > 0 ? { $min: min } : {}),
+    ...(extra.push ? { $push: extra.push } : {}),
+    ...(extra.inc ? { $inc: extra.inc } : {}),
     ...(Object.keys(onInsert).length > 0 ? { $setOnInsert: onInsert } : {}),
   };
 }
@@ -193,7 +203,7 @@ async function afterInsert<T extends VersionedDoc>(
   const extra = op.fields?.(versionOf(next), versionOf(stone)) ?? {};
   const fixed = await records.findOneAndUpdate(
     { _id: doc._id, event_time: written.event_time, event_n: written.event_n } as Filter<T>,
-    { $set: { ...next, ...extra.onInsert }, ...(extra.max ? { $max: extra.max } : {}), ...(extra.min ? { $min: extra.min } : {}) } as UpdateFilter<T>,
+    { $set: { ...next, ...freshFields(extra) } } as UpdateFilter<T>,
   );
   return { outcome: 'applied', current: (fixed as T | null) ?? doc, version: versionOf(next) };
 }

@@ -204,7 +204,7 @@ test.each(['moves', 'deletes'])(
       const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '30' });
       const group = change === 'moves' ? other.id : 0;
       expect(membership?.group ?? 0).toBe(group);
-      expect([user?.grp, user?.member, user?.act_done]).toEqual([group, group === 0 ? 0 : 1, true]);
+      expect([user?.grp, user?.member, user?.settled_n]).toEqual([group, group === 0 ? 0 : 1, user?.log_n]);
     };
     await expectState();
     // The run again (a redelivery), composed as the consumer does: the change still stands.

@@ -113,12 +113,16 @@ async function applyOneByOne(db: Db, lines: string[], time: string): Promise<Imp
   return counts;
 }
 
-/** What the stores hold, without what may legitimately differ: the integer ids of memberships (claim order). */
+/**
+ * What the stores hold, without what may legitimately differ: the integer ids of memberships
+ * (claim order), and how many changes a user's activation log went through (`log_n`, the batch
+ * writes a new learner's log whole): each membership reflects its log (`settled`).
+ */
 async function state(db: Db) {
   const all = (name: string) => db.collection(name).find({}).sort({ org: 1, _id: 1 }).toArray();
   const memberships = await all(COLLECTIONS.memberships);
   return {
-    users: await all(COLLECTIONS.users),
+    users: (await all(COLLECTIONS.users)).map(({ log_n, settled_n, ...u }) => ({ ...u, settled: (settled_n ?? 0) === (log_n ?? 0) })),
     memberships: memberships.map(({ id: _id, ...m }) => m),
     tombstones: await all(COLLECTIONS.tombstones),
     changes: await changeIntents(db),

@@ -3,7 +3,7 @@
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { ACTIVATION_BEFORE_BOOKKEEPING, ACTIVATION_PERIODS_SETTLED, upgradeStoredRecords } from '../../src/db/upgrades';
+import { upgradeStoredRecords } from '../../src/db/upgrades';
 import { applyUserData, type UserEventKind } from '../../src/domain/user-event-data';
 import { day, groupWithRule, membershipOf, userOf } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
@@ -33,20 +33,22 @@ const send = (kind: UserEventKind, id: number, time: string, eventId: string, is
     a.org,
   );
 
-/** A user as an earlier version of the service stored it: no event identities, no activation bookkeeping. */
-async function legacyUser(id: number, is_active: boolean) {
-  await send('update', id, day(1), `legacy-${id}`, is_active);
+/** A user as an earlier version of the service stored it: no event identities, no activation log (its earlier bookkeeping instead). */
+async function legacyUser(id: number, is_active: boolean, d = 1) {
+  await send('update', id, day(d), `legacy-${id}`, is_active);
   await db.collection(COLLECTIONS.users).updateOne({ _id: String(id) } as never, {
-    $unset: { event_ids: '', event_n: '', act_v: '', act_done: '', deact_v: '', act_seen_v: '', deact_min_v: '', act_min_v: '' },
+    $unset: { event_ids: '', event_n: '', act_log: '', log_n: '', settled_n: '' },
+    $set: { act_v: '0000#0000', act_done: true },
   });
 }
 
-test('an active user stored before activations were recorded gets no rule at its next login; an inactive one gets them at its activation', async () => {
+test('an active user stored before the activation log gets no rule at its next login; an inactive one gets them at its activation', async () => {
   await legacyUser(1, true);
   await legacyUser(2, false);
   await upgradeStoredRecords(db);
-  expect(await userOf(a, 1)).toMatchObject({ act_v: ACTIVATION_BEFORE_BOOKKEEPING, act_done: true });
-  expect((await userOf(a, 2))?.act_v).toBeUndefined();
+  expect(await userOf(a, 1)).toMatchObject({ act_log: [], floor_v: `${day(1)}#0001`, floor_open: true });
+  expect(await userOf(a, 1)).not.toHaveProperty('act_v'); // the earlier bookkeeping goes
+  expect(await userOf(a, 2)).toMatchObject({ floor_open: false });
 
   // The administrator had removed user 1's membership; the rules were applied at its activation back then.
   expect(await send('registration', 1, day(3), 'login-1')).toBe('applied');
@@ -66,23 +68,20 @@ test('an upgrade runs once: a start after it leaves a user stored later as it is
   expect(upgrades).toBeGreaterThan(0);
   await legacyUser(3, true);
   await upgradeStoredRecords(db);
-  expect((await userOf(a, 3))?.act_v).toBeUndefined();
+  expect((await userOf(a, 3))?.floor_v).toBeUndefined();
   expect(await db.collection(COLLECTIONS.upgrades).countDocuments()).toBe(upgrades);
-  // Unmarked, its next login counts as an activation not yet applied: what the upgrade prevents.
+  // Unmarked, its next login counts as the first activation of its log: what the upgrade prevents.
   await send('registration', 3, day(3), 'login-3');
   expect(await membershipOf(a, 3)).not.toBeNull();
 });
 
-test("a user stored before its first deactivation was kept: no late activation of its past applies the rules (they may have been, and an administrator's change since stands)", async () => {
-  // Stored inactive at day 5 by an earlier version: its deact_v only.
-  await send('update', 4, day(5), 'inactive-4', false);
-  await db.collection(COLLECTIONS.users).updateOne({ _id: '4' } as never, { $unset: { deact_min_v: '', act_min_v: '' } });
-  await db.collection(COLLECTIONS.upgrades).deleteOne({ _id: 'first-activation-period-recorded' } as never);
+test('no event older than an upgraded user applies the rules: its past is not known (they may have been applied, and an administrator may have changed the result since)', async () => {
+  await legacyUser(4, false, 5);
+  await db.collection(COLLECTIONS.upgrades).deleteOne({ _id: 'activation-log' } as never);
   await upgradeStoredRecords(db);
-  expect(await userOf(a, 4)).toMatchObject({ act_min_v: ACTIVATION_PERIODS_SETTLED });
   expect(await send('activation', 4, day(2), 'late-4')).toBe('stale');
   expect(await membershipOf(a, 4)).toBeNull();
-  // Unmarked (a user stored now), the same late activation applies the rules of its period.
+  // Not upgraded (a user stored now), the same late activation applies the rules of its period.
   await send('update', 5, day(5), 'inactive-5', false);
   expect(await send('activation', 5, day(2), 'late-5')).toBe('stale');
   expect(await membershipOf(a, 5)).not.toBeNull();

@@ -5,7 +5,7 @@ import type { Tenant } from '../../src/db/tenant';
 import { tombstones } from '../../src/db/tombstones';
 import { upsertCourse } from '../../src/domain/courses';
 import { asStamp, normalizeEventTime } from '../../src/domain/event-time';
-import { applyMembershipRules } from '../../src/domain/membership-rules';
+import { reconcileMembership } from '../../src/domain/membership-rules';
 import { retireUser, upsertUser, userTombstone } from '../../src/domain/users';
 import { deletedSince, recordDeletion } from '../../src/domain/versioned-records';
 import { courseOf, day, facts, groupWithRule, membershipOf, memoryWorld, userOf } from '../helpers/domain';
@@ -87,8 +87,8 @@ describe('tombstones', () => {
 
   test('retirement deletes the user and their membership; again it is a duplicate, an older one stale', async () => {
     await groupWithRule(a, 'example.com');
-    const { current } = await upsertUser(a, facts(1), day(1));
-    await applyMembershipRules(a, current!);
+    const { current } = await upsertUser(a, facts(1), day(1), true);
+    await reconcileMembership(a, 1, current);
     expect(await membershipOf(a, 1)).not.toBeNull();
     expect(await retireUser(a, 1, day(2))).toBe('applied');
     expect(await membershipOf(a, 1)).toBeNull();

@@ -1,0 +1,106 @@
+import type { LogEntry, MembershipDoc, UserDoc } from '../db/collections';
+
+export type { LogEntry };
+
+/**
+ * A learner's activations in event time (docs/events.md, "Activations"): what the user record
+ * keeps so that the membership rules give the same membership whatever order the events arrive
+ * in. Pure: the writes are users.ts's (the log) and membership-rules.ts's (the membership).
+ *
+ * The log holds, sorted by version, each activation (an activation-capable event showing the
+ * learner active) and each deactivation (any user event showing them inactive) the record saw,
+ * applied or stale. A deactivation starts a period; a period's first activation is the one that
+ * applies the rules. A removal (a retirement or a move older than the record, or the deletion a
+ * new record follows) deletes the membership that began before it, and the log before it.
+ */
+
+/** The user fields this module reads and writes. */
+export type ActivationState = Pick<UserDoc, 'act_log' | 'log_n' | 'removed_v' | 'admin_v' | 'floor_v' | 'floor_open'>;
+
+/**
+ * How many entries the log keeps. Older ones fold into the floor (`floor_v`, `floor_open`): the
+ * membership as of the floor stands, and an event older than it adds nothing (docs/events.md
+ * states the bound: an event arriving after 32 newer activations and deactivations of its learner).
+ */
+export const LOG_LIMIT = 32;
+
+/** The entry a user event adds at version `v`, or null (an update showing the learner active). */
+export function logEntry(facts: { is_active: boolean; email: string }, activates: boolean, v: string): LogEntry | null {
+  if (activates) return { v, k: 'a', e: facts.email };
+  return facts.is_active ? null : { v, k: 'd' };
+}
+
+/** The time part of a version (`time#n`). */
+const timeOf = (v: string) => v.slice(0, v.lastIndexOf('#'));
+
+/** The log fields once `entry` is added in event time, or null when it adds nothing. */
+export function withEntry(state: ActivationState, entry: LogEntry): Partial<ActivationState> | null {
+  if ((state.removed_v !== undefined && entry.v < state.removed_v) || (state.floor_v !== undefined && entry.v <= state.floor_v)) return null;
+  const log = state.act_log ?? [];
+  // A stale event delivered again has the same version (`time#0`) and kind.
+  if (log.some((e) => e.v === entry.v && e.k === entry.k)) return null;
+  // After every entry of its time: a stale event (`time#0`) arrived after those (among equal
+  // times arrival decides), and an applied one is the newest.
+  const at = log.findIndex((e) => timeOf(e.v) > timeOf(entry.v));
+  return folded({ ...state, act_log: at < 0 ? [...log, entry] : [...log.slice(0, at), entry, ...log.slice(at)] });
+}
+
+/** The log fields once a removal at version `v` is recorded, or null when a newer one is. */
+export function withRemoval(state: ActivationState, v: string): Partial<ActivationState> | null {
+  if (state.removed_v !== undefined && v <= state.removed_v) return null;
+  const log = (state.act_log ?? []).filter((e) => e.v >= v);
+  // A floor older than the removal says nothing any more: what came before the removal is gone.
+  const floor = state.floor_v !== undefined && state.floor_v > v ? {} : { floor_v: undefined, floor_open: undefined };
+  return { removed_v: v, act_log: log, ...floor };
+}
+
+/** The log with its oldest entries beyond LOG_LIMIT folded into the floor. */
+export function folded(state: ActivationState): Partial<ActivationState> {
+  const log = state.act_log ?? [];
+  if (log.length <= LOG_LIMIT) return { act_log: log };
+  const cut = log.length - LOG_LIMIT;
+  // Open: the floor's period has its activation already (the last folded entry is one).
+  return { act_log: log.slice(cut), floor_v: log[cut - 1]!.v, floor_open: log[cut - 1]!.k === 'a' };
+}
+
+/** Activations whose rules are not read yet (their email, not their group). */
+export const unmatched = (state: ActivationState) => (state.act_log ?? []).filter((e) => e.k === 'a' && e.e !== undefined);
+
+/** Where the rules stop reaching back: the administrator's last change, or the floor (the newer). */
+function base(state: ActivationState): string | undefined {
+  const { admin_v: admin, floor_v: floor } = state;
+  return admin === undefined ? floor : floor === undefined || admin > floor ? admin : floor;
+}
+
+/**
+ * The activation whose rule owns the membership in event time: the first period activation newer
+ * than the base whose rule named a group. Null: none (the membership is the base's).
+ */
+export function ruleTarget(state: ActivationState): { v: string; g: number } | null {
+  const from = base(state);
+  let open = state.floor_open ?? false;
+  for (const e of state.act_log ?? []) {
+    if (e.k === 'd') open = false;
+    else if (!open) {
+      open = true;
+      if ((from === undefined || e.v > from) && e.g !== undefined) return { v: e.v, g: e.g };
+    }
+  }
+  return null;
+}
+
+export type MembershipPlan = { do: 'keep' } | { do: 'delete' } | { do: 'set'; v: string; g: number };
+
+/**
+ * What the membership `m` must become for the log (docs/events.md): one begun before the last
+ * removal goes; one an administrator made or moved (no `rule_v`), or that the base covers,
+ * stands; any other is the rule target's, or none.
+ */
+export function membershipPlan(state: ActivationState, m: Pick<MembershipDoc, 'rule_v' | 'born_v'> | null): MembershipPlan {
+  if (m && m.born_v !== undefined && state.removed_v !== undefined && m.born_v < state.removed_v) return { do: 'delete' };
+  const from = base(state);
+  if (m && (m.rule_v === undefined || (from !== undefined && m.rule_v <= from))) return { do: 'keep' };
+  const target = ruleTarget(state);
+  if (!target) return m ? { do: 'delete' } : { do: 'keep' };
+  return m?.rule_v === target.v ? { do: 'keep' } : { do: 'set', ...target };
+}

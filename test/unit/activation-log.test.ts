@@ -1,0 +1,77 @@
+/**
+ * src/domain/activation-log.ts: the membership a learner's activation log asks for (docs/events.md,
+ * "Activations"), whatever order its entries were added in.
+ */
+import type { LogEntry } from '../../src/db/collections';
+import { type ActivationState, LOG_LIMIT, logEntry, membershipPlan, ruleTarget, withEntry, withRemoval } from '../../src/domain/activation-log';
+
+const v = (t: number, n = 1) => `2026-01-${String(t).padStart(2, '0')}T00:00:00.000Z#${String(n).padStart(4, '0')}`;
+const act = (t: number, g?: number, n = 1): LogEntry => ({ v: v(t, n), k: 'a', ...(g === undefined ? {} : { g }) });
+const deact = (t: number, n = 1): LogEntry => ({ v: v(t, n), k: 'd' });
+
+/** The state after adding `entries` in the order given. */
+function added(entries: LogEntry[], start: ActivationState = {}): ActivationState {
+  let state = start;
+  for (const e of entries) state = { ...state, ...(withEntry(state, e) ?? {}) };
+  return state;
+}
+
+/** Every order of `xs`. */
+const orders = <T>(xs: T[]): T[][] =>
+  xs.length <= 1 ? [xs] : xs.flatMap((x, i) => orders([...xs.slice(0, i), ...xs.slice(i + 1)]).map((rest) => [x, ...rest]));
+
+test('an entry goes in event time; a stale one delivered again (same version and kind) adds nothing', () => {
+  const s = added([act(5), deact(3), act(4)]);
+  expect(s.act_log!.map((e) => e.v)).toEqual([v(3), v(4), v(5)]);
+  expect(withEntry(s, deact(3))).toBeNull();
+});
+
+test("each period's first activation is the one whose rule counts, whatever the arrival order", () => {
+  // Periods: [a1 (none), a2 (g7)] | d3 | [a4 (g8), a5 (g9)]: a1 is the first period's, and names no group; a4 the second's.
+  const entries = [act(1), act(2, 7), deact(3), act(4, 8), act(5, 9)];
+  for (const order of orders(entries)) expect(ruleTarget(added(order))).toEqual({ v: v(4), g: 8 });
+  // An activation between two deactivations, arriving last: the first of its period.
+  expect(ruleTarget(added([deact(1), deact(5), act(9, 2), act(3, 6)]))).toEqual({ v: v(3), g: 6 });
+});
+
+test("an administrator's change stands against the activations before it; a later period's activation applies", () => {
+  const s = added([act(1, 7), deact(3), act(4, 8)], { admin_v: v(2) });
+  expect(ruleTarget(s)).toEqual({ v: v(4), g: 8 });
+  expect(membershipPlan(s, { born_v: v(2) })).toEqual({ do: 'keep' }); // the administrator's own
+  expect(ruleTarget(added([act(1, 7), act(4, 8)], { admin_v: v(2) }))).toBeNull(); // same period: a4 is no first
+});
+
+test('a removal deletes the membership begun before it, and the activations before it no longer count', () => {
+  const s = added([act(1, 7), deact(3), act(6, 8)]);
+  const removed = { ...s, ...withRemoval(s, v(5, 0)) };
+  expect(removed.act_log!.map((e) => e.v)).toEqual([v(6)]);
+  expect(membershipPlan(removed, { rule_v: v(1), born_v: v(1) })).toEqual({ do: 'delete' });
+  expect(membershipPlan(removed, null)).toEqual({ do: 'set', v: v(6), g: 8 });
+  expect(withEntry(removed, act(2, 9))).toBeNull(); // older than the removal
+  expect(withRemoval(removed, v(4, 0))).toBeNull(); // an older removal says nothing new
+});
+
+test("a rule's membership follows the target: moved to an earlier activation's group, deleted when none names one", () => {
+  const s = added([act(4, 8), act(2, 7)]);
+  expect(membershipPlan(s, { rule_v: v(4), born_v: v(4) })).toEqual({ do: 'set', v: v(2), g: 7 });
+  expect(membershipPlan(added([act(4, 8), act(2)]), { rule_v: v(4), born_v: v(4) })).toEqual({ do: 'delete' });
+  expect(membershipPlan(s, { rule_v: v(2), born_v: v(2) })).toEqual({ do: 'keep' });
+  expect(membershipPlan(s, { born_v: v(1) })).toEqual({ do: 'keep' }); // no rule_v: an administrator's
+});
+
+test(`the log keeps ${LOG_LIMIT} entries; older ones fold into the floor, which stands like an administrator's change`, () => {
+  const many = Array.from({ length: LOG_LIMIT + 2 }, (_, i) => (i % 2 === 0 ? act(i + 1, i + 1) : deact(i + 1)));
+  const s = added(many);
+  expect(s.act_log).toHaveLength(LOG_LIMIT);
+  expect(s.floor_v).toBe(v(2));
+  expect(s.floor_open).toBe(false); // the last folded entry is a deactivation
+  expect(withEntry(s, act(1, 5, 0))).toBeNull(); // older than the floor
+  expect(ruleTarget(s)).toEqual({ v: v(3), g: 3 });
+  expect(membershipPlan(s, { rule_v: v(1), born_v: v(1) })).toEqual({ do: 'keep' });
+});
+
+test('the entry an event adds', () => {
+  expect(logEntry({ is_active: true, email: 'a@x.org' }, true, v(1))).toEqual({ v: v(1), k: 'a', e: 'a@x.org' });
+  expect(logEntry({ is_active: false, email: 'a@x.org' }, false, v(1))).toEqual({ v: v(1), k: 'd' });
+  expect(logEntry({ is_active: true, email: 'a@x.org' }, false, v(1))).toBeNull(); // an update showing the learner active
+});
