@@ -121,8 +121,8 @@ export interface UserDoc extends TenantDoc, EventVersion {
    * The learner's activations and deactivations in event time, and what bounds them
    * (src/domain/activation-log.ts, docs/events.md "Activations"): `act_log` (at most 32 entries,
    * older ones folded into `floor_v`/`floor_open`), `removed_v` (the newest retirement or move
-   * older than the record, or the deletion it follows). `log_n` counts their changes and the
-   * administrator's (`admin_v`); `settled_n` is the `log_n` the membership reflects.
+   * older than the record, or the deletion it follows). `log_n` counts their changes;
+   * `settled_n` is the `log_n` the membership reflects.
    */
   act_log?: LogEntry[];
   log_n?: number;

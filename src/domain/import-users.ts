@@ -124,12 +124,13 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
     inserted.filter((l) => l.facts.is_active && !groupOf.has(l.facts)).map((l) => l.facts),
   );
   const byFacts = new Map(inserted.map((l) => [l.facts, l]));
-  await users.updateEach(
-    late.map((m) => ({
-      filter: { _id: String(m.user.id), log_n: 1 } as Filter<UserDoc>,
-      update: { $set: { act_log: [{ v: v(byFacts.get(m.user)!), k: 'a' as const, g: m.rule.group }] }, $inc: { log_n: 1 } },
-    })),
-  );
+  if (late.length > 0)
+    await users.updateEach(
+      late.map((m) => ({
+        filter: { _id: String(m.user.id), log_n: 1 } as Filter<UserDoc>,
+        update: { $set: { act_log: [{ v: v(byFacts.get(m.user)!), k: 'a' as const, g: m.rule.group }] }, $inc: { log_n: 1 } },
+      })),
+    );
   const logN = new Map([...matches.map((m) => [m.user, 1] as const), ...late.map((m) => [m.user, 2] as const)]);
   // Each made at its line's activation (the rule target per event: activation-log.ts).
   const memberships = await insertRuleMemberships(

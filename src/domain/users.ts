@@ -148,8 +148,9 @@ export async function changeActivationLog(tenant: Tenant, user: UserDoc, change:
 /**
  * An administrator's change to a user's membership (create, move, delete), written before the
  * change itself: it places the change in event time (`admin_v`: the record's version now), so
- * that no activation older than it changes the membership (docs/events.md), and it counts as a
- * change of the log, so that a reconciliation running meanwhile reads again. Returns that
+ * that no activation older than it changes the membership (docs/events.md). A reconciliation
+ * running meanwhile read the membership before the user (membership-rules.ts): without the mark,
+ * its write is conditional on a membership read before the change, and loses to it. Returns that
  * version (null: no such user).
  */
 export async function placeAdminChange(tenant: Tenant, userId: number): Promise<string | null> {
@@ -157,7 +158,7 @@ export async function placeAdminChange(tenant: Tenant, userId: number): Promise<
   const user = await users.findById(String(userId), { projection: { event_time: 1, event_n: 1 } });
   if (!user) return null;
   const at = recordVersion(user);
-  await users.updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $max: { admin_v: at }, $inc: { log_n: 1 } });
+  await users.updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $max: { admin_v: at } });
   return at;
 }
 

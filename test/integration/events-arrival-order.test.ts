@@ -127,6 +127,25 @@ test('in the first period too, the oldest activation decides (t2 uni.edu, deacti
   expect(await outcomes(steps)).toEqual(everyOrder('corp', steps));
 });
 
+test('an activation between two deactivations applies its rule, whichever of the three arrives last (deactivated t1, t3 corp.com, deactivated t5)', async () => {
+  const steps: Step[] = [
+    { kind: 'update', t: 1, domain: 'corp.com', active: false },
+    { kind: 'registration', t: 3, domain: 'corp.com' },
+    { kind: 'update', t: 5, domain: 'corp.com', active: false },
+  ];
+  expect(await outcomes(steps)).toEqual(everyOrder('corp', steps));
+});
+
+test("a late deactivation makes the activation right after it its period's first, with that one's email (t2 mail.net, deactivated t4, t5 uni.edu, t7 corp.com)", async () => {
+  const steps: Step[] = [
+    { kind: 'registration', t: 2, domain: 'mail.net' },
+    { kind: 'update', t: 4, domain: 'mail.net', active: false },
+    { kind: 'activation', t: 5, domain: 'uni.edu' },
+    { kind: 'registration', t: 7, domain: 'corp.com' },
+  ];
+  expect(await outcomes(steps)).toEqual(everyOrder('uni', steps));
+});
+
 test("an administrator's change to the membership stands against an older activation of the period arriving after it", async () => {
   for (const change of ['move', 'delete'] as const) {
     const { tenant, groups } = await organization();
