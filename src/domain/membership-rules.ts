@@ -127,10 +127,14 @@ export async function reconcileMembership(tenant: Tenant, userId: number, known?
   let user: UserDoc | null = null;
   // Unknown (undefined) until read; then what this call last read or wrote.
   let membership: MembershipDoc | null | undefined;
+  // The log (`log_n`) this call last changed the membership for: another process may have
+  // settled a newer log before that write landed, so only that log counts as settled then.
+  let wroteFor: number | undefined;
   for (let round = 0; round < ROUNDS; round++) {
     membership ??= await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findById(String(userId));
     user ??= await users.findById(String(userId));
-    if (!user || (user.settled_n ?? 0) === (user.log_n ?? 0)) return;
+    if (!user) return;
+    if ((user.settled_n ?? 0) === (user.log_n ?? 0) && (wroteFor === undefined || wroteFor === (user.log_n ?? 0))) return;
     const log = await matchedLog(tenant, user);
     const n: number = (user.log_n ?? 0) + (log ? 1 : 0);
     const plan = await feasible(tenant, membershipPlan({ ...user, ...log }, membership), membership);
@@ -146,6 +150,7 @@ export async function reconcileMembership(tenant: Tenant, userId: number, known?
       user = { ...user, ...log, log_n: n };
     }
     membership = await changeMembership(tenant, user, membership, plan);
+    wroteFor = user.log_n ?? 0;
     if (membership === undefined) user = null; // a lost race: both read again, the membership first
   }
   throw new Error(`membership of user ${userId} kept changing while its activation log was reconciled`);
