@@ -48,3 +48,32 @@ export const membershipOf = (tenant: Tenant, user: number) => tenant.collection<
 export const memberships = (tenant: Tenant) => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).find({}).sort({ user: 1 }).toArray();
 export const rules = (tenant: Tenant) => tenant.collection<RuleDoc>(COLLECTIONS.rules).find({}).sort({ id: 1 }).toArray();
 export const links = (tenant: Tenant) => tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({}).sort({ id: 1 }).toArray();
+
+/**
+ * The tenant, with `hook` run just before its first call of `method` (an `insertMany` by
+ * default) on `collectionName`: the moment another request or event (another process) lands
+ * between a step's reads and its writes.
+ */
+export function withHookBefore(tenant: Tenant, collectionName: string, hook: () => Promise<void>, method = 'insertMany'): Tenant {
+  const collection = tenant.collection.bind(tenant);
+  let fired = false;
+  const hooked = Object.create(tenant) as Tenant;
+  hooked.collection = ((name: string) => {
+    const real = collection(name as never);
+    if (name !== collectionName) return real;
+    return new Proxy(real, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (prop !== method || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: unknown[]) => {
+          if (!fired) {
+            fired = true;
+            await hook();
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+  }) as Tenant['collection'];
+  return hooked;
+}

@@ -14,7 +14,7 @@ import { reconcileMembership } from '../../src/domain/membership-rules';
 import { createMembership, deleteMembership, moveMembership } from '../../src/domain/memberships';
 import { applyUserData, applyUserRetired, type UserEventKind } from '../../src/domain/user-event-data';
 import { homeOf, upsertUser } from '../../src/domain/users';
-import { groupWithRule, membershipOf, newGroup } from '../helpers/domain';
+import { groupWithRule, membershipOf, newGroup, withHookBefore } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 let client: MongoClient;
@@ -222,6 +222,27 @@ test('two processes: the activation that created the learner finishes its rules 
   // ... and process 1 reconciles the membership with the record it read.
   await reconcileMembership(homeOf(tenant, first.current!), user, first.current);
   expect(await membershipOf(tenant, user)).toBeNull();
+});
+
+test('two processes: a reconciliation whose delete lands after another process settled a newer log reads again and settles that log (t5 corp.com; t3 mail.net late, and deactivated t4 meanwhile)', async () => {
+  const { tenant, groups } = await organization();
+  const user = nextUser++;
+  await deliver(tenant, user, { kind: 'registration', t: 5, domain: 'corp.com' }, 1);
+  // Process 1 logs the late t3 mail.net: its period's first, matching nothing, so the membership t5 made goes ...
+  const facts = { id: user, username: `u${user}`, name: 'U', email: `u${user}@mail.net`, is_active: true };
+  const late = await upsertUser(tenant, facts, at(3, 2), true);
+  // ... but just before its delete lands, process 2 applies deactivated t4 whole: t5 is its
+  // period's first again, the membership stands, and process 2 marks that log settled.
+  const hooked = withHookBefore(
+    tenant,
+    COLLECTIONS.memberships,
+    async () => void (await deliver(tenant, user, { kind: 'update', t: 4, domain: 'corp.com', active: false }, 3)),
+    'findOneAndDelete',
+  );
+  await reconcileMembership(hooked, user, late.current);
+  expect((await membershipOf(tenant, user))?.group).toBe(groups.corp);
+  const stored = await tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(user));
+  expect(stored?.settled_n).toBe(stored?.log_n);
 });
 
 test("an administrator's delete racing an older activation wins: the rules read the administrator's mark after their write", async () => {

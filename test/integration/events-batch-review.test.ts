@@ -14,6 +14,7 @@ import { applyRule, createRule } from '../../src/domain/membership-rules';
 import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../src/domain/memberships';
 import { applyUserData, type UserEventData } from '../../src/domain/user-event-data';
 import type { UserFacts } from '../../src/domain/users';
+import { withHookBefore } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 const ORG = 'review-org';
@@ -91,42 +92,13 @@ test('the per-event path repairs the same crash state on a redelivery (the contr
   expect(await gramsOf(db, 1)).toBe(whole);
 });
 
-/**
- * The tenant, with `hook` run just before the batch's first `insertMany` on `collectionName`
- * (the user records, the rule memberships): the moment another request or event lands between
- * the batch's reads and its writes.
- */
-function withHookBeforeInsert(tenant: Tenant, collectionName: string, hook: () => Promise<void>, method = 'insertMany'): Tenant {
-  const collection = tenant.collection.bind(tenant);
-  let fired = false;
-  const hooked = Object.create(tenant) as Tenant;
-  hooked.collection = ((name: string) => {
-    const real = collection(name as never);
-    if (name !== collectionName) return real;
-    return new Proxy(real, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver);
-        if (prop !== method || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
-        return async (...args: unknown[]) => {
-          if (!fired) {
-            fired = true;
-            await hook();
-          }
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
-  }) as Tenant['collection'];
-  return hooked;
-}
-
 test('a rule created and applied to existing learners while a batch registers a matching learner still gives that learner a membership', async () => {
   const db = await freshDb();
   const tenant = new Tenant(db, ORG);
   const group = await createGroup(tenant, { name: 'Partners', description: '' });
   // The administrator creates the rule for partner.example and applies it to the learners
   // already registered, landing after the batch matched the rules and before it inserted.
-  const hooked = withHookBeforeInsert(tenant, COLLECTIONS.users, async () => {
+  const hooked = withHookBefore(tenant, COLLECTIONS.users, async () => {
     const rule = await createRule(new Tenant(db, ORG), { name: 'partners', domain: 'partner.example', group: group.id });
     expect(await applyRule(new Tenant(db, ORG), rule.id)).toBe(0); // the learner is not there yet
   });
@@ -153,7 +125,7 @@ test('a learner moved to another organization while the batch registers them kee
   const moved = facts(20, 'twenty@partner.example');
   // Another partition's newer event names another organization, landing after the batch
   // inserted the learner and before it inserts their rule membership: it moves the learner.
-  const hooked = withHookBeforeInsert(tenant, COLLECTIONS.memberships, async () => {
+  const hooked = withHookBefore(tenant, COLLECTIONS.memberships, async () => {
     expect(await applyUserData(db, { ...asData(moved), organization: OTHER }, stamp('c20-later', 100), 'update', OTHER)).toBe('applied');
   });
   await importUserBatch(hooked, [
@@ -183,7 +155,7 @@ test.each(['moves', 'deletes'])(
     await createRule(tenant, { name: 'partners', domain: 'partner.example', group: partners.id });
     const admin = new Tenant(db, ORG);
     // The batch's first update of users marks the claims done (and sets the list facts it made).
-    const hooked = withHookBeforeInsert(
+    const hooked = withHookBefore(
       tenant,
       COLLECTIONS.users,
       async () => {
