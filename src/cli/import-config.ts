@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type TenantDoc } from '../db/collections';
 import { Tenant } from '../db/tenant';
-import { courseExists } from '../domain/courses';
+import { courseVersion } from '../domain/courses';
 import { createGroupCourse } from '../domain/group-courses';
 import { createGroup } from '../domain/groups';
 import { createRule } from '../domain/membership-rules';
@@ -89,7 +89,7 @@ export async function importConfiguration(db: Db, org: string, path: string, opt
 
   const courseKnown = async (key: string) => {
     if (missingCourses.has(key)) return false;
-    const known = await courseExists(tenant, key);
+    const known = (await courseVersion(tenant, key)) !== null;
     if (!known) missingCourses.add(key);
     return known;
   };
@@ -126,7 +126,7 @@ export async function importConfiguration(db: Db, org: string, path: string, opt
       report.skipped.memberships.push(m.user);
       continue;
     }
-    // An administrator's membership settles a pending activation, as one made through the API does.
+    // An administrator's membership is placed in event time, as one made through the API is.
     if (!m.automatic) await placeAdminChange(tenant, m.user);
     report.created.memberships++;
   }

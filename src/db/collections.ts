@@ -74,12 +74,16 @@ export interface GroupCourseDoc extends TenantDoc {
   id: number;
   course: string;
   group: number;
+  /** The course's version when the link was made: where it began in event time (docs/events.md, moves and deletions in the past). */
+  born_v?: string;
 }
 
 /** `_id` is the course key: a course has at most one public record. */
 export interface PublicCourseDoc extends TenantDoc {
   id: number;
   course: string;
+  /** As on a link. */
+  born_v?: string;
 }
 
 /**

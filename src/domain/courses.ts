@@ -1,10 +1,11 @@
-import type { Db } from 'mongodb';
+import type { Db, Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
 import { indexCourse, unindexCourse } from '../db/search-index';
 import { Tenant } from '../db/tenant';
-import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
+import { versionOf } from '../db/versioned-writes';
+import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
 import { syncCourseFacts } from './list-facts';
 import { announceDeletion, deleteIfNewer, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
 
@@ -16,8 +17,31 @@ export function orgFromCourseKey(courseKey: string): string | null {
 
 const courseTombstone = (courseKey: string) => `course:${courseKey}`;
 
-/** Whether the organization has course `key` (a reference a link or public record makes must exist). */
-export const courseExists = (tenant: Tenant, key: string) => tenant.collection<CourseDoc>(COLLECTIONS.courses).has({ _id: key });
+/**
+ * The version of course `key` in the organization, or null when it has none (a reference a link
+ * or public record makes must exist). A link or public record made now begins there in event
+ * time (`born_v`): a deletion or move of the course older than it, arriving late, leaves it.
+ */
+export async function courseVersion(tenant: Tenant, key: string): Promise<string | null> {
+  const course = await tenant.collection<CourseDoc>(COLLECTIONS.courses).findById(key, { projection: { event_time: 1, event_n: 1 } });
+  return course ? versionOf(course) : null;
+}
+
+/**
+ * Deletes what an administrator hung on course `key` (links, the public record) before version
+ * `v`: a deletion or a move of the course at `v`, arriving after a newer event of it, took them
+ * in event time.
+ */
+async function takeBackDependentsBefore(tenant: Tenant, key: string, v: string): Promise<void> {
+  const before = { $lt: v };
+  const [links, publicRecord] = await withCause('cascade', () =>
+    Promise.all([
+      tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: key, born_v: before } as Filter<GroupCourseDoc>),
+      tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: key, born_v: before } as Filter<PublicCourseDoc>),
+    ]),
+  );
+  if (links.deletedCount + publicRecord.deletedCount > 0) await syncCourseFacts(tenant, [key]);
+}
 
 /** Deletes a course's group links and public record: what hangs off a course in its organization. */
 async function deleteCourseDependents(tenant: Tenant, courseKey: string): Promise<number> {
@@ -46,7 +70,11 @@ function courseRef(db: Db, key: string): VersionedRecordRef {
 /** Records a course in the tenant's organization as of `at`, unless it already reflects it or a newer event. */
 export async function upsertCourse(tenant: Tenant, course: { key: string; name: string }, at: string | EventStamp): Promise<ApplyOutcome> {
   const stamp = asStamp(at);
-  const { outcome, current } = await upsertIfNewer<CourseDoc>(tenant, {
+  const {
+    outcome,
+    current,
+    version: v,
+  } = await upsertIfNewer<CourseDoc>(tenant, {
     // A new course has no link and no public record yet: its list facts are derived after the write.
     doc: { _id: course.key, id: course.key, name: course.name, event_time: stamp.time, is_public: 0, linked: 0, facts_v: 0 },
     set: { id: course.key, name: course.name, event_time: stamp.time },
@@ -56,6 +84,8 @@ export async function upsertCourse(tenant: Tenant, course: { key: string; name: 
   // Derived again on every event, a duplicate or stale one too (repairs what a crash left undone).
   if (current) {
     const home = current.org === tenant.org ? tenant : new Tenant(tenant.db, current.org);
+    // A stale event of another organization: in event time the course was there then (a move and a move back).
+    if (outcome === 'stale' && home !== tenant) await takeBackDependentsBefore(home, current._id, v);
     await syncCourseFacts(home, [current._id]);
     await indexCourse(home, current);
   }
@@ -76,7 +106,9 @@ export async function deleteCourse(
   org: string | null = orgFromCourseKey(courseKey),
 ): Promise<ApplyOutcome> {
   const stamp = asStamp(at);
-  const { outcome } = await deleteIfNewer(db, { ...courseRef(db, courseKey), id: courseKey, at: stamp, org });
+  const { outcome, survivor } = await deleteIfNewer(db, { ...courseRef(db, courseKey), id: courseKey, at: stamp, org });
+  // A deletion older than the course (created again after it) took what hung on it then.
+  if (outcome === 'stale' && survivor) await takeBackDependentsBefore(survivor.home, courseKey, version(stamp.time, 0));
   if (outcome === 'duplicate') await announceDeletion(db, courseTombstone(courseKey), COLLECTIONS.courses, courseKey);
   return outcome;
 }

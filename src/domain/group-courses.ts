@@ -2,7 +2,7 @@ import { COLLECTIONS, type GroupCourseDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../errors';
-import { courseExists } from './courses';
+import { courseVersion } from './courses';
 import { groupExists } from './groups';
 import { syncCourseFacts } from './list-facts';
 
@@ -16,16 +16,20 @@ const linkKey = (course: string, group: number) => `${course}|${group}`;
 const notUnique = () => new Conflict({ non_field_errors: ['The fields course, group must make a unique set.'] });
 const links = (tenant: Tenant) => tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
 
-/** Invalid on `course` and/or `group` when they are given and unknown in this organization. */
-async function checkReferences(tenant: Tenant, input: { course?: string; group?: number }) {
+/**
+ * Invalid on `course` and/or `group` when they are given and unknown in this organization;
+ * else the course's version (courses.ts `courseVersion`), when given.
+ */
+async function checkReferences(tenant: Tenant, input: { course?: string; group?: number }): Promise<string | undefined> {
   const errors: FieldErrors = {};
-  const [courseOk, groupOk] = await Promise.all([
-    input.course === undefined || courseExists(tenant, input.course),
+  const [course, groupOk] = await Promise.all([
+    input.course === undefined ? undefined : courseVersion(tenant, input.course),
     input.group === undefined || groupExists(tenant, input.group),
   ]);
-  if (!courseOk) errors.course = [doesNotExist(input.course)];
+  if (course === null) errors.course = [doesNotExist(input.course)];
   if (!groupOk) errors.group = [doesNotExist(input.group)];
   if (Object.keys(errors).length > 0) throw new Invalid(errors);
+  return course ?? undefined;
 }
 
 /** Inserts a link, refusing an existing (course, group) pair with DRF's unique-together message. */
@@ -39,12 +43,12 @@ async function insert(tenant: Tenant, doc: Omit<GroupCourseDoc, 'org'>): Promise
 }
 
 export async function createGroupCourse(tenant: Tenant, input: { course: string; group: number }): Promise<GroupCourseDoc> {
-  await checkReferences(tenant, input);
+  const born_v = await checkReferences(tenant, input);
   const _id = linkKey(input.course, input.group);
   // Checked first so that a refused request claims no id.
   if (await links(tenant).has({ _id })) throw notUnique();
   const id = await tenant.nextId('group_courses');
-  const doc = await insert(tenant, { _id, id, course: input.course, group: input.group });
+  const doc = await insert(tenant, { _id, id, course: input.course, group: input.group, ...(born_v === undefined ? {} : { born_v }) });
   await syncCourseFacts(tenant, [doc.course]);
   return doc;
 }
@@ -62,7 +66,9 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
   const group = patch.group ?? old.group;
   const _id = linkKey(course, group);
   if (_id === old._id) return old;
-  const doc = await insert(tenant, { _id, id, course, group });
+  // A new link: it begins now in event time (the course's version), as a created one does.
+  const born_v = await courseVersion(tenant, course);
+  const doc = await insert(tenant, { _id, id, course, group, ...(born_v === null ? {} : { born_v }) });
   await links(tenant).deleteMany({ id, _id: { $ne: _id } });
   await syncCourseFacts(tenant, [old.course, course]);
   return doc;

@@ -137,7 +137,7 @@ export async function reconcileMembership(tenant: Tenant, userId: number, known?
     if ((user.settled_n ?? 0) === (user.log_n ?? 0) && (wroteFor === undefined || wroteFor === (user.log_n ?? 0))) return;
     const log = await matchedLog(tenant, user);
     const n: number = (user.log_n ?? 0) + (log ? 1 : 0);
-    const plan = await feasible(tenant, membershipPlan({ ...user, ...log }, membership), membership);
+    const plan = await livePlan(tenant, { ...user, ...log }, membership);
     if (log || plan.do === 'keep') {
       // The rules read, and the membership settled when nothing is left to change: one write.
       const asRead = { _id: user._id, log_n: user.log_n ?? { $exists: false } } as Filter<UserDoc>;
@@ -176,10 +176,18 @@ async function matchedLog(tenant: Tenant, user: UserDoc): Promise<Partial<UserDo
   return folded({ ...user, act_log });
 }
 
-/** The plan, unless it sets a group deleted since its rule matched: then the membership goes (or none is made). */
-async function feasible(tenant: Tenant, plan: MembershipPlan, membership: MembershipDoc | null): Promise<MembershipPlan> {
-  if (plan.do !== 'set' || (await groupExists(tenant, plan.g))) return plan;
-  return membership ? { do: 'delete' } : { do: 'keep' };
+/**
+ * The plan for the log, where an activation whose rule named a group deleted since matches
+ * nothing (that group's memberships went with it): each group a plan would set is checked, and
+ * a deleted one's activations are passed over.
+ */
+async function livePlan(tenant: Tenant, state: UserDoc, membership: MembershipDoc | null): Promise<MembershipPlan> {
+  let log = state.act_log ?? [];
+  for (;;) {
+    const plan = membershipPlan({ ...state, act_log: log }, membership);
+    if (plan.do !== 'set' || (await groupExists(tenant, plan.g))) return plan;
+    log = log.map(({ g, ...entry }) => (g === plan.g ? entry : { ...entry, ...(g === undefined ? {} : { g }) }));
+  }
 }
 
 /**

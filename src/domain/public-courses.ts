@@ -2,7 +2,7 @@ import { COLLECTIONS, type PublicCourseDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, fieldError } from '../errors';
-import { courseExists } from './courses';
+import { courseVersion } from './courses';
 import { syncCourseFacts } from './list-facts';
 
 /**
@@ -15,13 +15,14 @@ const alreadyPublic = () => new Conflict({ course: ['This course is already publ
 const records = (tenant: Tenant) => tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);
 
 export async function createPublicCourse(tenant: Tenant, input: { course: string }): Promise<PublicCourseDoc> {
-  if (!(await courseExists(tenant, input.course))) throw fieldError('course', doesNotExist(input.course));
+  const born_v = await courseVersion(tenant, input.course);
+  if (born_v === null) throw fieldError('course', doesNotExist(input.course));
   // Checked first so that a refused request claims no id.
   if (await records(tenant).has({ _id: input.course })) throw alreadyPublic();
   const id = await tenant.nextId('public_courses');
   let doc: PublicCourseDoc;
   try {
-    doc = await records(tenant).insertOne({ _id: input.course, id, course: input.course });
+    doc = await records(tenant).insertOne({ _id: input.course, id, course: input.course, born_v });
   } catch (err) {
     if (isDuplicateKey(err)) throw alreadyPublic();
     throw err;

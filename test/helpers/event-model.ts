@@ -6,10 +6,15 @@
  * Written independently of src/ and as plainly as possible: where the service keeps bounded
  * fields (`event_time`, `event_n`, the `event_ids` of the newest time, tombstones), the model keeps every
  * identity it has seen per record and the full list of its distinct events, so a disagreement
- * points at the service's bookkeeping, not at a shared shortcut. One limit is shared on purpose,
- * as docs/events.md states it: a late activation applies the rules only in the learner's first
- * activation period (the service keeps the first and last deactivation, not those between). It knows nothing of staff or
- * site administrators: the generator never sends those flags.
+ * points at the service's bookkeeping, not at a shared shortcut.
+ *
+ * Membership rules follow the activation log: each learner record keeps its activations
+ * (with the group their email's rule named when they arrived) and deactivations sorted in event
+ * time, and the newest "removal" (a retirement or a move, in the past); after every user event
+ * the membership is reconciled with the first activation of each activation period, replayed
+ * from that log (`reconcile`). Nothing of it depends on the order the events arrived in but among
+ * events of one time. It knows nothing of staff or site administrators: the generator never sends
+ * those flags.
  */
 
 export type UserEventKind = 'activated' | 'registered' | 'login' | 'updated';
@@ -57,8 +62,7 @@ export interface Version {
 /** a is newer than b; anything is newer than nothing. */
 const STALE_N = 0;
 export const newer = (a: Version, b: Version | null): boolean => b === null || a.t > b.t || (a.t === b.t && a.n > b.n);
-const max = (a: Version | null, b: Version): Version => (newer(b, a) ? b : (a as Version));
-const min = (a: Version | null, b: Version): Version => (a === null || newer(a, b) ? b : a);
+const sameVersion = (a: Version, b: Version | undefined): boolean => b !== undefined && a.t === b.t && a.n === b.n;
 
 /** What one record (a user id or a course key) has seen: every distinct event, in arrival order. */
 interface Track {
@@ -75,24 +79,22 @@ export interface UserRecord {
   email: string;
   is_active: boolean;
 }
+/**
+ * One line of a learner's activation log: an activation (`a`, with the group its email's rule
+ * named when it arrived, or null) or a deactivation (`d`), at its event's version.
+ */
+interface LogEntry {
+  v: Version;
+  k: 'a' | 'd';
+  g: number | null;
+}
 interface UserTrack extends Track {
   record: UserRecord | null;
-  /** Newest version of an event that showed the learner inactive (a retirement, a move's old record). */
-  deact: Version | null;
-  /** Version of the activation whose rules were applied last. */
-  act: Version | null;
-  /** The newest applied activation-capable event that showed the learner active (`act_seen_v`). */
-  seen: Version | null;
-  /** The oldest deactivation, and the oldest activation whose rules were applied: the first activation period. */
-  firstDeact: Version | null;
-  firstAct: Version | null;
-  /** A retirement or a move deleted what the activations before it made: none applies late. */
-  settled: boolean;
-  /** The email of the event `seen` names: a claim of that activation matches its rules with it. */
-  seenEmail: string | null;
-  /** The email of the activation `act`. */
-  actEmail: string | null;
-  /** Where in event time an administrator last changed the membership: the record's version then. A late activation older than it changes nothing. */
+  /** The activations and deactivations of the record in its organization, in event time (among equal versions, in arrival order). */
+  log: LogEntry[];
+  /** The newest removal (a retirement or a move in the record's past, the record it replaced): what began before it is gone. */
+  removed: Version | null;
+  /** Where in event time an administrator last changed the membership: the record's version then. No activation older than it makes one. */
   adminAt: Version | null;
 }
 
@@ -120,6 +122,12 @@ interface OrgState {
   /** `course|group` pairs. */
   links: Set<string>;
   publics: Set<string>;
+  /**
+   * A link (`course|group`) or public record (`public:course`) -> the course's version when an
+   * administrator made it: where it began in event time (an older deletion or move of the course,
+   * arriving late, took it).
+   */
+  dependentBorn: Map<string, Version>;
 }
 
 export interface Decision {
@@ -143,17 +151,10 @@ export class EventModel {
   private readonly states = new Map<string, OrgState>();
   private nextGroup = 1;
   /** What the deliveries did, for a test's report of what its histories covered. */
-  readonly counts = { applied: 0, duplicate: 0, stale: 0, dead_lettered: 0, moves: 0, rulesApplied: 0, membershipsByRule: 0, betweenDeactivations: 0 };
+  readonly counts = { applied: 0, duplicate: 0, stale: 0, dead_lettered: 0, moves: 0, rulesApplied: 0, membershipsByRule: 0 };
 
-  /**
-   * `defaultOrg`: the consumer's DEFAULT_ORGANIZATION, when set. `limits`: how often any copy of
-   * this model met the limit docs/events.md states (shared by every clone, so a state merged away
-   * still counts).
-   */
-  constructor(
-    private readonly defaultOrg?: string,
-    readonly limits = { betweenDeactivations: 0 },
-  ) {}
+  /** `defaultOrg`: the consumer's DEFAULT_ORGANIZATION, when set. */
+  constructor(private readonly defaultOrg?: string) {}
 
   // ---- events -------------------------------------------------------------------------------
 
@@ -171,7 +172,11 @@ export class EventModel {
     if (org === null) return 'dead_lettered';
     const track: UserTrack | CourseTrack = isUser ? this.userTrack(e.kind === 'retired' ? e.userId : e.user.id) : this.courseTrack(e.key);
     const ident = JSON.stringify([e.source, e.id]);
-    if (track.events.some((seen) => seen.ident === ident)) return 'duplicate';
+    if (track.events.some((seen) => seen.ident === ident)) {
+      // A duplicate adds nothing, but the membership is reconciled after it all the same.
+      if (isUser) this.reconcile(track as UserTrack);
+      return 'duplicate';
+    }
     // Versions: newer than the record (or its tombstone) applies as time#1; the same time applies
     // after the ones before it; older is stale, with version time#0.
     const previous = track.version;
@@ -187,192 +192,128 @@ export class EventModel {
     switch (e.kind) {
       case 'catalog':
         if (applied) this.putCourse(track as CourseTrack, { key: e.key, org, name: e.name });
+        else if ((track as CourseTrack).record && (track as CourseTrack).record!.org !== org) this.dropBornBefore((track as CourseTrack).record!, version);
         break;
       case 'courseDeleted':
         if (applied) this.dropCourse(track as CourseTrack);
+        else if ((track as CourseTrack).record) this.dropBornBefore((track as CourseTrack).record!, version);
         break;
       case 'retired': {
         const t = track as UserTrack;
-        this.deactivate(t, version);
-        t.settled = true;
+        // Applied: the record goes, and its log with it. Older than the record: a removal in its past.
         if (applied) this.dropUser(t);
-        // A retirement older than the record is a deactivation in its past: the newest activation
-        // the record reflects may now be one newer than the last deactivation.
-        else if (t.record) {
-          this.dropBornBefore(t, version);
-          this.settleActivation(t, t.seen, t.seenEmail);
-        }
+        else if (t.record) this.raiseRemoved(t, version);
+        this.reconcile(t);
         break;
       }
-      default: {
-        const t = track as UserTrack;
-        const active = e.kind === 'activated' || e.user.is_active;
-        if (!active) this.deactivate(t, version);
-        if (!applied && outcome === 'stale' && t.record && t.record.org !== org) {
-          // A stale event of another organization: in event time the learner was elsewhere then,
-          // so it left its organization (what rules made before goes) and came back.
-          this.deactivate(t, version);
-          t.settled = true;
-          this.dropBornBefore(t, version);
-          this.settleActivation(t, t.seen, t.seenEmail);
-          break;
-        }
-        if (applied) {
-          const old = t.record;
-          if (old && old.org !== org) {
-            // A move: the membership stays behind and goes; the old record counts as a deactivation.
-            this.dropMembership(old.org, old.id);
-            this.deactivate(t, previous as Version);
-            t.settled = true;
-            this.counts.moves++;
-            t.adminAt = null;
-          }
-          t.record = { id: e.user.id, org, username: e.user.username, name: e.user.name, email: e.user.email, is_active: active };
-        }
-        const rec = t.record;
-        const capable = ACTIVATION_CAPABLE(e);
-        if (applied && capable) [t.seen, t.seenEmail] = [version, e.user.email];
-        // This event, or the newest activation the record reflects (a deactivation older than it
-        // may have arrived after it: in event time, it came first).
-        const activation = capable ? max(t.seen, version) : t.seen;
-        if (this.settleActivation(t, activation, activation === version ? e.user.email : t.seenEmail) || !capable || !rec) break;
-        if (this.lateFirstActivation(t, version)) {
-          // Older than every deactivation, in a first period no activation applied: in event time
-          // it applied the rules while the learner was active, and the membership outlived the
-          // deactivation. (The service keeps the first and last deactivation only: an activation
-          // between two deactivations that both came before it applies nothing, here too.)
-          t.firstAct = min(t.firstAct, version);
-          this.counts.rulesApplied++;
-          this.applyLate(t, rec.org, e.user.email, version, null);
-        } else if (t.act !== null && newer(t.act, t.deact) && newer(version, t.deact) && t.act.t > version.t) {
-          // Older than the activation claimed in its period, which was therefore not the first:
-          // in event time this one applied the rules, and the claimed one applied none.
-          const superseded = t.act;
-          t.act = version;
-          t.actEmail = e.user.email;
-          t.firstAct = min(t.firstAct, version);
-          this.counts.rulesApplied++;
-          this.applyLate(t, rec.org, e.user.email, version, superseded);
-        } else if (
-          !t.settled &&
-          t.firstAct !== null &&
-          t.firstDeact !== null &&
-          newer(t.firstDeact, t.firstAct) &&
-          newer(t.firstDeact, version) &&
-          t.firstAct.t > version.t
-        ) {
-          // The same, in the first period (before the first deactivation).
-          const superseded = t.firstAct;
-          t.firstAct = version;
-          this.counts.rulesApplied++;
-          this.applyLate(t, rec.org, e.user.email, version, superseded);
-        } else if (!applied && t.firstDeact !== null && newer(version, t.firstDeact) && t.deact !== null && newer(t.deact, version)) {
-          // The limit docs/events.md states: an activation between the first and the last
-          // deactivation, arriving after both, applies nothing (nor here).
-          this.counts.betweenDeactivations++;
-          this.limits.betweenDeactivations++;
-        }
-      }
+      default:
+        this.applyUserEvent(track as UserTrack, e, org, version, applied, previous);
+        this.reconcile(track as UserTrack);
     }
     return outcome;
   }
 
-  /** Applies the rules at `activation` (whose event had `email`) when it is one whose rules are not applied yet; true when it did. */
-  private settleActivation(t: UserTrack, activation: Version | null, email: string | null): boolean {
-    const rec = t.record;
-    if (activation === null || !rec?.is_active || !newer(activation, t.deact) || (t.act !== null && newer(t.act, t.deact))) return false;
-    t.act = activation;
-    t.actEmail = email ?? rec.email;
-    if (newer(activation, t.seen)) [t.seen, t.seenEmail] = [activation, email];
-    t.firstAct = min(t.firstAct, activation);
-    this.counts.rulesApplied++;
-    this.applyRules(rec.org, rec.id, email ?? rec.email, activation);
-    return true;
+  /** A user event that is no duplicate, at `version`; `previous`: the track's version before it. */
+  private applyUserEvent(t: UserTrack, e: UserEvent, org: string, version: Version, applied: boolean, previous: Version | null) {
+    const active = e.kind === 'activated' || e.user.is_active;
+    const old = t.record;
+    if (!applied) {
+      // Stale against a tombstone: older than the retirement, it has no record to tell about.
+      if (!old) return;
+      // Stale, naming another organization: in event time the learner was elsewhere then, so
+      // left this organization (what began before goes) and came back.
+      if (old.org !== org) {
+        this.raiseRemoved(t, version);
+        return;
+      }
+    } else {
+      if (old && old.org !== org) {
+        // A move: the membership stays behind and goes; the record here starts afresh.
+        this.dropMembership(old.org, old.id);
+        this.counts.moves++;
+        t.adminAt = null;
+        this.restartLog(t, previous as Version);
+      } else if (!old && previous !== null) {
+        // A record created after a retirement (its tombstone is `previous`).
+        this.restartLog(t, previous);
+      }
+      t.record = { id: e.user.id, org, username: e.user.username, name: e.user.name, email: e.user.email, is_active: active };
+    }
+    // The rule is matched now, at arrival, whether or not this activation turns out to be the first of its period.
+    if (ACTIVATION_CAPABLE(e)) this.addToLog(t, { v: version, k: 'a', g: this.org(org).rules.get(domainOf(e.user.email)) ?? null });
+    else if (!active) this.addToLog(t, { v: version, k: 'd', g: null });
+  }
+
+  /** The log starts again after `removed` (a move here, or a record created after a retirement). */
+  private restartLog(t: UserTrack, removed: Version) {
+    t.log = [];
+    t.removed = removed;
+  }
+
+  /** A removal at `version`: the newest one counts, and what the log holds older than it goes. */
+  private raiseRemoved(t: UserTrack, version: Version) {
+    if (!newer(version, t.removed)) return;
+    t.removed = version;
+    t.log = t.log.filter((entry) => !newer(version, entry.v));
   }
 
   /**
-   * The rules of an activation older than the one whose rules made the learner's membership
-   * (which an administrator left as it was): in event time this one came first, so the
-   * membership is what its email matches. When it matches nothing, the membership goes if the
-   * activation it supersedes in its period made it (`superseded`: no activation in event time).
-   * With no membership, it applies the rules unless an administrator changed the membership since.
+   * Into the log in event time, after the entries of its time already there (a stale event,
+   * `time#0`, came after those: among equal times arrival decides); not when older than the
+   * removal, nor twice.
    */
-  private applyLate(t: UserTrack, org: string, email: string, version: Version, superseded: Version | null) {
-    const o = this.org(org);
-    const id = t.record!.id;
-    const made = o.ruleMade.get(id);
-    if (t.adminAt !== null && !newer(version, t.adminAt)) return;
-    if (!o.memberships.has(id)) {
-      this.applyRules(org, id, email, version);
+  private addToLog(t: UserTrack, entry: LogEntry) {
+    if (t.removed !== null && newer(t.removed, entry.v)) return;
+    if (t.log.some((other) => other.k === entry.k && sameVersion(other.v, entry.v))) return;
+    const at = t.log.findIndex((other) => other.v.t > entry.v.t);
+    t.log.splice(at === -1 ? t.log.length : at, 0, entry);
+  }
+
+  /**
+   * The activation whose rule the membership follows: of each period (the log's start, and
+   * after each deactivation) its first activation, the first of those that is newer than the
+   * administrator's last change (when there was one) and whose email matched a rule whose group
+   * still exists.
+   */
+  private target(t: UserTrack, groups: Map<number, string>): LogEntry | null {
+    let periodOpen = true;
+    for (const entry of t.log) {
+      if (entry.k === 'd') {
+        periodOpen = true;
+      } else if (periodOpen) {
+        periodOpen = false;
+        if (entry.g !== null && groups.has(entry.g) && newer(entry.v, t.adminAt)) return entry;
+      }
+    }
+    return null;
+  }
+
+  /** Brings the learner's membership in line with the log, after every user event. */
+  private reconcile(t: UserTrack) {
+    const rec = t.record;
+    if (!rec) return;
+    const o = this.org(rec.org);
+    const born = o.born.get(rec.id);
+    // A removal newer than the membership's beginning took it.
+    if (o.memberships.has(rec.id) && born !== undefined && t.removed !== null && newer(t.removed, born)) this.dropMembership(rec.org, rec.id);
+    const made = o.ruleMade.get(rec.id);
+    // An administrator's membership, or one a rule made before the administrator's last change, stands.
+    if (o.memberships.has(rec.id) && (made === undefined || (t.adminAt !== null && !newer(made, t.adminAt)))) return;
+    const target = this.target(t, o.groups);
+    if (target === null || target.g === null) {
+      this.dropMembership(rec.org, rec.id);
       return;
     }
-    if (made === undefined || made.t <= version.t) return;
-    const group = o.rules.get(domainOf(email));
-    if (group !== undefined) {
-      o.memberships.set(id, group);
-      o.ruleMade.set(id, version);
-      o.born.set(id, version);
-    } else if (superseded !== null && made.t === superseded.t && made.n === superseded.n) {
-      o.memberships.delete(id);
-      o.ruleMade.delete(id);
-      this.reapplyClaim(t, version, superseded);
-    }
-  }
-
-  /**
-   * After a late event removed a rule's membership, the claimed activation newer than it (not the
-   * one superseded), which found that membership, applies its rules to none, as in event time;
-   * unless an administrator acted after it.
-   */
-  private reapplyClaim(t: UserTrack, version: Version, superseded: Version | null) {
-    const claim = t.act;
-    if (!t.record || claim === null || claim.t <= version.t || (superseded !== null && claim.t === superseded.t && claim.n === superseded.n)) return;
-    if (t.adminAt !== null && newer(t.adminAt, claim)) return;
-    this.applyRules(t.record.org, t.record.id, t.actEmail ?? t.record.email, claim);
-  }
-
-  private deactivate(t: UserTrack, version: Version) {
-    // The same limit from the other side: a deactivation arriving late before an activation the
-    // record reflects, itself before the last deactivation, makes that activation the first of a
-    // period the record does not keep; it is not claimed (nor here).
-    if (t.seen !== null && t.deact !== null && newer(t.seen, version) && newer(t.deact, t.seen) && !newer(version, t.deact)) {
-      this.counts.betweenDeactivations++;
-      this.limits.betweenDeactivations++;
-    }
-    t.deact = max(t.deact, version);
-    t.firstDeact = min(t.firstDeact, version);
-  }
-
-  private lateFirstActivation(t: UserTrack, version: Version): boolean {
-    if (t.settled || t.firstDeact === null || !newer(t.firstDeact, version)) return false;
-    return t.firstAct === null || newer(t.firstAct, t.firstDeact);
+    if (sameVersion(target.v, made)) return;
+    if (!o.memberships.has(rec.id)) this.counts.membershipsByRule++;
+    this.counts.rulesApplied++;
+    o.memberships.set(rec.id, target.g);
+    o.ruleMade.set(rec.id, target.v);
+    o.born.set(rec.id, target.v);
   }
 
   private eventOrg(e: Exclude<ModelEvent, CourseDeletedEvent>): string | null {
     return e.organization ?? (e.kind === 'catalog' ? keyOrg(e.key) : undefined) ?? this.defaultOrg ?? null;
-  }
-
-  private applyRules(org: string, user: number, email: string, version: Version) {
-    const o = this.org(org);
-    const group = o.rules.get(domainOf(email));
-    if (group !== undefined && !o.memberships.has(user)) {
-      o.memberships.set(user, group);
-      o.ruleMade.set(user, version);
-      o.born.set(user, version);
-      this.counts.membershipsByRule++;
-    }
-  }
-
-  /**
-   * Deletes the learner's membership when it began before `version` in event time (a retirement
-   * or a move then deleted it); the claim newer than it applies again.
-   */
-  private dropBornBefore(t: UserTrack, version: Version) {
-    const rec = t.record!;
-    const born = this.org(rec.org).born.get(rec.id);
-    if (born === undefined || !newer(version, born)) return;
-    this.dropMembership(rec.org, rec.id);
-    this.reapplyClaim(t, version, null);
   }
 
   private dropMembership(org: string, user: number) {
@@ -381,11 +322,13 @@ export class EventModel {
     this.org(org).born.delete(user);
   }
 
+  /** A retirement applied: the record goes, with its membership and its log. */
   private dropUser(t: UserTrack) {
-    if (!t.record) return;
-    this.dropMembership(t.record.org, t.record.id);
+    if (t.record) this.dropMembership(t.record.org, t.record.id);
     t.record = null;
     t.adminAt = null;
+    t.log = [];
+    t.removed = null;
   }
 
   private putCourse(t: CourseTrack, course: CourseRecord) {
@@ -402,10 +345,27 @@ export class EventModel {
     t.record = null;
   }
 
+  /** A deletion or move of the course at `version`, arriving after a newer event: what an administrator hung on it before then went with it. */
+  private dropBornBefore(course: CourseRecord, version: Version) {
+    const o = this.org(course.org);
+    for (const [id, born] of o.dependentBorn) {
+      if (!newer(version, born)) continue;
+      if (id === `public:${course.key}`) o.publics.delete(course.key);
+      else if (id.startsWith(`${course.key}|`)) o.links.delete(id);
+      else continue;
+      o.dependentBorn.delete(id);
+    }
+  }
+
   private dropCourseDependents(course: CourseRecord) {
     const o = this.org(course.org);
     o.publics.delete(course.key);
-    for (const link of o.links) if (link.startsWith(`${course.key}|`)) o.links.delete(link);
+    o.dependentBorn.delete(`public:${course.key}`);
+    for (const link of o.links)
+      if (link.startsWith(`${course.key}|`)) {
+        o.links.delete(link);
+        o.dependentBorn.delete(link);
+      }
   }
 
   private userTrack(id: number): UserTrack {
@@ -415,14 +375,8 @@ export class EventModel {
         events: [],
         version: null,
         record: null,
-        deact: null,
-        act: null,
-        seen: null,
-        firstDeact: null,
-        firstAct: null,
-        settled: false,
-        seenEmail: null,
-        actEmail: null,
+        log: [],
+        removed: null,
         adminAt: null,
       };
       this.users.set(id, t);
@@ -451,6 +405,7 @@ export class EventModel {
         born: new Map(),
         links: new Set(),
         publics: new Set(),
+        dependentBorn: new Map(),
       };
       this.states.set(name, o);
     }
@@ -482,7 +437,11 @@ export class EventModel {
     if (!o.groups.delete(group)) return 404;
     for (const [user, g] of o.memberships) if (g === group) this.dropMembership(org, user);
     for (const [domain, g] of o.rules) if (g === group) o.rules.delete(domain);
-    for (const link of o.links) if (link.endsWith(`|${group}`)) o.links.delete(link);
+    for (const link of o.links)
+      if (link.endsWith(`|${group}`)) {
+        o.links.delete(link);
+        o.dependentBorn.delete(link);
+      }
     return 204;
   }
 
@@ -533,12 +492,13 @@ export class EventModel {
   }
 
   deleteMembership(org: string, user: number): 204 | 404 {
-    if (!this.org(org).memberships.delete(user)) return 404;
+    if (!this.org(org).memberships.has(user)) return 404;
+    this.dropMembership(org, user);
     this.adminChanged(org, user);
     return 204;
   }
 
-  /** An administrator's change to a membership: no longer the rule's doing, and it stands against a late activation. */
+  /** An administrator's change to a membership: no longer the rule's doing, and no activation older than it makes one. */
   private adminChanged(org: string, user: number) {
     this.org(org).ruleMade.delete(user);
     const t = this.users.get(user);
@@ -550,10 +510,12 @@ export class EventModel {
     const id = `${key}|${group}`;
     if (!this.course(org, key) || !o.groups.has(group) || o.links.has(id)) return 400;
     o.links.add(id);
+    o.dependentBorn.set(id, this.courses.get(key)!.version!);
     return 201;
   }
 
   unlink(org: string, key: string, group: number): 204 | 404 {
+    this.org(org).dependentBorn.delete(`${key}|${group}`);
     return this.org(org).links.delete(`${key}|${group}`) ? 204 : 404;
   }
 
@@ -561,10 +523,12 @@ export class EventModel {
     const o = this.org(org);
     if (!this.course(org, key) || o.publics.has(key)) return 400;
     o.publics.add(key);
+    o.dependentBorn.set(`public:${key}`, this.courses.get(key)!.version!);
     return 201;
   }
 
   makePrivate(org: string, key: string): 204 | 404 {
+    this.org(org).dependentBorn.delete(`public:${key}`);
     return this.org(org).publics.delete(key) ? 204 : 404;
   }
 
@@ -624,7 +588,7 @@ export class EventModel {
 
   /** An independent copy (the events seen, the records, the organizations, the counts). */
   clone(): EventModel {
-    const copy = new EventModel(this.defaultOrg, this.limits);
+    const copy = new EventModel(this.defaultOrg);
     for (const [id, t] of structuredClone(this.users)) copy.users.set(id, t);
     for (const [key, t] of structuredClone(this.courses)) copy.courses.set(key, t);
     for (const [name, o] of structuredClone(this.states)) copy.states.set(name, o);

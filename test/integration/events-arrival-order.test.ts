@@ -7,11 +7,15 @@
  * processes, a killed process and an administrator acting in the middle of one event.
  */
 import { type Db, MongoClient } from 'mongodb';
-import { COLLECTIONS, ensureIndexes, type MembershipDoc, type UserDoc } from '../../src/db/collections';
+import { COLLECTIONS, ensureIndexes, type GroupCourseDoc, type MembershipDoc, type PublicCourseDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
+import { applyCatalogInfo } from '../../src/domain/course-event-data';
+import { deleteCourse } from '../../src/domain/courses';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
+import { createGroupCourse } from '../../src/domain/group-courses';
 import { reconcileMembership } from '../../src/domain/membership-rules';
 import { createMembership, deleteMembership, moveMembership } from '../../src/domain/memberships';
+import { createPublicCourse } from '../../src/domain/public-courses';
 import { applyUserData, applyUserRetired, type UserEventKind } from '../../src/domain/user-event-data';
 import { homeOf, upsertUser } from '../../src/domain/users';
 import { groupWithRule, membershipOf, newGroup, withHookBefore } from '../helpers/domain';
@@ -277,4 +281,58 @@ test('a move in the past deletes the membership an administrator made before it 
     { kind: 'activation', t: 3, domain: 'mail.net', org: 'elsewhere' },
   ];
   expect(await outcomes(steps, before)).toEqual(everyOrder(null, steps));
+});
+
+/** A course's event: its catalog info (`org`: the home organization unless named) or its deletion. */
+type CourseStep = { kind: 'catalog'; t: number; org?: 'elsewhere' } | { kind: 'deleted'; t: number };
+
+/**
+ * For courses, after `steps` arrive in every order, each order to a course of its own linked to a
+ * group and made public by an administrator at version t1: whether the link and the public
+ * record are still there (one entry per order).
+ */
+async function courseOutcomes(steps: CourseStep[]) {
+  const { tenant, groups } = await organization();
+  const ends: { order: string; linked: boolean; public: boolean }[] = [];
+  for (const order of orders(steps.map((s, i) => ({ s, i })))) {
+    const key = `course-v1:${tenant.org}+C${nextUser++}+R`;
+    const catalog = (t: number, index: number, org = tenant.org) => applyCatalogInfo(db, { catalog_info: { course_key: key, name: 'C' } }, at(t, index), org);
+    await catalog(1, 9);
+    await createGroupCourse(tenant, { course: key, group: groups.corp });
+    await createPublicCourse(tenant, { course: key });
+    for (const { s, i } of order) {
+      if (s.kind === 'deleted') await deleteCourse(db, key, at(s.t, i), tenant.org);
+      else await catalog(s.t, i, s.org === 'elsewhere' ? `${tenant.org}-elsewhere` : tenant.org);
+    }
+    const linked = await tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).has({ course: key });
+    const isPublic = await tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).has({ _id: key });
+    ends.push({ order: order.map(({ i }) => i).join(''), linked, public: isPublic });
+  }
+  return ends;
+}
+
+const everyCourseOrder = (kept: boolean, steps: CourseStep[]) => orders(steps).map(() => expect.objectContaining({ linked: kept, public: kept }));
+
+test('a course deleted at t3 and created again at t5: what an administrator hung on it at t1 went with the deletion, in either order', async () => {
+  const steps: CourseStep[] = [
+    { kind: 'deleted', t: 3 },
+    { kind: 'catalog', t: 5 },
+  ];
+  expect(await courseOutcomes(steps)).toEqual(everyCourseOrder(false, steps));
+});
+
+test('a course in another organization at t3 and back at t5 (a move in the past): what an administrator hung on it at t1 went with the move, in either order', async () => {
+  const steps: CourseStep[] = [
+    { kind: 'catalog', t: 3, org: 'elsewhere' },
+    { kind: 'catalog', t: 5 },
+  ];
+  expect(await courseOutcomes(steps)).toEqual(everyCourseOrder(false, steps));
+});
+
+test('a course updated at t3 and t5 keeps its link and public record, in either order', async () => {
+  const steps: CourseStep[] = [
+    { kind: 'catalog', t: 3 },
+    { kind: 'catalog', t: 5 },
+  ];
+  expect(await courseOutcomes(steps)).toEqual(everyCourseOrder(true, steps));
 });

@@ -1,0 +1,162 @@
+// The reference model's activation log (test/helpers/event-model.ts), on hand-written histories:
+// the membership follows the first activation of each activation period, replayed in event time,
+// whatever the order the events arrived in. Every history here delivers some event late, after a
+// newer one; each expectation is what event time gives.
+import { EventModel, type RetiredEvent, type UserEvent, type UserEventKind } from '../helpers/event-model';
+
+const LMS = 'openedx/lms/web';
+let seq = 0;
+const user = (kind: UserEventKind, time: number, o: { active?: boolean; email?: string; org?: string } = {}): UserEvent => ({
+  kind,
+  source: LMS,
+  id: `e${++seq}`,
+  time,
+  organization: o.org ?? 'tenant-a',
+  user: { id: 7, is_active: o.active ?? kind === 'activated', username: 'ann', email: o.email ?? 'ann@uni.edu', name: 'Ann' },
+});
+/** An activation (always showing the learner active) with this email. */
+const activation = (time: number, email = 'ann@uni.edu') => user('activated', time, { email });
+/** An update showing the learner inactive: a deactivation. */
+const deactivation = (time: number) => user('updated', time, { active: false });
+const retired = (time: number): RetiredEvent => ({ kind: 'retired', source: LMS, id: `e${++seq}`, time, organization: 'tenant-a', userId: 7 });
+
+/** tenant-a with group `uni` (rule uni.edu) and group `corp` (rule corp.com); mail.net matches no rule. */
+function twoRules() {
+  const m = new EventModel();
+  const uni = m.createGroup('tenant-a', 'uni');
+  const corp = m.createGroup('tenant-a', 'corp');
+  expect(m.createRule('tenant-a', 'uni.edu', uni)).toBe(201);
+  expect(m.createRule('tenant-a', 'corp.com', corp)).toBe(201);
+  const membership = () => m.membership('tenant-a', 7);
+  return { m, uni, corp, membership };
+}
+
+test('a late activation between two deactivations is the first of its period: its rule applies', () => {
+  const { m, uni, membership } = twoRules();
+  m.deliver(deactivation(3));
+  m.deliver(deactivation(9));
+  expect(m.deliver(activation(5))).toBe('stale');
+  expect(membership()).toBe(uni);
+  expect(m.user('tenant-a', 7)?.is_active).toBe(false);
+});
+
+test("a late deactivation splitting a period makes the next activation its period's first: it claims with its own email's rule", () => {
+  const { m, corp, membership } = twoRules();
+  m.deliver(activation(2, 'ann@uni.edu'));
+  // The administrator's removal stands against the activation at 2 (and anything older).
+  expect(m.deleteMembership('tenant-a', 7)).toBe(204);
+  m.deliver(activation(5, 'ann@corp.com'));
+  expect(membership()).toBeNull(); // the same period as the one at 2
+  expect(m.deliver(deactivation(3))).toBe('stale');
+  expect(membership()).toBe(corp);
+});
+
+test('an older activation supersedes the claimed one of its period: its rule, or none when its email matches none', () => {
+  const { m, uni, corp, membership } = twoRules();
+  m.deliver(deactivation(1));
+  m.deliver(activation(5, 'ann@corp.com'));
+  expect(membership()).toBe(corp);
+  expect(m.deliver(activation(3, 'ann@uni.edu'))).toBe('stale');
+  expect(membership()).toBe(uni);
+  m.deliver(activation(2, 'ann@mail.net'));
+  expect(membership()).toBeNull();
+  // Older than the first deactivation, in a period of its own: the first period's activation with a rule.
+  m.deliver(activation(0, 'ann@corp.com'));
+  expect(membership()).toBe(corp);
+});
+
+test("an administrator's change stands against activations older than it; a newer period's activation applies again", () => {
+  const { m, uni, corp, membership } = twoRules();
+  m.deliver(activation(5, 'ann@uni.edu'));
+  expect(membership()).toBe(uni);
+  expect(m.moveMembership('tenant-a', 7, corp)).toBe(200);
+  m.deliver(deactivation(2));
+  m.deliver(activation(3, 'ann@uni.edu')); // older than the claim at 5: it would supersede a rule's membership
+  expect(membership()).toBe(corp);
+  expect(m.deleteMembership('tenant-a', 7)).toBe(204);
+  m.deliver(deactivation(4)); // makes the activation at 5 a period's first, but it is not newer than the deletion
+  expect(membership()).toBeNull();
+  m.deliver(deactivation(6));
+  m.deliver(activation(7, 'ann@corp.com'));
+  expect(membership()).toBe(corp);
+});
+
+test.each([
+  ['a stale retirement', () => retired(2)],
+  ['a stale event naming another organization (a move in the past)', () => user('updated', 2, { org: 'tenant-b', active: true })],
+])('%s deletes the membership born before it; the first activation of a later period then applies', (_name, removal) => {
+  const { m, uni, corp, membership } = twoRules();
+  m.deliver(activation(1, 'ann@uni.edu'));
+  m.deliver(deactivation(3));
+  m.deliver(activation(5, 'ann@corp.com'));
+  expect(membership()).toBe(uni); // the first period's activation, at 1
+  expect(m.deliver(removal())).toBe('stale');
+  expect(membership()).toBe(corp);
+  expect(m.user('tenant-a', 7)).not.toBeNull();
+  // An activation older than the removal adds nothing.
+  m.deliver(activation(0, 'ann@uni.edu'));
+  expect(membership()).toBe(corp);
+});
+
+test("a stale retirement deletes an administrator's membership made before it; the activation after it applies", () => {
+  const { m, uni, corp, membership } = twoRules();
+  m.deliver(user('updated', 1, { active: true }));
+  expect(m.createMembership('tenant-a', 7, corp)).toBe(201); // born at the record's version, 1#1
+  m.deliver(activation(4, 'ann@uni.edu'));
+  expect(membership()).toBe(corp);
+  expect(m.deliver(retired(3))).toBe('stale');
+  // In event time: the membership made at 1, the learner retired at 3, back and activated at 4.
+  expect(membership()).toBe(uni);
+});
+
+test('the rule is matched when the activation arrives: a rule created later makes nothing of it', () => {
+  const { m, membership } = twoRules();
+  const early = activation(1, 'ann@mail.net');
+  m.deliver(early);
+  const net = m.createGroup('tenant-a', 'net');
+  expect(m.createRule('tenant-a', 'mail.net', net)).toBe(201);
+  expect(m.deliver(early)).toBe('duplicate');
+  m.deliver(user('login', 2, { active: true, email: 'ann@mail.net' })); // the same period
+  expect(membership()).toBeNull();
+  // A later period's activation arrives after the rule: it matches.
+  m.deliver(deactivation(3));
+  m.deliver(activation(4, 'ann@mail.net'));
+  expect(membership()).toBe(net);
+});
+
+test('the rule is matched when the activation arrives: one deleted since still names the group in a later replay', () => {
+  const { m, uni, membership } = twoRules();
+  m.deliver(deactivation(9));
+  m.deliver(activation(7, 'ann@uni.edu'));
+  expect(membership()).toBe(uni);
+  expect(m.deleteRule('tenant-a', 'uni.edu')).toBe(204);
+  m.deliver(activation(4, 'ann@mail.net')); // the first of the period now, and no rule
+  expect(membership()).toBeNull();
+  m.deliver(deactivation(5)); // the one at 7 starts a period again
+  expect(membership()).toBe(uni);
+});
+
+test('a group deleted takes its memberships; a later event of the period its activation began makes none again', () => {
+  const { m, uni, corp, membership } = twoRules();
+  m.deliver(activation(1, 'ann@uni.edu'));
+  expect(m.deleteGroup('tenant-a', uni)).toBe(204);
+  expect(m.createRule('tenant-a', 'uni.edu', corp)).toBe(201);
+  m.deliver(activation(1, 'ann@uni.edu')); // another event of the same time, matching the new rule
+  m.deliver(user('login', 2, { active: true }));
+  expect(membership()).toBeNull();
+});
+
+test('a move here starts the log afresh after the record it replaced: an activation here older than that adds nothing', () => {
+  const m = new EventModel();
+  const b = m.createGroup('tenant-b', 'b');
+  expect(m.createRule('tenant-b', 'uni.edu', b)).toBe(201);
+  m.deliver(activation(2)); // in tenant-a, which has no rule
+  m.deliver(user('updated', 4, { org: 'tenant-b', active: true }));
+  expect(m.membership('tenant-b', 7)).toBeNull();
+  // Older than the tenant-a record the move replaced: the learner was in tenant-a then.
+  expect(m.deliver(user('activated', 1, { org: 'tenant-b' }))).toBe('stale');
+  expect(m.membership('tenant-b', 7)).toBeNull();
+  // Between that record and the move: in event time, the activation that brought the learner here.
+  expect(m.deliver(user('activated', 3, { org: 'tenant-b' }))).toBe('stale');
+  expect(m.membership('tenant-b', 7)).toBe(b);
+});
