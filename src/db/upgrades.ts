@@ -1,5 +1,6 @@
 import type { AnyBulkWriteOperation, Db } from 'mongodb';
 import { COLLECTIONS, type UserDoc } from './collections';
+import { UPDATES_PER_COMMAND } from './dialect';
 import { versionOf } from './versioned-writes';
 
 interface UpgradeDoc {
@@ -21,9 +22,6 @@ export async function upgradeStoredRecords(db: Db): Promise<void> {
     await done.updateOne({ _id: name }, { $setOnInsert: { at: new Date() } }, { upsert: true });
   }
 }
-
-/** Users changed per bulk write of an upgrade (bounded memory, few round trips). */
-const UPGRADE_BATCH = 500;
 
 /** The bookkeeping of activations an earlier version of the service kept on a user (replaced by the activation log). */
 const EARLIER_ACTIVATION_FIELDS = ['act_v', 'act_done', 'act_email', 'act_seen_v', 'act_seen_email', 'deact_v', 'deact_min_v', 'act_min_v'];
@@ -51,7 +49,7 @@ const UPGRADES: Record<string, (db: Db) => Promise<void>> = {
           },
         },
       });
-      if (batch.length === UPGRADE_BATCH) {
+      if (batch.length === UPDATES_PER_COMMAND) {
         await users.bulkWrite(batch, { ordered: false });
         batch = [];
       }

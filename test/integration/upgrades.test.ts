@@ -86,3 +86,28 @@ test('no event older than an upgraded user applies the rules: its past is not kn
   expect(await send('activation', 5, day(2), 'late-5')).toBe('stale');
   expect(await membershipOf(a, 5)).not.toBeNull();
 });
+
+test('the activation-log upgrade of more users than one update command may carry (FerretDB answers none of 100 statements: src/db/dialect.ts)', async () => {
+  const many = client.db(uniqueName('upgrades-many'));
+  try {
+    await ensureIndexes(many);
+    const users = Array.from({ length: 150 }, (_, i) => ({
+      _id: String(i + 1),
+      id: i + 1,
+      org: 'org-a',
+      event_time: day(1),
+      event_n: 1,
+      is_active: i % 2 === 0,
+    }));
+    await many.collection(COLLECTIONS.users).insertMany(users as never);
+    await upgradeStoredRecords(many);
+    const upgraded = await many
+      .collection(COLLECTIONS.users)
+      .find({ act_log: [] }, { projection: { floor_v: 1, floor_open: 1, is_active: 1 } })
+      .toArray();
+    expect(upgraded).toHaveLength(150);
+    expect(upgraded.every((u) => u.floor_v === `${day(1)}#0001` && u.floor_open === u.is_active)).toBe(true);
+  } finally {
+    await many.dropDatabase();
+  }
+});
