@@ -123,7 +123,7 @@ export interface UserDoc extends TenantDoc, EventVersion {
   is_site_admin: boolean;
   /**
    * The learner's activations and deactivations in event time, and what bounds them
-   * (src/domain/activation-log.ts, docs/events.md "Activations"): `act_log` (at most 32 entries,
+   * (src/domain/activation-log.ts, docs/events.md "Activations"): `act_log` (at most 64 entries,
    * older ones folded into `floor_v`/`floor_open`), `removed_v` (the newest retirement or move
    * older than the record, or the deletion it follows). `log_n` counts their changes;
    * `settled_n` is the `log_n` the membership reflects.

@@ -20,9 +20,10 @@ export type ActivationState = Pick<UserDoc, 'act_log' | 'log_n' | 'removed_v' | 
 /**
  * How many entries the log keeps. Older ones fold into the floor (`floor_v`, `floor_open`): the
  * membership as of the floor stands, and an event older than it adds nothing (docs/events.md
- * states the bound: an event arriving after 32 newer activations and deactivations of its learner).
+ * states the bound: an event arriving after 64 newer activations and deactivations of its learner,
+ * repeats apart).
  */
-export const LOG_LIMIT = 32;
+export const LOG_LIMIT = 64;
 
 /** The entry a user event adds at version `v`, or null (an update showing the learner active). */
 export function logEntry(facts: { is_active: boolean; email: string }, activates: boolean, v: string): LogEntry | null {
@@ -54,9 +55,14 @@ export function withRemoval(state: ActivationState, v: string): Partial<Activati
   return { removed_v: v, act_log: log, ...floor };
 }
 
-/** The log with its oldest entries beyond LOG_LIMIT folded into the floor. */
+/**
+ * The log without repeats, with its oldest entries beyond LOG_LIMIT folded into the floor. A
+ * repeat is an entry of the same kind and time as the one before it: an entry of that time
+ * arriving later goes after both, so nothing can ever come between them, and the second changes
+ * no period (a burst of events of one time keeps one entry).
+ */
 export function folded(state: ActivationState): Partial<ActivationState> {
-  const log = state.act_log ?? [];
+  const log = (state.act_log ?? []).filter((e, i, all) => i === 0 || all[i - 1]!.k !== e.k || timeOf(all[i - 1]!.v) !== timeOf(e.v));
   if (log.length <= LOG_LIMIT) return { act_log: log };
   const cut = log.length - LOG_LIMIT;
   // Open: the floor's period has its activation already (the last folded entry is one).

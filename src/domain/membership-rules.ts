@@ -162,6 +162,7 @@ export async function reconcileMembership(tenant: Tenant, userId: number, known?
  */
 async function matchedLog(tenant: Tenant, user: UserDoc): Promise<Partial<UserDoc> | null> {
   const pending = unmatched(user);
+  // A log under its bound keeps its repeats until then (an applied event appends without reading it).
   if (pending.length === 0 && (user.act_log ?? []).length <= LOG_LIMIT) return null;
   const matches = await matchRules(
     tenant,

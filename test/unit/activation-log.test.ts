@@ -70,6 +70,15 @@ test(`the log keeps ${LOG_LIMIT} entries; older ones fold into the floor, which 
   expect(membershipPlan(s, { rule_v: v(1), born_v: v(1) })).toEqual({ do: 'keep' });
 });
 
+test('a burst of one time keeps one entry of each run: nothing can come between its entries, so the rest change no period', () => {
+  const burst = [act(5, 7, 1), act(5, 8, 2), deact(5, 3), deact(5, 4), deact(5, 5)];
+  const s = added([...burst, act(3, 9)]);
+  expect(s.act_log).toEqual([act(3, 9), act(5, 7, 1), deact(5, 3)]);
+  // A stale event of that time (`time#0`) goes after all of them, and repeats the last: nothing added.
+  expect(added([deact(5, 0)], s).act_log).toEqual(s.act_log);
+  expect(ruleTarget(s)).toEqual({ v: v(3), g: 9 });
+});
+
 test('the entry an event adds', () => {
   expect(logEntry({ is_active: true, email: 'a@x.org' }, true, v(1))).toEqual({ v: v(1), k: 'a', e: 'a@x.org' });
   expect(logEntry({ is_active: false, email: 'a@x.org' }, false, v(1))).toEqual({ v: v(1), k: 'd' });
