@@ -95,6 +95,9 @@ export function ruleTarget(state: ActivationState): { v: string; g: number } | n
   return null;
 }
 
+/** Whether the membership reflects the log as it stands (`settled_n` is `log_n`). */
+export const isSettled = (user: Pick<UserDoc, 'log_n' | 'settled_n'>) => (user.settled_n ?? 0) === (user.log_n ?? 0);
+
 export type MembershipPlan = { do: 'keep' } | { do: 'delete' } | { do: 'set'; v: string; g: number };
 
 /**

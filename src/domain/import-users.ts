@@ -4,6 +4,7 @@ import { ownerLookup } from '../db/owners';
 import { indexNewUsers, unindexUser } from '../db/search-index';
 import type { Tenant } from '../db/tenant';
 import { moveMark, tombstones } from '../db/tombstones';
+import { isSettled } from './activation-log';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
 import { syncUserGroups, userGroupFacts, userGroupFactsAgree } from './list-facts';
 import { insertRuleMemberships, matchRules } from './membership-rules';
@@ -71,7 +72,7 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
 async function alreadyImported(tenant: Tenant, here: readonly UserLine[], records: Map<number, UserDoc>): Promise<UserLine[]> {
   const duplicates = here.filter(({ facts, at }) => {
     const current = records.get(facts.id)!;
-    return compare(current, at) === 'duplicate' && (current.settled_n ?? 0) === (current.log_n ?? 0);
+    return compare(current, at) === 'duplicate' && isSettled(current);
   });
   if (duplicates.length === 0) return [];
   const memberships = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findByIds(

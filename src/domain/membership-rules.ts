@@ -5,16 +5,13 @@ import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { Conflict, doesNotExist, fieldError } from '../errors';
-import { folded, LOG_LIMIT, type MembershipPlan, membershipPlan, unmatched } from './activation-log';
+import { folded, isSettled, LOG_LIMIT, type MembershipPlan, membershipPlan, unmatched } from './activation-log';
 import { groupExists } from './groups';
 import { syncUserGroups } from './list-facts';
 import { insertMembershipIfAbsent, removeMembership } from './memberships';
 
-/** Rounds of read and conditional write a reconciliation gets: each one that loops saw a concurrent change. */
-const ROUNDS = 8;
-
 import { userTombstone } from './users';
-import { deletedAfter } from './versioned-records';
+import { deletedAfter, ROUNDS } from './versioned-records';
 
 /**
  * Membership rules (docs/api.md, `membership-rules`): a learner whose email has `domain` joins
@@ -123,7 +120,7 @@ export async function reconcileMembership(tenant: Tenant, userId: number, known?
   // The membership is read before the user: an administrator marks the user (`admin_v`) before
   // changing the membership, so a user read without the mark comes with a membership read
   // before the change, and a write conditional on that membership loses to the change.
-  if (known && (known.settled_n ?? 0) === (known.log_n ?? 0)) return;
+  if (known && isSettled(known)) return;
   let user: UserDoc | null = null;
   // Unknown (undefined) until read; then what this call last read or wrote.
   let membership: MembershipDoc | null | undefined;
@@ -134,7 +131,7 @@ export async function reconcileMembership(tenant: Tenant, userId: number, known?
     membership ??= await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findById(String(userId));
     user ??= await users.findById(String(userId));
     if (!user) return;
-    if ((user.settled_n ?? 0) === (user.log_n ?? 0) && (wroteFor === undefined || wroteFor === (user.log_n ?? 0))) return;
+    if (isSettled(user) && (wroteFor === undefined || wroteFor === (user.log_n ?? 0))) return;
     const log = await matchedLog(tenant, user);
     const n: number = (user.log_n ?? 0) + (log ? 1 : 0);
     const plan = await livePlan(tenant, { ...user, ...log }, membership);

@@ -9,6 +9,7 @@ import { syncUserGroups } from './list-facts';
 import {
   announceDeletion,
   deleteIfNewer,
+  ROUNDS,
   recordVersion,
   upsertIfNewer,
   type VersionedRecordRef,
@@ -130,7 +131,7 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
 export async function changeActivationLog(tenant: Tenant, user: UserDoc, change: (u: UserDoc) => Partial<UserDoc> | null): Promise<UserDoc> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   let current: UserDoc | null = user;
-  for (let round = 0; round < 8 && current; round++) {
+  for (let round = 0; round < ROUNDS && current; round++) {
     const fields = change(current);
     if (!fields) return current;
     const asRead = { _id: current._id, log_n: current.log_n ?? { $exists: false } } as Filter<UserDoc>;

@@ -15,7 +15,7 @@ import { type ApplyOutcome, type EventStamp, version } from './event-time';
  */
 
 /** Rounds of read and conditional write a record gets: each one that loops saw a concurrent change it now accounts for. */
-const ROUNDS = 8;
+export const ROUNDS = 8;
 
 export interface VersionedDoc extends TenantDoc, EventVersion {}
 
