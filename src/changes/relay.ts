@@ -118,8 +118,9 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
   const leaseMs = opts.leaseMs ?? 15_000;
   const retry = opts.retry ?? DEFAULT_RETRY;
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-  const producer: Producer | null =
+  const newProducer = (): Producer | null =>
     opts.kafka && topic ? opts.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true }) : null;
+  let producer = newProducer();
   let producerConnected = false;
   /** Whether this relay can do all that `entry` asks for (see above). */
   const canResolve = (entry: OutboxDoc) => (producer !== null || !entry.e) && (opts.audit || !entry.audit);
@@ -181,7 +182,10 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
     try {
       await producer!.send({ topic: topic!, acks: -1, messages: chunk.map((o) => o.message) });
     } catch (err) {
-      if (!isTooLarge(err)) throw err;
+      if (!isTooLarge(err)) {
+        await replaceProducer();
+        throw err;
+      }
       if (chunk.length > 1) {
         for (const one of chunk) await publish([one]);
         return;
@@ -201,6 +205,21 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
       return;
     }
     for (const o of chunk) metrics.changesPublished.inc({ type: o.built.event.type });
+  }
+
+  /**
+   * After a failed send, the next one goes through a new producer (a new producer id). The broker
+   * may have appended the failed batch (its answer lost): kafkajs then reuses the batch's sequence
+   * numbers for the next one (kafkajs/src/producer/sendMessages.js takes them back on any error),
+   * which the broker refuses as out of order, forever, or, when the new batch has the same count,
+   * takes for a duplicate and drops. A new id starts a new sequence; the step's events go again.
+   */
+  async function replaceProducer(): Promise<void> {
+    const failed = producer;
+    producer = newProducer();
+    producerConnected = false;
+    log.info({ owner }, 'change relay replaces its producer after a failed send');
+    await failed?.disconnect().catch(() => undefined);
   }
 
   /** One batch; true when it resolved something (so another may follow at once). */

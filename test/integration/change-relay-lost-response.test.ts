@@ -1,0 +1,118 @@
+// The relay's producer is idempotent: the broker keeps, per producer id, the sequence number of
+// the last batch it appended, and refuses a batch that does not follow it
+// (OUT_OF_ORDER_SEQUENCE_NUMBER, which kafkajs never retries). When a send's answer is lost (the
+// broker appended the batch, then stopped or the link broke) and the send then fails for good
+// (the broker stays away past kafkajs's retries), kafkajs takes back the sequence numbers it gave
+// that batch (kafkajs/src/producer/sendMessages.js, the catch around `broker.produce`); the relay
+// sends the step again, a different batch (more changes came meanwhile) from those same numbers,
+// and the broker refuses it, and every later one, for good. A real broker, a real database; the
+// fault is in the network between the relay and the broker (test/helpers/faulty-network.ts).
+import { Kafka, logLevel } from 'kafkajs';
+import { type Db, MongoClient } from 'mongodb';
+import { type ChangeRelay, createChangeRelay } from '../../src/changes/relay';
+import { COLLECTIONS, type GroupDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+import { updateGroup } from '../../src/domain/groups';
+import { createLogger } from '../../src/log';
+import { createMetrics } from '../../src/metrics';
+import { type ChangeReader, changeReader } from '../helpers/changes';
+import { newGroup } from '../helpers/domain';
+import { waitFor } from '../helpers/events';
+import { faultyNetwork } from '../helpers/faulty-network';
+import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
+
+let mongo: MongoClient;
+let db: Db;
+let reader: ChangeReader | null = null;
+let relay: ChangeRelay | null = null;
+
+beforeAll(async () => {
+  mongo = await MongoClient.connect(MONGO_URL);
+  db = mongo.db(uniqueName('t'));
+});
+
+afterAll(async () => {
+  await relay?.stop();
+  await reader?.close();
+  await db.dropDatabase();
+  await mongo.close();
+}, 60000);
+
+test('a send whose answer was lost, then failed for good: the relay publishes every later change once the broker is back (it never sends from sequence numbers the broker already used)', async () => {
+  const topic = uniqueName('changes');
+  reader = await changeReader(topic, KAFKA_BROKERS, 1);
+  const network = faultyNetwork();
+  // Few retries: a send fails for good within a second or two of the network going down.
+  const kafka = new Kafka({
+    clientId: 'relay-lost-response',
+    brokers: KAFKA_BROKERS.split(','),
+    socketFactory: network.socketFactory,
+    connectionTimeout: 1000,
+    requestTimeout: 5000,
+    retry: { initialRetryTime: 100, maxRetryTime: 300, retries: 2 },
+    logLevel: logLevel.NOTHING,
+  });
+  const metrics = createMetrics();
+  relay = createChangeRelay({
+    db,
+    kafka,
+    topic,
+    audit: true,
+    log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    metrics,
+    batchEveryMs: 50,
+    idleMs: 100,
+    retry: { initialMs: 100, maxMs: 500 },
+  });
+  relay.start();
+
+  const org = uniqueName('org');
+  const tenant = new Tenant(db, org);
+  const group = await newGroup(tenant, 'name-0');
+  const other = await newGroup(tenant, 'other-0');
+  const names = (id: number) =>
+    reader!.received.filter((r) => r.event.subject === `course-access-groups/${id}`).map((r) => (r.event.data.group as GroupDoc).name);
+  await waitFor(
+    async () => names(group),
+    (seen) => seen.includes('name-0'),
+  );
+
+  // The answer to the next send is lost: the broker has the batch, the relay does not know it.
+  network.loseNextProduceResponse();
+  await updateGroup(tenant, group, { name: 'name-1' });
+  await waitFor(
+    async () => network.lostResponses(),
+    (n) => n === 1,
+  );
+  await waitFor(
+    async () => names(group),
+    (seen) => seen.includes('name-1'),
+  ); // appended indeed
+  // The broker stays away past the send's retries (and the relay's next tries); meanwhile more
+  // changes come, so the relay's next batch is not the one the broker has.
+  await waitFor(
+    async () => metrics.relayFailures.get().then((m) => m.values[0]?.value ?? 0),
+    (n) => n >= 2,
+  );
+  await updateGroup(tenant, group, { name: 'name-2' });
+  await updateGroup(tenant, other, { name: 'other-1' });
+  network.up();
+
+  // Everything after the lost answer is published, and the outbox empties.
+  await waitFor(
+    async () => [names(group).at(-1), names(other).at(-1)],
+    ([g, o]) => g === 'name-2' && o === 'other-1',
+    30000,
+  );
+  await waitFor(
+    () => db.collection(COLLECTIONS.outbox).countDocuments({}),
+    (n) => n === 0,
+  );
+  // A newer change after all that is published too (the relay did not just get lucky once).
+  await updateGroup(tenant, other, { name: 'other-2' });
+  await waitFor(
+    async () => names(other).at(-1),
+    (name) => name === 'other-2',
+    30000,
+  );
+}, 90000);
