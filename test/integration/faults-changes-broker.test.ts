@@ -128,12 +128,19 @@ test(
 
     const all = [...acked.values()].flat();
     const started = Date.now();
+    // On a timeout, what the relay was doing says why (its failures, what still waits).
+    const relayState = async () => {
+      const text = (await client(service!.baseUrl).get('/metrics')).body as string;
+      const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+      return { pending: metric('changes_pending'), relay_failures: metric('change_relay_failures_total'), leader: metric('change_relay_leader') };
+    };
     await waitFor(
       async () => {
         const seen = new Set(reader!.received.map((r) => r.event.data.request_id));
-        return all.filter((rid) => !seen.has(rid));
+        const missing = all.filter((rid) => !seen.has(rid));
+        return { missing: missing.length, first: missing.slice(0, 5), received: reader!.received.length, ...(missing.length > 0 ? await relayState() : {}) };
       },
-      (missing) => missing.length === 0,
+      ({ missing }) => missing === 0,
       120000,
     );
     const importedMembers = () =>
