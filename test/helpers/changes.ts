@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import type { ChangeEvent } from '../../src/changes/events';
-import { READER_FETCH_WAIT_MS, waitFor } from './events';
+import { READER_FETCH_WAIT_MS, untilBrokerKnows, waitFor } from './events';
 import { KAFKA_BROKERS } from './stack';
 
 /** One change event as a consumer received it. */
@@ -23,7 +23,7 @@ export async function changeReader(topic: string, brokers = KAFKA_BROKERS, parti
   const kafka = new Kafka({ clientId: 'changes-reader', brokers: brokers.split(','), logLevel: logLevel.NOTHING, retry: { retries: 30, maxRetryTime: 5000 } });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  await untilBrokerKnows(() => admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true }));
   await admin.disconnect();
   const consumer = kafka.consumer({
     groupId: `changes-reader-${randomUUID()}`,

@@ -1,8 +1,12 @@
 import net from 'node:net';
 import type { ISocketFactory } from 'kafkajs';
 
-/** Kafka's request header starts after the 4-byte size: api key (int16); Produce is 0. */
-const isProduceRequest = (chunk: unknown) => Buffer.isBuffer(chunk) && chunk.length >= 6 && chunk.readInt16BE(4) === 0;
+/**
+ * Kafka frames: a 4-byte size, then (requests) api key int16, api version int16, correlation id
+ * int32, or (responses) the correlation id int32. Produce is api key 0.
+ */
+const produceCorrelationId = (chunk: unknown): number | null =>
+  Buffer.isBuffer(chunk) && chunk.length >= 12 && chunk.readInt16BE(4) === 0 ? chunk.readInt32BE(8) : null;
 
 /**
  * The network between a kafkajs client and a real broker, with faults on demand (kafkajs's
@@ -24,24 +28,39 @@ export function faultyNetwork() {
     const socket = state === 'down' ? net.connect({ host: '127.0.0.1', port: 1 }) : net.connect({ host, port }, onConnect);
     open.add(socket);
     socket.on('close', () => open.delete(socket));
-    let losing = false;
+    // The answer to drop is the one to that Produce request, found by its correlation id: the
+    // connection may carry other requests' answers before it.
+    let losing: number | null = null;
     const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
     socket.write = ((...args: unknown[]) => {
-      if (state === 'lose-produce-response' && isProduceRequest(args[0])) {
-        losing = true;
+      const produce = produceCorrelationId(args[0]);
+      if (state === 'lose-produce-response' && produce !== null) {
+        losing = produce;
         state = 'down';
       }
       return write(...args);
     }) as typeof socket.write;
+    // Incoming bytes are passed on a whole frame at a time (kafkajs takes any chunking), so the
+    // frame whose answer is lost is seen before any of it reaches kafkajs.
+    let inbound = Buffer.alloc(0);
     const emit = socket.emit.bind(socket) as (event: string | symbol, ...args: unknown[]) => boolean;
     socket.emit = ((event: string | symbol, ...args: unknown[]) => {
-      if (event === 'data' && losing) {
-        lost++;
-        // As a broker process that dies: the connection is reset (kafkajs listens for 'error' and 'end').
-        socket.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
-        return true;
+      if (event !== 'data') return emit(event, ...args);
+      inbound = Buffer.concat([inbound, args[0] as Buffer]);
+      while (inbound.length >= 8) {
+        if (inbound.readInt32BE(4) === losing) {
+          lost++;
+          // As a broker process that dies: the connection is reset (kafkajs listens for 'error' and 'end').
+          socket.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
+          return true;
+        }
+        const end = 4 + inbound.readInt32BE(0);
+        if (inbound.length < end) break;
+        const frame = inbound.subarray(0, end);
+        inbound = inbound.subarray(end);
+        emit('data', frame);
       }
-      return emit(event, ...args);
+      return true;
     }) as typeof socket.emit;
     return socket;
   };
