@@ -10,7 +10,7 @@ module.exports = {
   // Integration tests share one local stack; each file uses its own database and topics. Three
   // files at a time on two cores: many of them spend their time waiting (a broker down for 15 s, a
   // partition failing for a minute), and the third keeps the cores busy meanwhile (a clean-clone
-  // CI measured 400 s of Jest with 3, 552 s with 2).
+  // CI measured 400 and 464 s of Jest with 3 in two runs, 552 s with 2).
   maxWorkers: 3,
   // Slowest file first, by the durations the last run on this machine measured (in the cache folder).
   testSequencer: '<rootDir>/scripts/jest-sequencer.cjs',
