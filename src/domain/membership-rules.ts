@@ -9,7 +9,6 @@ import { folded, isSettled, LOG_LIMIT, type MembershipPlan, membershipPlan, unma
 import { groupExists } from './groups';
 import { syncUserGroups } from './list-facts';
 import { insertMembershipIfAbsent, removeMembership } from './memberships';
-
 import { userTombstone } from './users';
 import { deletedAfter, ROUNDS } from './versioned-records';
 

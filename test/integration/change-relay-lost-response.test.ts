@@ -70,6 +70,11 @@ test('a send whose answer was lost, then failed for good: the relay publishes ev
   const tenant = new Tenant(db, org);
   const group = await newGroup(tenant, 'name-0');
   const other = await newGroup(tenant, 'other-0');
+  const outboxEmpty = () =>
+    waitFor(
+      () => db.collection(COLLECTIONS.outbox).countDocuments({}),
+      (n) => n === 0,
+    );
   const names = (id: number) =>
     reader!.received.filter((r) => r.event.subject === `course-access-groups/${id}`).map((r) => (r.event.data.group as GroupDoc).name);
   // Nothing left to send: the next send is name-1's.
@@ -77,10 +82,7 @@ test('a send whose answer was lost, then failed for good: the relay publishes ev
     async () => [names(group), names(other)],
     ([g, o]) => g!.includes('name-0') && o!.includes('other-0'),
   );
-  await waitFor(
-    () => db.collection(COLLECTIONS.outbox).countDocuments({}),
-    (n) => n === 0,
-  );
+  await outboxEmpty();
   // The answer to the next send is lost: the broker has the batch, the relay does not know it.
   network.loseNextProduceResponse();
   await updateGroup(tenant, group, { name: 'name-1' });
@@ -108,10 +110,7 @@ test('a send whose answer was lost, then failed for good: the relay publishes ev
     ([g, o]) => g === 'name-2' && o === 'other-1',
     30000,
   );
-  await waitFor(
-    () => db.collection(COLLECTIONS.outbox).countDocuments({}),
-    (n) => n === 0,
-  );
+  await outboxEmpty();
   // A newer change after all that is published too (the relay did not just get lucky once).
   await updateGroup(tenant, other, { name: 'other-2' });
   await waitFor(

@@ -14,7 +14,7 @@ import { normalizeEventTime } from '../../src/domain/event-time';
 import { importUserBatch, linesAt } from '../../src/domain/import-users';
 import { type ChangeReader, changeReader, expectInOrderPerRecord } from '../helpers/changes';
 import { groupWithRule } from '../helpers/domain';
-import { newUserId, waitFor } from '../helpers/events';
+import { metricValue, newUserId, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { privateKafka } from '../helpers/private-stack';
 import { seeder } from '../helpers/seed';
@@ -129,11 +129,11 @@ test(
     const all = [...acked.values()].flat();
     const started = Date.now();
     // On a timeout, what the relay was doing says why (its failures, what still waits).
-    const relayState = async () => {
-      const text = (await client(service!.baseUrl).get('/metrics')).body as string;
-      const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
-      return { pending: metric('changes_pending'), relay_failures: metric('change_relay_failures_total'), leader: metric('change_relay_leader') };
-    };
+    const relayState = async () => ({
+      pending: await metricValue(service!.baseUrl, 'changes_pending'),
+      relay_failures: await metricValue(service!.baseUrl, 'change_relay_failures_total'),
+      leader: await metricValue(service!.baseUrl, 'change_relay_leader'),
+    });
     await waitFor(
       async () => {
         const seen = new Set(reader!.received.map((r) => r.event.data.request_id));
