@@ -78,6 +78,7 @@ const EXPECTED = {
   'tests/test_lms_jwt.py': [
     'test_the_role_function_emits_an_admin_role_per_organization_from_org_level_course_access_roles',
     'test_plugin_settings_add_the_role_function_once_after_the_lms_own',
+    'test_ready_says_when_later_settings_dropped_the_role_function',
     'test_calls_carry_a_short_lived_token_the_lms_signs_and_the_service_takes',
     'test_a_service_user_who_is_not_staff_is_refused_by_the_service_and_the_fail_mode_applies',
     'test_without_the_service_user_or_the_lms_key_no_call_is_made[user]',

@@ -65,6 +65,17 @@ def test_plugin_settings_add_the_role_function_once_after_the_lms_own():
     assert with_role_function([ROLE_FUNCTION]) == [ROLE_FUNCTION]
 
 
+def test_ready_says_when_later_settings_dropped_the_role_function(settings, caplog):
+    from course_access_groups_openedx import apps
+
+    settings.SYSTEM_WIDE_ROLE_CLASSES = with_role_function([])
+    apps.check_role_function()
+    assert "SYSTEM_WIDE_ROLE_CLASSES" not in caplog.text
+    settings.SYSTEM_WIDE_ROLE_CLASSES = ["enterprise.models.SystemWideEnterpriseUserRoleAssignment"]
+    apps.check_role_function()
+    assert f"SYSTEM_WIDE_ROLE_CLASSES lacks {ROLE_FUNCTION}" in caplog.text
+
+
 @pytest.fixture
 def signed_calls(service_settings):
     """The plugin as configured by default: no SERVICE_TOKEN, so it signs its own tokens."""
