@@ -118,7 +118,7 @@ def test_a_service_user_who_is_not_staff_is_refused_by_the_service_and_the_fail_
 @pytest.mark.parametrize("missing, message", [
     ("user", r"SERVICE_USERNAME'\]: no LMS user 'course_access_groups_service'"),
     ("key", r"JWT_AUTH\['JWT_PRIVATE_SIGNING_JWK'\] is not set"),
-])
+], ids=["user", "key"])
 def test_without_the_service_user_or_the_lms_key_no_call_is_made(world, service_settings, settings, missing, message):
     service_settings(SERVICE_TOKEN="")
     if missing == "key":
