@@ -117,8 +117,6 @@ export async function startService(
    * known to be in this version's shape, an upgrade under way, or a newer version's shape.
    */
   let storedData: string | null = 'stored data not checked yet';
-  /** Whether `storedData` is worth a line of /readyz (once the database answered; before, "database" says it). */
-  let storedDataChecked = false;
 
   let consumer: EventConsumer | null = null;
   // Only a consumer reads Avro, and only it depends on the registry (for /readyz too).
@@ -166,7 +164,9 @@ export async function startService(
     if (!dbOk) failing.push('database');
     if (!brokerOk) failing.push('broker');
     if (!registryOk) failing.push('schema registry');
-    if (storedData !== null && storedDataChecked) failing.push(storedData);
+    // Ready means serving: never before the stored data is known to be in this version's shape
+    // (with the database away, "database" says why already).
+    if (storedData !== null && dbOk) failing.push(storedData);
     // Not yet started means waiting for the database or the broker; once started, a message
     // being retried shows in the metrics and the error log, never here (SPEC §5).
     if (consumer && !started) failing.push('consumer');
@@ -204,7 +204,6 @@ export async function startService(
     );
     // A stop during a step leaves the rest undone (kafkajs and the driver cannot be interrupted).
     stopping.signal.throwIfAborted();
-    storedDataChecked = true;
     // Upgrades run once per database: here, or in the process that holds their lease (or `cag
     // upgrade`) while this one waits, not ready and saying why.
     const found: { newer: string | null } = { newer: null };

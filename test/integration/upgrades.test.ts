@@ -281,6 +281,33 @@ test('a writer of the old shape during the upgrade (an older process) leaves no 
   }
 }, 120000);
 
+test('an upgrade stopped half-way (its process stopped or dead) is resumed where it stopped by the next one, never started from nothing', async () => {
+  const name = uniqueName('upgrades-resume');
+  const target = client.db(name);
+  try {
+    await ensureIndexes(target);
+    await insertOldShapeUsers(target, 250);
+    const stop = new AbortController();
+    await expect(
+      upgradeStoredRecords(target, {
+        batchSize: 100,
+        signal: stop.signal,
+        afterBatch: async (_u, _pass, progress) => {
+          if (progress.scanned >= 200) stop.abort();
+        },
+      }),
+    ).rejects.toThrow();
+    expect(await oldShapeLeft(target)).toBe(50);
+    const logs: string[] = [];
+    await upgradeStoredRecords(target, { batchSize: 100, log: createLogger('info', { write: (line: string) => void logs.push(line) }) });
+    const begins = logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'upgrade activation-log: pass 1 begins');
+    expect(begins.map((l) => l.from)).toEqual([200]);
+    expect(await oldShapeLeft(target)).toBe(0);
+  } finally {
+    await target.dropDatabase();
+  }
+}, 60000);
+
 /** A later version's upgrade (for these tests): marks every user. */
 const LATER: Upgrade = {
   name: 'test-later',
