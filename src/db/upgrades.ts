@@ -317,6 +317,7 @@ async function runPass(
   try {
     let batch: Document[] = [];
     const flush = async () => {
+      holding(); // no write after the lease is lost or a stop came
       const old = batch.filter((d) => upgrade.isOld(d)).map((d) => upgrade.upgrade(d));
       for (let i = 0; i < old.length; i += UPDATES_PER_COMMAND) {
         const result = await records.bulkWrite(old.slice(i, i + UPDATES_PER_COMMAND), { ordered: false });
@@ -324,7 +325,6 @@ async function runPass(
       }
       progress.scanned += batch.length;
       batch = [];
-      holding();
       await save();
       if (Date.now() - lastLog > 10_000) {
         lastLog = Date.now();
