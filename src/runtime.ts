@@ -238,6 +238,7 @@ export async function startService(
         async () => {
           if (!(await broker.reachable())) throw new DependencyUnavailable('broker', broker.failure());
           stopping.signal.throwIfAborted();
+          if (storedData !== null) return; // a newer version's shape came meanwhile: never consume
           await consumer!.start();
         },
         log,
@@ -264,8 +265,8 @@ export async function startService(
           storedData = reason;
           clearInterval(shapeWatch);
           log.error({ known: upgrades.length, shape }, `${reason}; this process stops serving and consuming`);
-          void consumer?.stop();
-          void relay.stop();
+          consumer?.stop().catch(() => undefined);
+          relay.stop().catch(() => undefined);
         },
         () => undefined, // the database is away: /readyz says so
       );
