@@ -12,6 +12,7 @@ import type { AppDeps } from './http/feature';
 import { healthRoutes } from './http/health';
 import { API_PREFIX, openApiDocument } from './http/openapi';
 import { requestId } from './http/request-id';
+import { servingGate } from './http/serving-gate';
 import { adminTenant } from './http/tenancy';
 
 /**
@@ -88,6 +89,7 @@ export function createApp(deps: AppDeps): Koa {
   for (const feature of adminFeatures) feature.register(admin, deps);
   api.use(admin.routes(), admin.allowedMethods());
 
+  app.use(servingGate(deps.notServing));
   app.use(methodNotAllowedBody);
   app.use(api.routes());
   app.use(api.allowedMethods());

@@ -13,7 +13,7 @@ import { keepAuditRetention } from './db/audit-log';
 import { createMongoClient, ping } from './db/client';
 import { ensureIndexes } from './db/collections';
 import { configureChanges } from './db/outbox';
-import { upgradeStoredRecords } from './db/upgrades';
+import { bringStoredDataCurrent, NewerStoredShape, newerShapeReason, SHAPE_CHECK_MS, storedShape, UPGRADES, type Upgrade } from './db/upgrades';
 import { DependencyUnavailable } from './errors';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
@@ -30,7 +30,7 @@ export interface Running {
   consumer: EventConsumer | null;
   /** Publishes change events and writes audit records (every role runs one; one per database leads). */
   relay: ChangeRelay;
-  /** Resolves once the database is connected, indexes exist and the consumer (if any) runs. */
+  /** Resolves once the database is connected, indexes exist, stored data is upgraded and the consumer (if any) runs. */
   ready: Promise<void>;
   stop(): Promise<void>;
 }
@@ -66,6 +66,17 @@ async function closeGracefully(server: Server): Promise<void> {
   clearTimeout(cut);
 }
 
+/** Start-up's handling of stored-data upgrades (src/db/upgrades.ts); tests shorten the times or give another version's upgrades. */
+export interface UpgradeOptions {
+  upgrades?: readonly Upgrade[];
+  leaseMs?: number;
+  pollMs?: number;
+  settleMs?: number;
+  /** How often a running process reads the stored shape, to stop writing when a newer version upgrades it. */
+  shapeCheckMs?: number;
+  afterBatch?: Parameters<typeof bringStoredDataCurrent>[0]['afterBatch'];
+}
+
 /**
  * Runs `step` until it succeeds, with the service's backoff: a service started before its
  * database or broker waits for them (logging each try) instead of exiting.
@@ -88,7 +99,7 @@ function withRetry(what: string, step: () => Promise<void>, log: Logger, signal:
 export async function startService(
   config: Config,
   log: Logger,
-  opts: { handle?: MessageHandler; signal?: AbortSignal; retry?: RetryPolicy } = {},
+  opts: { handle?: MessageHandler; signal?: AbortSignal; retry?: RetryPolicy; upgrade?: UpgradeOptions } = {},
 ): Promise<Running> {
   const metrics = createMetrics();
   const client = createMongoClient(config.MONGO_URL);
@@ -99,6 +110,13 @@ export async function startService(
   opts.signal?.addEventListener('abort', () => stopping.abort());
   let started = false;
   let draining = false;
+  const upgradeOpts = opts.upgrade ?? {};
+  const upgrades = upgradeOpts.upgrades ?? UPGRADES;
+  /**
+   * Why this process neither serves the API nor consumes yet (null: it may): stored data not yet
+   * known to be in this version's shape, an upgrade under way, or a newer version's shape.
+   */
+  let storedData: string | null = 'stored data not checked yet';
 
   let consumer: EventConsumer | null = null;
   // Only a consumer reads Avro, and only it depends on the registry (for /readyz too).
@@ -146,13 +164,16 @@ export async function startService(
     if (!dbOk) failing.push('database');
     if (!brokerOk) failing.push('broker');
     if (!registryOk) failing.push('schema registry');
+    // Ready means serving: never before the stored data is known to be in this version's shape
+    // (with the database away, "database" says why already).
+    if (storedData !== null && dbOk) failing.push(storedData);
     // Not yet started means waiting for the database or the broker; once started, a message
     // being retried shows in the metrics and the error log, never here (SPEC §5).
     if (consumer && !started) failing.push('consumer');
     return failing;
   };
 
-  const deps = { config, log, db, metrics, notReady, isDraining: () => draining };
+  const deps = { config, log, db, metrics, notReady, isDraining: () => draining, notServing: () => storedData };
   const app = config.SERVICE_ROLE === 'consumer' ? createOperationsApp(deps) : createApp(deps);
   const server = app.listen(config.PORT, '0.0.0.0');
   try {
@@ -177,13 +198,36 @@ export async function startService(
       async () => {
         await client.connect();
         await ensureIndexes(db);
-        await upgradeStoredRecords(db);
       },
       log,
       stopping.signal,
     );
     // A stop during a step leaves the rest undone (kafkajs and the driver cannot be interrupted).
     stopping.signal.throwIfAborted();
+    // Upgrades run once per database: here, or in the process that holds their lease (or `cag
+    // upgrade`) while this one waits, not ready and saying why.
+    const found: { newer: string | null } = { newer: null };
+    await withRetry(
+      'database (stored-data upgrade)',
+      async () => {
+        try {
+          await bringStoredDataCurrent({ db, log, upgrades, ...upgradeOpts, signal: stopping.signal, onWaiting: (reason) => (storedData = reason) });
+        } catch (err) {
+          if (!(err instanceof NewerStoredShape)) throw err;
+          found.newer = err.message;
+        }
+      },
+      log,
+      stopping.signal,
+    );
+    if (found.newer !== null) {
+      // Never writes: it waits, not ready, to be replaced by the newer version.
+      log.error({ known: upgrades.length }, `${found.newer}; this process will not serve or consume`);
+      await new Promise((resolve) => stopping.signal.addEventListener('abort', resolve, { once: true }));
+      stopping.signal.throwIfAborted();
+    }
+    storedData = null;
+    watchShape();
     relay.start();
     await keepAuditRetention(db, config.AUDIT_RETENTION_DAYS, log, stopping.signal);
     // The broker is waited for with the probe, which a stop interrupts at once; kafkajs's own
@@ -194,6 +238,7 @@ export async function startService(
         async () => {
           if (!(await broker.reachable())) throw new DependencyUnavailable('broker', broker.failure());
           stopping.signal.throwIfAborted();
+          if (storedData !== null) return; // a newer version's shape came meanwhile: never consume
           await consumer!.start();
         },
         log,
@@ -204,6 +249,30 @@ export async function startService(
     started = true;
   })();
   ready.catch(() => undefined); // only rejects when stopped before it finished
+
+  /**
+   * A newer version may upgrade the stored data while this process runs: from its first pass on,
+   * this process stops consuming and relaying and refuses the API (not ready, saying why), so it
+   * leaves no record of the old shape after that upgrade. The upgrade waits for it (settleMs).
+   */
+  let shapeWatch: NodeJS.Timeout | undefined;
+  function watchShape() {
+    shapeWatch = setInterval(() => {
+      storedShape(db).then(
+        (shape) => {
+          const reason = newerShapeReason(shape, upgrades.length);
+          if (!reason || storedData !== null || draining) return;
+          storedData = reason;
+          clearInterval(shapeWatch);
+          log.error({ known: upgrades.length, shape }, `${reason}; this process stops serving and consuming`);
+          consumer?.stop().catch(() => undefined);
+          relay.stop().catch(() => undefined);
+        },
+        () => undefined, // the database is away: /readyz says so
+      );
+    }, upgradeOpts.shapeCheckMs ?? SHAPE_CHECK_MS);
+    shapeWatch.unref();
+  }
 
   return {
     db,
@@ -218,6 +287,7 @@ export async function startService(
     async stop() {
       stopping.abort();
       draining = true;
+      clearInterval(shapeWatch);
       // A consumer still joining its group when the stop came is left to end with the process
       // (it has handled nothing, so there is nothing to commit) rather than hold the exit up.
       const consumerStopped = consumer

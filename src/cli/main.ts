@@ -6,7 +6,7 @@ import { runInChangeContext } from '../db/change-context';
 import { createMongoClient } from '../db/client';
 import { ensureIndexes } from '../db/collections';
 import { Tenant } from '../db/tenant';
-import { upgradeStoredRecords } from '../db/upgrades';
+import { bringStoredDataCurrent, NewerStoredShape } from '../db/upgrades';
 import { reindexOrganization } from '../domain/list-facts';
 import { createLogger, type Logger } from '../log';
 import { exportConfiguration } from './export';
@@ -18,6 +18,7 @@ const USAGE = `usage:
   cag export --org ORG > config.json
   cag import-config --org ORG [--merge] config.json
   cag reindex --org ORG     (derive the list fields and search entries of every user and course again)
+  cag upgrade               (run the pending upgrades of stored data, or wait for the process running them)
 environment: MONGO_URL, MONGO_DB, LOG_LEVEL (as the service reads them); CAG_OPERATOR (else USER) names you in the audit log`;
 
 /** Who runs `cag`, for the audit log: CAG_OPERATOR, else the login name; printable, bounded. */
@@ -34,7 +35,8 @@ export interface CliIo {
 
 /**
  * Runs one `cag` command and returns its exit code: 0 done, 1 fatal (unreadable file, database
- * down, invalid configuration), 2 usage, 3 `import --strict` with refused lines.
+ * down, invalid configuration), 2 usage, 3 `import --strict` with refused lines, 4 the database's
+ * stored data is of a newer version's shape (this `cag` must not write to it).
  */
 export async function runCli(argv: string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
   const [command, ...rest] = argv;
@@ -57,7 +59,7 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
     return 2;
   }
   const { values, positionals } = parsed;
-  if (!command || !['import', 'export', 'import-config', 'reindex'].includes(command) || (command !== 'import-config' && positionals.length > 0)) {
+  if (!command || !['import', 'export', 'import-config', 'reindex', 'upgrade'].includes(command) || (command !== 'import-config' && positionals.length > 0)) {
     io.stderr.write(`${USAGE}\n`);
     return 2;
   }
@@ -92,18 +94,41 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
   try {
     const db = client.db(config.MONGO_DB);
     await ensureIndexes(db);
-    await upgradeStoredRecords(db);
+    // Every command works on data of this version's shape: `upgrade` is only this step, reported.
+    const ran = await bringStoredDataCurrent({ db, log, onWaiting: progressTo(io.stderr) });
+    if (command === 'upgrade') {
+      io.stderr.write(ran ? 'stored data upgraded; it is current\n' : 'stored data is current; nothing to upgrade\n');
+      return 0;
+    }
     return await runInChangeContext(context, () => runCommand(db, command, values, positionals, concurrency, io, log));
   } catch (err) {
     if (err instanceof FatalImportError || err instanceof ImportConfigError) {
       io.stderr.write(`${err.message}\n`);
       return 1;
     }
+    if (err instanceof NewerStoredShape) {
+      io.stderr.write(`${err.message}; run the newer version's cag\n`);
+      return 4;
+    }
     log.error({ err }, `${command} failed`);
     return 1;
   } finally {
     await client.close();
   }
+}
+
+/** Reports the upgrade's progress on stderr: every change of what it waits for, at most every 5 s. */
+function progressTo(out: NodeJS.WritableStream): (reason: string | null) => void {
+  let last = 0;
+  let lastKind = '';
+  return (reason) => {
+    if (reason === null) return;
+    const kind = reason.replace(/[\d,]+ of [\d,]+/, '');
+    if (kind === lastKind && Date.now() - last < 5000) return;
+    last = Date.now();
+    lastKind = kind;
+    out.write(`${reason}\n`);
+  };
 }
 
 async function runCommand(

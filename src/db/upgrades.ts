@@ -1,59 +1,361 @@
-import type { AnyBulkWriteOperation, Db } from 'mongodb';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { AnyBulkWriteOperation, Db, Document } from 'mongodb';
+import type { Logger } from '../log';
+import { pause } from '../retry';
 import { COLLECTIONS, type UserDoc } from './collections';
 import { UPDATES_PER_COMMAND } from './dialect';
+import { acquireLease, releaseLease, renewLease } from './lease';
 import { versionOf } from './versioned-writes';
 
-interface UpgradeDoc {
-  _id: string;
-  at: Date;
-}
-
 /**
- * One-time changes to records stored by earlier versions of the service, run at start (after the
- * indexes) by every process that writes. Each is idempotent and marked done in `upgrades`, so a
- * start after it reads one document. Cross-organization by nature, like the indexes: they change
+ * Upgrades of stored data (docs/operations.md, "Upgrades"): one-time changes to records stored by
+ * earlier versions of the service. Cross-organization by nature, like the indexes: they change
  * bookkeeping only, never an organization's data, and record no change.
+ *
+ * Once per database: one process at a time runs them, under the lease `upgrades`
+ * (src/db/lease.ts, as the change relay holds its own); every other process of this version waits
+ * (not ready, saying why, from the progress the holder writes) until they are marked done. The
+ * database records its shape (`{_id: 'shape', v}` in `upgrades`: how many upgrades it has been
+ * through); a process that finds a shape newer than it knows refuses to write (not ready), so a
+ * process of an older version stops once a newer one begins its upgrade. A holder that dies leaves
+ * its progress; the next holder resumes it.
+ *
+ * An upgrade reads its collection in passes: each pass streams every record in bounded batches
+ * (no command waits for a whole collection to be read, whatever the driver's socket timeout) and
+ * upgrades those still in the old shape, each on the condition that it still is. The first pass
+ * resumes where a holder that died left it; the passes after it start from the beginning, until
+ * one finds nothing to upgrade: so a record an older process wrote during the upgrade (before it
+ * noticed the new shape) is upgraded too.
  */
-export async function upgradeStoredRecords(db: Db): Promise<void> {
-  const done = db.collection<UpgradeDoc>(COLLECTIONS.upgrades);
-  for (const [name, upgrade] of Object.entries(UPGRADES)) {
-    if (await done.findOne({ _id: name })) continue;
-    await upgrade(db);
-    await done.updateOne({ _id: name }, { $setOnInsert: { at: new Date() } }, { upsert: true });
-  }
+
+/** One upgrade: which records are of the old shape, and the write that brings one to the new shape. */
+export interface Upgrade {
+  name: string;
+  collection: string;
+  /** What its records are called in progress reports ("users"). */
+  unit: string;
+  /** The fields a pass reads of each record: what `isOld` and `upgrade` need. */
+  projection: Document;
+  isOld(doc: Document): boolean;
+  /** Conditional on the record still being of the old shape (a newer write is never undone). */
+  upgrade(doc: Document): AnyBulkWriteOperation<Document>;
 }
 
 /** The bookkeeping of activations an earlier version of the service kept on a user (replaced by the activation log). */
 const EARLIER_ACTIVATION_FIELDS = ['act_v', 'act_done', 'act_email', 'act_seen_v', 'act_seen_email', 'deact_v', 'deact_min_v', 'act_min_v'];
 
-const UPGRADES: Record<string, (db: Db) => Promise<void>> = {
-  /**
-   * A user stored before the activation log was kept (docs/events.md, "Activations"): its past
-   * is not known, so it becomes the log's floor: the record's version, open when the learner is
-   * active (their activation's rules were applied then, so their next login applies none), closed
-   * when inactive (their next activation applies them). The membership the floor covers stands,
-   * whoever made it, and no event older than the floor applies the rules.
-   */
-  'activation-log': async (db) => {
-    const users = db.collection<UserDoc>(COLLECTIONS.users);
-    const cursor = users.find({ act_log: { $exists: false } }, { projection: { _id: 1, event_time: 1, event_n: 1, is_active: 1 } });
-    let batch: AnyBulkWriteOperation<UserDoc>[] = [];
-    for await (const user of cursor) {
-      const floor_v = versionOf(user);
-      batch.push({
-        updateOne: {
-          filter: { _id: user._id, act_log: { $exists: false } },
-          update: {
-            $set: { act_log: [], floor_v, floor_open: user.is_active },
-            $unset: Object.fromEntries(EARLIER_ACTIVATION_FIELDS.map((k) => [k, ''])),
-          },
-        },
-      });
-      if (batch.length === UPDATES_PER_COMMAND) {
-        await users.bulkWrite(batch, { ordered: false });
-        batch = [];
-      }
-    }
-    if (batch.length > 0) await users.bulkWrite(batch, { ordered: false });
-  },
+/**
+ * A user stored before the activation log was kept (docs/events.md, "Activations") has neither
+ * `act_log` nor `log_n` (every user this version writes has one of them: src/domain/users.ts
+ * `activationFields`): its past is not known, so
+ * it becomes the log's floor: the record's version, open when the learner is active (their
+ * activation's rules were applied then, so their next login applies none), closed when inactive
+ * (their next activation applies them). The membership the floor covers stands, whoever made it,
+ * and no event older than the floor applies the rules.
+ */
+export const ACTIVATION_LOG: Upgrade = {
+  name: 'activation-log',
+  collection: COLLECTIONS.users,
+  unit: 'users',
+  projection: { _id: 1, event_time: 1, event_n: 1, is_active: 1, act_log: 1, log_n: 1 },
+  isOld: (user) => user.act_log === undefined && user.log_n === undefined,
+  upgrade: (user) => ({
+    updateOne: {
+      filter: { _id: user._id, act_log: { $exists: false }, log_n: { $exists: false } },
+      update: {
+        $set: { act_log: [], floor_v: versionOf(user as UserDoc), floor_open: user.is_active === true },
+        $unset: Object.fromEntries(EARLIER_ACTIVATION_FIELDS.map((k) => [k, ''])),
+      },
+    },
+  }),
 };
+
+/** This version's upgrades, in order; the shape of a database that has been through them all is their count. */
+export const UPGRADES: readonly Upgrade[] = [ACTIVATION_LOG];
+
+export const UPGRADE_LEASE = 'upgrades';
+const SHAPE = 'shape';
+const PROGRESS = 'progress';
+/** Records read per batch of a pass: one answer of the server each, quick whatever the collection's size. */
+const BATCH = 500;
+
+interface DoneDoc {
+  _id: string;
+  at: Date;
+}
+interface ShapeDoc {
+  _id: typeof SHAPE;
+  v: number;
+  at: Date;
+}
+/** The holder's progress through the upgrade it runs (one at a time). */
+interface ProgressDoc {
+  _id: typeof PROGRESS;
+  upgrade: string;
+  pass: number;
+  /** Records read by this pass so far (where a new holder resumes the first pass). */
+  scanned: number;
+  /** The collection's size when the pass began (an estimate). */
+  total: number;
+  /** Records upgraded by this pass so far. */
+  upgraded: number;
+  at: Date;
+}
+type UpgradesDoc = DoneDoc | ShapeDoc | ProgressDoc;
+
+const marks = (db: Db) => db.collection<UpgradesDoc>(COLLECTIONS.upgrades);
+const count = (n: number) => n.toLocaleString('en-US');
+
+/** Where the database stands against the upgrades a process knows. */
+export interface UpgradeState {
+  /** The database's shape (0: none recorded). */
+  shape: number;
+  /** This process's upgrades the database has not been through. */
+  pending: Upgrade[];
+  /** The holder's progress, when an upgrade is under way. */
+  progress: ProgressDoc | null;
+}
+
+export async function readUpgradeState(db: Db, upgrades: readonly Upgrade[] = UPGRADES): Promise<UpgradeState> {
+  const docs = await marks(db).find({}).toArray();
+  const byId = new Map(docs.map((d) => [d._id, d]));
+  const shape = (byId.get(SHAPE) as ShapeDoc | undefined)?.v ?? 0;
+  // A database marked with every upgrade but without a shape (upgraded by a version that did not
+  // record one) is brought to its shape by the lease's holder, without reading any record.
+  const pending = upgrades.filter((u) => !byId.has(u.name));
+  return { shape, pending, progress: (byId.get(PROGRESS) as ProgressDoc | undefined) ?? null };
+}
+
+/** Why a process of `known` shape must not write to a database of `shape`, or null when it may. */
+export function newerShapeReason(shape: number, known: number): string | null {
+  return shape > known ? `stored data is of shape ${shape}, newer than this version knows (${known}): a newer version has upgraded it` : null;
+}
+
+/** The readiness reason while `state` has upgrades pending. */
+function waitingReason(state: UpgradeState): string {
+  const p = state.progress;
+  const upgrade = p ? state.pending.find((u) => u.name === p.upgrade) : undefined;
+  if (p && upgrade) {
+    const pass = p.pass > 1 ? `, pass ${p.pass}` : '';
+    return `upgrade ${p.upgrade}: ${count(p.scanned)} of ${count(p.total)} ${upgrade.unit}${pass}`;
+  }
+  return `upgrade ${state.pending.map((u) => u.name).join(', ')}: waiting to start`;
+}
+
+/** The database's shape is newer than this process knows: it must not write (docs/operations.md). */
+export class NewerStoredShape extends Error {
+  override name = 'NewerStoredShape';
+}
+
+export interface BringCurrentOptions {
+  db: Db;
+  log: Logger;
+  upgrades?: readonly Upgrade[];
+  /** The lease's length; the holder renews it every third of it. */
+  leaseMs?: number;
+  /** How often a waiting process reads the holder's progress. */
+  pollMs?: number;
+  /**
+   * How long after raising the shape the holder waits before the pass that confirms no record of
+   * the old shape is left, when processes that know shapes may still run an older one: they notice
+   * the new shape within their check (SHAPE_CHECK_MS) and finish what is in flight.
+   */
+  settleMs?: number;
+  signal?: AbortSignal;
+  /** Records read per batch (default BATCH). */
+  batchSize?: number;
+  /** Told every change of the reason this process waits (null: current). */
+  onWaiting?(reason: string | null): void;
+  /** Tests: called after each batch of a pass (after its writes and its progress). */
+  afterBatch?(upgrade: Upgrade, pass: number, progress: ProgressDoc): Promise<void>;
+}
+
+/** How often a running process reads the stored shape (and how long an upgrade lets older processes notice it). */
+export const SHAPE_CHECK_MS = 5000;
+const DEFAULT_SETTLE_MS = 2 * SHAPE_CHECK_MS;
+
+/**
+ * Returns once the database's stored data is in this version's shape: runs the pending upgrades
+ * (holding the lease) or waits for the process that holds it, taking over when its lease expires.
+ * Throws NewerStoredShape when the database is newer than this version; a database failure
+ * throws (the caller retries: the progress stays). Returns whether this process ran an upgrade.
+ */
+export async function bringStoredDataCurrent(opts: BringCurrentOptions): Promise<boolean> {
+  const { db } = opts;
+  const upgrades = opts.upgrades ?? UPGRADES;
+  const leaseMs = opts.leaseMs ?? 15_000;
+  const pollMs = opts.pollMs ?? 500;
+  const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  let reported: string | null | undefined;
+  const waiting = (reason: string | null) => {
+    if (reason === reported) return;
+    reported = reason;
+    opts.onWaiting?.(reason);
+  };
+  let ran = false;
+  for (;;) {
+    opts.signal?.throwIfAborted();
+    const state = await readUpgradeState(db, upgrades);
+    const newer = newerShapeReason(state.shape, upgrades.length);
+    if (newer) {
+      waiting(newer);
+      throw new NewerStoredShape(newer);
+    }
+    if (state.pending.length === 0 && state.shape === upgrades.length) {
+      waiting(null);
+      return ran;
+    }
+    waiting(waitingReason(state));
+    if (await acquireLease(db, UPGRADE_LEASE, owner, leaseMs)) {
+      try {
+        ran = (await runUpgrades({ ...opts, upgrades, leaseMs, owner, waiting })) || ran;
+      } finally {
+        await releaseLease(db, UPGRADE_LEASE, owner).catch(() => undefined);
+      }
+      continue; // read the state again: done, or the lease was lost
+    }
+    await pause(pollMs, opts.signal);
+  }
+}
+
+class LeaseLost extends Error {}
+
+/** The holder's work: raise the shape, then each pending upgrade's passes. False when the lease was lost. */
+async function runUpgrades(
+  opts: BringCurrentOptions & { upgrades: readonly Upgrade[]; leaseMs: number; owner: string; waiting(reason: string | null): void },
+): Promise<boolean> {
+  const { db, log, upgrades, leaseMs, owner } = opts;
+  let lost = false;
+  const renewer = setInterval(() => {
+    renewLease(db, UPGRADE_LEASE, owner, leaseMs).then(
+      (seq) => {
+        if (seq === null) lost = true;
+      },
+      () => undefined, // the database is away: the pass fails and says so
+    );
+  }, leaseMs / 3);
+  renewer.unref();
+  const holding = () => {
+    if (lost) throw new LeaseLost();
+    opts.signal?.throwIfAborted();
+  };
+  try {
+    const before = await readUpgradeState(db, upgrades);
+    // The shape first: processes of an older version that know shapes stop writing from now on.
+    await marks(db).updateOne({ _id: SHAPE }, { $max: { v: upgrades.length }, $setOnInsert: { at: new Date() } } as never, { upsert: true });
+    const announced = Date.now();
+    // Only a database that had a shape can have processes that watch it; nothing to wait for otherwise.
+    const settleMs = before.shape > 0 ? (opts.settleMs ?? DEFAULT_SETTLE_MS) : 0;
+    log.info({ shape: upgrades.length, was: before.shape, pending: before.pending.map((u) => u.name) }, 'upgrading stored data');
+    for (const upgrade of before.pending) {
+      const resume = before.progress?.upgrade === upgrade.name ? before.progress : null;
+      for (let pass = resume?.pass ?? 1; ; pass++) {
+        if (pass > 1) {
+          const wait = announced + settleMs - Date.now();
+          if (wait > 0) await pause(wait, opts.signal);
+        }
+        const settled = Date.now() >= announced + settleMs;
+        const from = resume && pass === resume.pass ? resume.scanned : 0;
+        const upgraded = await runPass(opts, upgrade, pass, from, holding);
+        log.info({ upgrade: upgrade.name, pass, upgraded }, `upgrade ${upgrade.name}: pass ${pass} upgraded ${upgraded} ${upgrade.unit}`);
+        // A whole pass that found nothing of the old shape, begun once older processes had
+        // stopped writing: none is left. Otherwise another pass (records written meanwhile).
+        if (upgraded === 0 && from === 0 && settled) break;
+      }
+      holding();
+      await marks(db).updateOne({ _id: upgrade.name }, { $setOnInsert: { at: new Date() } }, { upsert: true });
+      await marks(db).deleteOne({ _id: PROGRESS, upgrade: upgrade.name } as never);
+      log.info({ upgrade: upgrade.name }, `upgrade ${upgrade.name} done`);
+    }
+    return before.pending.length > 0;
+  } catch (err) {
+    if (err instanceof LeaseLost) {
+      log.warn({ owner }, 'upgrade lease lost (another process took it over); waiting for it');
+      return false;
+    }
+    throw err;
+  } finally {
+    clearInterval(renewer);
+  }
+}
+
+/**
+ * One pass of `upgrade`: every record, from the `from`-th (a resumed pass) in the collection's
+ * natural order, read a batch at a time; those of the old shape upgraded. A record a deletion moved
+ * past the resume point is read by the next pass, which starts from the beginning. Returns how
+ * many it upgraded.
+ */
+async function runPass(
+  opts: BringCurrentOptions & { waiting(reason: string | null): void },
+  upgrade: Upgrade,
+  pass: number,
+  from: number,
+  holding: () => void,
+): Promise<number> {
+  const { db, log } = opts;
+  const records = db.collection(upgrade.collection);
+  const progress: ProgressDoc = {
+    _id: PROGRESS,
+    upgrade: upgrade.name,
+    pass,
+    scanned: from,
+    total: await records.estimatedDocumentCount(),
+    upgraded: 0,
+    at: new Date(),
+  };
+  const save = async () => {
+    progress.at = new Date();
+    await marks(db).replaceOne({ _id: PROGRESS }, progress, { upsert: true });
+    opts.waiting(`upgrade ${upgrade.name}: ${count(progress.scanned)} of ${count(progress.total)} ${upgrade.unit}${pass > 1 ? `, pass ${pass}` : ''}`);
+  };
+  await save();
+  log.info({ upgrade: upgrade.name, pass, from, total: progress.total }, `upgrade ${upgrade.name}: pass ${pass} begins`);
+  const batchSize = opts.batchSize ?? BATCH;
+  const cursor = records.find({}, { projection: upgrade.projection, batchSize, ...(from > 0 ? { skip: from } : {}) });
+  let lastLog = Date.now();
+  try {
+    let batch: Document[] = [];
+    const flush = async () => {
+      holding(); // no write after the lease is lost or a stop came
+      const old = batch.filter((d) => upgrade.isOld(d)).map((d) => upgrade.upgrade(d));
+      for (let i = 0; i < old.length; i += UPDATES_PER_COMMAND) {
+        const result = await records.bulkWrite(old.slice(i, i + UPDATES_PER_COMMAND), { ordered: false });
+        progress.upgraded += result.modifiedCount;
+      }
+      progress.scanned += batch.length;
+      batch = [];
+      await save();
+      if (Date.now() - lastLog > 10_000) {
+        lastLog = Date.now();
+        log.info(
+          { upgrade: upgrade.name, pass, scanned: progress.scanned, total: progress.total, upgraded: progress.upgraded },
+          `upgrade ${upgrade.name}: progress`,
+        );
+      }
+      await opts.afterBatch?.(upgrade, pass, { ...progress });
+    };
+    for await (const doc of cursor) {
+      batch.push(doc);
+      if (batch.length === batchSize) await flush();
+    }
+    await flush();
+  } finally {
+    await cursor.close().catch(() => undefined);
+  }
+  return progress.upgraded;
+}
+
+/**
+ * Marks the database as through every upgrade, without reading its records: for a database whose
+ * records were all written in this version's shape (the bench's seeds), as a real deployment's would be.
+ */
+export async function markStoredDataCurrent(db: Db, upgrades: readonly Upgrade[] = UPGRADES): Promise<void> {
+  for (const u of upgrades) await marks(db).updateOne({ _id: u.name }, { $setOnInsert: { at: new Date() } }, { upsert: true });
+  await marks(db).updateOne({ _id: SHAPE }, { $max: { v: upgrades.length }, $setOnInsert: { at: new Date() } } as never, { upsert: true });
+}
+
+/** The database's recorded shape (0: none), for a running process's periodic check. */
+export async function storedShape(db: Db): Promise<number> {
+  return ((await marks(db).findOne({ _id: SHAPE })) as ShapeDoc | null)?.v ?? 0;
+}

@@ -81,14 +81,19 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
 /**
  * What a version `v` of a user event writes in the activation log (docs/events.md): its entry
  * (activation-log.ts `logEntry`), appended (an applied event is the record's newest); a record
- * that follows a deletion or a move (`after`) starts after it, as after a removal.
+ * that follows a deletion or a move (`after`) starts after it, as after a removal. A new record
+ * has a log count even without an entry (`log_n: 0`, which counts as absent everywhere): a user
+ * with neither log nor count is of the shape before the log, which the upgrade (src/db/upgrades.ts)
+ * gives a floor; one written now must never get it. (A count, not an empty log: FerretDB v1
+ * drops an empty array from `$setOnInsert`.)
  */
 export function activationFields(facts: Pick<UserFacts, 'is_active' | 'email'>, activates: boolean) {
   return (v: string, after: string | null): VersionFields => {
     const entry = logEntry(facts, activates, v);
+    const onInsert = { ...(entry ? {} : { log_n: 0 }), ...(after !== null ? { removed_v: after } : {}) };
     return {
       ...(entry ? { push: { act_log: entry }, inc: { log_n: 1 } } : {}),
-      ...(after !== null ? { onInsert: { removed_v: after } } : {}),
+      ...(Object.keys(onInsert).length > 0 ? { onInsert } : {}),
     };
   };
 }

@@ -14,6 +14,8 @@ export interface AppDeps {
   notReady: () => Promise<string[]>;
   /** True once shutdown began: responses then close their connection. */
   isDraining: () => boolean;
+  /** Why the API may not be served yet (stored data being upgraded, or of a newer version's shape); null: it may. */
+  notServing: () => string | null;
 }
 
 /** OpenAPI 3.1 path items, keyed by path relative to the API prefix (e.g. `/course-access-groups/{id}/`). */

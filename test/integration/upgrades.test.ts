@@ -1,12 +1,25 @@
 // src/db/upgrades.ts against the real local MongoDB-protocol server: users stored before
-// activations were recorded keep the rules they were given (docs/events.md, Activations).
+// activations were recorded keep the rules they were given (docs/events.md, Activations), and
+// upgrades run once per database, under a lease, while other processes wait (docs/operations.md).
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { upgradeStoredRecords } from '../../src/db/upgrades';
+import { ACTIVATION_LOG, bringStoredDataCurrent, type Upgrade } from '../../src/db/upgrades';
 import { applyUserData, type UserEventKind } from '../../src/domain/user-event-data';
+import { createLogger } from '../../src/log';
+import { type Running, startService, type UpgradeOptions } from '../../src/runtime';
 import { day, groupWithRule, membershipOf, userOf } from '../helpers/domain';
-import { MONGO_URL, uniqueName } from '../helpers/stack';
+import { waitFor } from '../helpers/events';
+import { client as http } from '../helpers/http';
+import { MONGO_URL, testConfig, uniqueName } from '../helpers/stack';
+import { siteAdminToken } from '../helpers/tokens';
+
+const silent = createLogger('silent');
+/** The upgrades as start-up runs them, without the pause that lets older processes notice a new shape (none run here). */
+const upgradeStoredRecords = (target: Db, extra: Partial<Parameters<typeof bringStoredDataCurrent>[0]> = {}) =>
+  bringStoredDataCurrent({ db: target, log: silent, settleMs: 0, pollMs: 50, ...extra });
 
 let client: MongoClient;
 let db: Db;
@@ -111,3 +124,266 @@ test('the activation-log upgrade of more users than one update command may carry
     await many.dropDatabase();
   }
 });
+
+test('a user the current version writes (created by an active `user.updated`, no activation yet) is never taken for one of the old shape: its first activation applies the rules', async () => {
+  await send('update', 6, day(1), 'updated-6', true);
+  expect(await userOf(a, 6)).toMatchObject({ log_n: 0 });
+  // The upgrade runs again (its mark gone, as on a database restored from before it).
+  await db.collection(COLLECTIONS.upgrades).deleteOne({ _id: 'activation-log' } as never);
+  await upgradeStoredRecords(db);
+  expect(await userOf(a, 6)).not.toHaveProperty('floor_v');
+  expect(await send('activation', 6, day(2), 'activation-6')).toBe('applied');
+  expect(await membershipOf(a, 6)).not.toBeNull();
+});
+
+// --- Once per database, under a lease ----------------------------------------------------------
+
+/** `n` users as a version before the activation log stored them (no `act_log`), from id `from`. */
+async function insertOldShapeUsers(target: Db, n: number, from = 1, shape: 'old' | 'current' = 'old') {
+  for (let i = 0; i < n; i += 5000) {
+    const docs = Array.from({ length: Math.min(5000, n - i) }, (_, j) => {
+      const id = from + i + j;
+      return {
+        _id: String(id),
+        id,
+        org: 'org-a',
+        event_time: day(1),
+        event_n: 1,
+        is_active: id % 2 === 0,
+        ...(shape === 'current' ? { act_log: [] } : { act_v: '0000#0000', act_done: true }),
+      };
+    });
+    await target.collection(COLLECTIONS.users).insertMany(docs as never, { ordered: false });
+  }
+}
+
+const oldShapeLeft = (target: Db) => target.collection(COLLECTIONS.users).countDocuments({ act_log: { $exists: false }, log_n: { $exists: false } });
+
+interface Started {
+  running: Running;
+  logs: string[];
+  url: string;
+}
+
+/** The real service in this process on database `dbName`, its log lines kept. */
+async function start(dbName: string, role: 'api' | 'all', upgrade: UpgradeOptions = {}): Promise<Started> {
+  const config = testConfig({ MONGO_DB: dbName, SERVICE_ROLE: role, LOG_LEVEL: 'info' });
+  const logs: string[] = [];
+  const log = createLogger(config.LOG_LEVEL, { write: (line: string) => void logs.push(line) });
+  const running = await startService(config, log, { upgrade: { pollMs: 100, ...upgrade } });
+  running.ready.catch(() => undefined);
+  return { running, logs, url: `http://127.0.0.1:${running.port}` };
+}
+
+const messages = (s: Started) => s.logs.map((l) => JSON.parse(l).msg as string);
+
+test('three processes started together on a database without the mark: one runs the upgrade, the others wait not ready and saying why, all ready after it', async () => {
+  const name = uniqueName('upgrades-three');
+  const target = client.db(name);
+  const started: Started[] = [];
+  try {
+    await ensureIndexes(target);
+    await insertOldShapeUsers(target, 600);
+    // The holder's first batch waits until the test has seen every process waiting.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let batches = 0;
+    const afterBatch = async () => {
+      if (batches++ === 0) await released;
+    };
+    started.push(...(await Promise.all([start(name, 'all', { afterBatch }), start(name, 'api', { afterBatch }), start(name, 'api', { afterBatch })])));
+    const token = await siteAdminToken('org-a');
+    for (const s of started) {
+      const probe = await waitFor(
+        () => http(s.url).get('/readyz'),
+        (r) => r.status === 503 && r.body.failing.some((f: string) => /^upgrade activation-log: [\d,]+ of 600 users/.test(f)),
+        30000,
+      );
+      expect(probe.body.detail).toMatch(/^Not ready: .*upgrade activation-log: [\d,]+ of 600 users/);
+      // Neither serving the API meanwhile...
+      const api = await http(s.url, token).get('course-access-groups/');
+      expect({ status: api.status, detail: api.body.detail }).toEqual({ status: 503, detail: expect.stringMatching(/^Not ready: upgrade activation-log/) });
+    }
+    // ...nor consuming.
+    expect((await http(started[0]!.url).get('/readyz')).body.failing).toContain('consumer');
+    release();
+    await Promise.all(started.map((s) => s.running.ready));
+    for (const s of started) expect((await http(s.url).get('/readyz')).body).toEqual({ status: 'ready' });
+    expect((await http(started[1]!.url, token).get('course-access-groups/')).status).toBe(200);
+    // One scan in all: one first pass, in one process.
+    if (process.env.DEBUG_UPG)
+      for (const s of started)
+        console.log(
+          s.logs
+            .map((l) => {
+              const j = JSON.parse(l);
+              return `${new Date(j.time).toISOString()} ${j.msg}`;
+            })
+            .join('\n'),
+        );
+    const firstPasses = started.flatMap(messages).filter((m) => m === 'upgrade activation-log: pass 1 begins');
+    expect(firstPasses).toHaveLength(1);
+    expect(await oldShapeLeft(target)).toBe(0);
+  } finally {
+    await Promise.all(started.map((s) => s.running.stop()));
+    await target.dropDatabase();
+  }
+}, 120000);
+
+test('a scan longer than the driver socket timeout finishes instead of starting again: no command waits for the whole collection', async () => {
+  const name = uniqueName('upgrades-slow');
+  // A socket timeout far shorter than reading every user takes on the local stack (2 s or more:
+  // the upgrade's find of users without a log, one command, timed out here until the scan read
+  // in batches), far longer than a batch of 100.
+  const short = new MongoClient(MONGO_URL, { socketTimeoutMS: 800 });
+  const target = short.db(name);
+  const logs: string[] = [];
+  try {
+    await ensureIndexes(client.db(name));
+    // Users already in the current shape: one pass reads them all and finds nothing to upgrade.
+    await insertOldShapeUsers(client.db(name), 8000, 1, 'current');
+    await upgradeStoredRecords(target, { batchSize: 100, log: createLogger('info', { write: (line: string) => void logs.push(line) }) });
+    const msgs = logs.map((l) => JSON.parse(l).msg);
+    expect(msgs.filter((m) => m === 'upgrade activation-log: pass 1 begins')).toHaveLength(1);
+    expect(msgs.filter((m) => /^upgrade activation-log: pass \d+ begins$/.test(m))).toHaveLength(1);
+    expect(msgs).toContain('upgrade activation-log done');
+    expect(await target.collection(COLLECTIONS.upgrades).findOne({ _id: 'activation-log' } as never)).not.toBeNull();
+  } finally {
+    await client.db(name).dropDatabase();
+    await short.close();
+  }
+}, 120000);
+
+test('a writer of the old shape during the upgrade (an older process) leaves no record of the old shape: the upgrade passes again until one finds none', async () => {
+  const name = uniqueName('upgrades-writer');
+  const target = client.db(name);
+  try {
+    await ensureIndexes(target);
+    await insertOldShapeUsers(target, 250);
+    let wrote = false;
+    await upgradeStoredRecords(target, {
+      batchSize: 100,
+      afterBatch: async (_u, pass) => {
+        if (pass !== 1 || wrote) return;
+        wrote = true;
+        // Behind the scan: a user it has upgraded rewritten in the old shape, and a new one.
+        await target
+          .collection(COLLECTIONS.users)
+          .updateOne({ _id: '1' } as never, { $unset: { act_log: '', floor_v: '', floor_open: '' }, $set: { act_done: true } });
+        await insertOldShapeUsers(target, 1, 5001);
+      },
+    });
+    expect(wrote).toBe(true);
+    expect(await oldShapeLeft(target)).toBe(0);
+    expect(await target.collection(COLLECTIONS.users).findOne({ _id: '1' } as never)).toMatchObject({ act_log: [], floor_v: `${day(1)}#0001` });
+  } finally {
+    await target.dropDatabase();
+  }
+}, 120000);
+
+test('an upgrade stopped half-way (its process stopped or dead) is resumed where it stopped by the next one, never started from nothing', async () => {
+  const name = uniqueName('upgrades-resume');
+  const target = client.db(name);
+  try {
+    await ensureIndexes(target);
+    await insertOldShapeUsers(target, 250);
+    const stop = new AbortController();
+    await expect(
+      upgradeStoredRecords(target, {
+        batchSize: 100,
+        signal: stop.signal,
+        afterBatch: async (_u, _pass, progress) => {
+          if (progress.scanned >= 200) stop.abort();
+        },
+      }),
+    ).rejects.toThrow();
+    expect(await oldShapeLeft(target)).toBe(50);
+    const logs: string[] = [];
+    await upgradeStoredRecords(target, { batchSize: 100, log: createLogger('info', { write: (line: string) => void logs.push(line) }) });
+    const begins = logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'upgrade activation-log: pass 1 begins');
+    expect(begins.map((l) => l.from)).toEqual([200]);
+    expect(await oldShapeLeft(target)).toBe(0);
+  } finally {
+    await target.dropDatabase();
+  }
+}, 60000);
+
+/** A later version's upgrade (for these tests): marks every user. */
+const LATER: Upgrade = {
+  name: 'test-later',
+  collection: COLLECTIONS.users,
+  unit: 'users',
+  projection: { _id: 1, later: 1 },
+  isOld: (u) => u.later === undefined,
+  upgrade: (u) => ({ updateOne: { filter: { _id: u._id, later: { $exists: false } }, update: { $set: { later: true } } } }),
+};
+
+test('the stored shape: a process of an older version refuses to serve or consume once a newer version upgrades (not ready, saying why), and one started on a newer database never starts', async () => {
+  const name = uniqueName('upgrades-shape');
+  const target = client.db(name);
+  const started: Started[] = [];
+  try {
+    await ensureIndexes(target);
+    const token = await siteAdminToken('org-a');
+    const current = await start(name, 'all', { shapeCheckMs: 100 });
+    started.push(current);
+    await current.running.ready;
+    expect((await http(current.url, token).get('course-access-groups/')).status).toBe(200);
+
+    // A newer version upgrades: the running process stops before the upgrade's confirming pass.
+    await upgradeStoredRecords(target, { upgrades: [ACTIVATION_LOG, LATER], settleMs: 500 });
+    const refused = await waitFor(
+      () => http(current.url).get('/readyz'),
+      (r) => r.status === 503,
+      10000,
+    );
+    expect(refused.body.failing).toContain('stored data is of shape 2, newer than this version knows (1): a newer version has upgraded it');
+    const write = await http(current.url, token).post('course-access-groups/', { name: 'late', description: '' });
+    expect(write.status).toBe(503);
+    expect(current.running.relay.isLeader()).toBe(false);
+
+    // A process of the older version started now never serves.
+    const older = await start(name, 'api');
+    started.push(older);
+    const probe = await waitFor(
+      () => http(older.url).get('/readyz'),
+      (r) => r.status === 503 && r.body.failing.some((f: string) => f.startsWith('stored data is of shape 2')),
+      10000,
+    );
+    expect(probe.body.failing).not.toContain('database');
+    expect((await http(older.url, token).get('course-access-groups/')).status).toBe(503);
+    expect(await target.collection(COLLECTIONS.groups).countDocuments()).toBe(0);
+  } finally {
+    await Promise.all(started.map((s) => s.running.stop()));
+    await target.dropDatabase();
+  }
+}, 60000);
+
+test('`cag upgrade` runs the upgrades as a job: exit 0 with what it did, exit 0 again with nothing to do, exit 4 on a newer database', async () => {
+  const name = uniqueName('upgrades-cag');
+  const target = client.db(name);
+  const cag = (dbName: string) =>
+    new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [join(__dirname, '../../bin/cag.js'), 'upgrade'],
+        { env: { ...process.env, MONGO_URL, MONGO_DB: dbName, LOG_LEVEL: 'silent' } },
+        (err, _stdout, stderr) => resolve({ code: err ? Number(err.code) : 0, stderr }),
+      );
+    });
+  try {
+    await ensureIndexes(target);
+    await insertOldShapeUsers(target, 100);
+    const first = await cag(name);
+    expect(first).toEqual({ code: 0, stderr: expect.stringContaining('stored data upgraded; it is current') });
+    expect(first.stderr).toMatch(/upgrade activation-log: [\d,]+ of 100 users/);
+    expect(await oldShapeLeft(target)).toBe(0);
+    expect(await cag(name)).toEqual({ code: 0, stderr: 'stored data is current; nothing to upgrade\n' });
+    await upgradeStoredRecords(target, { upgrades: [ACTIVATION_LOG, LATER] });
+    const newer = await cag(name);
+    expect(newer.code).toBe(4);
+    expect(newer.stderr).toContain('stored data is of shape 2, newer than this version knows (1)');
+  } finally {
+    await target.dropDatabase();
+  }
+}, 90000);
