@@ -71,7 +71,11 @@ if (require.main === module) {
   try {
     if (command === 'set' && version) {
       setVersion(version);
-      console.log(`version ${version} written to package.json and ${PLACES.map((p) => p.file).filter((f, i, a) => a.indexOf(f) === i).join(', ')}`);
+      console.log(
+        `version ${version} written to package.json and ${PLACES.map((p) => p.file)
+          .filter((f, i, a) => a.indexOf(f) === i)
+          .join(', ')}`,
+      );
     } else if (command === 'check') {
       const wrong = disagreements();
       if (wrong.length) {
