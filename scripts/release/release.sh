@@ -64,7 +64,7 @@ build_python integrations/openedx
 # source), staged right before its wheel is built.
 if [[ -f scripts/stage-tutor-plugin.sh ]]; then
   phase "staging the Tutor plugin's contents (scripts/stage-tutor-plugin.sh)"
-  bash scripts/stage-tutor-plugin.sh
+  bash scripts/stage-tutor-plugin.sh >/dev/null
 fi
 build_python integrations/tutor
 
