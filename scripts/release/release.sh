@@ -91,6 +91,7 @@ else
 fi
 build_service_image "$image"
 docker save -o "$WORK/course-access-groups-$version.oci.tar" "$image"
+chmod 644 "$WORK/course-access-groups-$version.oci.tar" # docker save writes 0600
 
 phase "checksums"
 (cd "$WORK" && sha256sum -- *.oci.tar *.tgz *.whl *.tar.gz CHANGELOG.md >SHA256SUMS)
