@@ -3,7 +3,7 @@
 # release/<version>/), checked as a user receives them (test/release/): the checksums, the
 # changelog's section, the packaged chart's and the image archive's versions, and both wheels
 # installed into fresh Python 3.11 and 3.12 environments under setuptools 69.1.1, from a copy
-# outside the repository, their other requirements from PyPI. `npm run test:container` (with
+# outside the repository, their other requirements from PyPI (uv: scripts/release/test-requirements.txt). `npm run test:container` (with
 # RELEASE_DIR) runs the image archive, `npm run test:k8s` installs the chart (CAG_CHART_TGZ).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -15,5 +15,6 @@ if [[ ! -f $RELEASE_DIR/SHA256SUMS ]]; then
 fi
 RELEASE_PYTHON_311="$(bash scripts/python-env.sh --interpreter 3.11)"
 RELEASE_PYTHON_312="$(bash scripts/python-env.sh --interpreter 3.12)"
-export RELEASE_DIR RELEASE_PYTHON_311 RELEASE_PYTHON_312
+RELEASE_UV="$(dirname "$(bash scripts/python-env.sh release-test scripts/release/test-requirements.txt 3.12)")/uv"
+export RELEASE_DIR RELEASE_PYTHON_311 RELEASE_PYTHON_312 RELEASE_UV
 npx jest --config jest.release.config.js

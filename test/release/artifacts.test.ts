@@ -1,13 +1,12 @@
 // Issue 35, "a release": what `npm run release` wrote into RELEASE_DIR, checked as a user receives
-// it. The files are copied out of the repository first and every check runs from there, so nothing
+// it (uv makes the environments and installs into them: seconds with its cache warm). The files are copied out of the repository first and every check runs from there, so nothing
 // can come from integrations/ or the working tree: the checksums (`sha256sum -c`), the changelog's
 // section, the packaged chart's and the image archive's versions, and both wheels installed into
-// fresh Python 3.11 and 3.12 environments (`python -m venv`, then setuptools==69.1.1, the one
+// fresh Python 3.11 and 3.12 environments (`uv venv`, then setuptools==69.1.1, the one
 // Tutor's openedx image builds with), their other requirements from PyPI, run isolated (`python -I`,
 // a working directory outside the repository). The LMS plugin is found as edx-platform finds
 // plugins (edx_django_utils' get_plugin_apps over the `lms.djangoapp` entry points) and its sdist
-// is installed too on 3.11 with setuptools 69.1.1 as the build backend, as Tutor's image build
-// installs a source package; the Tutor plugin is listed, enabled and configured by the real tutor
+// is built and installed too on 3.11 by that environment's setuptools 69.1.1; the Tutor plugin is listed, enabled and configured by the real tutor
 // from PyPI. `npm run test:container` runs the image archive; `npm run test:k8s` installs the chart.
 import { execFile } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,7 +18,9 @@ const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');
 const RELEASE_DIR = process.env.RELEASE_DIR ?? '';
 const PYTHONS = { '3.11': process.env.RELEASE_PYTHON_311 ?? '', '3.12': process.env.RELEASE_PYTHON_312 ?? '' };
-if (!RELEASE_DIR || !PYTHONS['3.11'] || !PYTHONS['3.12']) throw new Error('run these checks with `npm run test:release`');
+/** uv (scripts/release/test-requirements.txt): fresh environments and installs in seconds. */
+const UV = process.env.RELEASE_UV ?? '';
+if (!RELEASE_DIR || !PYTHONS['3.11'] || !PYTHONS['3.12'] || !UV) throw new Error('run these checks with `npm run test:release`');
 const BUILD_SETUPTOOLS = 'setuptools==69.1.1';
 const version = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version as string;
 
@@ -52,16 +53,17 @@ const EXPECTED = [
   'CHANGELOG.md',
 ];
 const file = (name: string) => path.join(DOWNLOADED, name);
+const released = (name: string) => path.join(RELEASE_DIR, name);
 
 /** A fresh virtual environment of that Python with Tutor's setuptools; returns its python. */
 async function freshVenv(python: '3.11' | '3.12', name: string): Promise<string> {
   const venv = path.join(WORK, `${name}-py${python}`);
-  await sh(PYTHONS[python], ['-m', 'venv', venv]);
+  await sh(UV, ['venv', '--quiet', '--python', PYTHONS[python], venv]);
   const py = path.join(venv, 'bin', 'python');
-  await sh(py, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-compile', BUILD_SETUPTOOLS]);
+  await install(py, BUILD_SETUPTOOLS);
   return py;
 }
-const pipInstall = (py: string, ...args: string[]) => sh(py, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-compile', ...args]);
+const install = (py: string, ...args: string[]) => sh(UV, ['pip', 'install', '--quiet', '--python', py, ...args]);
 
 const LMS_PROBE = `
 import json, sys, setuptools
@@ -85,33 +87,32 @@ async function probeLms(py: string) {
   return JSON.parse(await sh(py, ['-I', '-c', LMS_PROBE])) as Record<string, unknown>;
 }
 
-beforeAll(() => {
-  // Only what SHA256SUMS lists, copied out of the repository.
-  for (const name of [...EXPECTED, 'SHA256SUMS']) copyFileSync(path.join(RELEASE_DIR, name), file(name));
-}, 120000);
+// The Python packages, copied out of the repository (the rest is read where it is); at load, as
+// concurrent tests may start before a beforeAll has run.
+for (const name of EXPECTED.filter((n) => /\.(whl|tar\.gz)$/.test(n))) copyFileSync(path.join(RELEASE_DIR, name), file(name));
 
 test('SHA256SUMS names every artifact, once, and `sha256sum -c` passes; a changed byte fails it', async () => {
   expect(readdirSync(RELEASE_DIR).sort()).toEqual([...EXPECTED, 'SHA256SUMS'].sort());
-  const sums = readFileSync(file('SHA256SUMS'), 'utf8').trim().split('\n');
+  const sums = readFileSync(released('SHA256SUMS'), 'utf8').trim().split('\n');
   expect(sums.map((l) => l.replace(/^[0-9a-f]{64} {2}/, '')).sort()).toEqual([...EXPECTED].sort());
-  expect(await sh('sha256sum', ['-c', '--strict', 'SHA256SUMS'], { cwd: DOWNLOADED })).toMatch(/CHANGELOG\.md: OK/);
+  expect(await sh('sha256sum', ['-c', '--strict', 'SHA256SUMS'], { cwd: RELEASE_DIR })).toMatch(/CHANGELOG\.md: OK/);
 
   const tampered = path.join(WORK, 'tampered');
   mkdirSync(tampered);
-  writeFileSync(path.join(tampered, 'CHANGELOG.md'), `${readFileSync(file('CHANGELOG.md'), 'utf8')} `);
-  copyFileSync(file('SHA256SUMS'), path.join(tampered, 'SHA256SUMS'));
-  await expect(sh('sha256sum', ['-c', '--ignore-missing', 'SHA256SUMS'], { cwd: tampered })).rejects.toThrow(/FAILED/);
+  writeFileSync(path.join(tampered, 'CHANGELOG.md'), `${readFileSync(released('CHANGELOG.md'), 'utf8')} `);
+  copyFileSync(released('SHA256SUMS'), path.join(tampered, 'SHA256SUMS'));
+  await expect(sh('sha256sum', ['-c', '--ignore-missing', 'SHA256SUMS'], { cwd: tampered })).rejects.toThrow(/did NOT match/);
 });
 
 test("CHANGELOG.md is the version's section of the repository's CHANGELOG.md, and only that", () => {
-  const notes = readFileSync(file('CHANGELOG.md'), 'utf8');
+  const notes = readFileSync(released('CHANGELOG.md'), 'utf8');
   expect(notes.split('\n')[0]).toMatch(new RegExp(`^## \\[${version.replace(/\./g, '\\.')}\\] - \\d{4}-\\d{2}-\\d{2}$`));
   expect(notes.match(/^## /gm)).toHaveLength(1);
   expect(readFileSync(path.join(ROOT, 'CHANGELOG.md'), 'utf8')).toContain(notes.trim());
 });
 
 test("the chart archive is helm's package of the chart, its version and appVersion the release's", async () => {
-  const tgz = file(`course-access-groups-${version}.tgz`);
+  const tgz = released(`course-access-groups-${version}.tgz`);
   const listing = (await sh('tar', ['-tzf', tgz])).split('\n');
   expect(listing).toEqual(expect.arrayContaining(['course-access-groups/Chart.yaml', 'course-access-groups/values.yaml']));
   expect(listing.some((f) => f.startsWith('course-access-groups/templates/'))).toBe(true);
@@ -121,7 +122,7 @@ test("the chart archive is helm's package of the chart, its version and appVersi
 });
 
 test('the image archive holds one image, tagged course-access-groups:<version>, in the form `docker load` reads', async () => {
-  const archive = file(`course-access-groups-${version}.oci.tar`);
+  const archive = released(`course-access-groups-${version}.oci.tar`);
   const manifest = JSON.parse(await sh('tar', ['-xOf', archive, 'manifest.json'])) as { RepoTags: string[]; Config: string; Layers: string[] }[];
   expect(manifest).toHaveLength(1);
   expect(manifest[0]!.RepoTags).toEqual([`course-access-groups:${version}`]);
@@ -131,50 +132,51 @@ test('the image archive holds one image, tagged course-access-groups:<version>, 
   expect(config.config.Healthcheck).toBeDefined();
 });
 
-describe.each(['3.11', '3.12'] as const)('Python %s, a fresh environment with setuptools 69.1.1', (python) => {
-  test("the LMS plugin's wheel installs with its requirements from PyPI, imports from the environment, and edx-platform's plugin discovery finds its app", async () => {
-    const py = await freshVenv(python, 'lms');
-    await pipInstall(py, file(`course_access_groups_openedx-${version}-py3-none-any.whl`));
-    const out = await probeLms(py);
-    expect(out.python).toBe(python);
-    expect(String(out.file).startsWith(String(out.prefix))).toBe(true);
-    expect(String(out.file)).not.toContain(ROOT);
-    expect([out.version, out.dist]).toEqual([version, version]);
-    expect(out.entry_points).toEqual(['course_access_groups_openedx.apps:CourseAccessGroupsOpenedxConfig']);
-    expect(out.apps).toContain('course_access_groups_openedx.apps.CourseAccessGroupsOpenedxConfig');
-    expect(out.config).toBe('course_access_groups_openedx');
-    expect(out.setuptools).toBe('69.1.1');
+// The four environments are made and installed at the same time (each mostly waits on PyPI and the disk).
+describe('fresh environments with setuptools 69.1.1', () => {
+  test.concurrent.each(['3.11', '3.12'] as const)(
+    "Python %s: the LMS plugin's wheel installs with its requirements from PyPI, imports from the environment, and edx-platform's plugin discovery finds its app",
+    async (python) => {
+      const py = await freshVenv(python, 'lms');
+      await install(py, file(`course_access_groups_openedx-${version}-py3-none-any.whl`));
+      const out = await probeLms(py);
+      expect(out.python).toBe(python);
+      expect(String(out.file).startsWith(String(out.prefix))).toBe(true);
+      expect(String(out.file)).not.toContain(ROOT);
+      expect([out.version, out.dist]).toEqual([version, version]);
+      expect(out.entry_points).toEqual(['course_access_groups_openedx.apps:CourseAccessGroupsOpenedxConfig']);
+      expect(out.apps).toContain('course_access_groups_openedx.apps.CourseAccessGroupsOpenedxConfig');
+      expect(out.config).toBe('course_access_groups_openedx');
+      expect(out.setuptools).toBe('69.1.1');
 
-    if (python === '3.11') {
-      // The sdist, built from source as Tutor's openedx image builds one: setuptools 69.1.1 as the
-      // build backend (a build constraint), Python 3.11.
-      const constraints = path.join(WORK, 'build-constraints.txt');
-      writeFileSync(constraints, `${BUILD_SETUPTOOLS}\n`);
-      const sdist = file(`course-access-groups-openedx-${version}.tar.gz`);
-      const log = await sh(py, ['-m', 'pip', 'install', '-v', '--disable-pip-version-check', '--no-compile', '--force-reinstall', '--no-deps', sdist], {
-        env: { PIP_CONSTRAINT: constraints },
-      });
-      expect(log).toMatch(/setuptools-69\.1\.1-py3-none-any\.whl/);
-      expect(log).toMatch(/Successfully installed course-access-groups-openedx-/);
-      const again = await probeLms(py);
-      expect([again.version, again.entry_points]).toEqual([version, out.entry_points]);
-      expect(again.apps).toContain('course_access_groups_openedx.apps.CourseAccessGroupsOpenedxConfig');
-    }
-  });
+      if (python === '3.11') {
+        // The sdist, built from source as Tutor's openedx image builds one: setuptools 69.1.1 as the
+        // build backend (a build constraint), Python 3.11.
+        await install(py, 'wheel==0.45.1'); // setuptools 69's bdist_wheel is wheel's
+        await install(py, '--no-build-isolation', '--reinstall', '--no-deps', file(`course-access-groups-openedx-${version}.tar.gz`));
+        const again = await probeLms(py);
+        expect([again.version, again.entry_points, again.setuptools]).toEqual([version, out.entry_points, '69.1.1']);
+        expect(again.apps).toContain('course_access_groups_openedx.apps.CourseAccessGroupsOpenedxConfig');
+      }
+    },
+  );
 
-  test("the Tutor plugin's wheel installs with the real tutor from PyPI; `tutor plugins list` shows it, and enabled its version is the release's", async () => {
-    const py = await freshVenv(python, 'tutor');
-    await pipInstall(py, file(`tutor_contrib_course_access_groups-${version}-py3-none-any.whl`));
-    const tutor = path.join(path.dirname(py), 'tutor');
-    const tutorEnv = { TUTOR_ROOT: path.join(WORK, `tutor-root-${python}`) };
-    const listed = await sh(tutor, ['plugins', 'list'], { env: tutorEnv });
-    expect(listed).toMatch(new RegExp(`^course-access-groups\\s+.*${version.replace(/\./g, '\\.')}`, 'm'));
-    await sh(tutor, ['config', 'save', '--set', 'COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX'], { env: tutorEnv });
-    await sh(tutor, ['plugins', 'enable', 'course-access-groups'], { env: tutorEnv });
-    expect((await sh(tutor, ['config', 'printvalue', 'COURSE_ACCESS_GROUPS_VERSION'], { env: tutorEnv })).trim()).toBe(version);
-    const plugin = await sh(py, ['-I', '-c', 'import tutorcourse_access_groups as p, sys; print(p.__file__); print(sys.prefix)']);
-    const [where = '', prefix = ''] = plugin.trim().split('\n');
-    expect(where.startsWith(prefix)).toBe(true);
-    expect(where).not.toContain(ROOT);
-  });
+  test.concurrent.each(['3.11', '3.12'] as const)(
+    "Python %s: the Tutor plugin's wheel installs with the real tutor from PyPI; `tutor plugins list` shows it, and enabled its version is the release's",
+    async (python) => {
+      const py = await freshVenv(python, 'tutor');
+      await install(py, file(`tutor_contrib_course_access_groups-${version}-py3-none-any.whl`));
+      const tutor = path.join(path.dirname(py), 'tutor');
+      const tutorEnv = { TUTOR_ROOT: path.join(WORK, `tutor-root-${python}`) };
+      const listed = await sh(tutor, ['plugins', 'list'], { env: tutorEnv });
+      expect(listed).toMatch(new RegExp(`^course-access-groups\\s+.*${version.replace(/\./g, '\\.')}`, 'm'));
+      await sh(tutor, ['config', 'save', '--set', 'COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX'], { env: tutorEnv });
+      await sh(tutor, ['plugins', 'enable', 'course-access-groups'], { env: tutorEnv });
+      expect((await sh(tutor, ['config', 'printvalue', 'COURSE_ACCESS_GROUPS_VERSION'], { env: tutorEnv })).trim()).toBe(version);
+      const plugin = await sh(py, ['-I', '-c', 'import tutorcourse_access_groups as p, sys; print(p.__file__); print(sys.prefix)']);
+      const [where = '', prefix = ''] = plugin.trim().split('\n');
+      expect(where.startsWith(prefix)).toBe(true);
+      expect(where).not.toContain(ROOT);
+    },
+  );
 });
