@@ -4,8 +4,9 @@ module.exports = {
   transform: { '^.+\\.ts$': ['@swc/jest'] },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   // The built image's checks need a container engine (`npm run test:container` runs them); the
-  // chart's need helm and a control plane (`npm run test:k8s`).
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/container/', '<rootDir>/test/k8s/'],
+  // chart's need helm and a control plane (`npm run test:k8s`); a release's need a release
+  // (`npm run test:release`).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/container/', '<rootDir>/test/k8s/', '<rootDir>/test/release/'],
   testTimeout: 30000,
   // Integration tests share one local stack; each file uses its own database and topics. Three
   // files at a time on two cores: many of them spend their time waiting (a broker down for 15 s, a

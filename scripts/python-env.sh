@@ -5,6 +5,8 @@
 # its python on stdout.
 #
 #   bash scripts/python-env.sh NAME REQUIREMENTS [VERSION]   create it if missing; print its python
+#   bash scripts/python-env.sh --interpreter VERSION         print the interpreter itself (no
+#                                                            environment: for tests that make fresh ones)
 #
 # VERSION is a minor version, 3.12 by default. Used by scripts/openedx-producer.sh (the real Open
 # edX producer, 3.12) and scripts/openedx-plugin.sh (the LMS plugin's tests, 3.11 and 3.12). pip on
@@ -12,9 +14,13 @@
 # accepted. Found as $OPENEDX_PYTHON when it is that version, else `pythonVERSION`, else pyenv's
 # newest VERSION.x.
 set -euo pipefail
-NAME="${1:?usage: python-env.sh NAME REQUIREMENTS [VERSION]}"
-REQUIREMENTS="${2:?usage: python-env.sh NAME REQUIREMENTS [VERSION]}"
-VERSION="${3:-3.12}"
+if [[ ${1:-} == --interpreter ]]; then
+  NAME=python VERSION="${2:?usage: python-env.sh --interpreter VERSION}" INTERPRETER_ONLY=1
+else
+  NAME="${1:?usage: python-env.sh NAME REQUIREMENTS [VERSION]}"
+  REQUIREMENTS="${2:?usage: python-env.sh NAME REQUIREMENTS [VERSION]}"
+  VERSION="${3:-3.12}"
+fi
 [[ "$VERSION" =~ ^3\.[0-9]+$ ]] || { echo "python-env.sh: VERSION is a minor version such as 3.11, not '$VERSION'" >&2; exit 2; }
 CACHE="${PYTHON_ENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/course-access-groups/$NAME}"
 
@@ -40,6 +46,10 @@ find_python() {
   return 1
 }
 
+if [[ -n ${INTERPRETER_ONLY:-} ]]; then
+  find_python
+  exit
+fi
 VENV="$CACHE/venv-py$VERSION-$(sha256sum "$REQUIREMENTS" | cut -c1-12)"
 if [[ ! -x "$VENV/bin/python" ]]; then
   python="$(find_python)"

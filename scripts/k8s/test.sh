@@ -9,6 +9,8 @@
 #      (test/k8s/tutor-plugin.test.ts)
 #   3. a real node (kubelet, a container runtime): NOT run (the chart's README says why); the
 #      script then exits 77, which .ci/run reports as a warning after steps 1 and 2 passed.
+# With RELEASE_DIR (a folder `npm run release` wrote), helm lints, renders and installs that
+# release's packaged chart (CAG_CHART_TGZ, which may also be set directly) instead of the folder.
 # The tools are built once and cached (scripts/k8s/tools.sh: ~/.cache/course-access-groups/k8s).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -18,6 +20,15 @@ say() { echo "[k8s] $*" >&2; }
 K8S_TOOLS="$(bash scripts/k8s/tools.sh)"
 K8S_VALIDATE_PYTHON="$(bash scripts/python-env.sh kubernetes-validate scripts/k8s/validate/requirements.txt)"
 export K8S_TOOLS K8S_VALIDATE_PYTHON
+if [[ -n ${RELEASE_DIR:-} && -z ${CAG_CHART_TGZ:-} ]]; then
+  CAG_CHART_TGZ="$RELEASE_DIR/course-access-groups-$(node -p "require('./package.json').version").tgz"
+fi
+if [[ -n ${CAG_CHART_TGZ:-} ]]; then
+  CAG_CHART_TGZ="$(realpath "$CAG_CHART_TGZ")" || { say "CAG_CHART_TGZ: no such file"; exit 1; }
+  [[ -f $CAG_CHART_TGZ ]] || { say "CAG_CHART_TGZ: $CAG_CHART_TGZ is not a file"; exit 1; }
+  say "the chart: the packaged $CAG_CHART_TGZ"
+  export CAG_CHART_TGZ
+fi
 
 say "step 1: the chart rendered, linted and validated offline"
 npx jest --config jest.k8s.config.js test/k8s/chart.test.ts

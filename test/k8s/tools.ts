@@ -4,7 +4,13 @@ import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 
 const run = promisify(execFile);
-export const CHART = path.resolve(__dirname, '../../deploy/helm/course-access-groups');
+/** The chart's folder: its ci/ values files are read from here. */
+export const CHART_DIR = path.resolve(__dirname, '../../deploy/helm/course-access-groups');
+/**
+ * What helm lints, renders and installs: the release's packaged chart when CAG_CHART_TGZ names one
+ * (scripts/k8s/test.sh sets it from RELEASE_DIR, as .ci/run does), else the chart's folder.
+ */
+export const CHART = process.env.CAG_CHART_TGZ || CHART_DIR;
 /** Where scripts/k8s/tools.sh put helm, kubectl and the control plane (scripts/k8s/test.sh sets it). */
 const TOOLS = process.env.K8S_TOOLS ?? '';
 if (!TOOLS) throw new Error('K8S_TOOLS is not set: run these tests through `npm run test:k8s`');
@@ -37,7 +43,7 @@ export async function ok(name: 'helm' | 'kubectl', args: string[], opts: { input
   return res.stdout;
 }
 
-export const ciValues = (file: string) => path.join(CHART, 'ci', file);
+export const ciValues = (file: string) => path.join(CHART_DIR, 'ci', file);
 export const CI_FILES = ['default-values.yaml', 'existing-secret-values.yaml', 'everything-on-values.yaml', 'api-only-values.yaml'];
 
 export type K8sObject = {
