@@ -1,5 +1,6 @@
 import { Kafka, type LogEntry, logLevel } from 'kafkajs';
 import type { Config } from './config';
+import { kafkaSecurityOptions } from './kafka-security';
 import type { Logger } from './log';
 import { within } from './retry';
 
@@ -12,13 +13,15 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
 
 /**
  * A kafkajs client whose own logs go through pino (info and below demoted to debug: they are
- * chatty). `retries` is how often kafkajs itself retries a connection or request.
+ * chatty). `retries` is how often kafkajs itself retries a connection or request. Every client of
+ * the process is made here, so TLS and SASL (src/kafka-security.ts) apply to all of them alike.
  */
 export function createKafka(config: Config, log: Logger, clientId = 'course-access-groups', retries = 10): Kafka {
   const kafkaLog = log.child({ component: 'kafkajs' });
   return new Kafka({
     clientId,
     brokers: [...config.KAFKA_BROKERS],
+    ...kafkaSecurityOptions(config),
     connectionTimeout: 3000,
     requestTimeout: 10000,
     retry: { initialRetryTime: 300, maxRetryTime: 10000, retries },
