@@ -140,8 +140,13 @@ function chain(err: unknown): Error[] {
  * One line saying why the broker could not be reached, naming the setting to look at and the
  * broker: a refused password, an untrusted certificate, TLS against a plaintext listener or the
  * other way round. Never a credential: kafkajs's messages name the mechanism and the broker only.
+ * `setting` is the setting to fix (null when nothing says the broker is not simply down): waiting
+ * does not mend those, so they are logged once, not at every retry.
  */
-export function describeKafkaFailure(err: unknown, settings: KafkaSecuritySettings & { readonly KAFKA_BROKERS: readonly string[] }): string {
+export function describeKafkaFailure(
+  err: unknown,
+  settings: KafkaSecuritySettings & { readonly KAFKA_BROKERS: readonly string[] },
+): { reason: string; setting: string | null } {
   const errors = chain(err);
   const broker = errors.map((e) => (e as { broker?: unknown }).broker).find((b) => typeof b === 'string') ?? settings.KAFKA_BROKERS.join(',');
   const codes = errors.map((e) => (e as { code?: unknown }).code).filter((c): c is string => typeof c === 'string');
@@ -150,25 +155,43 @@ export function describeKafkaFailure(err: unknown, settings: KafkaSecuritySettin
   const last = (messages[messages.length - 1] ?? 'unknown error').replace(/\s+/g, ' ').trim();
   const has = (re: RegExp) => messages.some((m) => re.test(m)) || codes.some((c) => re.test(c));
   if (errors.some((e) => e.name === 'KafkaJSSASLAuthenticationError') || has(/SASL .*authentication failed|Authentication failed/i)) {
-    return `Kafka broker ${broker} refused the SASL credentials: check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD${settings.KAFKA_SASL_PASSWORD_FILE ? '_FILE' : ''} (mechanism ${settings.KAFKA_SASL_MECHANISM ?? 'none'}): ${last}`;
+    return {
+      reason: `Kafka broker ${broker} refused the SASL credentials: check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD${settings.KAFKA_SASL_PASSWORD_FILE ? '_FILE' : ''} (mechanism ${settings.KAFKA_SASL_MECHANISM ?? 'none'}): ${last}`,
+      setting: 'KAFKA_SASL_PASSWORD',
+    };
   }
   if (has(/Unsupported SASL mechanism|UNSUPPORTED_SASL_MECHANISM|ILLEGAL_SASL_STATE/)) {
-    return `Kafka broker ${broker} does not accept KAFKA_SASL_MECHANISM=${settings.KAFKA_SASL_MECHANISM ?? '(none)'} on this listener: ${last}`;
+    return {
+      reason: `Kafka broker ${broker} does not accept KAFKA_SASL_MECHANISM=${settings.KAFKA_SASL_MECHANISM ?? '(none)'} on this listener: ${last}`,
+      setting: 'KAFKA_SASL_MECHANISM',
+    };
   }
   if (codes.some((c) => UNTRUSTED.has(c)) || has(/self[- ]signed certificate|unable to verify|certificate has expired|Hostname\/IP does not match/i)) {
-    return `Kafka broker ${broker} presented a certificate this process does not trust: check KAFKA_SSL_CA_FILE${settings.KAFKA_SSL_CA_FILE ? '' : ' (not set: only the system CAs are trusted)'}: ${last}`;
+    return {
+      reason: `Kafka broker ${broker} presented a certificate this process does not trust: check KAFKA_SSL_CA_FILE${settings.KAFKA_SSL_CA_FILE ? '' : ' (not set: only the system CAs are trusted)'}: ${last}`,
+      setting: 'KAFKA_SSL_CA_FILE',
+    };
   }
   if (has(/CERTIFICATE_REQUIRED|certificate required|alert bad certificate|BAD_CERTIFICATE|unknown ca/i)) {
-    return `Kafka broker ${broker} refused the client certificate: check KAFKA_SSL_CERT_FILE and KAFKA_SSL_KEY_FILE (mutual TLS): ${last}`;
+    return {
+      reason: `Kafka broker ${broker} refused the client certificate: check KAFKA_SSL_CERT_FILE and KAFKA_SSL_KEY_FILE (mutual TLS): ${last}`,
+      setting: 'KAFKA_SSL_CERT_FILE',
+    };
   }
   if (settings.KAFKA_SSL === 'on' && has(/before secure TLS connection was established|wrong version number|packet length too long|ECONNRESET/i)) {
-    return `Kafka broker ${broker} did not complete a TLS handshake: is it a plaintext listener? (KAFKA_SSL is on): ${last}`;
+    return { reason: `Kafka broker ${broker} did not complete a TLS handshake: is it a plaintext listener? (KAFKA_SSL is on): ${last}`, setting: 'KAFKA_SSL' };
   }
   if (settings.KAFKA_SSL === 'off' && has(/Closed connection|Connection closed|ECONNRESET|timed out|Request .* timed out/i)) {
-    return `Kafka broker ${broker} closed the connection or did not answer: if it is a TLS listener, set KAFKA_SSL=on (KAFKA_SSL is off): ${last}`;
+    return {
+      reason: `Kafka broker ${broker} closed the connection or did not answer: if it is a TLS listener, set KAFKA_SSL=on (KAFKA_SSL is off): ${last}`,
+      setting: 'KAFKA_SSL',
+    };
   }
   if (settings.KAFKA_SASL_MECHANISM === undefined && has(/Closed connection|Connection closed|timed out/i)) {
-    return `Kafka broker ${broker} closed the connection or did not answer: if its listener requires SASL, set KAFKA_SASL_MECHANISM: ${last}`;
+    return {
+      reason: `Kafka broker ${broker} closed the connection or did not answer: if its listener requires SASL, set KAFKA_SASL_MECHANISM: ${last}`,
+      setting: 'KAFKA_SASL_MECHANISM',
+    };
   }
-  return `Kafka broker ${broker} not reachable (KAFKA_BROKERS): ${last}`;
+  return { reason: `Kafka broker ${broker} not reachable (KAFKA_BROKERS): ${last}`, setting: null };
 }

@@ -1,6 +1,6 @@
 import { Kafka, type LogEntry, logLevel } from 'kafkajs';
 import type { Config } from './config';
-import { kafkaSecurityOptions } from './kafka-security';
+import { describeKafkaFailure, kafkaSecurityOptions } from './kafka-security';
 import type { Logger } from './log';
 import { within } from './retry';
 
@@ -74,6 +74,8 @@ export function brokerProbe(config: Config, log: Logger, opts: { cacheMs?: numbe
     },
     /** Why the last probe failed (undefined: it succeeded, or is still under way). */
     failure: (): Error | undefined => (last.ok ? undefined : last.error),
+    /** The last failure in one line naming the broker and the setting to fix (null: none, or no probe failed). */
+    why: () => (last.ok || !last.error ? null : describeKafkaFailure(last.error, config)),
     async close() {
       if (probing) await within(probing, timeoutMs, false);
       if (connected) await admin.disconnect().catch(() => undefined);
