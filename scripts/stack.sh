@@ -289,13 +289,17 @@ PROPS
   say "Kafka on 127.0.0.1:$KAFKA_PORT${SASL_SSL_PORT:+, SASL_SSL on 127.0.0.1:$SASL_SSL_PORT}${SSL_PORT:+, SSL (mutual TLS) on 127.0.0.1:$SSL_PORT}"
 }
 
-# Sets a user's SCRAM-SHA-256 and SCRAM-SHA-512 password on the running broker (Kafka's own
-# kafka-configs, through the PLAINTEXT listener).
-scram_user() { # name password
-  java -Xmx128m -XX:+UseSerialGC "-Dlog4j.configuration=file:$RUN_DIR/log4j.properties" -cp "$KAFKA_HOME/libs/*" \
-    kafka.admin.ConfigCommand --bootstrap-server "127.0.0.1:$KAFKA_PORT" --alter --entity-type users --entity-name "$1" \
-    --add-config "SCRAM-SHA-256=[password=$2],SCRAM-SHA-512=[password=$2]" >>"$LOG_DIR/kafka.log" 2>&1 ||
-    { say "kafka-configs could not set the SCRAM password of $1 (see $LOG_DIR/kafka.log)"; return 1; }
+# Sets a user's SCRAM password on the running broker (Kafka's own kafka-configs, through the
+# PLAINTEXT listener): for SCRAM-SHA-256 and SCRAM-SHA-512, or only the mechanism named. One
+# mechanism per call: KRaft refuses two changes of one user in one request.
+scram_user() { # name password [mechanism]
+  local mechanism
+  for mechanism in ${3:-SCRAM-SHA-256 SCRAM-SHA-512}; do
+    java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "-Dlog4j.configuration=file:$RUN_DIR/log4j.properties" -cp "$KAFKA_HOME/libs/*" \
+      kafka.admin.ConfigCommand --bootstrap-server "127.0.0.1:$KAFKA_PORT" --alter --entity-type users --entity-name "$1" \
+      --add-config "$mechanism=[password=$2]" >>"$LOG_DIR/kafka.log" 2>&1 ||
+      { say "kafka-configs could not set the $mechanism password of $1 (see $LOG_DIR/kafka.log)"; return 1; }
+  done
 }
 
 start_registry() {
@@ -349,9 +353,9 @@ case "${1:-}" in
   stop-registry) stop_one registry ;;
   start-registry) install_registry; start_registry ;;
   tls) make_tls; echo "$TLS_DIR" ;;
-  scram-user) # name password: create a SCRAM user, or change its password, on the running broker
-    [[ $# == 3 ]] || { echo "usage: $0 scram-user NAME PASSWORD" >&2; exit 2; }
-    scram_user "$2" "$3" ;;
+  scram-user) # name password [mechanism]: create a SCRAM user, or change its password, on the running broker
+    [[ $# == 3 || $# == 4 ]] || { echo "usage: $0 scram-user NAME PASSWORD [SCRAM-SHA-256|SCRAM-SHA-512]" >&2; exit 2; }
+    scram_user "$2" "$3" "${4:-}" ;;
   status)
     for p in ferretdb kafka registry; do
       if pid_alive "$RUN_DIR/$p.pid"; then echo "$p running (pid $(cat "$RUN_DIR/$p.pid"))"; else echo "$p stopped"; fi
