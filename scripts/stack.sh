@@ -58,7 +58,7 @@ TLS_DIR="${STACK_TLS_DIR:-$STACK_DIR/tls}"
 # The local users of the SASL_SSL listener (user:password). Test credentials for a loopback
 # broker, never for anything else.
 SASL_PLAIN_USERS=("cagplain:cagplain-secret" "openedx:openedx-secret")
-SASL_SCRAM_USERS=("cagscram:cagscram-secret")
+SASL_SCRAM_USERS=("cagscram:cagscram-secret" "cagrotated:cagrotated-secret")
 # The PKCS#12 keystore's password (Kafka requires one); the files stay in the git-ignored stack dir.
 KEYSTORE_PASSWORD=stack-keystore
 LOG_DIR="$STACK_DIR/logs"
