@@ -190,7 +190,11 @@ const lines = (p: ServiceProcess): LogLine[] =>
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as LogLine);
-const readyz = async (port: number) => client(`http://127.0.0.1:${port}`).get<{ detail?: string; failing?: string[] }>('/readyz');
+/** The process's /readyz answer; status 0 while it does not listen yet. */
+const readyz = (port: number) =>
+  client(`http://127.0.0.1:${port}`)
+    .get<{ detail?: string; failing?: string[] }>('/readyz')
+    .catch(() => ({ status: 0, body: {} as { detail?: string; failing?: string[] } }));
 
 /**
  * A consumer process whose Kafka setting is wrong: it stays up, logs the reason once at error
@@ -209,11 +213,15 @@ async function refusedOnce(port: number, env: Record<string, string>, reason: Re
   });
   processes.push(p);
   // Three tries: the reason was met again (after the backoff) and not logged again.
-  await waitFor(
-    async () => lines(p).filter((l) => l.msg === 'broker not reachable yet; retrying').length,
-    (n) => n >= 2,
-    45000,
-  );
+  try {
+    await waitFor(
+      async () => lines(p).filter((l) => l.msg === 'broker not reachable yet; retrying').length,
+      (n) => n >= 2,
+      90000,
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; exit code ${p.child.exitCode}; its output:\n${p.output().slice(-3000)}`);
+  }
   const errors = lines(p).filter((l) => (l.level ?? 0) >= 50);
   expect(errors).toHaveLength(1);
   expect(errors[0]!.msg).toMatch(reason);
@@ -284,13 +292,13 @@ test('a refused password, an untrusted CA, plaintext on the TLS port, no client 
   const ready = await waitFor(
     () => readyz(HTTP_PORT),
     (r) => r.status === 200,
-    45000,
+    60000,
   );
   expect(ready.body).toEqual({ status: 'ready' });
   expect(refusedPassword!.child.exitCode).toBeNull();
   refusedPassword!.child.kill('SIGTERM');
   expect((await refusedPassword!.exited).code).toBe(0);
-}, 150000);
+}, 240000);
 
 test('a bad Kafka security setting stops start-up with exit code 2 naming it', async () => {
   const p = spawnService({ KAFKA_SSL: 'on', KAFKA_SSL_CERT_FILE: `${TLS}/client.pem`, KAFKA_BROKERS: SASL_SSL });
@@ -374,7 +382,7 @@ test('NODE_EXTRA_CA_CERTS: the schema registry and the JWKS URL over HTTPS behin
     front.server.closeAllConnections();
     front.server.close();
   }
-}, 90000);
+}, 150000);
 
 test('the real Open edX producer (edx-event-bus-kafka with EVENT_BUS_KAFKA_API_KEY/_SECRET: SASL PLAIN over TLS) publishes a registration the service, over SASL_SSL, applies', async () => {
   const prefix = uniqueName('lms');
