@@ -163,12 +163,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * trace at the first connection. No message repeats a whole URL: it may carry a password.
  */
 function checkMongoUrl(url: string): void {
+  let client: MongoClient;
   try {
     // The driver parses the whole string and its options in the constructor, without connecting.
     // Alone, not beside the service's own options, which would hide a bad value of the same name.
-    new MongoClient(url);
+    client = new MongoClient(url);
   } catch (err) {
     throw new ConfigError(`Invalid configuration: MONGO_URL: ${(err as Error).message}`);
+  }
+  // The driver reads its TLS files only when it connects: an unreadable one would be retried forever.
+  for (const option of ['tlsCAFile', 'tlsCertificateKeyFile'] as const) {
+    const file = client.options[option];
+    if (typeof file !== 'string') continue;
+    try {
+      readFileSync(file);
+    } catch (err) {
+      throw new ConfigError(
+        `Invalid configuration: MONGO_URL: ${option} ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      );
+    }
   }
 }
 

@@ -121,6 +121,13 @@ test.each([
   expect(() => loadConfig({ ...base, ...resolved })).toThrow(message);
 });
 
+test('a TLS file of MONGO_URL that cannot be read is refused at start-up (the driver would only find out when connecting)', () => {
+  expect(() => loadConfig({ ...base, MONGO_URL: 'mongodb://db.example:27017/?tls=true&tlsCAFile=%2Fnonexistent%2Fca.pem' })).toThrow(
+    /MONGO_URL: tlsCAFile \/nonexistent\/ca.pem cannot be read \(ENOENT\)/,
+  );
+  expect(() => loadConfig({ ...base, MONGO_URL: `mongodb://db.example:27017/?tls=true&tlsCAFile=${encodeURIComponent(file('ca.pem'))}` })).not.toThrow();
+});
+
 test('no message repeats a password', () => {
   let message = '';
   try {
