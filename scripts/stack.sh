@@ -281,8 +281,9 @@ PROPS
   nohup java "${java_opts[@]}" kafka.Kafka "$conf" >>"$LOG_DIR/kafka.log" 2>&1 &
   echo $! >"$RUN_DIR/kafka.pid"
   wait_for Kafka 90 "$RUN_DIR/kafka.pid" "$LOG_DIR/kafka.log $LOG_DIR/kafka-server.log" node "$ROOT/scripts/ping-kafka.cjs" "127.0.0.1:$KAFKA_PORT"
-  # A cluster formatted before the SCRAM users existed gets them once, through the broker.
-  if [[ ! -f "$data/.scram-users" ]]; then
+  # A cluster formatted before the SCRAM users existed gets them once, through the broker, when
+  # its SASL_SSL listener is asked for (a JVM per user and mechanism: not on every plain start).
+  if [[ -n $SASL_SSL_PORT && ! -f "$data/.scram-users" ]]; then
     for u in "${SASL_SCRAM_USERS[@]}"; do scram_user "${u%%:*}" "${u#*:}"; done
     touch "$data/.scram-users"
   fi
