@@ -113,7 +113,8 @@ async function count(topic: string): Promise<number> {
   await admin.connect();
   try {
     if (!(await admin.listTopics()).includes(topic)) return 0;
-    return (await admin.fetchTopicOffsets(topic)).reduce((n, p) => n + Number(p.high), 0);
+    // A dead-letter topic the service has just created may have no leader yet.
+    return (await untilBrokerKnows(() => admin.fetchTopicOffsets(topic))).reduce((n, p) => n + Number(p.high), 0);
   } finally {
     await admin.disconnect();
   }
