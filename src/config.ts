@@ -4,6 +4,7 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { MongoClient } from 'mongodb';
 import { ServiceError } from './errors';
 import { KafkaSettingError, kafkaSecurityOptions } from './kafka-security';
+import { type LmsIssuer, type LmsKeySet, LmsSettingError, parseLmsIssuers, parseLmsKeySet } from './lms-jwt-settings';
 import { ajv, fromEnvironmentStrings } from './validation';
 
 /** The environment the service reads (docs/operations.md and the README's configuration table). One schema: validation and the type. */
@@ -36,6 +37,9 @@ export const configSchema = {
     JWT_ALGORITHM: { type: 'string', enum: ['RS256', 'ES256'] },
     JWT_ISSUER: { type: 'string', minLength: 1 },
     JWT_AUDIENCE: { type: 'string', minLength: 1 },
+    /** The LMS's trust path (docs/api.md): its JWT_ISSUERS list as JSON, and its JWT_PUBLIC_SIGNING_JWK_SET string. */
+    LMS_JWT_ISSUERS: { type: 'string', minLength: 1 },
+    LMS_JWT_PUBLIC_SIGNING_JWK_SET: { type: 'string', minLength: 1 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     SERVICE_ROLE: { type: 'string', enum: ['all', 'api', 'consumer'], default: 'all' },
     /** Attempts at an event whose failure is not retriable before it goes to the DLQ (10: about 45 s of backoff). */
@@ -79,9 +83,12 @@ export const configSchema = {
 
 type RawConfig = FromSchema<typeof configSchema>;
 
-export interface Config extends Readonly<Omit<RawConfig, 'KAFKA_BROKERS' | 'KAFKA_TOPICS'>> {
+export interface Config extends Readonly<Omit<RawConfig, 'KAFKA_BROKERS' | 'KAFKA_TOPICS' | 'LMS_JWT_ISSUERS' | 'LMS_JWT_PUBLIC_SIGNING_JWK_SET'>> {
   readonly KAFKA_BROKERS: readonly string[];
   readonly KAFKA_TOPICS: readonly string[];
+  /** Parsed and checked at start-up (src/lms-jwt-settings.ts); both set or neither. */
+  readonly LMS_JWT_ISSUERS?: readonly LmsIssuer[];
+  readonly LMS_JWT_PUBLIC_SIGNING_JWK_SET?: LmsKeySet;
 }
 
 /** A missing or invalid setting: fixed by the operator, never by waiting. */
@@ -115,11 +122,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
   }
   const keys = ['JWT_SECRET', 'JWT_PUBLIC_KEY', 'JWT_JWKS_URL'].filter((k) => raw[k] !== undefined);
-  if (keys.length !== 1) {
+  const lms = ['LMS_JWT_ISSUERS', 'LMS_JWT_PUBLIC_SIGNING_JWK_SET'].filter((k) => raw[k] !== undefined);
+  if (keys.length > 1) {
+    throw new ConfigError(`Invalid configuration: set at most one of JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL (${keys.join(', ')} are set)`);
+  }
+  if (lms.length === 1) {
+    const missing = lms[0] === 'LMS_JWT_ISSUERS' ? 'LMS_JWT_PUBLIC_SIGNING_JWK_SET' : 'LMS_JWT_ISSUERS';
+    throw new ConfigError(`Invalid configuration: ${missing} is not set but ${lms[0]} is (the LMS's tokens need both)`);
+  }
+  const orphans = ['JWT_ALGORITHM', 'JWT_ISSUER', 'JWT_AUDIENCE'].filter((k) => raw[k] !== undefined);
+  if (keys.length === 0 && orphans.length > 0) {
     throw new ConfigError(
-      keys.length === 0
-        ? 'Invalid configuration: set exactly one of JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL (none is set)'
-        : `Invalid configuration: set exactly one of JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL (${keys.join(', ')} are set)`,
+      `Invalid configuration: ${orphans.join(', ')} applies to the service's keys, and none of JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL is set`,
+    );
+  }
+  // Two trust paths, either alone (docs/api.md); with neither, no request could ever be authenticated.
+  if (keys.length === 0 && lms.length === 0) {
+    throw new ConfigError(
+      "Invalid configuration: no trust path: set one of JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL (the service's keys), " +
+        "or LMS_JWT_ISSUERS and LMS_JWT_PUBLIC_SIGNING_JWK_SET (the LMS's), or both",
     );
   }
   // ajv applied the defaults to `raw` in place.
@@ -139,7 +160,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     JWT_PUBLIC_KEY: config.JWT_PUBLIC_KEY?.replace(/\\n/g, '\n'),
     KAFKA_BROKERS: list(config.KAFKA_BROKERS),
     KAFKA_TOPICS: list(config.KAFKA_TOPICS),
+    LMS_JWT_ISSUERS: config.LMS_JWT_ISSUERS === undefined ? undefined : asConfigError(() => parseLmsIssuers(config.LMS_JWT_ISSUERS!)),
+    LMS_JWT_PUBLIC_SIGNING_JWK_SET:
+      config.LMS_JWT_PUBLIC_SIGNING_JWK_SET === undefined ? undefined : asConfigError(() => parseLmsKeySet(config.LMS_JWT_PUBLIC_SIGNING_JWK_SET!)),
   });
+  if (result.JWT_ISSUER !== undefined && result.LMS_JWT_ISSUERS?.some((i) => i.ISSUER === result.JWT_ISSUER)) {
+    // Tokens go to a trust path by issuer (src/http/auth.ts): one issuer cannot name both.
+    throw new ConfigError('Invalid configuration: JWT_ISSUER is also an issuer of LMS_JWT_ISSUERS; the two trust paths need different issuers');
+  }
   jwtAlgorithm(result); // refuses a key and algorithm that do not go together
   if ((result.SCHEMA_REGISTRY_USERNAME === undefined) !== (result.SCHEMA_REGISTRY_PASSWORD === undefined)) {
     throw new ConfigError('Invalid configuration: set both SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD (basic auth), or neither');
@@ -155,6 +183,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   checkExtraCaCerts(env.NODE_EXTRA_CA_CERTS);
   return result;
+}
+
+function asConfigError<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (err instanceof LmsSettingError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
 /**

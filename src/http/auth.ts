@@ -1,8 +1,9 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { createRemoteJWKSet, type JWTVerifyGetKey, errors as joseErrors, jwtVerify } from 'jose';
+import { createRemoteJWKSet, decodeJwt, type JWTVerifyGetKey, errors as joseErrors, jwtVerify } from 'jose';
 import type { Middleware } from 'koa';
 import { type Config, jwtAlgorithm } from '../config';
 import { forbidden, serviceUnavailable, unauthorized } from './error-responses';
+import { createLmsTokenVerifier } from './lms-tokens';
 
 /** Who is calling, from the token's claims (docs/api.md, tokens and roles). */
 export interface Principal {
@@ -11,19 +12,50 @@ export interface Principal {
   /** Platform staff: the Open edX `administrator` claim. */
   isStaff: boolean;
   roles: readonly string[];
+  /**
+   * The organizations an LMS token makes the caller administer (its `course_access_groups_admin:<org>`
+   * roles), any of which a request may name with organization_uuid. Empty for the service's tokens.
+   */
+  administeredOrgs: readonly string[];
 }
 
 export const isService = (p: Principal) => p.roles.includes('service');
-export const isSiteAdminOf = (p: Principal, org: string) => p.roles.includes('site_admin') && p.org === org;
+export const isSiteAdminOf = (p: Principal, org: string) => (p.roles.includes('site_admin') && p.org === org) || p.administeredOrgs.includes(org);
 
 export type TokenVerifier = (token: string) => Promise<Principal>;
+
+/**
+ * One verifier per trust path (docs/api.md): the service's own keys, and the LMS's. A token goes
+ * to the LMS's when its (not yet verified) `iss` is one of LMS_JWT_ISSUERS, else to the service's;
+ * each path then verifies it on its own terms, so an HS256 token is never taken as the LMS's.
+ */
+export function createTokenVerifier(config: Config): TokenVerifier {
+  const hasServiceKey = config.JWT_SECRET !== undefined || config.JWT_PUBLIC_KEY !== undefined || config.JWT_JWKS_URL !== undefined;
+  const service = hasServiceKey ? createServiceTokenVerifier(config) : null;
+  const lmsIssuers = new Set((config.LMS_JWT_ISSUERS ?? []).map((i) => i.ISSUER));
+  const lms =
+    config.LMS_JWT_ISSUERS && config.LMS_JWT_PUBLIC_SIGNING_JWK_SET
+      ? createLmsTokenVerifier(config.LMS_JWT_ISSUERS, config.LMS_JWT_PUBLIC_SIGNING_JWK_SET)
+      : null;
+  return async (token) => {
+    let issuer: unknown;
+    try {
+      issuer = decodeJwt(token).iss;
+    } catch {
+      throw unauthorized('Invalid token.');
+    }
+    if (lms && typeof issuer === 'string' && lmsIssuers.has(issuer)) return lms(token);
+    if (service) return service(token);
+    throw unauthorized('Invalid token.');
+  };
+}
 
 /**
  * Builds the verifier for the one key and the one algorithm the configuration names
  * (docs/api.md): `exp` is required, `iss`/`aud` are checked when configured, and `alg: none` or any
  * other algorithm is refused (jose never accepts `none`; `algorithms` pins the rest).
  */
-export function createTokenVerifier(config: Config): TokenVerifier {
+function createServiceTokenVerifier(config: Config): TokenVerifier {
   const algorithm = jwtAlgorithm(config);
   let key: Uint8Array | KeyObject | JWTVerifyGetKey;
   if (config.JWT_SECRET) key = new TextEncoder().encode(config.JWT_SECRET);
@@ -54,21 +86,28 @@ export function createTokenVerifier(config: Config): TokenVerifier {
       org: typeof org === 'string' && org !== '' ? org : null,
       isStaff: administrator === true,
       roles: Array.isArray(roles) ? roles.filter((r): r is string => typeof r === 'string') : [],
+      administeredOrgs: [],
     };
   };
 }
 
-/** Requires `Authorization: Bearer <JWT>` and puts the caller in `ctx.state.principal`. */
+/**
+ * Requires `Authorization: Bearer <JWT>` or `Authorization: JWT <JWT>` (what Open edX clients
+ * send) and puts the caller in `ctx.state.principal`.
+ */
 export function authenticate(verify: TokenVerifier): Middleware {
-  return async function requireBearerToken(ctx, next) {
+  return async function requireToken(ctx, next) {
     const header = ctx.get('Authorization');
     if (!header) throw unauthorized();
-    const match = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)\s*$/i.exec(header);
-    if (!match) throw unauthorized('Invalid Authorization header; expected "Bearer <token>".');
-    ctx.state.principal = await verify(match[1]!);
-    // Only platform staff may speak for another organization, on any endpoint.
-    if (ctx.query.organization_uuid !== undefined && !ctx.state.principal.isStaff) {
-      throw forbidden('Only platform staff may use organization_uuid.');
+    const match = /^(?:Bearer|JWT)\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)\s*$/i.exec(header);
+    if (!match) throw unauthorized('Invalid Authorization header; expected "Bearer <token>" or "JWT <token>".');
+    const principal: Principal = await verify(match[1]!);
+    ctx.state.principal = principal;
+    // Only platform staff may speak for another organization, on any endpoint; an LMS administrator
+    // of several names one of their own.
+    const named = ctx.query.organization_uuid;
+    if (named !== undefined && !principal.isStaff && !(typeof named === 'string' && principal.administeredOrgs.includes(named))) {
+      throw forbidden('Only platform staff may use organization_uuid, or an administrator for one of their own organizations.');
     }
     await next();
   };

@@ -1,6 +1,8 @@
 // docs/console.md and docs/api.md in the browser: field errors beside their fields with nothing written, one
 // organization's administrator seeing nothing of another's, tokens that expire or are refused,
 // hostile names shown as text, and a group created with the keyboard alone.
+import { generateKeyPairSync } from 'node:crypto';
+import { SignJWT } from 'jose';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { dialogGone, dialogText, fieldErrorText, flashed, focused, go, launchBrowser, openConsole, type PageWatch, settled, watch } from '../helpers/browser';
 import { client } from '../helpers/http';
@@ -25,8 +27,24 @@ const contexts: BrowserContext[] = [];
 const watches: PageWatch[] = [];
 const groups: Record<string, number> = {};
 
+// The LMS's signing key: the service trusts its tokens too (docs/api.md, the LMS's tokens).
+const lmsKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const LMS_ISSUER = 'http://lms.console.test/oauth2';
+/** A token shaped as the LMS's (oauth_dispatch/jwt.py _create_jwt; lms-jwt.test.ts proves the shape against its decoder). */
+const lmsToken = (claims: Record<string, unknown>) =>
+  new SignJWT({ version: '1.2.0', is_restricted: false, filters: [], scopes: ['user_id', 'email', 'profile'], administrator: false, ...claims })
+    .setProtectedHeader({ alg: 'RS512' })
+    .setIssuer(LMS_ISSUER)
+    .setAudience('openedx')
+    .setIssuedAt()
+    .setExpirationTime('1h')
+    .sign(lmsKey.privateKey);
+
 beforeAll(async () => {
-  service = await startTestService();
+  service = await startTestService({
+    LMS_JWT_ISSUERS: JSON.stringify([{ ISSUER: LMS_ISSUER, AUDIENCE: 'openedx' }]),
+    LMS_JWT_PUBLIC_SIGNING_JWK_SET: JSON.stringify({ keys: [{ kid: 'openedx', ...lmsKey.publicKey.export({ format: 'jwk' }) }] }),
+  });
   a = client(service.baseUrl, await siteAdminToken('org-a'));
   b = client(service.baseUrl, await siteAdminToken('org-b'));
   const seedA = seeder(service.db, 'org-a');
@@ -282,6 +300,35 @@ describe('tokens', () => {
     expect(await page.locator('table.data tbody td[data-label="Name"]').allInnerTexts()).toEqual(['Group of B']);
     expect(calls.length).toBeGreaterThan(5);
     for (const url of calls) expect(new URL(url).searchParams.get('organization_uuid')).toBe('org-b');
+  });
+
+  test("the LMS's own token: an administrator of two organizations picks one of theirs; every call names it", async () => {
+    const page = await newPage();
+    const calls: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/api/v1/')) calls.push(r.url());
+    });
+    const roles = ['course_access_groups_admin:org-a', 'course_access_groups_admin:org-b'];
+    await page.goto(`${service.baseUrl}/course_access_groups/console/#token=${await lmsToken({ user_id: 12, roles })}`);
+    await page.getByRole('heading', { name: 'Choose an organization' }).waitFor();
+    expect(await page.locator('main').innerText()).toContain('You administer org-a, org-b');
+    const picker = page.getByRole('form', { name: 'Organization' });
+    await picker.getByRole('textbox', { name: 'Organization' }).fill('org-b');
+    await picker.getByRole('button', { name: 'Switch organization' }).click();
+    await settled(page);
+    await go(page, '#/groups');
+    expect(await page.locator('table.data tbody td[data-label="Name"]').allInnerTexts()).toEqual(['Group of B']);
+    expect(calls.length).toBeGreaterThan(5);
+    for (const url of calls) expect(new URL(url).searchParams.get('organization_uuid')).toBe('org-b');
+  });
+
+  test("the LMS's own token: an administrator of one organization works in it, with no choice to make", async () => {
+    const page = await newPage();
+    await openConsole(page, service.baseUrl, await lmsToken({ user_id: 13, roles: ['course_access_groups_admin:org-a'] }));
+    expect(await page.locator('.who').innerText()).toContain('site administrator of org-a');
+    expect(await page.getByRole('form', { name: 'Organization' }).count()).toBe(0);
+    await go(page, '#/groups');
+    expect(await page.locator('table.data tbody td[data-label="Name"]').allInnerTexts()).toContain('Secret group of A');
   });
 });
 

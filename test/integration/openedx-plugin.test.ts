@@ -6,7 +6,7 @@
 // openedx-events and edx-event-bus-kafka. The suite's own assertions are the test; this one
 // checks pytest's exit code and that every expected test ran and passed on both.
 import { execFile, execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import {
   closeProducer,
@@ -75,6 +75,15 @@ const EXPECTED = {
     'test_steps_accept_arguments_a_newer_filter_adds',
     'test_the_enrollment_api_view_is_covered_where_openedx_filters_defines_its_filter',
   ],
+  'tests/test_lms_jwt.py': [
+    'test_the_role_function_emits_an_admin_role_per_organization_from_org_level_course_access_roles',
+    'test_plugin_settings_add_the_role_function_once_after_the_lms_own',
+    'test_ready_says_when_later_settings_dropped_the_role_function',
+    'test_calls_carry_a_short_lived_token_the_lms_signs_and_the_service_takes',
+    'test_a_service_user_who_is_not_staff_is_refused_by_the_service_and_the_fail_mode_applies',
+    'test_without_the_service_user_or_the_lms_key_no_call_is_made[user]',
+    'test_without_the_service_user_or_the_lms_key_no_call_is_made[key]',
+  ],
   'tests/test_plugin.py': [
     'test_the_package_builds_with_tutors_setuptools_and_installs_as_an_lms_plugin_with_a_working_kafka_producer',
     'test_settings_phases_leave_the_steps_first_and_never_touch_the_event_bus_producer_config',
@@ -124,9 +133,23 @@ describe('the Open edX LMS plugin against the real service', () => {
   // at the same moment race in the registry, and the two openedx-events versions' schemas may differ.
   const prefixes = Object.fromEntries(VERSIONS.map((v) => [v, `${topicPrefix}-py${v.replace('.', '')}`]));
 
+  // The LMS's signing key (Tutor's JWT_RSA_PRIVATE_KEY, kid openedx): the plugin signs its calls
+  // with it (tests/settings.py JWT_AUTH), the service trusts its public half.
+  const lmsKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const lmsJwt = {
+    CAG_LMS_JWT_ISSUER: 'http://lms.plugin.test/oauth2',
+    CAG_LMS_JWT_AUDIENCE: 'openedx',
+    CAG_LMS_JWT_PRIVATE_JWK: JSON.stringify({ kid: 'openedx', ...lmsKey.privateKey.export({ format: 'jwk' }) }),
+  };
+
   beforeAll(async () => {
     const topics = [activations, ...VERSIONS.map((v) => `${prefixes[v]}-user-account-activated`)];
-    service = await startEventService({ SCHEMA_REGISTRY_URL, KAFKA_TOPICS: topics.join(',') });
+    service = await startEventService({
+      SCHEMA_REGISTRY_URL,
+      KAFKA_TOPICS: topics.join(','),
+      LMS_JWT_ISSUERS: JSON.stringify([{ ISSUER: lmsJwt.CAG_LMS_JWT_ISSUER, AUDIENCE: lmsJwt.CAG_LMS_JWT_AUDIENCE }]),
+      LMS_JWT_PUBLIC_SIGNING_JWK_SET: JSON.stringify({ keys: [{ kid: 'openedx', ...lmsKey.publicKey.export({ format: 'jwk' }) }] }),
+    });
   }, 60_000);
   afterAll(async () => {
     await closeProducer();
@@ -165,6 +188,7 @@ describe('the Open edX LMS plugin against the real service', () => {
       CAG_SERVICE_TOKEN: await serviceToken(),
       CAG_ADMIN_TOKEN: await siteAdminToken(org),
       CAG_ORGANIZATION: org,
+      ...lmsJwt,
       KAFKA_BROKERS,
       SCHEMA_REGISTRY_URL,
     };

@@ -152,3 +152,49 @@ describe('the one JWT algorithm (SPEC §2: any other is refused)', () => {
     expect(() => loadConfig(env())).toThrow(message);
   });
 });
+
+describe("the LMS's trust path: LMS_JWT_ISSUERS and LMS_JWT_PUBLIC_SIGNING_JWK_SET", () => {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const publicJwk = { kid: 'openedx', ...publicKey.export({ format: 'jwk' }) };
+  const keySet = JSON.stringify({ keys: [publicJwk] });
+  const issuers = JSON.stringify([{ ISSUER: 'http://lms.example.org/oauth2', AUDIENCE: 'openedx' }]);
+  const lms = { LMS_JWT_ISSUERS: issuers, LMS_JWT_PUBLIC_SIGNING_JWK_SET: keySet };
+
+  test('alone, with no JWT_* key, it is a configuration; with a service key too', () => {
+    const c = loadConfig(lms);
+    expect(c.LMS_JWT_ISSUERS).toEqual([{ ISSUER: 'http://lms.example.org/oauth2', AUDIENCE: 'openedx' }]);
+    expect(c.LMS_JWT_PUBLIC_SIGNING_JWK_SET?.keys).toHaveLength(1);
+    expect(loadConfig({ ...base, ...lms }).JWT_SECRET).toBe(base.JWT_SECRET);
+  });
+
+  test('neither trust path stops start-up naming both', () => {
+    expect(() => loadConfig({})).toThrow(/no trust path.*JWT_SECRET.*LMS_JWT_ISSUERS and LMS_JWT_PUBLIC_SIGNING_JWK_SET/);
+  });
+
+  test.each([
+    ['only the issuers', { LMS_JWT_ISSUERS: issuers }, /LMS_JWT_PUBLIC_SIGNING_JWK_SET is not set/],
+    ['only the key set', { LMS_JWT_PUBLIC_SIGNING_JWK_SET: keySet }, /LMS_JWT_ISSUERS is not set/],
+    ['issuers not JSON', { ...lms, LMS_JWT_ISSUERS: 'http://lms/oauth2' }, /LMS_JWT_ISSUERS: not JSON/],
+    ['an empty issuer list', { ...lms, LMS_JWT_ISSUERS: '[]' }, /LMS_JWT_ISSUERS: must be a non-empty JSON list/],
+    ['an issuer without AUDIENCE', { ...lms, LMS_JWT_ISSUERS: '[{"ISSUER": "x"}]' }, /LMS_JWT_ISSUERS: entry 0 has no AUDIENCE/],
+    [
+      'the LMS secret copied along',
+      { ...lms, LMS_JWT_ISSUERS: '[{"ISSUER": "x", "AUDIENCE": "y", "SECRET_KEY": "s"}]' },
+      /LMS_JWT_ISSUERS: entry 0 has a SECRET_KEY/,
+    ],
+    ['a key set that is not JSON', { ...lms, LMS_JWT_PUBLIC_SIGNING_JWK_SET: '{keys' }, /LMS_JWT_PUBLIC_SIGNING_JWK_SET: not JSON/],
+    ['an empty key set', { ...lms, LMS_JWT_PUBLIC_SIGNING_JWK_SET: '{"keys": []}' }, /LMS_JWT_PUBLIC_SIGNING_JWK_SET: must be a JWK set/],
+    [
+      'the private JWK instead of the public set',
+      { ...lms, LMS_JWT_PUBLIC_SIGNING_JWK_SET: JSON.stringify({ keys: [privateKey.export({ format: 'jwk' })] }) },
+      /LMS_JWT_PUBLIC_SIGNING_JWK_SET: key 0 is a private key/,
+    ],
+    ['an EC key', { ...lms, LMS_JWT_PUBLIC_SIGNING_JWK_SET: '{"keys": [{"kty": "EC", "crv": "P-256", "x": "a", "y": "b"}]}' }, /key 0 is not an RSA key/],
+    ['a broken RSA key', { ...lms, LMS_JWT_PUBLIC_SIGNING_JWK_SET: '{"keys": [{"kty": "RSA", "n": "", "e": "AQAB"}]}' }, /key 0 is not a valid RSA public key/],
+    ['JWT_ISSUER without a service key', { ...lms, JWT_ISSUER: 'x' }, /JWT_ISSUER applies to the service's keys/],
+    ['one issuer for both paths', { ...lms, ...base, JWT_ISSUER: 'http://lms.example.org/oauth2' }, /JWT_ISSUER is also an issuer of LMS_JWT_ISSUERS/],
+  ])('%s stops start-up naming the setting', (_name, env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});

@@ -22,6 +22,18 @@ describe('parseToken', () => {
     expect(parsed).toMatchObject({ ok: true, token: raw, claims: { userId: 3, org: null, staff: true, siteAdmin: false } });
     if (parsed.ok) expect(roleLabel(parsed.claims)).toBe('platform staff');
   });
+  test('an LMS token (docs/api.md): its course_access_groups_admin roles are its organizations; "JWT " is dropped', async () => {
+    const one = await token({ user_id: 5, administrator: false, roles: ['enterprise_admin:1', 'course_access_groups_admin:org-a'] });
+    expect(parseToken(`JWT ${one}`)).toMatchObject({
+      ok: true,
+      token: one,
+      claims: { org: 'org-a', siteAdmin: true, staff: false, administeredOrgs: ['org-a'] },
+    });
+    const two = await token({ user_id: 5, roles: ['course_access_groups_admin:org-a', 'course_access_groups_admin:org-b'] });
+    expect(parseToken(two)).toMatchObject({ ok: true, claims: { org: null, siteAdmin: true, administeredOrgs: ['org-a', 'org-b'] } });
+    const none = await token({ user_id: 5, roles: ['course_access_groups_admin:', 'course_access_groups_admin'] });
+    expect(parseToken(none)).toMatchObject({ ok: true, claims: { org: null, siteAdmin: false, administeredOrgs: [] } });
+  });
   test('a UTF-8 organization name survives base64url decoding', async () => {
     expect(parseToken(await token({ user_id: 1, org: 'école-ñ', roles: ['site_admin'] }))).toMatchObject({ ok: true, claims: { org: 'école-ñ' } });
   });
@@ -38,7 +50,7 @@ describe('parseToken', () => {
     expect(parseToken(raw)).toEqual({ ok: false, error });
   });
   test('isExpired compares exp with now, in seconds', () => {
-    const claims = { userId: 1, org: null, staff: false, siteAdmin: false, exp: 1000 };
+    const claims = { userId: 1, org: null, staff: false, siteAdmin: false, administeredOrgs: [], exp: 1000 };
     expect(isExpired(claims, 999)).toBe(false);
     expect(isExpired(claims, 1000)).toBe(true);
     expect(roleLabel(claims)).toBe('no administrator role');

@@ -34,6 +34,17 @@ COURSE_ACCESS_GROUPS = {
     "ORGANIZATION": os.environ.get("CAG_ORGANIZATION", ""),
 }
 
+# The LMS's asymmetric JWT settings as Tutor renders them (common_all.py), the key made by
+# test/integration/openedx-plugin.test.ts, whose service trusts its public half (LMS_JWT_*).
+JWT_AUTH = {
+    "JWT_ISSUER": os.environ.get("CAG_LMS_JWT_ISSUER", ""),
+    "JWT_AUDIENCE": os.environ.get("CAG_LMS_JWT_AUDIENCE", ""),
+    "JWT_PRIVATE_SIGNING_JWK": os.environ.get("CAG_LMS_JWT_PRIVATE_JWK", ""),
+    "JWT_SIGNING_ALGORITHM": "RS512",
+    "JWT_SUPPORTED_VERSION": "1.2.0",
+}
+SYSTEM_WIDE_ROLE_CLASSES = []
+
 # The event bus as an LMS configures it (docs/events.md, "Connecting an Open edX LMS").
 EVENTS_SERVICE_NAME = "lms"
 EVENT_BUS_PRODUCER = "edx_event_bus_kafka.create_producer"

@@ -39,15 +39,15 @@ function messageFor(status: number, body: unknown): string {
 }
 
 /**
- * One API call. Admin calls carry `organization_uuid` when platform staff chose an
- * organization (`scoped: false` for the access check, whose organization is the course's).
+ * One API call. Admin calls carry `organization_uuid` when platform staff (or an LMS
+ * administrator of several organizations) chose an organization (`scoped: false` for the access check, whose organization is the course's).
  */
 export async function call<T>(method: Method, path: string, opts: { query?: Record<string, QueryValue>; body?: unknown; scoped?: boolean } = {}): Promise<T> {
   const token = session.token();
   if (!token || session.expiredNow()) throw new SignedOut();
   const query: Record<string, QueryValue> = { ...opts.query };
   const claims = session.claims();
-  if (claims?.staff && opts.scoped !== false) query.organization_uuid = session.organization();
+  if (claims && session.choosesOrganization(claims) && opts.scoped !== false) query.organization_uuid = session.organization();
   const headers: Record<string, string> = { Authorization: `Bearer ${token}`, Accept: 'application/json' };
   if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
   let res: Response;

@@ -10,7 +10,7 @@ import { overviewPage } from './page-overview.js';
 import { rulesPage } from './page-rules.js';
 import { usersPage } from './page-users.js';
 import * as session from './session.js';
-import { relativeExpiry, roleLabel, tokenFromFragment } from './token.js';
+import { type Claims, relativeExpiry, roleLabel, tokenFromFragment } from './token.js';
 import { actionForm, clearFlash, field, submit, text, textArea } from './ui.js';
 
 interface Route {
@@ -123,7 +123,7 @@ function identity(): HTMLElement {
     replace(
       line,
       h('span', null, `User ${c.userId}`),
-      h('span', null, c.staff ? roleLabel(c) : `${roleLabel(c)} of ${org ?? '(no organization)'}`),
+      h('span', null, c.staff ? roleLabel(c) : `${roleLabel(c)} of ${org ?? '(no organization chosen)'}`),
       h(
         'span',
         null,
@@ -138,11 +138,12 @@ function identity(): HTMLElement {
   return line;
 }
 
-function organizationPicker(): HTMLElement {
+function organizationPicker(c: Claims): HTMLElement {
+  const help = c.staff ? 'Platform staff: the organization to work on.' : `The organization to work on: ${c.administeredOrgs.join(', ')}.`;
   return actionForm(
     { label: 'Organization', class: 'org-picker' },
     [
-      field({ name: 'organization', label: 'Organization', value: session.organization() ?? '', help: 'Platform staff: the organization to work on.' }),
+      field({ name: 'organization', label: 'Organization', value: session.organization() ?? '', help }),
       h('div', { class: 'actions' }, submit('Switch', 'plain', 'Switch organization')),
     ],
     async (data) => {
@@ -171,8 +172,11 @@ function showConsole(focusHeading: boolean): void {
     ),
   );
   const main = h('main', { id: 'main', tabindex: '-1' }, h('p', { id: 'flash', class: 'flash', role: 'status', 'aria-live': 'polite' }));
-  if (c.staff && !session.organization()) {
-    main.append(h('h1', { tabindex: '-1' }, 'Choose an organization'), h('p', null, 'Platform staff work on one organization at a time: enter its id above.'));
+  if (session.choosesOrganization(c) && !session.organization()) {
+    const why = c.staff
+      ? 'Platform staff work on one organization at a time'
+      : `You administer ${c.administeredOrgs.join(', ')}; the console works on one at a time`;
+    main.append(h('h1', { tabindex: '-1' }, 'Choose an organization'), h('p', null, `${why}: enter its id above.`));
   } else {
     main.append(current.route.page(current.match));
   }
@@ -184,7 +188,7 @@ function showConsole(focusHeading: boolean): void {
       'header',
       { class: 'top' },
       h('div', { class: 'bar' }, h('a', { class: 'brand', href: '#/overview' }, 'Course Access Groups'), identity(), signOut),
-      c.staff ? organizationPicker() : null,
+      session.choosesOrganization(c) ? organizationPicker(c) : null,
       nav,
     ),
     main,

@@ -43,7 +43,7 @@ export function start(raw: string): string | null {
   if (!parsed.ok) return parsed.error;
   if (isExpired(parsed.claims, now())) return expiredMessage(parsed.claims);
   sessionStorage.setItem(TOKEN_KEY, parsed.token);
-  if (!parsed.claims.staff) sessionStorage.removeItem(ORG_KEY);
+  if (!choosesOrganization(parsed.claims)) sessionStorage.removeItem(ORG_KEY);
   armExpiry(parsed.claims);
   return null;
 }
@@ -81,14 +81,18 @@ export function expiredNow(): boolean {
   return false;
 }
 
+/** Platform staff, and an LMS administrator of several organizations, pick the one to work on. */
+export const choosesOrganization = (c: Claims) => c.staff || c.administeredOrgs.length > 1;
+
 /**
- * The organization the console works on: a site administrator's own (the token's `org`);
- * platform staff choose one (the API's `organization_uuid`), the token's `org` by default.
+ * The organization the console works on: a site administrator's own (the token's `org`, or an
+ * LMS token's one organization); platform staff choose one (the API's `organization_uuid`), the
+ * token's `org` by default; an LMS administrator of several chooses one of theirs.
  */
 export function organization(): string | null {
   const c = claims();
   if (!c) return null;
-  if (!c.staff) return c.org;
+  if (!choosesOrganization(c)) return c.org;
   return sessionStorage.getItem(ORG_KEY) || c.org;
 }
 

@@ -8,6 +8,8 @@ export interface Claims {
   org: string | null;
   staff: boolean;
   siteAdmin: boolean;
+  /** An LMS token's organizations (its `course_access_groups_admin:<org>` roles); the console works on one at a time. */
+  administeredOrgs: string[];
   /** Seconds since the epoch. */
   exp: number;
 }
@@ -15,6 +17,8 @@ export interface Claims {
 export type Parsed = { ok: true; token: string; claims: Claims } | { ok: false; error: string };
 
 const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+/** The role the LMS plugin puts in the LMS's JWTs (docs/api.md, the LMS's tokens). */
+const LMS_ADMIN_ROLE = 'course_access_groups_admin:';
 
 function decodeSegment(segment: string): unknown {
   const base64 = segment
@@ -28,7 +32,7 @@ function decodeSegment(segment: string): unknown {
 
 /** A pasted or linked token: its claims, or why the service would refuse it. */
 export function parseToken(raw: string): Parsed {
-  const token = raw.trim().replace(/^Bearer\s+/i, '');
+  const token = raw.trim().replace(/^(?:Bearer|JWT)\s+/i, '');
   if (!JWT.test(token)) return { ok: false, error: 'This is not a token: a JWT is three parts separated by dots.' };
   let payload: unknown;
   try {
@@ -45,14 +49,19 @@ export function parseToken(raw: string): Parsed {
   }
   if (typeof p.exp !== 'number') return { ok: false, error: 'This token has no expiry (exp); the service refuses it.' };
   const roles = Array.isArray(p.roles) ? p.roles.filter((r): r is string => typeof r === 'string') : [];
+  const administeredOrgs = [
+    ...new Set(roles.filter((r) => r.startsWith(LMS_ADMIN_ROLE) && r.length > LMS_ADMIN_ROLE.length).map((r) => r.slice(LMS_ADMIN_ROLE.length))),
+  ];
+  const org = typeof p.org === 'string' && p.org !== '' ? p.org : administeredOrgs.length === 1 ? administeredOrgs[0]! : null;
   return {
     ok: true,
     token,
     claims: {
       userId: p.user_id,
-      org: typeof p.org === 'string' && p.org !== '' ? p.org : null,
+      org,
       staff: p.administrator === true,
-      siteAdmin: roles.includes('site_admin'),
+      siteAdmin: roles.includes('site_admin') || administeredOrgs.length > 0,
+      administeredOrgs,
       exp: p.exp,
     },
   };

@@ -22,6 +22,7 @@ function callerScope(principal: Principal): OrgFilter {
   if (isService(principal) || principal.isStaff) return () => true;
   const own = principal.org;
   if (principal.roles.includes('site_admin') && own !== null) return (org) => org === own;
+  if (principal.administeredOrgs.length > 0) return (org) => principal.administeredOrgs.includes(org);
   throw forbidden();
 }
 

@@ -17,6 +17,7 @@ from openedx_events.tooling import OpenEdxPublicSignal
 # Defines the activation event when Django imports the app configs, before any app's ready().
 from . import events
 from .conf import ACTIVATED_EVENT_TYPE, setting
+from .roles import ROLE_FUNCTION
 from .settings import PIPELINE_STEPS
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class CourseAccessGroupsOpenedxConfig(AppConfig):
         check_filters()
         check_event_bus()
         check_mfes()
+        check_role_function()
         connect_activation_receiver()
 
 
@@ -127,4 +129,14 @@ def check_mfes():
         log.warning(
             "Course Access Groups: the catalog MFE is on (ENABLE_CATALOG_MICROFRONTEND); it redirects about pages "
             "before CourseAboutRenderStarted runs, so private about pages are not hidden"
+        )
+
+
+def check_role_function():
+    """Settings after plugin_settings() may replace SYSTEM_WIDE_ROLE_CLASSES: then no LMS token names an administrator."""
+    if ROLE_FUNCTION not in (getattr(settings, "SYSTEM_WIDE_ROLE_CLASSES", None) or []):
+        log.error(
+            "Course Access Groups: SYSTEM_WIDE_ROLE_CLASSES lacks %s (later settings replaced it); the LMS's JWTs name no "
+            "organization administrator: add it back (course_access_groups_openedx.settings.with_role_function())",
+            ROLE_FUNCTION,
         )

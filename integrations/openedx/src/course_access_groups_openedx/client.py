@@ -2,7 +2,8 @@
 The service's access API over one HTTP connection pool per process: single decisions
 (``GET access/``) and batches (``POST access/batch/``). Any answer but a decision, or none
 within the timeout, is ``ServiceUnavailable``; the pipeline steps turn that into the configured
-fail mode. The token is sent in a header and appears in no message.
+fail mode. The token (the LMS's own short-lived JWT, or a configured SERVICE_TOKEN) is sent in
+a header and appears in no message.
 """
 
 import json
@@ -15,6 +16,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from .conf import setting
+from .service_token import SignedTokens, TokenUnavailable
 
 API_PREFIX = "/course_access_groups/api/v1"
 # The service refuses larger batches (400).
@@ -38,8 +40,11 @@ class AccessClient:
         parts = urlsplit(service_url)
         self._prefix = parts.path.rstrip("/") + API_PREFIX
         headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        # A configured token as it is; else the LMS's own signed tokens, with Open edX's prefix.
+        self._signed = None if token else SignedTokens()
         if token:
             headers["Authorization"] = f"Bearer {token}"
+        self._headers = headers
         # One pool to the one host. A retry only when the connection could not be made (the request
         # was never sent), so a call is at most two connection attempts and one request.
         self._pool = urllib3.connection_from_url(
@@ -55,8 +60,14 @@ class AccessClient:
         return f"<AccessClient {self._pool.host}:{self._pool.port}>"
 
     def _call(self, method, path, body=None):
+        headers = self._headers
+        if self._signed is not None:
+            try:
+                headers = {**headers, "Authorization": f"JWT {self._signed.current()}"}
+            except TokenUnavailable as exc:
+                raise ServiceUnavailable(str(exc)) from None
         try:
-            response = self._pool.request(method, self._prefix + path, body=body)
+            response = self._pool.request(method, self._prefix + path, body=body, headers=headers)
         except urllib3.exceptions.HTTPError as exc:
             raise ServiceUnavailable(type(exc).__name__) from None
         if response.status == 404 and method == "GET":

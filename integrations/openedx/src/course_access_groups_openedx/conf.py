@@ -14,8 +14,18 @@ ACTIVATED_EVENT_TYPE = "org.openedx.learning.user.account.activated.v1"
 DEFAULTS = {
     # The service's root URL, e.g. "https://cag.example.org" (the API prefix is added).
     "SERVICE_URL": "",
-    # A JWT with the role `service` (and `exp`), sent as the bearer token; never logged.
+    # Empty (the default): every call carries a short-lived JWT the LMS signs with its own key for
+    # SERVICE_USERNAME (service_token.py). Set, a JWT with the role `service` signed with the
+    # service's key, sent as the bearer token instead (development); never logged.
     "SERVICE_TOKEN": "",
+    # The LMS user whose signed tokens the calls carry: staff (`administrator`) for the access API.
+    "SERVICE_USERNAME": "course_access_groups_service",
+    # Seconds a signed token is valid, and how long before its end a new one is signed.
+    "TOKEN_LIFETIME": 300,
+    "TOKEN_RENEW_BEFORE": 60,
+    # The org-level CourseAccessRole.role that makes its user an administrator of that organization
+    # in the service (roles.py).
+    "ADMIN_ROLE": "course_access_groups_admin",
     # Seconds for one call, connecting and reading together.
     "TIMEOUT": 0.5,
     # Connections kept to the service per LMS process (one pool).

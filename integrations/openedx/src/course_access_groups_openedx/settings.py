@@ -11,6 +11,7 @@ later change (Tutor's Python patches, other plugins).
 """
 
 from .conf import DEFAULTS
+from .roles import ROLE_FUNCTION
 
 PIPELINE_STEPS = {
     "org.openedx.learning.course.enrollment.started.v1": "course_access_groups_openedx.pipeline.EnrollmentAccess",
@@ -51,8 +52,16 @@ def without_steps(filters):
     return filters
 
 
+def with_role_function(role_classes):
+    """SYSTEM_WIDE_ROLE_CLASSES with the plugin's role function (roles.py) once, after the others."""
+    role_classes = list(role_classes or [])
+    return role_classes if ROLE_FUNCTION in role_classes else [*role_classes, ROLE_FUNCTION]
+
+
 def plugin_settings(settings):
     """Called by edx-platform (edx_django_utils.plugins.add_plugins) with a settings module."""
+    # The LMS's JWTs carry course_access_groups_admin:<org> (roles.py), as edx-rbac emits them.
+    settings.SYSTEM_WIDE_ROLE_CLASSES = with_role_function(getattr(settings, "SYSTEM_WIDE_ROLE_CLASSES", None))
     configured = getattr(settings, "COURSE_ACCESS_GROUPS", None) or {}
     filters = getattr(settings, "OPEN_EDX_FILTERS_CONFIG", None)
     if configured.get("CONFIGURE_FILTERS", DEFAULTS["CONFIGURE_FILTERS"]):

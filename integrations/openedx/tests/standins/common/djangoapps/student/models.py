@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models.signals import post_save, pre_save
 from django.dispatch import receiver
 from django.utils import timezone
+from opaque_keys.edx.django.models import CourseKeyField
 from opaque_keys.edx.keys import CourseKey
 from openedx.core.djangoapps.signals.signals import USER_ACCOUNT_ACTIVATED
 from openedx_filters.learning.filters import CourseEnrollmentStarted
@@ -59,12 +60,16 @@ class UserAttribute(models.Model):
 
 
 class CourseAccessRole(models.Model):
-    """A role of a user in a course or an organization (role: staff, instructor, ccx_coach, ...)."""
+    """
+    A role of a user in a course or an organization (role: staff, instructor, ccx_coach, ...), as
+    common/djangoapps/student/models/user.py defines it: ``course_id`` a CourseKeyField that is
+    ``CourseKeyField.Empty`` ('' in the row) for an org-level role (student/roles.py ``OrgRole``).
+    """
 
     user = models.ForeignKey(User, on_delete=models.CASCADE)
-    org = models.CharField(max_length=64, blank=True)
-    course_id = models.CharField(max_length=255, blank=True)
-    role = models.CharField(max_length=64)
+    org = models.CharField(max_length=64, db_index=True, blank=True)
+    course_id = CourseKeyField(max_length=255, db_index=True, blank=True)
+    role = models.CharField(max_length=64, db_index=True)
 
 
 class CourseEnrollment(models.Model):

@@ -1,0 +1,85 @@
+import { type JWTPayload, type JWTVerifyOptions, errors as joseErrors, jwtVerify } from 'jose';
+import type { LmsIssuer, LmsKeySet } from '../lms-jwt-settings';
+import type { Principal, TokenVerifier } from './auth';
+import { forbidden, unauthorized } from './error-responses';
+
+/**
+ * The LMS's own JWTs (docs/api.md, "the LMS's tokens"), checked as edx-drf-extensions'
+ * `auth/jwt/decoder.py` `jwt_decode_handler` checks them in the LMS and every Open edX service,
+ * but for its HS256 pass: the service holds no LMS secret.
+ * - `verify_jwk_signature_using_keyset`: every key of the set is tried, in order, `kid` or not
+ *   (the decoder never reads `kid`); RS256 or RS512 for an RSA key; the audience is the first
+ *   issuer's `AUDIENCE`; no leeway on `exp` in that pass.
+ * - `_decode_and_verify_token`: `exp` and `iat` required; `iss` one of the list's `ISSUER`s.
+ * - `_set_token_defaults`: a `version` whose major part is above 1 (`JWT_SUPPORTED_VERSION`
+ *   1.2.0) is refused; no `version` counts as 1.0.0.
+ * - `NotJwtRestrictedApplication`: a restricted application's token is refused (403, as DRF).
+ */
+const SUPPORTED_MAJOR_VERSION = 1;
+/** The decoder's signature pass calls PyJWT without leeway; its `JWT_LEEWAY` (1 s) never widens what that pass refused. */
+const LEEWAY_SECONDS = 0;
+const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
+/** The role the LMS plugin emits through SYSTEM_WIDE_ROLE_CLASSES: `course_access_groups_admin:<org>`. */
+export const ADMIN_ROLE_PREFIX = 'course_access_groups_admin:';
+
+export function createLmsTokenVerifier(issuers: readonly LmsIssuer[], keySet: LmsKeySet): TokenVerifier {
+  const options: JWTVerifyOptions = {
+    algorithms: ['RS256', 'RS512'],
+    issuer: issuers.map((i) => i.ISSUER),
+    audience: issuers[0]!.AUDIENCE,
+    requiredClaims: ['exp', 'iat'],
+    clockTolerance: LEEWAY_SECONDS,
+  };
+  return async (token) => principalOf(await verified(token, keySet, options));
+}
+
+async function verified(token: string, keySet: LmsKeySet, options: JWTVerifyOptions): Promise<JWTPayload> {
+  let payload: JWTPayload | undefined;
+  for (const key of keySet.keys) {
+    try {
+      ({ payload } = await jwtVerify(token, key, options));
+      break;
+    } catch (err) {
+      if (!(err instanceof joseErrors.JOSEError)) throw err;
+      // Only the signature depends on the key; any other failure is the token's, whichever key.
+      if (err instanceof joseErrors.JWSSignatureVerificationFailed) continue;
+      if (err instanceof joseErrors.JWTExpired) throw unauthorized('Token has expired.');
+      throw unauthorized('Invalid token.');
+    }
+  }
+  if (!payload) throw unauthorized('Invalid token.');
+  // jose checks a future `iat` only with maxTokenAge; PyJWT refuses one (ImmatureSignatureError).
+  if (typeof payload.iat !== 'number' || payload.iat > Math.floor(Date.now() / 1000) + LEEWAY_SECONDS) throw unauthorized('Invalid token.');
+  const version = payload.version ?? '1.0.0';
+  const parts = typeof version === 'string' ? SEMVER.exec(version) : null;
+  if (!parts || Number(parts[1]) > SUPPORTED_MAJOR_VERSION) throw unauthorized('Unsupported token version.');
+  if (payload.is_restricted === true) throw forbidden("A restricted application's token cannot use this service.");
+  return payload;
+}
+
+/**
+ * `administrator: true` is platform staff (also a service user's client-credentials token);
+ * `course_access_groups_admin:<org>` makes the caller an administrator of `<org>`; every other
+ * role is ignored. The LMS names no `org`: with one administered organization it is the
+ * request's, with several the request names one (organization_uuid).
+ */
+function principalOf(payload: JWTPayload): Principal {
+  const { user_id: userId, administrator, roles } = payload;
+  if (typeof userId !== 'number' || !Number.isSafeInteger(userId)) throw unauthorized('Token has no valid user_id claim.');
+  const administered = new Set<string>();
+  if (Array.isArray(roles)) {
+    for (const role of roles) {
+      if (typeof role === 'string' && role.startsWith(ADMIN_ROLE_PREFIX) && role.length > ADMIN_ROLE_PREFIX.length) {
+        administered.add(role.slice(ADMIN_ROLE_PREFIX.length));
+      }
+    }
+  }
+  const administeredOrgs = [...administered];
+  return {
+    userId,
+    org: administeredOrgs.length === 1 ? administeredOrgs[0]! : null,
+    isStaff: administrator === true,
+    roles: [],
+    administeredOrgs,
+  };
+}
