@@ -13,6 +13,15 @@
 #   stop     stop exactly the processes `start` started (pid files)
 #   status   say what runs
 #   stop-db / start-db / stop-kafka / start-kafka / stop-registry / start-registry   one server
+#   tls      make the private CA and the certificates (done by start when a TLS listener is on)
+#
+# Secured listeners, each off unless its port is set (docs/local-stack.md):
+#   STACK_KAFKA_SASL_SSL_PORT   Kafka SASL_SSL: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 users
+#   STACK_KAFKA_SSL_PORT        Kafka SSL with a client certificate required (mutual TLS)
+#   STACK_MONGO_TLS_PORT        FerretDB over TLS (it then requires a client certificate too)
+# Their CA, server and client certificates are made once in $STACK_TLS_DIR (default
+# $STACK_DIR/tls) with openssl: ca.pem, client.pem + client.key (and client-bundle.pem, both in
+# one file as the MongoDB driver's tlsCertificateKeyFile wants).
 #
 # When MONGO_URL and KAFKA_BROKERS are both set, start/stop do nothing: those servers are used.
 # When SCHEMA_REGISTRY_URL is set, that registry is used and none is started.
@@ -27,6 +36,9 @@ KAFKA_PORT="${STACK_KAFKA_PORT:-9092}"
 CONTROLLER_PORT="${STACK_KAFKA_CONTROLLER_PORT:-9093}"
 KAFKA_HEAP="${STACK_KAFKA_HEAP:-512m}"
 REGISTRY_PORT="${STACK_REGISTRY_PORT:-8081}"
+SASL_SSL_PORT="${STACK_KAFKA_SASL_SSL_PORT:-}"
+SSL_PORT="${STACK_KAFKA_SSL_PORT:-}"
+MONGO_TLS_PORT="${STACK_MONGO_TLS_PORT:-}"
 
 STACK_CACHE="${STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/course-access-groups/stack}"
 KAFKA_HOME="$STACK_CACHE/kafka-$KAFKA_VERSION"
@@ -42,6 +54,13 @@ REGISTRY_BUILD="apicurio-registry-$(cd "$ROOT/scripts/registry" && find . -type 
 REGISTRY_HOME="$STACK_CACHE/$REGISTRY_BUILD"
 REGISTRY_URL="http://127.0.0.1:$REGISTRY_PORT/apis/ccompat/v7"
 RUN_DIR="$STACK_DIR/run"
+TLS_DIR="${STACK_TLS_DIR:-$STACK_DIR/tls}"
+# The local users of the SASL_SSL listener (user:password). Test credentials for a loopback
+# broker, never for anything else.
+SASL_PLAIN_USERS=("cagplain:cagplain-secret" "openedx:openedx-secret")
+SASL_SCRAM_USERS=("cagscram:cagscram-secret" "cagrotated:cagrotated-secret")
+# The PKCS#12 keystore's password (Kafka requires one); the files stay in the git-ignored stack dir.
+KEYSTORE_PASSWORD=stack-keystore
 LOG_DIR="$STACK_DIR/logs"
 
 say() { echo "[stack] $*" >&2; }
@@ -103,6 +122,36 @@ install_registry() {
   rm -rf "$work"
 }
 
+# A private CA, one server certificate (127.0.0.1 and localhost) for Kafka and FerretDB, and one
+# client certificate. Made once, in a temporary folder moved into place whole: two starts at once
+# (test files) never see half of it.
+make_tls() {
+  if [[ -f "$TLS_DIR/.made" ]]; then return; fi
+  say "making a private CA and certificates in $TLS_DIR"
+  local work; work="$(mktemp -d)"
+  (
+    cd "$work"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=course-access-groups local CA" \
+      -keyout ca.key -out ca.pem -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+    local name
+    for name in server client; do
+      openssl req -newkey rsa:2048 -nodes -subj "/CN=course-access-groups-$name" -keyout "$name.key" -out "$name.csr" 2>/dev/null
+      printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' >"$name.ext"
+      openssl x509 -req -in "$name.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 -extfile "$name.ext" -out "$name.pem" 2>/dev/null
+    done
+    cat client.pem client.key >client-bundle.pem
+    cat server.pem server.key >server-bundle.pem
+    openssl pkcs12 -export -in server.pem -inkey server.key -certfile ca.pem -name broker \
+      -passout "pass:$KEYSTORE_PASSWORD" -out server.p12
+    rm -f ./*.csr ./*.ext ./*.srl
+    chmod 600 ./*.key ./*-bundle.pem server.p12
+    touch .made
+  )
+  mkdir -p "$(dirname "$TLS_DIR")"
+  mv -T "$work" "$TLS_DIR" 2>/dev/null || [[ -f "$TLS_DIR/.made" ]] || { say "could not make $TLS_DIR"; exit 1; }
+  rm -rf "$work"
+}
+
 pid_alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -138,13 +187,19 @@ start_ferretdb() {
     say "port $MONGO_PORT is taken by another process"; exit 1
   fi
   mkdir -p "$STACK_DIR/data/ferretdb" "$STACK_DIR/state/ferretdb" "$RUN_DIR" "$LOG_DIR"
+  local tls=()
+  if [[ -n $MONGO_TLS_PORT ]]; then
+    make_tls
+    tls=(--listen-tls="127.0.0.1:$MONGO_TLS_PORT" --listen-tls-cert-file="$TLS_DIR/server.pem"
+      --listen-tls-key-file="$TLS_DIR/server.key" --listen-tls-ca-file="$TLS_DIR/ca.pem")
+  fi
   nohup "$FERRET_BIN" --handler=sqlite --sqlite-url="file:$STACK_DIR/data/ferretdb/" \
-    --listen-addr="127.0.0.1:$MONGO_PORT" --state-dir="$STACK_DIR/state/ferretdb" \
+    --listen-addr="127.0.0.1:$MONGO_PORT" "${tls[@]}" --state-dir="$STACK_DIR/state/ferretdb" \
     --debug-addr=- --telemetry=disable --log-level=warn \
     >>"$LOG_DIR/ferretdb.log" 2>&1 &
   echo $! >"$RUN_DIR/ferretdb.pid"
   wait_for FerretDB 30 "$RUN_DIR/ferretdb.pid" "$LOG_DIR/ferretdb.log" node "$ROOT/scripts/ping-mongo.cjs" "mongodb://127.0.0.1:$MONGO_PORT/"
-  say "FerretDB on 127.0.0.1:$MONGO_PORT"
+  say "FerretDB on 127.0.0.1:$MONGO_PORT${MONGO_TLS_PORT:+, TLS on 127.0.0.1:$MONGO_TLS_PORT}"
 }
 
 start_kafka() {
@@ -158,15 +213,42 @@ start_kafka() {
   # the small heaps of a local or test broker (256 MB) that allocation failed now and then with an
   # OutOfMemoryError and the broker exited. 16 MB is plenty for the compacted topics here.
   mkdir -p "$data" "$RUN_DIR" "$LOG_DIR"
+  # The secured listeners beside PLAINTEXT (which the broker itself, `npm run dev` and most
+  # tests keep using), each only when its port is set.
+  local listeners="PLAINTEXT://127.0.0.1:$KAFKA_PORT" advertised="PLAINTEXT://127.0.0.1:$KAFKA_PORT"
+  local secured=""
+  if [[ -n $SASL_SSL_PORT ]]; then
+    listeners+=",SASL_SSL://127.0.0.1:$SASL_SSL_PORT"; advertised+=",SASL_SSL://127.0.0.1:$SASL_SSL_PORT"
+  fi
+  if [[ -n $SSL_PORT ]]; then
+    listeners+=",SSL://127.0.0.1:$SSL_PORT"; advertised+=",SSL://127.0.0.1:$SSL_PORT"
+  fi
+  if [[ -n $SASL_SSL_PORT || -n $SSL_PORT ]]; then
+    make_tls
+    local plain_users="" u
+    for u in "${SASL_PLAIN_USERS[@]}"; do plain_users+=" user_${u%%:*}=\"${u#*:}\""; done
+    secured="ssl.keystore.type=PKCS12
+ssl.keystore.location=$TLS_DIR/server.p12
+ssl.keystore.password=$KEYSTORE_PASSWORD
+ssl.key.password=$KEYSTORE_PASSWORD
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS_DIR/ca.pem
+listener.name.ssl.ssl.client.auth=required
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$plain_users;
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
+  fi
   cat >"$conf" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+listeners=$listeners,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
+advertised.listeners=$advertised
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL
 inter.broker.listener.name=PLAINTEXT
+$secured
 log.dirs=$data
 num.partitions=3
 offsets.topic.replication.factor=1
@@ -187,13 +269,38 @@ PROPS
   local java_opts=(-Xms128m "-Xmx$KAFKA_HEAP" -XX:+UseG1GC -Djava.awt.headless=true
     "-Dlog4j.configuration=file:$RUN_DIR/log4j.properties" -cp "$KAFKA_HOME/libs/*")
   if [[ ! -f "$data/meta.properties" ]]; then
+    # SCRAM users go into the new cluster's metadata at format time (KRaft), costing no extra JVM.
+    local scram=() u
+    for u in "${SASL_SCRAM_USERS[@]}"; do
+      scram+=(--add-scram "SCRAM-SHA-256=[name=${u%%:*},password=${u#*:}]" --add-scram "SCRAM-SHA-512=[name=${u%%:*},password=${u#*:}]")
+    done
     java "${java_opts[@]}" kafka.tools.StorageTool format -t "$(cat /proc/sys/kernel/random/uuid | tr -d - | head -c 22)" \
-      -c "$conf" >>"$LOG_DIR/kafka.log" 2>&1
+      -c "$conf" "${scram[@]}" >>"$LOG_DIR/kafka.log" 2>&1
+    touch "$data/.scram-users"
   fi
   nohup java "${java_opts[@]}" kafka.Kafka "$conf" >>"$LOG_DIR/kafka.log" 2>&1 &
   echo $! >"$RUN_DIR/kafka.pid"
   wait_for Kafka 90 "$RUN_DIR/kafka.pid" "$LOG_DIR/kafka.log $LOG_DIR/kafka-server.log" node "$ROOT/scripts/ping-kafka.cjs" "127.0.0.1:$KAFKA_PORT"
-  say "Kafka on 127.0.0.1:$KAFKA_PORT"
+  # A cluster formatted before the SCRAM users existed gets them once, through the broker, when
+  # its SASL_SSL listener is asked for (a JVM per user and mechanism: not on every plain start).
+  if [[ -n $SASL_SSL_PORT && ! -f "$data/.scram-users" ]]; then
+    for u in "${SASL_SCRAM_USERS[@]}"; do scram_user "${u%%:*}" "${u#*:}"; done
+    touch "$data/.scram-users"
+  fi
+  say "Kafka on 127.0.0.1:$KAFKA_PORT${SASL_SSL_PORT:+, SASL_SSL on 127.0.0.1:$SASL_SSL_PORT}${SSL_PORT:+, SSL (mutual TLS) on 127.0.0.1:$SSL_PORT}"
+}
+
+# Sets a user's SCRAM password on the running broker (Kafka's own kafka-configs, through the
+# PLAINTEXT listener): for SCRAM-SHA-256 and SCRAM-SHA-512, or only the mechanism named. One
+# mechanism per call: KRaft refuses two changes of one user in one request.
+scram_user() { # name password [mechanism]
+  local mechanism
+  for mechanism in ${3:-SCRAM-SHA-256 SCRAM-SHA-512}; do
+    java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "-Dlog4j.configuration=file:$RUN_DIR/log4j.properties" -cp "$KAFKA_HOME/libs/*" \
+      kafka.admin.ConfigCommand --bootstrap-server "127.0.0.1:$KAFKA_PORT" --alter --entity-type users --entity-name "$1" \
+      --add-config "$mechanism=[password=$2]" >>"$LOG_DIR/kafka.log" 2>&1 ||
+      { say "kafka-configs could not set the $mechanism password of $1 (see $LOG_DIR/kafka.log)"; return 1; }
+  done
 }
 
 start_registry() {
@@ -246,9 +353,13 @@ case "${1:-}" in
   start-kafka) start_kafka ;;
   stop-registry) stop_one registry ;;
   start-registry) install_registry; start_registry ;;
+  tls) make_tls; echo "$TLS_DIR" ;;
+  scram-user) # name password [mechanism]: create a SCRAM user, or change its password, on the running broker
+    [[ $# == 3 || $# == 4 ]] || { echo "usage: $0 scram-user NAME PASSWORD [SCRAM-SHA-256|SCRAM-SHA-512]" >&2; exit 2; }
+    scram_user "$2" "$3" "${4:-}" ;;
   status)
     for p in ferretdb kafka registry; do
       if pid_alive "$RUN_DIR/$p.pid"; then echo "$p running (pid $(cat "$RUN_DIR/$p.pid"))"; else echo "$p stopped"; fi
     done ;;
-  *) echo "usage: $0 install|test-ferretdb|start|stop|status|stop-db|start-db|stop-kafka|start-kafka|stop-registry|start-registry" >&2; exit 2 ;;
+  *) echo "usage: $0 install|test-ferretdb|start|stop|status|stop-db|start-db|stop-kafka|start-kafka|stop-registry|start-registry|tls|scram-user" >&2; exit 2 ;;
 esac

@@ -1,7 +1,9 @@
 import { createPublicKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { FromSchema } from 'json-schema-to-ts';
 import { MongoClient } from 'mongodb';
 import { ServiceError } from './errors';
+import { KafkaSettingError, kafkaSecurityOptions } from './kafka-security';
 import { type LmsIssuer, type LmsKeySet, LmsSettingError, parseLmsIssuers, parseLmsKeySet } from './lms-jwt-settings';
 import { ajv, fromEnvironmentStrings } from './validation';
 
@@ -13,6 +15,16 @@ export const configSchema = {
     MONGO_URL: { type: 'string', pattern: '^mongodb(\\+srv)?://', default: 'mongodb://127.0.0.1:27017/' },
     MONGO_DB: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,63}$', default: 'course_access_groups' },
     KAFKA_BROKERS: { type: 'string', pattern: '^[^,\\s]+(,[^,\\s]+)*$', default: '127.0.0.1:9092' },
+    /** TLS to the brokers (src/kafka-security.ts): on/off, a CA file (else the system's CAs), a client certificate and key for mutual TLS. */
+    KAFKA_SSL: { type: 'string', enum: ['on', 'off'], default: 'off' },
+    KAFKA_SSL_CA_FILE: { type: 'string', minLength: 1 },
+    KAFKA_SSL_CERT_FILE: { type: 'string', minLength: 1 },
+    KAFKA_SSL_KEY_FILE: { type: 'string', minLength: 1 },
+    /** SASL to the brokers: the mechanism (case-insensitive), the user, and the password or a file holding it. */
+    KAFKA_SASL_MECHANISM: { type: 'string', enum: ['plain', 'scram-sha-256', 'scram-sha-512'] },
+    KAFKA_SASL_USERNAME: { type: 'string', minLength: 1 },
+    KAFKA_SASL_PASSWORD: { type: 'string', minLength: 1 },
+    KAFKA_SASL_PASSWORD_FILE: { type: 'string', minLength: 1 },
     KAFKA_GROUP_ID: { type: 'string', minLength: 1, default: 'course-access-groups' },
     KAFKA_TOPICS: {
       type: 'string',
@@ -54,6 +66,7 @@ export const configSchema = {
     'MONGO_URL',
     'MONGO_DB',
     'KAFKA_BROKERS',
+    'KAFKA_SSL',
     'KAFKA_GROUP_ID',
     'KAFKA_TOPICS',
     'LOG_LEVEL',
@@ -97,6 +110,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // CHANGES_TOPIC= (set, empty) is how change events are turned off.
   if (env.CHANGES_TOPIC === '') raw.CHANGES_TOPIC = '';
+  // Kafka's own spelling (SCRAM-SHA-512, PLAIN) is as welcome as kafkajs's.
+  if (typeof raw.KAFKA_SASL_MECHANISM === 'string') raw.KAFKA_SASL_MECHANISM = raw.KAFKA_SASL_MECHANISM.toLowerCase();
   fromEnvironmentStrings(configSchema, raw);
   const validate = ajv.compile(configSchema);
   if (!validate(raw)) {
@@ -160,6 +175,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (result.SCHEMA_REGISTRY_USERNAME !== undefined && result.SCHEMA_REGISTRY_URL === undefined) {
     throw new ConfigError('Invalid configuration: SCHEMA_REGISTRY_USERNAME is set but SCHEMA_REGISTRY_URL is not');
   }
+  try {
+    kafkaSecurityOptions(result); // reads and checks the files now: a bad one stops start-up, not the first connection
+  } catch (err) {
+    if (err instanceof KafkaSettingError) throw new ConfigError(`Invalid configuration: ${err.message}`);
+    throw err;
+  }
+  checkExtraCaCerts(env.NODE_EXTRA_CA_CERTS);
   return result;
 }
 
@@ -178,13 +200,41 @@ function asConfigError<T>(parse: () => T): T {
  * trace at the first connection. No message repeats a whole URL: it may carry a password.
  */
 function checkMongoUrl(url: string): void {
+  let client: MongoClient;
   try {
     // The driver parses the whole string and its options in the constructor, without connecting.
     // Alone, not beside the service's own options, which would hide a bad value of the same name.
-    new MongoClient(url);
+    client = new MongoClient(url);
   } catch (err) {
     throw new ConfigError(`Invalid configuration: MONGO_URL: ${(err as Error).message}`);
   }
+  // The driver reads its TLS files only when it connects: an unreadable one would be retried forever.
+  for (const option of ['tlsCAFile', 'tlsCertificateKeyFile'] as const) {
+    const file = client.options[option];
+    if (typeof file !== 'string') continue;
+    try {
+      readFileSync(file);
+    } catch (err) {
+      throw new ConfigError(
+        `Invalid configuration: MONGO_URL: ${option} ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      );
+    }
+  }
+}
+
+/**
+ * Node reads NODE_EXTRA_CA_CERTS (the CA bundle the schema registry client and the JWKS fetch
+ * trust beside the system's) once at start, and only warns when it cannot: here that stops start-up.
+ */
+function checkExtraCaCerts(file: string | undefined): void {
+  if (file === undefined || file === '') return;
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration: NODE_EXTRA_CA_CERTS: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError(`Invalid configuration: NODE_EXTRA_CA_CERTS: ${file} holds no PEM certificate`);
 }
 
 /** kafkajs splits each broker on ':' into a host and a port number, and checks neither. */

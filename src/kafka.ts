@@ -1,5 +1,6 @@
 import { Kafka, type LogEntry, logLevel } from 'kafkajs';
 import type { Config } from './config';
+import { describeKafkaFailure, kafkaSecurityOptions } from './kafka-security';
 import type { Logger } from './log';
 import { within } from './retry';
 
@@ -12,13 +13,15 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
 
 /**
  * A kafkajs client whose own logs go through pino (info and below demoted to debug: they are
- * chatty). `retries` is how often kafkajs itself retries a connection or request.
+ * chatty). `retries` is how often kafkajs itself retries a connection or request. Every client of
+ * the process is made here, so TLS and SASL (src/kafka-security.ts) apply to all of them alike.
  */
 export function createKafka(config: Config, log: Logger, clientId = 'course-access-groups', retries = 10): Kafka {
   const kafkaLog = log.child({ component: 'kafkajs' });
   return new Kafka({
     clientId,
     brokers: [...config.KAFKA_BROKERS],
+    ...kafkaSecurityOptions(config),
     connectionTimeout: 3000,
     requestTimeout: 10000,
     retry: { initialRetryTime: 300, maxRetryTime: 10000, retries },
@@ -71,6 +74,8 @@ export function brokerProbe(config: Config, log: Logger, opts: { cacheMs?: numbe
     },
     /** Why the last probe failed (undefined: it succeeded, or is still under way). */
     failure: (): Error | undefined => (last.ok ? undefined : last.error),
+    /** The last failure in one line naming the broker and the setting to fix (null: none, or no probe failed). */
+    why: () => (last.ok || !last.error ? null : describeKafkaFailure(last.error, config)),
     async close() {
       if (probing) await within(probing, timeoutMs, false);
       if (connected) await admin.disconnect().catch(() => undefined);

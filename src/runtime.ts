@@ -81,12 +81,30 @@ export interface UpgradeOptions {
  * Runs `step` until it succeeds, with the service's backoff: a service started before its
  * database or broker waits for them (logging each try) instead of exiting.
  */
-function withRetry(what: string, step: () => Promise<void>, log: Logger, signal: AbortSignal): Promise<void> {
+function withRetry(
+  what: string,
+  step: () => Promise<void>,
+  log: Logger,
+  signal: AbortSignal,
+  describe?: (err: unknown) => { reason: string; setting: string | null } | null,
+): Promise<void> {
+  // A failure that names a setting to fix (a refused password, an untrusted certificate) is one
+  // error line until the reason changes: repeating it at every retry buries it.
+  let told: string | null = null;
   return retry(step, {
     policy: STARTUP_RETRY,
     signal,
-    onFailure: (err, attempt, delay) =>
-      log.warn({ attempt, delay_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } }, `${what} not reachable yet; retrying`),
+    onFailure: (err, attempt, delay) => {
+      const described = describe?.(err);
+      if (described?.setting) {
+        if (described.reason !== told) log.error({ attempt, delay_ms: delay, setting: described.setting }, described.reason);
+        else log.debug({ attempt, delay_ms: delay }, `${what} not reachable yet; retrying`);
+        told = described.reason;
+        return;
+      }
+      told = null;
+      log.warn({ attempt, delay_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } }, `${what} not reachable yet; retrying`);
+    },
   });
 }
 
@@ -172,8 +190,13 @@ export async function startService(
     if (consumer && !started) failing.push('consumer');
     return failing;
   };
+  // Why the broker is failing, when it says (a setting to fix), for /readyz's detail.
+  const notReadyReasons = (): Record<string, string> => {
+    const why = consumer ? broker.why() : null;
+    return why?.setting ? { broker: why.reason } : {};
+  };
 
-  const deps = { config, log, db, metrics, notReady, isDraining: () => draining, notServing: () => storedData };
+  const deps = { config, log, db, metrics, notReady, notReadyReasons, isDraining: () => draining, notServing: () => storedData };
   const app = config.SERVICE_ROLE === 'consumer' ? createOperationsApp(deps) : createApp(deps);
   const server = app.listen(config.PORT, '0.0.0.0');
   try {
@@ -243,6 +266,7 @@ export async function startService(
         },
         log,
         stopping.signal,
+        () => broker.why(),
       );
     }
     stopping.signal.throwIfAborted();

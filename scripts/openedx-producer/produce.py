@@ -7,6 +7,7 @@ makes.
 
 Reads one JSON object on stdin:
   {"bootstrap_servers": "...", "schema_registry_url": "...", "topic_prefix": "...",
+   "api_key": "...", "api_secret": "...", "ssl_ca_location": "..."      (optional: a secured cluster)
    "events": [{"signal": "registration" | "login" | "catalog", "time": "<ISO 8601, UTC>",
                "user": {"id", "is_active", "username", "email", "name"}            (registration, login)
                "catalog_info": {"course_key", "name", "start", "pacing", "end"?, ...} (catalog)
@@ -16,6 +17,12 @@ and writes one JSON line per event sent: {"signal", "id", "time"}.
 The library logs and swallows its errors (a delivery failure, a registry refusal): any log record
 of level WARNING or above, and any receiver that raised, makes this script exit 1 after it says
 what happened, so a test fails instead of waiting for messages that never come.
+
+A secured cluster is reached the way the library offers: EVENT_BUS_KAFKA_API_KEY and
+EVENT_BUS_KAFKA_API_SECRET, which its load_common_settings turns into SASL PLAIN over TLS (the
+Confluent Cloud convention). It has no setting for a CA file, so for a cluster behind a private CA
+this script adds librdkafka's `ssl.ca.location` to what load_common_settings returns, as an LMS
+must (or put the CA in the system bundle librdkafka probes): docs/kafka-security.md.
 """
 
 import json
@@ -62,8 +69,23 @@ def configure(request):
         # Audit lines name the message key (a username): not needed here.
         EVENT_BUS_KAFKA_AUDIT_LOGGING_ENABLED=False,
         USE_TZ=True,
+        **(
+            {"EVENT_BUS_KAFKA_API_KEY": request["api_key"], "EVENT_BUS_KAFKA_API_SECRET": request["api_secret"]}
+            if request.get("api_key")
+            else {}
+        ),
     )
     django.setup()
+    if request.get("ssl_ca_location"):
+        from edx_event_bus_kafka.internal import producer
+
+        common = producer.load_common_settings
+
+        def with_ca():
+            base = common()
+            return None if base is None else {**base, "ssl.ca.location": request["ssl_ca_location"]}
+
+        producer.load_common_settings = with_ca
 
 
 def event_data(event):

@@ -12,6 +12,8 @@ export interface AppDeps {
   metrics: Metrics;
   /** Names of the dependencies that are not ready (empty when ready). */
   notReady: () => Promise<string[]>;
+  /** Why some of them are not ready, by name, when it is known (a setting to fix): shown by /readyz. */
+  notReadyReasons?: () => Record<string, string>;
   /** True once shutdown began: responses then close their connection. */
   isDraining: () => boolean;
   /** Why the API may not be served yet (stored data being upgraded, or of a newer version's shape); null: it may. */

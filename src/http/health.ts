@@ -10,7 +10,13 @@ export function healthRoutes(deps: AppDeps): Router {
   router.get('/readyz', async (ctx) => {
     const failing = await deps.notReady();
     ctx.status = failing.length === 0 ? 200 : 503;
-    ctx.body = failing.length === 0 ? { status: 'ready' } : { detail: `Not ready: ${failing.join(', ')}.`, failing };
+    if (failing.length === 0) {
+      ctx.body = { status: 'ready' };
+      return;
+    }
+    const reasons = deps.notReadyReasons?.() ?? {};
+    const named = failing.map((name) => (reasons[name] ? `${name} (${reasons[name]})` : name));
+    ctx.body = { detail: `Not ready: ${named.join(', ')}.`, failing };
   });
   router.get('/metrics', async (ctx) => {
     ctx.type = deps.metrics.registry.contentType;

@@ -32,7 +32,8 @@ export async function changeReader(topic: string, brokers = KAFKA_BROKERS, parti
   });
   const received: Received[] = [];
   await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
+  // A topic just created may not be in every broker's metadata yet.
+  await untilBrokerKnows(() => consumer.subscribe({ topic, fromBeginning: true }));
   await consumer.run({
     eachMessage: async ({ partition, message }) => {
       const value = message.value!.toString('utf8');

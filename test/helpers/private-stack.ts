@@ -17,8 +17,10 @@ function privateServer(kind: 'db' | 'kafka', prefix: string, env: Record<string,
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
   // Without MONGO_URL/KAFKA_BROKERS the script manages the processes itself.
   const scriptEnv = { ...process.env, ...env, STACK_DIR: dir, MONGO_URL: '', KAFKA_BROKERS: '' };
-  const script = (cmd: string) => run('bash', [STACK, cmd], { env: scriptEnv, timeout: 120000 });
+  const script = (cmd: string, ...args: string[]) => run('bash', [STACK, cmd, ...args], { env: scriptEnv, timeout: 120000 });
   return {
+    /** Runs another command of the stack script against this server (e.g. `scram-user NAME PASSWORD`). */
+    command: (cmd: string, ...args: string[]) => script(cmd, ...args).then(() => undefined),
     start: () => script(`start-${kind}`).then(() => undefined),
     stop: () => script(`stop-${kind}`).then(() => undefined),
     async remove() {
@@ -28,9 +30,9 @@ function privateServer(kind: 'db' | 'kafka', prefix: string, env: Record<string,
   };
 }
 
-/** A private FerretDB on `port`, started. */
-export async function privateDatabase(port: number) {
-  const server = privateServer('db', 'cag-db-', { STACK_MONGO_PORT: String(port) });
+/** A private FerretDB on `port`, started; `env` adds stack settings (STACK_MONGO_TLS_PORT...). */
+export async function privateDatabase(port: number, env: Record<string, string> = {}) {
+  const server = privateServer('db', 'cag-db-', { STACK_MONGO_PORT: String(port), ...env });
   await server.start();
   return { url: `mongodb://127.0.0.1:${port}/`, ...server };
 }
@@ -40,11 +42,12 @@ export async function privateDatabase(port: number) {
  * tests start it when their scenario needs it (a service may come up before its broker). A
  * small heap, as two of them may run beside the shared stack on a 2-core machine.
  */
-export function privateKafka(port: number, controllerPort: number) {
+export function privateKafka(port: number, controllerPort: number, env: Record<string, string> = {}) {
   const server = privateServer('kafka', 'cag-kafka-', {
     STACK_KAFKA_PORT: String(port),
     STACK_KAFKA_CONTROLLER_PORT: String(controllerPort),
     STACK_KAFKA_HEAP: '256m',
+    ...env,
   });
   return { brokers: `127.0.0.1:${port}`, ...server };
 }

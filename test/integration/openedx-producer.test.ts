@@ -2,48 +2,19 @@
 // versions an LMS runs, from PyPI: scripts/openedx-producer/) send their own signals, Avro through
 // the stack's schema registry, to the service's topics; the test reads the outcome through the
 // REST API and the DLQ. produce.py fails on any error the library logs (it swallows them).
-import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { dlqTopic } from '../../consumers/consumer';
 import { COLLECTIONS } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { type EventTestService, newUserId, readTopic, seedRule, startEventService, TYPES, waitCaughtUp } from '../helpers/events';
 import { client } from '../helpers/http';
-import { KAFKA_BROKERS, SCHEMA_REGISTRY_URL, uniqueName } from '../helpers/stack';
+import { openedxPython, type ProducedUser, produceWithOpenedx } from '../helpers/openedx-producer';
+import { SCHEMA_REGISTRY_URL, uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
-
-const ROOT = path.resolve(__dirname, '../..');
-/** The producer environment's python: given by scripts/test.sh, else made (or found in its cache) now. */
-const python = () => process.env.OPENEDX_PRODUCER_PYTHON || execFileSync('bash', [path.join(ROOT, 'scripts/openedx-producer.sh')], { encoding: 'utf8' }).trim();
-
-interface ProducedUser {
-  id: number;
-  is_active: boolean;
-  username: string;
-  email: string;
-  name: string;
-}
-type ProducerEvent =
-  | { signal: 'registration' | 'login'; time: string; user: ProducedUser; copies?: number }
-  | { signal: 'catalog'; time: string; catalog_info: Record<string, unknown>; copies?: number };
-
-/** Runs the real producer once (one Python process, flushed before it exits); fails with its stderr. */
-function produceWithOpenedx(prefix: string, events: ProducerEvent[]): Promise<void> {
-  const request = { bootstrap_servers: KAFKA_BROKERS, schema_registry_url: SCHEMA_REGISTRY_URL, topic_prefix: prefix, events };
-  return new Promise((resolve, reject) => {
-    const child = execFile(python(), [path.join(ROOT, 'scripts/openedx-producer/produce.py')], { timeout: 60000 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`the Open edX producer failed (${err.message}):\n${stderr}`));
-      else if (stdout.trim().split('\n').length !== events.length) reject(new Error(`the producer reported ${stdout}`));
-      else resolve();
-    });
-    child.stdin!.end(JSON.stringify(request));
-  });
-}
 
 beforeAll(() => {
   // Made once here (about 20 s the first time), not inside a test's timeout.
-  process.env.OPENEDX_PRODUCER_PYTHON = python();
+  process.env.OPENEDX_PRODUCER_PYTHON = openedxPython();
 }, 180000);
 
 describe('a single-site LMS (DEFAULT_ORGANIZATION set)', () => {
