@@ -6,7 +6,8 @@
 #      images and build cache in $CONTAINER_CACHE, stopped by its pid at the end, whatever happens
 #   2. a Node.js 20 base made from Debian's packages (no image registry is reachable here), built
 #      once per content of its recipe (scripts/container/base-hook.sh, the suite, npm, CA certificates)
-#   3. the image: `docker build` of the Dockerfile with NODE_IMAGE set to that base
+#   3. the image: `docker build` of the Dockerfile with NODE_IMAGE set to that base, from the build
+#      context the real tutor renders from the Tutor plugin's wheel (scripts/k8s/tutor-render.sh)
 #   4. the checks: jest, test/container/, running the image through testcontainers-node
 # Where no container engine can be installed at all (not root, or no apt-get) it says so and
 # exits 77, which .ci/run reports loudly.
@@ -87,6 +88,7 @@ cleanup() {
   fi
   stop_engine
   stop_local_stack
+  [[ -z ${TUTOR_ROOT:-} ]] || rm -rf "$TUTOR_ROOT"
   say "finished in $((SECONDS - started)) s"
   exit "$status"
 }
@@ -125,9 +127,16 @@ else
   docker images --format '{{.Repository}}:{{.Tag}}' course-access-groups-node-base | grep -vx "$BASE" | xargs -r "$DOCKER_BIN" rmi >/dev/null || true
 fi
 
-phase "building $IMAGE from the Dockerfile (NODE_IMAGE=$BASE)"
+# The build context as an operator's Tutor renders it from the Tutor plugin's wheel (the same
+# files as the repository's, which the Tutor plugin's tests check by hash for Tutor 20, 21 and 22).
+phase "rendering the service's build context with Tutor (scripts/k8s/tutor-render.sh)"
+TUTOR_ROOT="$(mktemp -d)"
+bash scripts/k8s/tutor-render.sh "$TUTOR_ROOT"
+CONTEXT="$TUTOR_ROOT/env/plugins/course-access-groups/build/course-access-groups"
+
+phase "building $IMAGE from the Dockerfile Tutor rendered (NODE_IMAGE=$BASE)"
 build() {
-  if ! docker build --network host --build-arg NODE_IMAGE="$BASE" "$@" . >"$CACHE/build.log" 2>&1; then
+  if ! docker build --network host --build-arg NODE_IMAGE="$BASE" "$@" "$CONTEXT" >"$CACHE/build.log" 2>&1; then
     tail -n 40 "$CACHE/build.log" >&2
     exit 1
   fi
