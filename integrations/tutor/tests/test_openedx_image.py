@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 
-from test_tutor_plugin import installed, openedx_install_lines, saved  # noqa: F401  pylint: disable=unused-import
+from test_tutor_plugin import installed, openedx_install_lines, plugin_version, saved  # noqa: F401  pylint: disable=unused-import
 
 
 def commands(lines):
@@ -59,5 +59,4 @@ def test_the_rendered_install_lines_install_the_carried_lms_plugin_in_python_3_1
              "print([e.value for e in entry_points(group='lms.djangoapp')], version('course-access-groups-openedx'), setuptools.__version__)")
     out = subprocess.run([str(venv / "bin" / "python"), "-c", probe], check=True, capture_output=True, text=True, env=env,
                          cwd=tmp_path).stdout.strip()
-    assert out == ("['course_access_groups_openedx.apps:CourseAccessGroupsOpenedxConfig'] "
-                   f"{installed.package.joinpath('__init__.py').read_text().split('\"')[1]} 69.1.1")
+    assert out == f"['course_access_groups_openedx.apps:CourseAccessGroupsOpenedxConfig'] {plugin_version(installed)} 69.1.1"

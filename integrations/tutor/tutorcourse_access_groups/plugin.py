@@ -18,7 +18,8 @@ import os
 from glob import glob
 from urllib.parse import quote
 
-from tutor import hooks
+import click
+from tutor import exceptions, fmt, hooks
 
 from . import __version__
 
@@ -31,10 +32,6 @@ TEMPLATES = os.path.join(HERE, "templates")
 SERVICE_CONTEXT = "course-access-groups/build/course-access-groups/"
 LMS_PLUGIN_CONTEXT = "build/openedx/course-access-groups-openedx/"
 UNRENDERED = (SERVICE_CONTEXT, LMS_PLUGIN_CONTEXT)
-
-
-class MissingOrganization(Exception):
-    pass
 
 
 hooks.Filters.CONFIG_DEFAULTS.add_items([
@@ -70,22 +67,37 @@ hooks.Filters.CONFIG_UNIQUE.add_items([
 
 # The openedx image gets a name of its own: it is built here (with the LMS plugin), so neither
 # `tutor images pull` nor `tutor local launch -p` may put the stock overhangio/openedx back.
+# Overrides are rendered with the base settings only (no defaults): the version is written in.
 hooks.Filters.CONFIG_OVERRIDES.add_items([
-    ("DOCKER_IMAGE_OPENEDX",
-     "{{ DOCKER_REGISTRY }}course-access-groups-openedx:{{ TUTOR_VERSION }}-{{ COURSE_ACCESS_GROUPS_VERSION }}"),
+    ("DOCKER_IMAGE_OPENEDX", "course-access-groups-openedx:{{ TUTOR_VERSION }}-" + __version__),
 ])
+
+
+ORGANIZATION_REQUIRED = (
+    "COURSE_ACCESS_GROUPS_ORGANIZATION is required: the organization of this platform's learners and courses in "
+    "Course Access Groups, e.g. `tutor config save --set COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX`"
+)
+
+
+def _enabling_plugins():
+    """Whether this is `tutor plugins enable` (which saves the environment before a setting can be given)."""
+    context = click.get_current_context(silent=True)
+    while context is not None:
+        if context.info_name == "enable" and context.parent is not None and context.parent.info_name == "plugins":
+            return True
+        context = context.parent
+    return False
 
 
 @hooks.Actions.CONFIG_LOADED.add()
 def _require_organization(config):
-    """A plain launch would publish no activation and give the service no organization: refused."""
-    if not str(config.get("COURSE_ACCESS_GROUPS_ORGANIZATION") or "").strip():
-        from tutor import exceptions  # pylint: disable=import-outside-toplevel
-
-        raise exceptions.TutorError(
-            "COURSE_ACCESS_GROUPS_ORGANIZATION is required: the organization of this platform's learners and "
-            "courses in Course Access Groups, e.g. `tutor config save --set COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX`"
-        )
+    """A plain launch would publish no activation and give the service no organization: every command refuses."""
+    if str(config.get("COURSE_ACCESS_GROUPS_ORGANIZATION") or "").strip():
+        return
+    if _enabling_plugins():
+        fmt.echo_alert(ORGANIZATION_REQUIRED)
+        return
+    raise exceptions.TutorError(ORGANIZATION_REQUIRED)
 
 
 hooks.Filters.ENV_TEMPLATE_ROOTS.add_item(TEMPLATES)
