@@ -54,12 +54,31 @@ def installed(tmp_path_factory):
     return SimpleNamespace(site=site, wheel=wheel, package=site / "tutorcourse_access_groups")
 
 
-def saved(installed, tmp_path, *settings, organization="AcmeX"):
+_SAVED = {}
+
+
+def saved(installed, tmp_path, *settings, fresh=False):
+    """A TUTOR_ROOT with the plugin enabled and `config save` run with an organization and `settings`.
+
+    Roots are shared by the tests that read the same settings (each tutor command takes seconds);
+    `fresh` for a test that changes its root.
+    """
+    if not fresh and settings in _SAVED:
+        return _SAVED[settings]
     root = tmp_path / "tutor"
     tutor(root, "plugins", "enable", "course-access-groups")
-    tutor(root, "config", "save", "--set", f"COURSE_ACCESS_GROUPS_ORGANIZATION={organization}",
+    tutor(root, "config", "save", "--set", "COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX",
           *[arg for s in settings for arg in ("--set", s)])
+    if not fresh:
+        _SAVED[settings] = root
     return root
+
+
+EXTERNAL_KAFKA = (
+    "COURSE_ACCESS_GROUPS_RUN_KAFKA=false",
+    "COURSE_ACCESS_GROUPS_KAFKA_BOOTSTRAP_SERVERS=kafka-1.example.org:9092",
+    "COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_URL=https://registry.example.org",
+)
 
 
 def tree_hash(folder, only=None):
@@ -89,7 +108,7 @@ def k8s_objects(root, manifest):
 
 
 def test_config_save_makes_the_jwt_secret_once_and_keeps_it(installed, tmp_path):
-    root = saved(installed, tmp_path)
+    root = saved(installed, tmp_path, fresh=True)
     secret = config(root)["COURSE_ACCESS_GROUPS_JWT_SECRET"]
     assert len(secret) == 48
     tutor(root, "config", "save")
@@ -99,12 +118,7 @@ def test_config_save_makes_the_jwt_secret_once_and_keeps_it(installed, tmp_path)
 
 @pytest.mark.parametrize("own_kafka", [True, False], ids=["own-kafka", "external-kafka"])
 def test_the_rendered_compose_file_is_valid_and_runs_both_roles_on_tutors_mongodb(installed, tmp_path, own_kafka):
-    external = [] if own_kafka else [
-        "COURSE_ACCESS_GROUPS_RUN_KAFKA=false",
-        "COURSE_ACCESS_GROUPS_KAFKA_BOOTSTRAP_SERVERS=kafka-1.example.org:9092",
-        "COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_URL=https://registry.example.org",
-    ]
-    root = saved(installed, tmp_path, *external)
+    root = saved(installed, tmp_path, *(() if own_kafka else EXTERNAL_KAFKA))
     local = root / "env" / "local"
     subprocess.run(["docker-compose", "-f", "docker-compose.yml", "-f", "docker-compose.prod.yml", "config", "-q"],
                    cwd=local, check=True, capture_output=True, text=True)
@@ -124,7 +138,7 @@ def test_the_rendered_compose_file_is_valid_and_runs_both_roles_on_tutors_mongod
 
 @pytest.mark.parametrize("own_kafka", [True, False], ids=["own-kafka", "external-kafka"])
 def test_the_rendered_kubernetes_manifests_match_the_api_schemas(installed, tmp_path, own_kafka):
-    root = saved(installed, tmp_path, *([] if own_kafka else ["COURSE_ACCESS_GROUPS_RUN_KAFKA=false"]))
+    root = saved(installed, tmp_path, *(() if own_kafka else EXTERNAL_KAFKA))
     names = set()
     for manifest in ("deployments.yml", "services.yml"):
         for doc in k8s_objects(root, manifest):
@@ -139,7 +153,7 @@ def test_the_rendered_kubernetes_manifests_match_the_api_schemas(installed, tmp_
 
 
 def test_the_services_credentials_reach_its_pods_from_a_secret_never_a_deployments_env(installed, tmp_path):
-    root = saved(installed, tmp_path, "MONGODB_USERNAME=cag", "MONGODB_PASSWORD=p@ss/w:rd")
+    root = saved(installed, tmp_path, "MONGODB_USERNAME=cag", "MONGODB_PASSWORD=p@ss/w:rd", fresh=True)
     objects = k8s_objects(root, "deployments.yml")
     [secret] = [o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"] == "course-access-groups"]
     jwt_secret = config(root)["COURSE_ACCESS_GROUPS_JWT_SECRET"]
