@@ -9,6 +9,7 @@ the real service. Run twice: the second run changes nothing.
 import io
 import logging
 import time
+from datetime import datetime, timezone
 
 import pytest
 from django.contrib.auth.models import User
@@ -38,8 +39,12 @@ def test_the_sync_command_brings_existing_courses_and_active_learners_to_the_ser
     org = world["organization"]
     run = new_user_id()
     keys = [f"course-v1:{org}+SYNC{run}x{n}+2026" for n in range(3)]
+    # One with every date, one with none (the event then gets edx-platform's default start).
+    dates = {"start": datetime(2026, 1, 5, tzinfo=timezone.utc), "end": datetime(2026, 6, 30, tzinfo=timezone.utc),
+             "enrollment_start": datetime(2025, 12, 1, tzinfo=timezone.utc), "enrollment_end": datetime(2026, 1, 31, tzinfo=timezone.utc)}
     CourseOverview.objects.bulk_create([
-        CourseOverview(id=key, org=org, display_name=f"Synced course {n}", self_paced=n == 0) for n, key in enumerate(keys)
+        CourseOverview(id=key, org=org, display_name=f"Synced course {n}", self_paced=n == 0, **(dates if n < 2 else {}))
+        for n, key in enumerate(keys)
     ])
     member, other, inactive = new_user_id(), new_user_id(), new_user_id()
     User.objects.bulk_create([

@@ -14,6 +14,8 @@ The service applies events by their time, so a re-run sends the current state ag
 nothing that has not changed; progress is printed every ``--progress`` items.
 """
 
+from datetime import datetime, timezone
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.utils.module_loading import import_string
@@ -28,6 +30,9 @@ from ...publish import activation_data, send_activation
 # Studio's catalog events: their topic (the Tutor plugin's producer configuration) and key.
 CATALOG_TOPIC = "course-catalog"
 CATALOG_EVENT_KEY_FIELD = "catalog_info.course_key"
+# The event requires a start; a course without one starts when edx-platform's courses do by default
+# (xmodule/course_metadata_utils.py, DEFAULT_START_DATE).
+DEFAULT_START = datetime(2030, 1, 1, tzinfo=timezone.utc)
 
 
 def catalog_data(overview):
@@ -36,7 +41,7 @@ def catalog_data(overview):
         course_key=CourseKey.from_string(str(overview.id)),
         name=overview.display_name or str(overview.id),
         schedule_data=CourseScheduleData(
-            start=overview.start,
+            start=overview.start or DEFAULT_START,
             pacing="self" if overview.self_paced else "instructor",
             end=overview.end,
             enrollment_start=overview.enrollment_start,
