@@ -7,7 +7,9 @@ executed, in the LMS's order, over the LMS plugin's own settings (tests/lms_sett
 run by the LMS plugin's Python 3.11 environment, given as LMS_PYTHON).
 """
 
+import base64
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -31,7 +33,9 @@ def run_tutor(root, *args):
     # The `tutor` command's entry point (the package has no __main__; the environment's cached
     # console script names the folder it was made in).
     command = "import sys; from tutor.commands.cli import main; sys.argv[0] = 'tutor'; sys.exit(main())"
-    return subprocess.run([sys.executable, "-c", command, *args], env=env, capture_output=True, text=True)
+    # Run outside the source tree: `python -c` puts its folder first on sys.path, where the plugin's
+    # source would shadow the wheel's.
+    return subprocess.run([sys.executable, "-c", command, *args], env=env, capture_output=True, text=True, cwd=root.parent)
 
 
 def tutor(root, *args):
@@ -271,7 +275,7 @@ def test_installing_the_wheel_beside_this_tutor_changes_no_tutor(installed, tmp_
     # Without the tests' PYTHONPATH, where the plugin is installed already.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--disable-pip-version-check",
-                           "--report", str(report), installed.wheel], capture_output=True, text=True, env=env)
+                           "--report", str(report), installed.wheel], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     names = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]
     assert names == ["tutor-contrib-course-access-groups"]
@@ -307,11 +311,12 @@ def test_compose_waits_for_healthy_services_routes_a_host_and_keeps_dollar_signs
         assert rendered[name]["healthcheck"]["test"]
     caddyfile = (root / "env" / "apps" / "caddy" / "Caddyfile").read_text()
     assert 'course-access-groups.local.openedx.io{$default_site_port} {\n    import proxy "course-access-groups-api:8000"' in caddyfile
-    # The LMS's token is signed with the very secret the service reads.
+    # The LMS's token is signed (HS256) with the very secret the service reads.
     lms = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
-    from tutorcourse_access_groups.plugin import service_token  # pylint: disable=import-outside-toplevel
-
-    assert service_token(secret, 4102444800) in lms
+    token = re.search(r'"SERVICE_TOKEN": "([^"]+)"', lms).group(1)
+    header_and_claims, signature = token.rsplit(".", 1)
+    expected = base64.urlsafe_b64encode(hmac.new(secret.encode(), header_and_claims.encode(), hashlib.sha256).digest())
+    assert signature == expected.rstrip(b"=").decode()
 
 
 def plugin_version(installed):
@@ -326,7 +331,7 @@ def python_in_tutor(root, code):
                f"hooks.Actions.CORE_READY.do()\nhooks.Actions.PROJECT_ROOT_READY.do({str(root)!r})\n"
                f"config = tutor_config.load({str(root)!r})\n")
     env = {**os.environ, "TUTOR_ROOT": str(root), "TUTOR_PLUGINS_ROOT": str(root / "plugins")}
-    done = subprocess.run([sys.executable, "-c", prelude + code], env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", prelude + code], env=env, capture_output=True, text=True, cwd=root.parent)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
