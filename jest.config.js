@@ -7,6 +7,8 @@ module.exports = {
   // chart's need helm and a control plane (`npm run test:k8s`); a release's need a release
   // (`npm run test:release`).
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/container/', '<rootDir>/test/k8s/', '<rootDir>/test/release/'],
+  // What scripts/stage-tutor-plugin.sh copies into the Tutor plugin's package (a second package.json).
+  modulePathIgnorePatterns: ['<rootDir>/integrations/tutor/tutorcourse_access_groups/templates/'],
   testTimeout: 30000,
   // Integration tests share one local stack; each file uses its own database and topics. Three
   // files at a time on two cores: many of them spend their time waiting (a broker down for 15 s, a

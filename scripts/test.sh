@@ -20,9 +20,9 @@ export OPENEDX_PRODUCER_PYTHON
 # test/integration/openedx-plugin.test.ts runs against the real service.
 bash scripts/openedx-plugin.sh 3.11 >/dev/null
 bash scripts/openedx-plugin.sh 3.12 >/dev/null
-# The Tutor plugin's test environment (Python 3.12, the real tutor; Debian's docker-compose when
-# missing) that test/integration/openedx-plugin-tutor.test.ts runs.
-bash scripts/tutor-plugin.sh >/dev/null
+# The Tutor plugin's test environments (Python 3.12, the real tutor 20, 21 and 22; Debian's
+# docker-compose when missing) that test/integration/openedx-plugin-tutor.test.ts runs.
+for tutor in 20 21 22; do bash scripts/tutor-plugin.sh "$tutor" >/dev/null; done
 
 source scripts/lib/local-stack.sh
 trap stop_local_stack EXIT

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The Tutor plugin's test environment (integrations/tutor/requirements/test.txt, Python 3.12),
-# made and cached by scripts/python-env.sh in ~/.cache/course-access-groups/tutor-plugin, and
+# The Tutor plugin's test environment for one Tutor release line (integrations/tutor/requirements/
+# test.txt: Tutor 21; test-tutor20.txt, test-tutor22.txt: Tutor 20 and 22; Python 3.12), made and
+# cached by scripts/python-env.sh in ~/.cache/course-access-groups/tutor-plugin, and
 # docker-compose (Debian's package; the tests check the rendered compose file with
 # `docker-compose config -q`), installed when missing. Prints the environment's python.
 #
-#   bash scripts/tutor-plugin.sh        create it if missing; print its python
+#   bash scripts/tutor-plugin.sh [20|21|22]   create it if missing (21 by default); print its python
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if ! command -v docker-compose >/dev/null; then
@@ -16,4 +17,9 @@ if ! command -v docker-compose >/dev/null; then
   source "$ROOT/scripts/lib/apt.sh"
   apt_install docker-compose
 fi
-exec bash "$ROOT/scripts/python-env.sh" tutor-plugin "$ROOT/integrations/tutor/requirements/test.txt" 3.12
+case "${1:-21}" in
+  21) requirements=test.txt ;;
+  20 | 22) requirements="test-tutor$1.txt" ;;
+  *) echo "[tutor-plugin] Tutor $1 is not supported: 20, 21 or 22" >&2; exit 2 ;;
+esac
+exec bash "$ROOT/scripts/python-env.sh" tutor-plugin "$ROOT/integrations/tutor/requirements/$requirements" 3.12

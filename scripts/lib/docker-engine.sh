@@ -118,16 +118,17 @@ node_base_image() {
   docker images --format '{{.Repository}}:{{.Tag}}' course-access-groups-node-base | grep -vx "$NODE_BASE_IMAGE" | xargs -r "$DOCKER_BIN" rmi >/dev/null || true
 }
 
-# build_service_image TAG: the Dockerfile (from the repository's root) on the base above.
+# build_service_image TAG [CONTEXT]: the Dockerfile of CONTEXT (default: the repository's root) on
+# the base above.
 build_service_image() {
-  local tag="$1" log="$DOCKER_ENGINE_CACHE/build.log" target
+  local tag="$1" context="${2:-$DOCKER_ENGINE_ROOT}" log="$DOCKER_ENGINE_CACHE/build.log" target
   _engine_say "building $tag from the Dockerfile (NODE_IMAGE=$NODE_BASE_IMAGE)"
   # The build stage is tagged so that its layers (npm ci with the dev dependencies) stay cached
   # when what earlier builds left is pruned.
   for target in build final; do
     local args=(-t "$tag")
     [[ $target == build ]] && args=(--target build -t "course-access-groups:build-stage")
-    if ! (cd "$DOCKER_ENGINE_ROOT" && docker build --network host --build-arg NODE_IMAGE="$NODE_BASE_IMAGE" "${args[@]}" . >"$log" 2>&1); then
+    if ! (cd "$context" && docker build --network host --build-arg NODE_IMAGE="$NODE_BASE_IMAGE" "${args[@]}" . >"$log" 2>&1); then
       tail -n 40 "$log" >&2
       return 1
     fi

@@ -1,13 +1,21 @@
-// The Tutor plugin (integrations/tutor/) with the real tutor package: its pytest suite, in its
-// pinned Python 3.12 environment (scripts/tutor-plugin.sh, which also installs Debian's
-// docker-compose when missing), saves a configuration in a temporary TUTOR_ROOT and checks what
-// Tutor rendered with docker-compose, the Kubernetes API schemas, and the LMS plugin's own settings
-// code (run by the LMS plugin's Python 3.11 environment). Needs no stack. The suite's assertions
+// The Tutor plugin (integrations/tutor/) with the real tutor 20, 21 and 22 from PyPI: its wheel
+// built once as the release builds it (scripts/tutor-plugin-wheel.sh: staged, then `python -m
+// build`), then its pytest suite run in each Tutor's pinned Python 3.12 environment
+// (scripts/tutor-plugin.sh 20|21|22, which also installs Debian's docker-compose when missing),
+// each installing the plugin from that wheel into a temporary TUTOR_ROOT and checking what Tutor
+// rendered with docker-compose, the Kubernetes API schemas and the LMS plugin's own settings code
+// (run by the LMS plugin's Python 3.11 environment): Tutor 21 every test, Tutor 20 and 22 those
+// that differ between releases (EVERY_TUTOR). Once, with Tutor 21, tests/test_openedx_image.py
+// runs the openedx image's rendered install lines in a fresh Python 3.11 environment. Every
+// version renders the same service build context (by hash). Needs no stack. The suites' assertions
 // are the test; this one checks pytest's exit code and that every expected test ran and passed.
 import { execFile, execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '../..');
+const TUTORS = ['20', '21', '22'] as const;
 const EXPECTED = [
   'test_config_save_makes_the_jwt_secret_once_and_keeps_it',
   'test_the_rendered_compose_file_is_valid_and_runs_both_roles_on_tutors_mongodb[own-kafka]',
@@ -15,31 +23,86 @@ const EXPECTED = [
   'test_the_rendered_kubernetes_manifests_match_the_api_schemas[own-kafka]',
   'test_the_rendered_kubernetes_manifests_match_the_api_schemas[external-kafka]',
   'test_the_services_credentials_reach_its_pods_from_a_secret_never_a_deployments_env',
-  'test_the_openedx_image_installs_the_lms_plugin_and_confluent_kafka',
+  'test_the_openedx_image_installs_the_lms_plugin_it_carries_and_confluent_kafka',
+  'test_tutor_builds_the_service_image_from_the_context_it_renders_and_names_the_openedx_image',
+  'test_the_own_kafkas_data_folder_is_made_writable_by_tutors_permissions_service',
+  'test_studio_sends_catalog_events_on_teak_and_init_brings_existing_courses_and_learners',
+  'test_installing_the_wheel_beside_this_tutor_changes_no_tutor',
+  'test_config_save_without_an_organization_fails_and_says_which_setting',
+  'test_compose_waits_for_healthy_services_routes_a_host_and_keeps_dollar_signs',
   'test_the_rendered_settings_leave_the_lms_on_kafka_with_the_services_topics_and_filters_first',
 ].map((t) => `tests/test_tutor_plugin.py::${t}`);
+// Tutor 20 and 22 run what differs between Tutor releases (rendering, compose, images, the carried
+// sources, Teak's toggle, pip beside that Tutor, the organization); Tutor 21 runs every test.
+const EVERY_TUTOR = [
+  'test_the_rendered_compose_file_is_valid_and_runs_both_roles_on_tutors_mongodb[own-kafka]',
+  'test_the_openedx_image_installs_the_lms_plugin_it_carries_and_confluent_kafka',
+  'test_tutor_builds_the_service_image_from_the_context_it_renders_and_names_the_openedx_image',
+  'test_the_own_kafkas_data_folder_is_made_writable_by_tutors_permissions_service',
+  'test_studio_sends_catalog_events_on_teak_and_init_brings_existing_courses_and_learners',
+  'test_installing_the_wheel_beside_this_tutor_changes_no_tutor',
+  'test_config_save_without_an_organization_fails_and_says_which_setting',
+].map((t) => `tests/test_tutor_plugin.py::${t}`);
+const ONCE = ['tests/test_openedx_image.py::test_the_rendered_install_lines_install_the_carried_lms_plugin_in_python_3_11'];
 
 const script = (name: string, ...args: string[]) => execFileSync('bash', [path.join(ROOT, 'scripts', name), ...args], { encoding: 'utf8' }).trim();
 
-test('the Tutor plugin renders a valid compose file, Kubernetes manifests and LMS settings with the real tutor', async () => {
-  const tutorPython = script('tutor-plugin.sh');
-  const lmsPython = script('openedx-plugin.sh', '3.11');
-  const { code, output } = await new Promise<{ code: number; output: string }>((resolve) => {
+function pytest(python: string, args: string[], env: Record<string, string>): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
     execFile(
-      tutorPython,
+      python,
       // -rap: a line per test with its outcome; "no:cacheprovider": no cache files in the source tree.
-      ['-m', 'pytest', '-rap', '-p', 'no:cacheprovider'],
+      ['-m', 'pytest', '-rap', '-p', 'no:cacheprovider', ...args],
       {
         cwd: path.join(ROOT, 'integrations/tutor'),
-        env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', LMS_PYTHON: lmsPython },
-        timeout: 240_000,
+        env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...env },
+        timeout: 600_000,
         maxBuffer: 16 * 1024 * 1024,
       },
       (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, output: `${stdout}\n${stderr}` }),
     );
   });
+}
+
+function expectAllPassed({ code, output }: { code: number; output: string }, expected: string[], what: string) {
   const passed = new Set([...output.matchAll(/^PASSED (\S+)/gm)].map((m) => m[1]));
-  if (code !== 0 || EXPECTED.some((t) => !passed.has(t))) throw new Error(`pytest exited with ${code}:\n${output}`);
+  if (code !== 0 || expected.some((t) => !passed.has(t))) throw new Error(`${what}: pytest exited with ${code}:\n${output}`);
   const summary = /^=+ (.*) in [\d.]+s/m.exec(output.split('\n').reverse().join('\n'))?.[1];
-  expect(summary).toMatch(new RegExp(`^${EXPECTED.length} passed(, \\d+ warnings?)?$`));
-}, 600_000);
+  expect(summary).toMatch(new RegExp(`^${expected.length} passed(, \\d+ warnings?)?$`));
+}
+
+let work = '';
+const pythons = {} as Record<(typeof TUTORS)[number], string>;
+let lmsPython = '';
+let wheel = '';
+beforeAll(() => {
+  // Made once (a minute or more each the first time), not inside the test's timeout.
+  for (const tutor of TUTORS) pythons[tutor] = script('tutor-plugin.sh', tutor);
+  lmsPython = script('openedx-plugin.sh', '3.11');
+}, 900_000);
+afterAll(async () => {
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+test('the Tutor plugin, installed from its wheel, renders valid files and the same build context with the real tutor 20, 21 and 22', async () => {
+  work = await mkdtemp(path.join(os.tmpdir(), 'cag-tutor-plugin-'));
+  wheel = script('tutor-plugin-wheel.sh', pythons['21'], path.join(work, 'dist'));
+  const hashFile = (tutor: string) => path.join(work, `context-${tutor}.sha256`);
+  const runs = await Promise.all(
+    TUTORS.map((tutor) =>
+      pytest(pythons[tutor], tutor === '21' ? [] : EVERY_TUTOR, {
+        LMS_PYTHON: lmsPython,
+        TUTOR_PLUGIN_WHEEL: wheel,
+        CAG_CONTEXT_HASH_FILE: hashFile(tutor),
+      }),
+    ),
+  );
+  for (const [i, run] of runs.entries()) {
+    const tutor = TUTORS[i] as string;
+    expectAllPassed(run, tutor === '21' ? [...EXPECTED, ...ONCE] : EVERY_TUTOR, `Tutor ${tutor}`);
+  }
+  // One service build context, whichever Tutor rendered it.
+  const hashes = await Promise.all(TUTORS.map((tutor) => readFile(hashFile(tutor), 'utf8')));
+  expect(hashes[0]).toMatch(/^[0-9a-f]{64}$/);
+  expect(new Set(hashes).size).toBe(1);
+}, 900_000);

@@ -88,6 +88,7 @@ const EXPECTED = {
     'test_the_package_builds_with_tutors_setuptools_and_installs_as_an_lms_plugin_with_a_working_kafka_producer',
     'test_settings_phases_leave_the_steps_first_and_never_touch_the_event_bus_producer_config',
     'test_a_tutor_patch_that_replaces_the_filters_after_every_phase_stops_start_up',
+    'test_configure_filters_off_in_a_tutor_patch_after_every_phase_takes_the_steps_out_at_start_up',
     'test_edx_platforms_test_settings_turn_enforcement_and_publishing_off',
     'test_plugin_settings_put_the_step_first_not_silent_and_apply_once',
     'test_ready_refuses_to_start_when_later_settings_undid_the_steps[replaced0]',
@@ -97,6 +98,10 @@ const EXPECTED = {
     'test_ready_says_when_activations_cannot_reach_kafka',
     'test_an_activation_signal_that_cannot_be_imported_stops_start_up',
     'test_ready_warns_when_an_mfe_replaces_a_page_the_plugin_filters',
+  ],
+  'tests/test_sync.py': [
+    'test_the_sync_command_brings_existing_courses_and_active_learners_to_the_service',
+    'test_the_sync_command_skips_learners_without_an_organization',
   ],
 };
 
@@ -143,7 +148,8 @@ describe('the Open edX LMS plugin against the real service', () => {
   };
 
   beforeAll(async () => {
-    const topics = [activations, ...VERSIONS.map((v) => `${prefixes[v]}-user-account-activated`)];
+    // The sync command (tests/test_sync.py) sends courses where Studio does: <prefix>-course-catalog.
+    const topics = [activations, ...VERSIONS.flatMap((v) => [`${prefixes[v]}-user-account-activated`, `${prefixes[v]}-course-catalog`])];
     service = await startEventService({
       SCHEMA_REGISTRY_URL,
       KAFKA_TOPICS: topics.join(','),

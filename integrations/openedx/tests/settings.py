@@ -20,6 +20,8 @@ INSTALLED_APPS = [
     # edx-platform's student app as far as the tests reproduce it (tests/standins/README.md).
     "common.djangoapps.student.apps.StudentConfig",
     "openedx.core.djangoapps.site_configuration.apps.SiteConfigurationConfig",
+    # The LMS's course table, read by the sync command (tests/test_sync.py).
+    "openedx.core.djangoapps.content.course_overviews.apps.CourseOverviewsConfig",
     "course_access_groups_openedx.apps.CourseAccessGroupsOpenedxConfig",
 ]
 # The tests that reproduce the LMS's saves and transactions write users, invitations and

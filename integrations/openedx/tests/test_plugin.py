@@ -170,6 +170,19 @@ def test_a_tutor_patch_that_replaces_the_filters_after_every_phase_stops_start_u
     assert settings.OPEN_EDX_FILTERS_CONFIG[ENROLLMENT]["pipeline"] == [MINE, "other.plugin.Step"]
 
 
+def test_configure_filters_off_in_a_tutor_patch_after_every_phase_takes_the_steps_out_at_start_up(registered, settings):
+    def tutor_patch(module):  # an operator's openedx-lms-production-settings patch
+        module.COURSE_ACCESS_GROUPS = {**module.COURSE_ACCESS_GROUPS, "CONFIGURE_FILTERS": False}
+
+    lms = lms_phases({"OPEN_EDX_FILTERS_CONFIG": {ENROLLMENT: ["other.plugin.Step"]}, "COURSE_ACCESS_GROUPS": {}}, tutor_patch)
+    assert lms.OPEN_EDX_FILTERS_CONFIG[ENROLLMENT]["pipeline"][0] == MINE  # the phases ran before the patch
+    settings.OPEN_EDX_FILTERS_CONFIG = lms.OPEN_EDX_FILTERS_CONFIG
+    settings.COURSE_ACCESS_GROUPS = lms.COURSE_ACCESS_GROUPS
+    apps.check_filters()
+    assert all(MINE not in c["pipeline"] for c in settings.OPEN_EDX_FILTERS_CONFIG.values())
+    assert settings.OPEN_EDX_FILTERS_CONFIG[ENROLLMENT]["pipeline"] == ["other.plugin.Step"]
+
+
 def test_edx_platforms_test_settings_turn_enforcement_and_publishing_off(registered, settings):
     # lms/envs/test.py: `from .common import *` (whose add_plugins(COMMON) added the steps), then
     # add_plugins(__name__, LMS, TEST).

@@ -7,12 +7,16 @@ executed, in the LMS's order, over the LMS plugin's own settings (tests/lms_sett
 run by the LMS plugin's Python 3.11 environment, given as LMS_PYTHON).
 """
 
+import base64
+import hashlib
+import hmac
 import json
 import os
-import shutil
+import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import kubernetes_validate
 import pytest
@@ -24,34 +28,79 @@ REPO = ROOT.parent.parent
 KUBERNETES = "1.30"
 
 
-def tutor(root, *args):
+def run_tutor(root, *args):
     env = {**os.environ, "TUTOR_ROOT": str(root), "TUTOR_PLUGINS_ROOT": str(root / "plugins")}
     # The `tutor` command's entry point (the package has no __main__; the environment's cached
     # console script names the folder it was made in).
     command = "import sys; from tutor.commands.cli import main; sys.argv[0] = 'tutor'; sys.exit(main())"
-    done = subprocess.run([sys.executable, "-c", command, *args], env=env, capture_output=True, text=True)
+    # Run outside the source tree: `python -c` puts its folder first on sys.path, where the plugin's
+    # source would shadow the wheel's.
+    return subprocess.run([sys.executable, "-c", command, *args], env=env, capture_output=True, text=True, cwd=root.parent)
+
+
+def tutor(root, *args):
+    done = run_tutor(root, *args)
     assert done.returncode == 0, f"tutor {' '.join(args)}: {done.stderr}"
     return done.stdout
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """The plugin installed (built from its source, as pip installs it) where this Python finds it."""
+    """The plugin installed from its wheel (TUTOR_PLUGIN_WHEEL, built by scripts/tutor-plugin-wheel.sh) where this Python finds it."""
+    wheel = os.environ.get("TUTOR_PLUGIN_WHEEL")
+    if not wheel:
+        wheel = subprocess.run(["bash", str(REPO / "scripts" / "tutor-plugin-wheel.sh"), sys.executable,
+                                str(tmp_path_factory.mktemp("wheel"))], check=True, capture_output=True, text=True).stdout.strip()
     site = tmp_path_factory.mktemp("site")
-    source = tmp_path_factory.mktemp("source") / "tutor"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns("tests", "__pycache__", "*.egg-info", "build"))
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
-                    "--no-build-isolation", "--no-index", "--target", str(site), str(source)],
-                   check=True, capture_output=True, text=True)
+                    "--no-index", "--target", str(site), wheel], check=True, capture_output=True, text=True)
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-    return site
+    return SimpleNamespace(site=site, wheel=wheel, package=site / "tutorcourse_access_groups")
 
 
-def saved(installed, tmp_path, *settings):
+_SAVED = {}
+
+
+def saved(installed, tmp_path, *settings, fresh=False):
+    """A TUTOR_ROOT with the plugin enabled and `config save` run with an organization and `settings`.
+
+    Roots are shared by the tests that read the same settings (each tutor command takes seconds);
+    `fresh` for a test that changes its root.
+    """
+    if not fresh and settings in _SAVED:
+        return _SAVED[settings]
     root = tmp_path / "tutor"
     tutor(root, "plugins", "enable", "course-access-groups")
-    tutor(root, "config", "save", *[arg for s in settings for arg in ("--set", s)])
+    tutor(root, "config", "save", "--set", "COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX",
+          *[arg for s in settings for arg in ("--set", s)])
+    if not fresh:
+        _SAVED[settings] = root
     return root
+
+
+EXTERNAL_KAFKA = (
+    "COURSE_ACCESS_GROUPS_RUN_KAFKA=false",
+    "COURSE_ACCESS_GROUPS_KAFKA_BOOTSTRAP_SERVERS=kafka-1.example.org:9092",
+    "COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_URL=https://registry.example.org",
+)
+
+
+def tree_hash(folder, only=None):
+    """The SHA-256 of a folder's files (or of its paths `only`): their paths and bytes, in path order."""
+    digest = hashlib.sha256()
+    folder = Path(folder)
+    tops = [folder / name for name in only] if only else [folder]
+    files = [p for top in tops for p in ([top] if top.is_file() else top.rglob("*")) if p.is_file()]
+    # What git ignores (bytecode) is never staged.
+    for path in sorted(p for p in files if "__pycache__" not in p.parts):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def compose(root, *args):
+    """docker-compose on the rendered files (with the production overrides), as Tutor runs it."""
+    return subprocess.run(["docker-compose", "-f", "docker-compose.yml", "-f", "docker-compose.prod.yml", *args],
+                          cwd=root / "env" / "local", check=True, capture_output=True, text=True).stdout
 
 
 def config(root):
@@ -63,7 +112,7 @@ def k8s_objects(root, manifest):
 
 
 def test_config_save_makes_the_jwt_secret_once_and_keeps_it(installed, tmp_path):
-    root = saved(installed, tmp_path, "COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX")
+    root = saved(installed, tmp_path, fresh=True)
     secret = config(root)["COURSE_ACCESS_GROUPS_JWT_SECRET"]
     assert len(secret) == 48
     tutor(root, "config", "save")
@@ -73,12 +122,7 @@ def test_config_save_makes_the_jwt_secret_once_and_keeps_it(installed, tmp_path)
 
 @pytest.mark.parametrize("own_kafka", [True, False], ids=["own-kafka", "external-kafka"])
 def test_the_rendered_compose_file_is_valid_and_runs_both_roles_on_tutors_mongodb(installed, tmp_path, own_kafka):
-    external = [] if own_kafka else [
-        "COURSE_ACCESS_GROUPS_RUN_KAFKA=false",
-        "COURSE_ACCESS_GROUPS_KAFKA_BOOTSTRAP_SERVERS=kafka-1.example.org:9092",
-        "COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_URL=https://registry.example.org",
-    ]
-    root = saved(installed, tmp_path, "COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX", *external)
+    root = saved(installed, tmp_path, *(() if own_kafka else EXTERNAL_KAFKA))
     local = root / "env" / "local"
     subprocess.run(["docker-compose", "-f", "docker-compose.yml", "-f", "docker-compose.prod.yml", "config", "-q"],
                    cwd=local, check=True, capture_output=True, text=True)
@@ -98,7 +142,7 @@ def test_the_rendered_compose_file_is_valid_and_runs_both_roles_on_tutors_mongod
 
 @pytest.mark.parametrize("own_kafka", [True, False], ids=["own-kafka", "external-kafka"])
 def test_the_rendered_kubernetes_manifests_match_the_api_schemas(installed, tmp_path, own_kafka):
-    root = saved(installed, tmp_path, *([] if own_kafka else ["COURSE_ACCESS_GROUPS_RUN_KAFKA=false"]))
+    root = saved(installed, tmp_path, *(() if own_kafka else EXTERNAL_KAFKA))
     names = set()
     for manifest in ("deployments.yml", "services.yml"):
         for doc in k8s_objects(root, manifest):
@@ -113,7 +157,7 @@ def test_the_rendered_kubernetes_manifests_match_the_api_schemas(installed, tmp_
 
 
 def test_the_services_credentials_reach_its_pods_from_a_secret_never_a_deployments_env(installed, tmp_path):
-    root = saved(installed, tmp_path, "MONGODB_USERNAME=cag", "MONGODB_PASSWORD=p@ss/w:rd")
+    root = saved(installed, tmp_path, "MONGODB_USERNAME=cag", "MONGODB_PASSWORD=p@ss/w:rd", fresh=True)
     objects = k8s_objects(root, "deployments.yml")
     [secret] = [o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"] == "course-access-groups"]
     jwt_secret = config(root)["COURSE_ACCESS_GROUPS_JWT_SECRET"]
@@ -144,12 +188,154 @@ def test_the_services_credentials_reach_its_pods_from_a_secret_never_a_deploymen
             assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
-def test_the_openedx_image_installs_the_lms_plugin_and_confluent_kafka(installed, tmp_path):
-    root = saved(installed, tmp_path, "COURSE_ACCESS_GROUPS_OPENEDX_PLUGIN=/mnt/course-access-groups-openedx")
-    dockerfile = (root / "env" / "build" / "openedx" / "Dockerfile").read_text()
-    assert "$PIP_COMMAND install 'confluent-kafka[avro,schemaregistry]>=2.0,<3' '/mnt/course-access-groups-openedx'" in dockerfile
-    # After edx-platform's requirements, under the build constraint that pins setuptools 69.1.1.
-    assert dockerfile.index("setuptools==69.1.1") < dockerfile.index("requirements/edx/base.txt") < dockerfile.index("confluent-kafka")
+def openedx_install_lines(dockerfile):
+    """The plugin's lines of the rendered openedx Dockerfile (its post-python-requirements patch)."""
+    start = dockerfile.index("# Course Access Groups: the LMS plugin")
+    return dockerfile[start:dockerfile.index("\n\n", start)]
+
+
+# Finding 1: the LMS plugin comes from the build context the Tutor plugin renders (no PyPI, no host path).
+def test_the_openedx_image_installs_the_lms_plugin_it_carries_and_confluent_kafka(installed, tmp_path):
+    root = saved(installed, tmp_path)
+    build = root / "env" / "build" / "openedx"
+    dockerfile = (build / "Dockerfile").read_text()
+    lines = openedx_install_lines(dockerfile)
+    assert "COPY course-access-groups-openedx /tmp/course-access-groups-openedx" in lines
+    assert "${PIP_COMMAND:-pip} install 'confluent-kafka[avro,schemaregistry]>=2.0,<3' /tmp/course-access-groups-openedx" in lines
+    # After edx-platform's requirements, under the setuptools Tutor pins (69.1.1 in Tutor 20 and 21;
+    # Tutor 22 pins 80.9.0 as a build constraint).
+    pin = re.search(r"setuptools==\d+\.\d+\.\d+", dockerfile)
+    assert pin and pin.start() < dockerfile.index("requirements/edx/base.txt") < dockerfile.index(lines)
+    # The LMS plugin's source, byte for byte as the wheel carries it (Jinja left its `{{`/`{%` alone).
+    carried = installed.package / "templates" / "build" / "openedx" / "course-access-groups-openedx"
+    assert (carried / "pyproject.toml").is_file() and (carried / "src" / "course_access_groups_openedx" / "apps.py").is_file()
+    assert tree_hash(build / "course-access-groups-openedx") == tree_hash(carried)
+    assert tree_hash(carried) == tree_hash(REPO / "integrations" / "openedx", only=("pyproject.toml", "README.md", "src"))
+
+
+# Finding 2: the service's image is Tutor's to build, pull and push; launch builds it and the openedx
+# image, which has a name of the plugin's own.
+def test_tutor_builds_the_service_image_from_the_context_it_renders_and_names_the_openedx_image(installed, tmp_path):
+    root = saved(installed, tmp_path)
+    assert tutor(root, "images", "printtag", "course-access-groups").strip() == "course-access-groups:0.1.0"
+    openedx = tutor(root, "images", "printtag", "openedx").strip()
+    version = plugin_version(installed)
+    assert openedx.startswith("course-access-groups-openedx:") and openedx.endswith(f"-{version}")
+    services = yaml.safe_load((root / "env" / "local" / "docker-compose.yml").read_text())["services"]
+    assert services["lms"]["image"] == services["cms"]["image"] == openedx
+    hooks = json.loads(python_in_tutor(root, """
+from tutor import hooks
+print(json.dumps({
+    "required": hooks.Filters.IMAGES_BUILD_REQUIRED.apply([], "local"),
+    "build": [[n, list(p), t] for n, p, t, _ in hooks.Filters.IMAGES_BUILD.iterate(config)],
+    "pull": [list(i) for i in hooks.Filters.IMAGES_PULL.iterate(config)],
+    "push": [list(i) for i in hooks.Filters.IMAGES_PUSH.iterate(config)],
+    "init": [list(t) for t in hooks.Filters.CLI_DO_INIT_TASKS.iterate()],
+}))"""))
+    assert {"openedx", "course-access-groups"} <= set(hooks["required"])
+    assert ["course-access-groups", ["plugins", "course-access-groups", "build", "course-access-groups"],
+            "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE }}"] in hooks["build"]
+    assert ["course-access-groups", "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE }}"] in hooks["pull"]
+    assert ["course-access-groups", "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE }}"] in hooks["push"]
+    # The build context, byte for byte as the wheel carries it and as the repository has it.
+    context = root / "env" / "plugins" / "course-access-groups" / "build" / "course-access-groups"
+    carried = installed.package / "templates" / "course-access-groups" / "build" / "course-access-groups"
+    assert tree_hash(context) == tree_hash(carried)
+    assert tree_hash(carried) == tree_hash(REPO, only=("Dockerfile", "package.json", "package-lock.json", "tsconfig.json",
+                                                       "tsconfig.build.json", "src", "consumers", "scripts/build-console.cjs"))
+    if os.environ.get("CAG_CONTEXT_HASH_FILE"):  # compared across Tutor versions by the Jest test
+        Path(os.environ["CAG_CONTEXT_HASH_FILE"]).write_text(tree_hash(context))
+
+
+# Finding 3: the own Kafka's data folder is given to its user by Tutor's permissions service.
+def test_the_own_kafkas_data_folder_is_made_writable_by_tutors_permissions_service(installed, tmp_path):
+    root = saved(installed, tmp_path)
+    services = yaml.safe_load((root / "env" / "local" / "docker-compose.yml").read_text())["services"]
+    assert "../../data/course-access-groups/kafka:/mounts/course-access-groups-kafka" in services["permissions"]["volumes"]
+    assert "setowner 1000 /mounts/course-access-groups-kafka" in (root / "env" / "apps" / "permissions" / "setowners.sh").read_text()
+    kafka = services["course-access-groups-kafka"]
+    assert kafka["user"] == "1000:1000"
+    assert kafka["depends_on"] == {"permissions": {"condition": "service_completed_successfully"}}
+
+
+# Finding 4: Teak's Studio sends its catalog events; existing courses and learners come in by an init task.
+def test_studio_sends_catalog_events_on_teak_and_init_brings_existing_courses_and_learners(installed, tmp_path):
+    root = saved(installed, tmp_path)
+    for service in ("lms", "cms"):
+        settings = (root / "env" / "apps" / "openedx" / "settings" / service / "production.py").read_text()
+        assert "\nSEND_CATALOG_INFO_SIGNAL = True\n" in settings
+    tasks = json.loads(python_in_tutor(root, "from tutor import hooks\nprint(json.dumps([list(t) for t in hooks.Filters.CLI_DO_INIT_TASKS.iterate()]))"))
+    ours = [command for service, command in tasks if "course_access_groups" in command]
+    assert len(ours) == 1 and ["lms", ours[0]] in tasks
+    assert "./manage.py lms course_access_groups_sync" in ours[0].splitlines()
+
+
+# Finding 5: installed beside any of Tutor 20, 21 and 22, pip keeps the Tutor it has.
+def test_installing_the_wheel_beside_this_tutor_changes_no_tutor(installed, tmp_path):
+    report = tmp_path / "report.json"
+    # --no-index: anything pip would fetch (another Tutor) fails the install instead.
+    # Without the tests' PYTHONPATH, where the plugin is installed already.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--disable-pip-version-check",
+                           "--report", str(report), installed.wheel], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    names = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]
+    assert names == ["tutor-contrib-course-access-groups"]
+
+
+# Finding 6: no silent empty organization.
+def test_config_save_without_an_organization_fails_and_says_which_setting(installed, tmp_path):
+    root = tmp_path / "tutor"
+    tutor(root, "plugins", "enable", "course-access-groups")
+    done = run_tutor(root, "config", "save")
+    assert done.returncode != 0
+    assert "COURSE_ACCESS_GROUPS_ORGANIZATION is required" in done.stderr + done.stdout
+    tutor(root, "config", "save", "--set", "COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX")
+    lms = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
+    assert '"ORGANIZATION": "AcmeX",' in lms
+
+
+# Finding 8: health-conditioned start, a route for browsers, and secrets with `$` passed as they are.
+def test_compose_waits_for_healthy_services_routes_a_host_and_keeps_dollar_signs(installed, tmp_path):
+    secret = "a$b$$c${HOME}d-long-enough-secret-0123456789"
+    root = saved(installed, tmp_path, f"COURSE_ACCESS_GROUPS_JWT_SECRET={secret}", "MONGODB_USERNAME=cag",
+                 "MONGODB_PASSWORD=pa$$word")
+    rendered = yaml.safe_load(compose(root, "config"))["services"]
+    for role in ("api", "consumer"):
+        service = rendered[f"course-access-groups-{role}"]
+        # docker-compose prints values escaped again ($ as $$): read back, the value is the secret.
+        assert service["environment"]["JWT_SECRET"].replace("$$", "$") == secret
+        assert service["environment"]["MONGO_URL"] == "mongodb://cag:pa%24%24word@mongodb:27017/?authSource=admin"
+        assert "/readyz" in " ".join(service["healthcheck"]["test"])
+        assert service["depends_on"]["course-access-groups-kafka"] == {"condition": "service_healthy"}
+        assert service["depends_on"]["course-access-groups-registry"] == {"condition": "service_healthy"}
+    for name in ("course-access-groups-kafka", "course-access-groups-registry"):
+        assert rendered[name]["healthcheck"]["test"]
+    caddyfile = (root / "env" / "apps" / "caddy" / "Caddyfile").read_text()
+    assert 'course-access-groups.local.openedx.io{$default_site_port} {\n    import proxy "course-access-groups-api:8000"' in caddyfile
+    # The LMS's token is signed (HS256) with the very secret the service reads.
+    lms = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
+    token = re.search(r'"SERVICE_TOKEN": "([^"]+)"', lms).group(1)
+    header_and_claims, signature = token.rsplit(".", 1)
+    expected = base64.urlsafe_b64encode(hmac.new(secret.encode(), header_and_claims.encode(), hashlib.sha256).digest())
+    assert signature == expected.rstrip(b"=").decode()
+
+
+def plugin_version(installed):
+    """The installed plugin's __version__ (the LMS plugin and the images carry the same)."""
+    return re.search(r'__version__ = "([^"]+)"', (installed.package / "__init__.py").read_text()).group(1)
+
+
+def python_in_tutor(root, code):
+    """Python run with the project's configuration loaded and its plugins enabled, as a tutor command has them."""
+    # As tutor's main() and its root option do: plugins discovered, the project's enabled ones loaded.
+    prelude = ("import json, sys\nfrom tutor import config as tutor_config, hooks\n"
+               f"hooks.Actions.CORE_READY.do()\nhooks.Actions.PROJECT_ROOT_READY.do({str(root)!r})\n"
+               f"config = tutor_config.load({str(root)!r})\n")
+    env = {**os.environ, "TUTOR_ROOT": str(root), "TUTOR_PLUGINS_ROOT": str(root / "plugins")}
+    done = subprocess.run([sys.executable, "-c", prelude + code], env=env, capture_output=True, text=True, cwd=root.parent)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def settings_blocks(production_py):
@@ -162,7 +348,7 @@ def settings_blocks(production_py):
 
 
 def test_the_rendered_settings_leave_the_lms_on_kafka_with_the_services_topics_and_filters_first(installed, tmp_path):
-    root = saved(installed, tmp_path, "COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX", "COURSE_ACCESS_GROUPS_TOPIC_PREFIX=prod")
+    root = saved(installed, tmp_path, "COURSE_ACCESS_GROUPS_TOPIC_PREFIX=prod")
     common, lms = settings_blocks(root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py")
     probe = subprocess.run(
         [os.environ["LMS_PYTHON"], str(Path(__file__).with_name("lms_settings_probe.py"))],

@@ -1,10 +1,13 @@
 """
-Course Access Groups on Tutor: installs the LMS plugin and confluent-kafka into the openedx image,
-moves the LMS and Studio to the Kafka event bus (every platform producer, not only this one's),
-publishes registration, login and Studio's catalog changes to the service's topics, and runs the
-service (its api and consumer roles) on Tutor's MongoDB, against an external Kafka and schema
-registry or a single-node pair of its own. The JWT secret is made once (CONFIG_UNIQUE) and the
-LMS's service token is signed from it when the environment is rendered.
+Course Access Groups on Tutor: builds the service's image from the build context this package
+carries and the openedx image with the LMS plugin (also carried) and confluent-kafka, moves the LMS
+and Studio to the Kafka event bus (every platform producer, not only this one's), publishes
+registration, login and Studio's catalog changes to the service's topics, runs the service (its
+api and consumer roles) on Tutor's MongoDB, against an external Kafka and schema registry or a
+single-node pair of its own, routes a host of its own to the API and console through Caddy, and
+brings existing courses and learners to the service in `tutor local do init`. The JWT secret is
+made once (CONFIG_UNIQUE) and the LMS's service token is signed from it when the environment is
+rendered.
 """
 
 import base64
@@ -15,21 +18,34 @@ import os
 from glob import glob
 from urllib.parse import quote
 
-from tutor import hooks
+import click
+from tutor import exceptions, fmt, hooks
 
 from . import __version__
 
-PATCHES = os.path.join(os.path.dirname(__file__), "patches")
+HERE = os.path.dirname(__file__)
+PATCHES = os.path.join(HERE, "patches")
+TEMPLATES = os.path.join(HERE, "templates")
+# Carried byte-for-byte (staged by scripts/stage-tutor-plugin.sh): the service's build context, and
+# the LMS plugin's source inside the openedx image's build context. Their TypeScript and Python hold
+# `{{`, `{%` and `{#`, which Jinja would otherwise take for its own.
+SERVICE_CONTEXT = "course-access-groups/build/course-access-groups/"
+LMS_PLUGIN_CONTEXT = "build/openedx/course-access-groups-openedx/"
+UNRENDERED = (SERVICE_CONTEXT, LMS_PLUGIN_CONTEXT)
+
 
 hooks.Filters.CONFIG_DEFAULTS.add_items([
     ("COURSE_ACCESS_GROUPS_VERSION", __version__),
-    # The service's image, built from the project's Dockerfile (`docker build -t <this> .`).
+    # The service's image, built by `tutor images build course-access-groups` (and by `tutor local
+    # launch`) from the build context this package carries; a registry's name to pull it instead.
     ("COURSE_ACCESS_GROUPS_DOCKER_IMAGE", "course-access-groups:{{ COURSE_ACCESS_GROUPS_VERSION }}"),
-    # What pip installs into the openedx image: the LMS plugin (a requirement, a URL or a path).
-    ("COURSE_ACCESS_GROUPS_OPENEDX_PLUGIN", "course-access-groups-openedx=={{ COURSE_ACCESS_GROUPS_VERSION }}"),
+    # Extra requirements pip installs into the openedx image beside the carried LMS plugin.
     ("COURSE_ACCESS_GROUPS_CONFLUENT_KAFKA", "confluent-kafka[avro,schemaregistry]>=2.0,<3"),
-    # The organization of every learner of a single-site platform (the service's DEFAULT_ORGANIZATION).
+    # Required: the organization of every learner of a single-site platform (the service's
+    # DEFAULT_ORGANIZATION, the LMS plugin's ORGANIZATION). Empty stops `tutor config save`.
     ("COURSE_ACCESS_GROUPS_ORGANIZATION", ""),
+    # The host Caddy routes to the service's API and admin console.
+    ("COURSE_ACCESS_GROUPS_HOST", "course-access-groups.{{ LMS_HOST }}"),
     ("COURSE_ACCESS_GROUPS_MONGODB_DATABASE", "course_access_groups"),
     # Empty: a single-node Kafka and schema registry of the plugin's own (RUN_KAFKA).
     ("COURSE_ACCESS_GROUPS_RUN_KAFKA", True),
@@ -48,6 +64,71 @@ hooks.Filters.CONFIG_DEFAULTS.add_items([
 hooks.Filters.CONFIG_UNIQUE.add_items([
     ("COURSE_ACCESS_GROUPS_JWT_SECRET", "{{ 48|random_string }}"),
 ])
+
+# The openedx image gets a name of its own: it is built here (with the LMS plugin), so neither
+# `tutor images pull` nor `tutor local launch -p` may put the stock overhangio/openedx back.
+# Overrides are rendered with the base settings only (no defaults): the version is written in.
+hooks.Filters.CONFIG_OVERRIDES.add_items([
+    ("DOCKER_IMAGE_OPENEDX", "course-access-groups-openedx:{{ TUTOR_VERSION }}-" + __version__),
+])
+
+
+ORGANIZATION_REQUIRED = (
+    "COURSE_ACCESS_GROUPS_ORGANIZATION is required: the organization of this platform's learners and courses in "
+    "Course Access Groups, e.g. `tutor config save --set COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX`"
+)
+
+
+def _enabling_plugins():
+    """Whether this is `tutor plugins enable` (which saves the environment before a setting can be given)."""
+    context = click.get_current_context(silent=True)
+    while context is not None:
+        if context.info_name == "enable" and context.parent is not None and context.parent.info_name == "plugins":
+            return True
+        context = context.parent
+    return False
+
+
+@hooks.Actions.CONFIG_LOADED.add()
+def _require_organization(config):
+    """A plain launch would publish no activation and give the service no organization: every command refuses."""
+    if str(config.get("COURSE_ACCESS_GROUPS_ORGANIZATION") or "").strip():
+        return
+    if _enabling_plugins():
+        fmt.echo_alert(ORGANIZATION_REQUIRED)
+        return
+    raise exceptions.TutorError(ORGANIZATION_REQUIRED)
+
+
+hooks.Filters.ENV_TEMPLATE_ROOTS.add_item(TEMPLATES)
+# env/plugins/course-access-groups/build/course-access-groups: the service's build context. The LMS
+# plugin's source is under the core's build/ target already (env/build/openedx/).
+hooks.Filters.ENV_TEMPLATE_TARGETS.add_items([("course-access-groups/build", "plugins")])
+
+
+@hooks.Filters.IS_FILE_RENDERED.add()
+def _copy_carried_sources_as_they_are(rendered, path):
+    return rendered and not path.startswith(UNRENDERED)
+
+
+IMAGE = "course-access-groups"
+hooks.Filters.IMAGES_BUILD.add_item(
+    (IMAGE, ("plugins", "course-access-groups", "build", "course-access-groups"), "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE }}", ())
+)
+hooks.Filters.IMAGES_PULL.add_item((IMAGE, "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE }}"))
+hooks.Filters.IMAGES_PUSH.add_item((IMAGE, "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE }}"))
+
+
+@hooks.Filters.IMAGES_BUILD_REQUIRED.add()
+def _build_at_launch(images, context_name):
+    """`tutor local launch` builds the service's image and the openedx image with the LMS plugin (dev: the service's)."""
+    wanted = ("openedx", IMAGE) if context_name == "local" else (IMAGE,)
+    return images + [name for name in wanted if name not in images]
+
+
+# `tutor local do init` (and launch): brings existing courses and learners to the service.
+with open(os.path.join(TEMPLATES, "course-access-groups", "tasks", "lms", "init"), encoding="utf-8") as task:
+    hooks.Filters.CLI_DO_INIT_TASKS.add_item(("lms", task.read()))
 
 
 def _b64(data):
@@ -72,10 +153,16 @@ def checksum(text):
     return hashlib.sha256(str(text).encode()).hexdigest()
 
 
+def compose_value(text):
+    """A value for docker compose's YAML, as a JSON string (valid YAML) with `$` escaped from its interpolation."""
+    return json.dumps(str(text)).replace("$", "$$")
+
+
 hooks.Filters.ENV_TEMPLATE_FILTERS.add_items([
     ("course_access_groups_service_token", service_token),
     ("course_access_groups_checksum", checksum),
     ("course_access_groups_userinfo", userinfo),
+    ("course_access_groups_compose", compose_value),
 ])
 
 for path in sorted(glob(os.path.join(PATCHES, "*"))):

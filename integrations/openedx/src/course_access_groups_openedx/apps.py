@@ -18,7 +18,7 @@ from openedx_events.tooling import OpenEdxPublicSignal
 from . import events
 from .conf import ACTIVATED_EVENT_TYPE, setting
 from .roles import ROLE_FUNCTION
-from .settings import PIPELINE_STEPS
+from .settings import PIPELINE_STEPS, without_steps
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +74,13 @@ def check_filters():
     patches and other plugins run after plugin_settings() and may have replaced it. Enforcement
     that silently stopped would let everyone in, so start-up stops instead.
     """
-    if not setting("CONFIGURE_FILTERS"):
-        return
     filters = getattr(settings, "OPEN_EDX_FILTERS_CONFIG", None) or {}
+    if not setting("CONFIGURE_FILTERS"):
+        # Turned off after plugin_settings() ran (a Tutor Python settings patch): the steps it put
+        # in come out here, so the switch works wherever it is set.
+        if filters:
+            settings.OPEN_EDX_FILTERS_CONFIG = without_steps(filters)
+        return
     wrong = []
     for filter_type, step in PIPELINE_STEPS.items():
         config = filters.get(filter_type)

@@ -99,6 +99,31 @@ def _full_name(user):
     return profile_name or user.get_full_name()
 
 
+def activation_data(user, organization):
+    """The activation event's data: the user as openedx-events' UserData, and the organization."""
+    return {
+        "user": UserData(
+            id=user.id,
+            is_active=bool(user.is_active),
+            pii=UserPersonalData(username=user.username, email=user.email, name=_full_name(user)),
+        ),
+        "organization": str(organization),
+    }
+
+
+def send_activation(data):
+    """Sends one activation event on the event bus (on ACTIVATION_TOPIC as it is now); returns its metadata."""
+    metadata = USER_ACCOUNT_ACTIVATED_EVENT.generate_signal_metadata()
+    get_producer().send(
+        signal=USER_ACCOUNT_ACTIVATED_EVENT,
+        topic=setting("ACTIVATION_TOPIC"),
+        event_key_field=EVENT_KEY_FIELD,
+        event_data=data,
+        event_metadata=metadata,
+    )
+    return metadata
+
+
 def publish_activation(user):
     """Sends one activation now, on the event bus and to the in-process receivers of the event."""
     if not setting("PUBLISH_ACTIVATIONS"):
@@ -112,22 +137,8 @@ def publish_activation(user):
                 user.id,
             )
             return
-        data = {
-            "user": UserData(
-                id=user.id,
-                is_active=bool(user.is_active),
-                pii=UserPersonalData(username=user.username, email=user.email, name=_full_name(user)),
-            ),
-            "organization": str(organization),
-        }
-        metadata = USER_ACCOUNT_ACTIVATED_EVENT.generate_signal_metadata()
-        get_producer().send(
-            signal=USER_ACCOUNT_ACTIVATED_EVENT,
-            topic=setting("ACTIVATION_TOPIC"),
-            event_key_field=EVENT_KEY_FIELD,
-            event_data=data,
-            event_metadata=metadata,
-        )
+        data = activation_data(user, organization)
+        metadata = send_activation(data)
         responses = USER_ACCOUNT_ACTIVATED_EVENT.send_event_with_custom_metadata(metadata, **data)
     except Exception:  # pylint: disable=broad-except
         log.exception("Course Access Groups: could not publish the account activation of user %s", user.id)
