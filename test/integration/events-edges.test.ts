@@ -1,0 +1,81 @@
+// Issue 38: the holes SPEC §5 still had, as regression tests through the real consumer on the
+// local stack. Each test sends to one partition no other test uses, so its messages arrive in the
+// order sent. Times at the edges: "a leap second is the last instant of its minute, times compare
+// as instants whatever their offset, and a valid time the service cannot represent goes to the
+// DLQ with its reason, never misordered".
+import { dlqTopic } from '../../consumers/consumer';
+import {
+  closeProducer,
+  cloudEvent,
+  type EventTestService,
+  newUserId,
+  orgWithRule,
+  produceOne,
+  readTopic,
+  startEventService,
+  storedActive,
+  structured,
+  TYPES,
+  userData,
+  waitCommitted,
+} from '../helpers/events';
+
+let service: EventTestService;
+
+beforeAll(async () => {
+  service = await startEventService();
+}, 60000);
+afterAll(async () => {
+  await closeProducer();
+  await service.close();
+});
+
+const topicOf = (i: 0 | 1 | 2) => service.config.KAFKA_TOPICS[i]!;
+const sender = (topic: string, partition: number) => (message: ReturnType<typeof structured>) => produceOne(topic, { ...message, partition });
+const handled = (at: { topic: string; partition: number; offset: number }) => waitCommitted(service.config.KAFKA_GROUP_ID, at);
+
+test('a leap second is the last instant of its minute: the activation at 23:59:60Z applies, an update within that second before it is stale, the next second is newer', async () => {
+  const send = sender(topicOf(0), 0);
+  const { org, api, group } = await orgWithRule(service, 'leap.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@leap.edu` };
+  await send(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true, name: 'Leap' }), { time: '2016-12-31T23:59:60Z' }), id));
+  // The same instant in another offset's clock: the last instant of 18:59 at -05:00.
+  await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: true, name: 'Before' }), { time: '2016-12-31T23:59:59.5Z' }), id));
+  await handled(
+    await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: true, name: 'Late' }), { time: '2016-12-31T18:59:59.9-05:00' }), id)),
+  );
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'Leap', membership: { group: { id: group.id } } });
+
+  await handled(
+    await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: true, name: 'After' }), { time: '2017-01-01T00:00:00Z' }), id)),
+  );
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'After' });
+}, 60000);
+
+test.each([
+  ['a UTC instant in year 10000', '9999-12-31T23:00:00-05:00', /years 0000 to 9999/],
+  ['a fraction finer than nanoseconds', '2026-05-20T00:00:00.0000000001Z', /finer than nanoseconds/],
+] as const)(
+  "a retirement at %s goes to the DLQ with its reason, and today's events order as before",
+  async (_name, time, reason) => {
+    // Partition 1, then 2: the DLQ holds one copy per test run so far.
+    const partition = time.startsWith('9999') ? 1 : 2;
+    const send = sender(topicOf(1), partition);
+    const { org, api, group } = await orgWithRule(service, `edge-${partition}.edu`);
+    const id = newUserId();
+    const user = { id, email: `learner${id}@edge-${partition}.edu` };
+    const retirement = await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time }), id));
+    await handled(await send(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time: '2026-05-20T00:00:00Z' }), id)));
+
+    const dead = (await readTopic(dlqTopic(topicOf(1)), partition)).filter(
+      (m) =>
+        m.headers?.['x-original-offset']?.toString() === String(retirement.offset) && m.headers?.['x-original-partition']?.toString() === String(partition),
+    );
+    expect(dead).toHaveLength(1);
+    expect(dead[0]!.headers?.['x-dlq-reason']?.toString()).toMatch(reason);
+    expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+    expect(await storedActive(service, org, id)).toBe(true);
+  },
+  60000,
+);
