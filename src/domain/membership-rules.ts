@@ -112,9 +112,11 @@ export async function insertRuleMemberships(
  * membership changed: every write conditional on what was read (the log by `log_n`, the
  * membership by its `rule_v` and `born_v`), each lost race read again. Last, `settled_n` is
  * written on the condition that the log is still as read: a change since then goes round again,
- * and the process that made it reconciles too.
+ * and the process that made it reconciles too. `changedFor`: the log (`log_n`) for which the
+ * caller changed the membership itself, so a log settled since by another process, which may
+ * have read the membership before that change, is not taken as settled.
  */
-export async function reconcileMembership(tenant: Tenant, userId: number, known?: UserDoc | null): Promise<void> {
+export async function reconcileMembership(tenant: Tenant, userId: number, known?: UserDoc | null, changedFor?: number): Promise<void> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   // The membership is read before the user: an administrator marks the user (`admin_v`) before
   // changing the membership, so a user read without the mark comes with a membership read
@@ -125,7 +127,8 @@ export async function reconcileMembership(tenant: Tenant, userId: number, known?
   let membership: MembershipDoc | null | undefined;
   // The log (`log_n`) this call last changed the membership for: another process may have
   // settled a newer log before that write landed, so only that log counts as settled then.
-  let wroteFor: number | undefined;
+  // `changedFor`: the caller changed the membership for that log (the batch path, import-users.ts).
+  let wroteFor: number | undefined = changedFor;
   for (let round = 0; round < ROUNDS; round++) {
     membership ??= await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findById(String(userId));
     user ??= await users.findById(String(userId));

@@ -187,3 +187,32 @@ test.each(['moves', 'deletes'])(
     await expectState();
   },
 );
+
+// Issue 38, item 3: the batch's settle is checked and followed by a reconciliation, as the
+// per-event path's (membership-rules.ts reconcileMembership, `wroteFor`).
+test("an older login on another topic (another email, no rule) reconciling between the batch's user insert and its membership insert: the batch takes its membership back, as per event", async () => {
+  const db = await freshDb();
+  const tenant = new Tenant(db, ORG);
+  const group = await createGroup(tenant, { name: 'Partners', description: '' });
+  await createRule(tenant, { name: 'partners', domain: 'partner.example', group: group.id });
+  const learner = facts(40, 'forty@partner.example');
+  // In event time the learner was active first at 35 with an email no rule matches: the period
+  // of that activation has no rule, and the activation at 40 of the same period applies none.
+  const hooked = withHookBefore(tenant, COLLECTIONS.memberships, async () => {
+    const older = { ...learner, email: 'forty@nomatch.example' };
+    expect(await applyUserData(db, asData(older), stamp('e40-older', 35), 'activation', ORG)).toBe('stale');
+    expect(await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '40' })).toBeNull();
+  });
+  expect(await importUserBatch(hooked, [{ facts: learner, at: stamp('e40', 40) }])).toEqual(['applied']);
+
+  expect(await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '40' })).toBeNull();
+  const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '40' });
+  expect([user?.grp ?? 0, user?.member ?? 0, user?.settled_n]).toEqual([0, 0, user?.log_n]);
+  // The control: the same two events per event, in either order, leave no membership.
+  const db2 = await freshDb();
+  const theirs = await createGroup(new Tenant(db2, ORG), { name: 'Partners', description: '' });
+  await createRule(new Tenant(db2, ORG), { name: 'partners', domain: 'partner.example', group: theirs.id });
+  expect(await applyUserData(db2, asData(learner), stamp('e40', 40), 'activation', ORG)).toBe('applied');
+  expect(await applyUserData(db2, asData({ ...learner, email: 'forty@nomatch.example' }), stamp('e40-older', 35), 'activation', ORG)).toBe('stale');
+  expect(await new Tenant(db2, ORG).collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '40' })).toBeNull();
+});
