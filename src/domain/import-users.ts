@@ -8,7 +8,7 @@ import { isSettled } from './activation-log';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
 import { syncUserGroups, userGroupFacts, userGroupFactsAgree } from './list-facts';
 import { insertRuleMemberships, matchRules, reconcileMembership } from './membership-rules';
-import { activationFields, type UserFacts, userRecord, userTombstone } from './users';
+import { activationFields, finishRetirement, type UserFacts, userRecord, userTombstone } from './users';
 import { compare, deletedSince, freshFields } from './versioned-records';
 
 /**
@@ -111,6 +111,12 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
     tenant,
     fresh.map((l) => userRecord(l.facts, l.at.time).doc),
   );
+  // A retirement older than the line whose process died before deleting the membership: finished
+  // first, as per event (versioned-records.ts), or the old membership would stay the learner's.
+  for (const l of fresh) {
+    const stone = stones.get(userTombstone(l.facts.id));
+    if (stone) await finishRetirement(tenant.db, l.facts.id, stone);
+  }
   const inserted = await insertUsers(tenant, fresh, stones, groupOf);
   const written = new Set(inserted.map((l) => l.facts));
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);

@@ -2,6 +2,7 @@ import type { Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type MembershipDoc, type RuleDoc, type UserDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
+import { ownerLookup } from '../db/owners';
 import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { Conflict, doesNotExist, fieldError } from '../errors';
@@ -250,9 +251,17 @@ export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDo
       made.map((m) => m.user),
     );
     const byId = new Map(page.map((u) => [u.id, u]));
-    const stones = await tombstones(tenant.db).getMany(made.map((m) => userTombstone(m.user)));
+    // A retirement (its tombstone) or a move to another organization (the record gone from here)
+    // that ran meanwhile: each writes before it deletes the membership, so either it deleted the
+    // one made here or these reads see it. One left would carry the learner's id as its `_id`
+    // and refuse them every membership where they are now.
+    const [stones, owners] = await Promise.all([
+      tombstones(tenant.db).getMany(made.map((m) => userTombstone(m.user))),
+      ownerLookup(tenant.db).userOrgs(made.map((m) => m.user)),
+    ]);
     for (const m of made) {
-      if (deletedAfter(stones.get(userTombstone(m.user)), byId.get(m.user)!)) await withCause('rule', () => removeMembership(tenant, { _id: m._id, id: m.id }));
+      const gone = deletedAfter(stones.get(userTombstone(m.user)), byId.get(m.user)!) || owners.get(m.user) !== tenant.org;
+      if (gone) await withCause('rule', () => removeMembership(tenant, { _id: m._id, id: m.id }));
       else created++;
     }
   }

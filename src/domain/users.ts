@@ -1,5 +1,5 @@
 import type { Db, Filter } from 'mongodb';
-import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections';
+import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
@@ -9,6 +9,7 @@ import { syncUserGroups } from './list-facts';
 import {
   announceDeletion,
   deleteIfNewer,
+  finishDeletionOfGone,
   ROUNDS,
   recordVersion,
   upsertIfNewer,
@@ -46,6 +47,9 @@ function userRef(db: Db, id: number): VersionedRecordRef {
     },
   };
 }
+
+/** Finishes a retirement of user `id` (its tombstone `stone`) whose process died before deleting the membership: versioned-records.ts. */
+export const finishRetirement = (db: Db, id: number, stone: TombstoneDoc) => finishDeletionOfGone(db, userRef(db, id), String(id), stone);
 
 /** Whether the organization has user `id`, site administrators included (a membership may name one). */
 export const userExists = (tenant: Tenant, id: number) => tenant.collection<UserDoc>(COLLECTIONS.users).has({ _id: String(id) });

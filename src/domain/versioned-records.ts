@@ -327,6 +327,15 @@ async function finishMove(db: Db, ref: VersionedRecordRef, id: string, org: stri
 }
 
 /**
+ * Finishes the deletion `stone` records of a record no organization holds any more: what hung
+ * off it in the organization it was deleted from goes, unless the record is there again (the
+ * batch path's finishDeletion, before it inserts the record anew: import-users.ts).
+ */
+export async function finishDeletionOfGone(db: Db, ref: VersionedRecordRef, id: string, stone: TombstoneDoc): Promise<void> {
+  if (stone.org) await deleteDependentsOfGone(new Tenant(db, stone.org), ref, id);
+}
+
+/**
  * Finishes the deletion `stone` records when the record is still older than it (a deletion that
  * died between its tombstone and its delete, or an older event inserted while it ran).
  */
