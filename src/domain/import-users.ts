@@ -135,7 +135,8 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
   // reconciliation, which reads the rules after its write (membership-rules.ts).
   const named: typeof late = [];
   for (const m of late) {
-    const entry = { v: v(byFacts.get(m.user)!), k: 'a' as const, g: m.rule.group };
+    const line = byFacts.get(m.user)!;
+    const entry = { v: v(line), k: 'a' as const, g: m.rule.group, i: [line.at.id] };
     if (await users.updateBookkeeping({ _id: String(m.user.id), log_n: 1 } as Filter<UserDoc>, { $set: { act_log: [entry] }, $inc: { log_n: 1 } }))
       named.push(m);
   }
@@ -230,7 +231,9 @@ async function insertUsers(
     lines.map(({ facts, at }) => {
       // Created again after a retirement (an older one: newer ones are left to the per-event path), it follows the tombstone.
       const stone = stones.get(userTombstone(facts.id));
-      const fields = freshFields(activationFields(facts, facts.is_active)(version(at.time, 1), stone ? version(stone.event_time, stone.event_n ?? 1) : null));
+      const fields = freshFields(
+        activationFields(facts, facts.is_active, at.id)(version(at.time, 1), stone ? version(stone.event_time, stone.event_n ?? 1) : null),
+      );
       const g = groupOf.get(facts);
       const log = (fields.act_log ?? []) as LogEntry[];
       return {
@@ -239,7 +242,7 @@ async function insertUsers(
         event_ids: [at.id],
         indexed_t: at.time,
         ...fields,
-        act_log: log.map((e) => ({ v: e.v, k: e.k, ...(g === undefined ? {} : { g }) })),
+        act_log: log.map((e) => ({ v: e.v, k: e.k, ...(e.i ? { i: e.i } : {}), ...(g === undefined ? {} : { g }) })),
         ...(g === undefined ? { settled_n: fields.log_n ?? 0 } : {}),
       };
     }),

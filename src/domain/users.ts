@@ -87,9 +87,9 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
  * (activation-log.ts `logEntry`), appended (an applied event is the record's newest); a record
  * that follows a deletion or a move (`after`) starts after it, as after a removal.
  */
-export function activationFields(facts: Pick<UserFacts, 'is_active' | 'email'>, activates: boolean) {
+export function activationFields(facts: Pick<UserFacts, 'is_active' | 'email'>, activates: boolean, id: string) {
   return (v: string, after: string | null): VersionFields => {
-    const entry = logEntry(facts, activates, v);
+    const entry = logEntry(facts, activates, v, id);
     return {
       ...(entry ? { push: { act_log: entry }, inc: { log_n: 1 } } : {}),
       ...(after !== null ? { onInsert: { removed_v: after } } : {}),
@@ -111,13 +111,13 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
     set,
     at: stamp,
     ...userRef(tenant.db, facts.id),
-    fields: activationFields(facts, activates),
+    fields: activationFields(facts, activates, stamp.id),
   });
   // A stale event still has its place in event time: its entry, or, naming another organization
   // (the learner was elsewhere then: a move and a move back), a removal.
   if (result.current && result.outcome === 'stale') {
     const v = result.version;
-    const entry = logEntry(facts, activates, v);
+    const entry = logEntry(facts, activates, v, stamp.id);
     const change = result.current.org !== tenant.org ? (u: UserDoc) => withRemoval(u, v) : entry && ((u: UserDoc) => withEntry(u, entry));
     if (change) result.current = await changeActivationLog(homeOf(tenant, result.current), result.current, change);
   }

@@ -79,3 +79,43 @@ test.each([
   },
   60000,
 );
+
+// Item 1: a redelivery of an event that shares its time with another, after the record moved on,
+// is the same event (its activation log entry names it), not a late event placed after the others.
+test("a registration (inactive) and an activation of one time, an administrator's removal, a later login, then the registration again: the removal stands", async () => {
+  const send = sender(topicOf(2), 0);
+  const { org, api } = await orgWithRule(service, 'tied-redelivery.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@tied-redelivery.edu` };
+  const time = '2026-05-21T00:00:05Z';
+  const registration = structured(cloudEvent(TYPES.registered, userData(org, { ...user, is_active: false }), { time }), id);
+  await send(registration);
+  await handled(await send(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time }), id)));
+  const member = (await api.get(`users/${id}/`)).body.membership;
+  expect(member).not.toBeNull();
+  expect((await api.delete(`memberships/${member.id}/`)).status).toBe(204);
+  await send(structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time: '2026-05-21T00:00:06Z' }), id));
+  await handled(await send(registration));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
+  expect(await storedActive(service, org, id)).toBe(true);
+}, 60000);
+
+test('a login and a deactivation of one time, a removal, a later login that makes a new membership, then the first login again: the new membership stays', async () => {
+  const send = sender(topicOf(2), 1);
+  const { org, api, group } = await orgWithRule(service, 'tied-login.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@tied-login.edu` };
+  const time = '2026-05-22T00:00:05Z';
+  const login = structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time }), id);
+  await send(login);
+  await handled(await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false }), { time }), id)));
+  const member = (await api.get(`users/${id}/`)).body.membership;
+  expect(member).not.toBeNull();
+  expect((await api.delete(`memberships/${member.id}/`)).status).toBe(204);
+  await handled(await send(structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time: '2026-05-22T00:00:07Z' }), id)));
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+  await handled(await send(login));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+}, 60000);
