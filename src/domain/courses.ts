@@ -5,9 +5,9 @@ import { ownerLookup } from '../db/owners';
 import { indexCourse, unindexCourse } from '../db/search-index';
 import { Tenant } from '../db/tenant';
 import { versionOf } from '../db/versioned-writes';
-import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
+import { type ApplyOutcome, asStamp, type EventStamp, lateVersion } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import { announceDeletion, deleteIfNewer, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
+import { announceDeletion, deleteIfNewer, namedByTombstone, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
 export function orgFromCourseKey(courseKey: string): string | null {
@@ -70,11 +70,7 @@ function courseRef(db: Db, key: string): VersionedRecordRef {
 /** Records a course in the tenant's organization as of `at`, unless it already reflects it or a newer event. */
 export async function upsertCourse(tenant: Tenant, course: { key: string; name: string }, at: string | EventStamp): Promise<ApplyOutcome> {
   const stamp = asStamp(at);
-  const {
-    outcome,
-    current,
-    version: v,
-  } = await upsertIfNewer<CourseDoc>(tenant, {
+  const { outcome, current } = await upsertIfNewer<CourseDoc>(tenant, {
     // A new course has no link and no public record yet: its list facts are derived after the write.
     doc: { _id: course.key, id: course.key, name: course.name, event_time: stamp.time, is_public: 0, linked: 0, facts_v: 0 },
     set: { id: course.key, name: course.name, event_time: stamp.time },
@@ -85,7 +81,7 @@ export async function upsertCourse(tenant: Tenant, course: { key: string; name: 
   if (current) {
     const home = current.org === tenant.org ? tenant : new Tenant(tenant.db, current.org);
     // A stale event of another organization: in event time the course was there then (a move and a move back).
-    if (outcome === 'stale' && home !== tenant) await takeBackDependentsBefore(home, current._id, v);
+    if (outcome === 'stale' && home !== tenant) await takeBackDependentsBefore(home, current._id, lateVersion(stamp.time));
     await syncCourseFacts(home, [current._id]);
     await indexCourse(home, current);
   }
@@ -108,7 +104,10 @@ export async function deleteCourse(
   const stamp = asStamp(at);
   const { outcome, survivor } = await deleteIfNewer(db, { ...courseRef(db, courseKey), id: courseKey, at: stamp, org });
   // A deletion older than the course (created again after it) took what hung on it then.
-  if (outcome === 'stale' && survivor) await takeBackDependentsBefore(survivor.home, courseKey, version(stamp.time, 0));
+  // After the events of its time the course applied (the tie rule), unless it is one of them, delivered again.
+  if (outcome === 'stale' && survivor && !(await namedByTombstone(db, courseTombstone(courseKey), stamp))) {
+    await takeBackDependentsBefore(survivor.home, courseKey, lateVersion(stamp.time));
+  }
   if (outcome === 'duplicate') await announceDeletion(db, courseTombstone(courseKey), COLLECTIONS.courses, courseKey);
   return outcome;
 }

@@ -71,4 +71,4 @@ export function eventKey(source: string, id: string): string {
 }
 
 /** An event's version on a record (src/db/versioned-writes.ts). */
-export { version } from '../db/versioned-writes';
+export { lateVersion, version } from '../db/versioned-writes';

@@ -4,12 +4,13 @@ import { ownerLookup } from '../db/owners';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
 import { logEntry, withEntry, withRemoval } from './activation-log';
-import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
+import { type ApplyOutcome, asStamp, type EventStamp, lateVersion } from './event-time';
 import { syncUserGroups } from './list-facts';
 import {
   announceDeletion,
   deleteIfNewer,
   finishDeletionOfGone,
+  namedByTombstone,
   ROUNDS,
   recordVersion,
   upsertIfNewer,
@@ -118,7 +119,7 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
   if (result.current && result.outcome === 'stale') {
     const v = result.version;
     const entry = logEntry(facts, activates, v, stamp.id);
-    const change = result.current.org !== tenant.org ? (u: UserDoc) => withRemoval(u, v) : entry && ((u: UserDoc) => withEntry(u, entry));
+    const change = result.current.org !== tenant.org ? (u: UserDoc) => withRemoval(u, lateVersion(stamp.time)) : entry && ((u: UserDoc) => withEntry(u, entry));
     if (change) result.current = await changeActivationLog(homeOf(tenant, result.current), result.current, change);
   }
   // Every event re-derives what is derived from the record (also a duplicate or a stale one: so a
@@ -195,9 +196,11 @@ export async function retireUser(tenant: Tenant, userId: number, at: string | Ev
   const { outcome, survivor } = await deleteIfNewer(tenant.db, { ...userRef(tenant.db, userId), id: String(userId), at: stamp, org: tenant.org });
   // A retirement older than the record (the learner came back after it) is a removal in its
   // past: the membership begun before it goes (membership-rules.ts reconcileMembership).
-  if (survivor) {
+  // It comes after the events of its time the record applied (the tie rule), unless it is one of
+  // them: a retirement applied at that time, delivered again, is named by the tombstone.
+  if (survivor && !(await namedByTombstone(tenant.db, userTombstone(userId), stamp))) {
     const user = await survivor.home.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
-    if (user) await changeActivationLog(survivor.home, user, (u) => withRemoval(u, version(stamp.time, 0)));
+    if (user) await changeActivationLog(survivor.home, user, (u) => withRemoval(u, lateVersion(stamp.time)));
   }
   if (outcome === 'duplicate') await announceDeletion(tenant.db, userTombstone(userId), COLLECTIONS.users, String(userId));
   return outcome;

@@ -344,6 +344,12 @@ async function finishDeletion<T extends VersionedDoc>(db: Db, op: VersionedUpser
   await deleteIfNewer(db, { ...op, id: op.doc._id, at: { time: stone.event_time, id: last }, org: stone.org });
 }
 
+/** Whether deletion `at` is one the tombstone `key` names: applied at its time, so delivered again now. */
+export async function namedByTombstone(db: Db, key: string, at: EventStamp): Promise<boolean> {
+  const stone = await tombstones(db).get(key);
+  return !!stone && stone.event_time === at.time && (stone.event_ids ?? []).includes(at.id);
+}
+
 /**
  * A redelivered deletion (a duplicate) announces the deleted record again in the organization it
  * was deleted from, in case the first delivery's process died before its change record.

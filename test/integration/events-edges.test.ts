@@ -119,3 +119,46 @@ test('a login and a deactivation of one time, a removal, a later login that make
 
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
 }, 60000);
+
+// Item 2: a deletion of the same time as events the record applied, arriving after a newer event,
+// comes after those of its time (the tie rule), as it would have had it arrived in its place.
+test.each([
+  ['in its place (before the newer login)', 0],
+  ['late (after the newer login)', 1],
+] as const)(
+  "a retirement of the activation's time arriving %s takes the membership the administrator moved; the newer login's rule applies",
+  async (_name, partition) => {
+    const send = sender(topicOf(0), partition === 0 ? 1 : 2);
+    const domain = `tied-retirement-${partition}.edu`;
+    const { org, api, group } = await orgWithRule(service, domain);
+    const other = (await api.post('course-access-groups/', { name: 'moved here', description: '' })).body as { id: number };
+    const id = newUserId();
+    const user = { id, email: `learner${id}@${domain}`, is_active: true };
+    const time = '2026-05-23T00:00:05Z';
+    await handled(await send(structured(cloudEvent(TYPES.activated, userData(org, user), { time }), id)));
+    const member = (await api.get(`users/${id}/`)).body.membership;
+    expect((await api.patch(`memberships/${member.id}/`, { group: other.id })).status).toBe(200);
+    const retirement = structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time }), id);
+    const login = structured(cloudEvent(TYPES.login, userData(org, user), { time: '2026-05-23T00:00:06Z' }), id);
+    for (const message of partition === 0 ? [retirement, login] : [login, retirement]) await handled(await send(message));
+
+    expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+  },
+  60000,
+);
+
+test("a course deletion of its creation's time arriving after a newer catalog change takes the links made before it, as it would in its place", async () => {
+  const send = sender(topicOf(2), 2);
+  const { org, api } = await orgWithRule(service, 'tied-course.edu');
+  const group = (await api.post('course-access-groups/', { name: 'linked', description: '' })).body as { id: number };
+  const key = `course-v1:TIED+C1+${newUserId()}`;
+  const time = '2026-05-24T00:00:05Z';
+  const catalog = (name: string, at: string) =>
+    structured(cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, { time: at }), key);
+  await handled(await send(catalog('Tied', time)));
+  expect((await api.post('group-courses/', { course: key, group: group.id })).status).toBe(201);
+  await send(catalog('Renamed', '2026-05-24T00:00:06Z'));
+  await handled(await send(structured(cloudEvent(TYPES.courseDeleted, { course_key: key }, { time }), key)));
+
+  expect((await api.get(`group-courses/?course=${encodeURIComponent(key)}`)).body.results).toEqual([]);
+}, 60000);
