@@ -198,7 +198,8 @@ export class EventModel {
     switch (e.kind) {
       case 'catalog':
         if (applied) this.putCourse(track as CourseTrack, { key: e.key, org, name: e.name });
-        else if ((track as CourseTrack).record && (track as CourseTrack).record!.org !== org) this.dropBornBefore((track as CourseTrack).record!, late(version));
+        else if ((track as CourseTrack).record && (track as CourseTrack).record!.org !== org)
+          this.dropBornBefore((track as CourseTrack).record!, late(version));
         break;
       case 'courseDeleted':
         if (applied) this.dropCourse(track as CourseTrack);
