@@ -16,7 +16,7 @@ import type { EventVersion } from './collections';
 export const version = (time: string, n: number) => `${time}#${String(Math.min(n, 9999)).padStart(4, '0')}`;
 
 /**
- * The version of a deletion or a move in a record's past (one that arrived after the record moved
+ * The version of a deletion in a record's past (one that arrived after the record moved
  * past its time): it comes after every event of its time the record applied (`time#~` sorts
  * after every `time#n`), as the tie rule places a late event of a tied time (docs/events.md).
  */

@@ -70,7 +70,11 @@ function courseRef(db: Db, key: string): VersionedRecordRef {
 /** Records a course in the tenant's organization as of `at`, unless it already reflects it or a newer event. */
 export async function upsertCourse(tenant: Tenant, course: { key: string; name: string }, at: string | EventStamp): Promise<ApplyOutcome> {
   const stamp = asStamp(at);
-  const { outcome, current } = await upsertIfNewer<CourseDoc>(tenant, {
+  const {
+    outcome,
+    current,
+    version: v,
+  } = await upsertIfNewer<CourseDoc>(tenant, {
     // A new course has no link and no public record yet: its list facts are derived after the write.
     doc: { _id: course.key, id: course.key, name: course.name, event_time: stamp.time, is_public: 0, linked: 0, facts_v: 0 },
     set: { id: course.key, name: course.name, event_time: stamp.time },
@@ -81,7 +85,7 @@ export async function upsertCourse(tenant: Tenant, course: { key: string; name: 
   if (current) {
     const home = current.org === tenant.org ? tenant : new Tenant(tenant.db, current.org);
     // A stale event of another organization: in event time the course was there then (a move and a move back).
-    if (outcome === 'stale' && home !== tenant) await takeBackDependentsBefore(home, current._id, lateVersion(stamp.time));
+    if (outcome === 'stale' && home !== tenant) await takeBackDependentsBefore(home, current._id, v);
     await syncCourseFacts(home, [current._id]);
     await indexCourse(home, current);
   }

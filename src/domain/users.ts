@@ -119,7 +119,9 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
   if (result.current && result.outcome === 'stale') {
     const v = result.version;
     const entry = logEntry(facts, activates, v, stamp.id);
-    const change = result.current.org !== tenant.org ? (u: UserDoc) => withRemoval(u, lateVersion(stamp.time)) : entry && ((u: UserDoc) => withEntry(u, entry));
+    // (A move in the past keeps `time#0`: nothing names a move applied before, so a late version
+    // would take its redelivery, after the record moved back, for a new removal.)
+    const change = result.current.org !== tenant.org ? (u: UserDoc) => withRemoval(u, v) : entry && ((u: UserDoc) => withEntry(u, entry));
     if (change) result.current = await changeActivationLog(homeOf(tenant, result.current), result.current, change);
   }
   // Every event re-derives what is derived from the record (also a duplicate or a stale one: so a
@@ -198,7 +200,7 @@ export async function retireUser(tenant: Tenant, userId: number, at: string | Ev
   // past: the membership begun before it goes (membership-rules.ts reconcileMembership).
   // It comes after the events of its time the record applied (the tie rule), unless it is one of
   // them: a retirement applied at that time, delivered again, is named by the tombstone.
-  if (survivor && !(await namedByTombstone(tenant.db, userTombstone(userId), stamp))) {
+  if (survivor && outcome !== 'duplicate' && !(await namedByTombstone(tenant.db, userTombstone(userId), stamp))) {
     const user = await survivor.home.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
     if (user) await changeActivationLog(survivor.home, user, (u) => withRemoval(u, lateVersion(stamp.time)));
   }

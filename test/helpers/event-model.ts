@@ -62,8 +62,9 @@ export interface Version {
 /** a is newer than b; anything is newer than nothing. */
 const STALE_N = 0;
 /**
- * A deletion or a move in a record's past (stale) comes after every event of its time the record
- * applied: the tie rule places a late event after those of its time that arrived before it.
+ * A deletion in a record's past (stale) comes after every event of its time the record applied:
+ * the tie rule places a late event after those of its time that arrived before it. (A move in the
+ * past keeps STALE_N, as the service does: nothing names a move applied before.)
  */
 const LATE_N = Number.POSITIVE_INFINITY;
 const late = (v: Version): Version => ({ t: v.t, n: LATE_N });
@@ -198,8 +199,7 @@ export class EventModel {
     switch (e.kind) {
       case 'catalog':
         if (applied) this.putCourse(track as CourseTrack, { key: e.key, org, name: e.name });
-        else if ((track as CourseTrack).record && (track as CourseTrack).record!.org !== org)
-          this.dropBornBefore((track as CourseTrack).record!, late(version));
+        else if ((track as CourseTrack).record && (track as CourseTrack).record!.org !== org) this.dropBornBefore((track as CourseTrack).record!, version);
         break;
       case 'courseDeleted':
         if (applied) this.dropCourse(track as CourseTrack);
@@ -230,7 +230,7 @@ export class EventModel {
       // Stale, naming another organization: in event time the learner was elsewhere then, so
       // left this organization (what began before goes) and came back.
       if (old.org !== org) {
-        this.raiseRemoved(t, late(version));
+        this.raiseRemoved(t, version);
         return;
       }
     } else {
