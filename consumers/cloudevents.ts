@@ -1,5 +1,5 @@
 import type { IHeaders, KafkaMessage } from 'kafkajs';
-import { type EventStamp, eventKey, eventTimeFromMillis, normalizeEventTime } from '../src/domain/event-time';
+import { type EventStamp, eventKey, eventTimeFromMillis, normalizeEventTime, UnrepresentableTime } from '../src/domain/event-time';
 import { ServiceError } from '../src/errors';
 import { ajv, describeErrors, type Infer } from '../src/validation';
 
@@ -82,7 +82,9 @@ function toCloudEvent(envelope: unknown, mode: CloudEvent['mode'], timestamp: st
   let eventTime: string;
   try {
     eventTime = event.time !== undefined ? normalizeEventTime(event.time) : eventTimeFromMillis(timestamp);
-  } catch {
+  } catch (err) {
+    // A valid time the service cannot order exactly names why (src/domain/event-time.ts).
+    if (err instanceof UnrepresentableTime) throw new InvalidMessage(`time ${JSON.stringify(event.time?.slice(0, 64))}: ${err.message}`);
     throw new InvalidMessage('not a CloudEvent: time is not a usable RFC 3339 date-time');
   }
   return { ...event, eventTime, stamp: { time: eventTime, id: eventKey(event.source, event.id) }, mode };

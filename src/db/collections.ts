@@ -108,6 +108,8 @@ export interface LogEntry {
   k: 'a' | 'd';
   g?: number;
   e?: string;
+  /** The identities (eventKey) of the events the entry stands for (a repeat folded in adds its own); none on entries written before they were kept. */
+  i?: string[];
 }
 
 /** Read model filled from LMS events. `_id` is `String(id)`. */

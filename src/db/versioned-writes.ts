@@ -15,6 +15,13 @@ import type { EventVersion } from './collections';
  */
 export const version = (time: string, n: number) => `${time}#${String(Math.min(n, 9999)).padStart(4, '0')}`;
 
+/**
+ * The version of a deletion in a record's past (one that arrived after the record moved
+ * past its time): it comes after every event of its time the record applied (`time#~` sorts
+ * after every `time#n`), as the tie rule places a late event of a tied time (docs/events.md).
+ */
+export const lateVersion = (time: string) => `${time}#~`;
+
 /** The version a record reflects (its newest event's). */
 export const versionOf = (v: EventVersion) => version(v.event_time, v.event_n ?? 1);
 

@@ -25,11 +25,14 @@ export type ActivationState = Pick<UserDoc, 'act_log' | 'log_n' | 'removed_v' | 
  */
 export const LOG_LIMIT = 64;
 
-/** The entry a user event adds at version `v`, or null (an update showing the learner active). */
-export function logEntry(facts: { is_active: boolean; email: string }, activates: boolean, v: string): LogEntry | null {
-  if (activates) return { v, k: 'a', e: facts.email };
-  return facts.is_active ? null : { v, k: 'd' };
+/** The entry user event `id` adds at version `v`, or null (an update showing the learner active). */
+export function logEntry(facts: { is_active: boolean; email: string }, activates: boolean, v: string, id: string): LogEntry | null {
+  if (activates) return { v, k: 'a', e: facts.email, i: [id] };
+  return facts.is_active ? null : { v, k: 'd', i: [id] };
 }
+
+/** Whether the log already has an entry of one of `entry`'s events: a redelivery, whatever version it comes with now. */
+const logged = (log: readonly LogEntry[], entry: LogEntry) => entry.i !== undefined && log.some((e) => e.i?.some((id) => entry.i!.includes(id)));
 
 /** The time part of a version (`time#n`). */
 const timeOf = (v: string) => v.slice(0, v.lastIndexOf('#'));
@@ -38,8 +41,11 @@ const timeOf = (v: string) => v.slice(0, v.lastIndexOf('#'));
 export function withEntry(state: ActivationState, entry: LogEntry): Partial<ActivationState> | null {
   if ((state.removed_v !== undefined && entry.v < state.removed_v) || (state.floor_v !== undefined && entry.v <= state.floor_v)) return null;
   const log = state.act_log ?? [];
-  // A stale event delivered again has the same version (`time#0`) and kind.
-  if (log.some((e) => e.v === entry.v && e.k === entry.k)) return null;
+  // An event the log has is a redelivery, whatever the record's state: its entry stays where it
+  // was placed (a copy placed again would follow the entries of its time that arrived later). An
+  // entry written before identities were kept: a stale event delivered again has the same
+  // version (`time#0`) and kind.
+  if (logged(log, entry) || log.some((e) => e.v === entry.v && e.k === entry.k && e.i === undefined)) return null;
   // After every entry of its time: a stale event (`time#0`) arrived after those (among equal
   // times arrival decides), and an applied one is the newest.
   const at = log.findIndex((e) => timeOf(e.v) > timeOf(entry.v));
@@ -62,7 +68,13 @@ export function withRemoval(state: ActivationState, v: string): Partial<Activati
  * no period (a burst of events of one time keeps one entry).
  */
 export function folded(state: ActivationState): Partial<ActivationState> {
-  const log = (state.act_log ?? []).filter((e, i, all) => i === 0 || all[i - 1]!.k !== e.k || timeOf(all[i - 1]!.v) !== timeOf(e.v));
+  const log: LogEntry[] = [];
+  for (const e of state.act_log ?? []) {
+    const last = log.at(-1);
+    if (!last || last.k !== e.k || timeOf(last.v) !== timeOf(e.v)) log.push(e);
+    // The repeat's identities stay named, so its redelivery is still recognised.
+    else if (e.i) log[log.length - 1] = { ...last, i: [...new Set([...(last.i ?? []), ...e.i])] };
+  }
   if (log.length <= LOG_LIMIT) return { act_log: log };
   const cut = log.length - LOG_LIMIT;
   // Open: the floor's period has its activation already (the last folded entry is one).

@@ -5,9 +5,9 @@ import { ownerLookup } from '../db/owners';
 import { indexCourse, unindexCourse } from '../db/search-index';
 import { Tenant } from '../db/tenant';
 import { versionOf } from '../db/versioned-writes';
-import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
+import { type ApplyOutcome, asStamp, type EventStamp, lateVersion } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import { announceDeletion, deleteIfNewer, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
+import { announceDeletion, deleteIfNewer, namedByTombstone, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
 export function orgFromCourseKey(courseKey: string): string | null {
@@ -108,7 +108,10 @@ export async function deleteCourse(
   const stamp = asStamp(at);
   const { outcome, survivor } = await deleteIfNewer(db, { ...courseRef(db, courseKey), id: courseKey, at: stamp, org });
   // A deletion older than the course (created again after it) took what hung on it then.
-  if (outcome === 'stale' && survivor) await takeBackDependentsBefore(survivor.home, courseKey, version(stamp.time, 0));
+  // After the events of its time the course applied (the tie rule), unless it is one of them, delivered again.
+  if (outcome === 'stale' && survivor && !(await namedByTombstone(db, courseTombstone(courseKey), stamp))) {
+    await takeBackDependentsBefore(survivor.home, courseKey, lateVersion(stamp.time));
+  }
   if (outcome === 'duplicate') await announceDeletion(db, courseTombstone(courseKey), COLLECTIONS.courses, courseKey);
   return outcome;
 }

@@ -7,8 +7,8 @@ import { moveMark, tombstones } from '../db/tombstones';
 import { isSettled } from './activation-log';
 import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
 import { syncUserGroups, userGroupFacts, userGroupFactsAgree } from './list-facts';
-import { insertRuleMemberships, matchRules } from './membership-rules';
-import { activationFields, type UserFacts, userRecord, userTombstone } from './users';
+import { insertRuleMemberships, matchRules, reconcileMembership } from './membership-rules';
+import { activationFields, finishRetirement, type UserFacts, userRecord, userTombstone } from './users';
 import { compare, deletedSince, freshFields } from './versioned-records';
 
 /**
@@ -111,6 +111,12 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
     tenant,
     fresh.map((l) => userRecord(l.facts, l.at.time).doc),
   );
+  // A retirement older than the line whose process died before deleting the membership: finished
+  // first, as per event (versioned-records.ts), or the old membership would stay the learner's.
+  for (const l of fresh) {
+    const stone = stones.get(userTombstone(l.facts.id));
+    if (stone) await finishRetirement(tenant.db, l.facts.id, stone);
+  }
   const inserted = await insertUsers(tenant, fresh, stones, groupOf);
   const written = new Set(inserted.map((l) => l.facts));
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
@@ -125,18 +131,20 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
     inserted.filter((l) => l.facts.is_active && !groupOf.has(l.facts)).map((l) => l.facts),
   );
   const byFacts = new Map(inserted.map((l) => [l.facts, l]));
-  if (late.length > 0)
-    await users.updateEach(
-      late.map((m) => ({
-        filter: { _id: String(m.user.id), log_n: 1 } as Filter<UserDoc>,
-        update: { $set: { act_log: [{ v: v(byFacts.get(m.user)!), k: 'a' as const, g: m.rule.group }] }, $inc: { log_n: 1 } },
-      })),
-    );
-  const logN = new Map([...matches.map((m) => [m.user, 1] as const), ...late.map((m) => [m.user, 2] as const)]);
+  // One by one (they are rare): a log another event changed meanwhile is left to that event's
+  // reconciliation, which reads the rules after its write (membership-rules.ts).
+  const named: typeof late = [];
+  for (const m of late) {
+    const line = byFacts.get(m.user)!;
+    const entry = { v: v(line), k: 'a' as const, g: m.rule.group, i: [line.at.id] };
+    if (await users.updateBookkeeping({ _id: String(m.user.id), log_n: 1 } as Filter<UserDoc>, { $set: { act_log: [entry] }, $inc: { log_n: 1 } }))
+      named.push(m);
+  }
+  const logN = new Map([...matches.map((m) => [m.user, 1] as const), ...named.map((m) => [m.user, 2] as const)]);
   // Each made at its line's activation (the rule target per event: activation-log.ts).
   const memberships = await insertRuleMemberships(
     tenant,
-    [...matches.filter((m) => written.has(m.user)), ...late].map((m) => ({ ...m, rule_v: v(byFacts.get(m.user)!) })),
+    [...matches.filter((m) => written.has(m.user)), ...named].map((m) => ({ ...m, rule_v: v(byFacts.get(m.user)!) })),
   );
   // The membership reflects their log now (`settled_n`), unless the log changed meanwhile, and
   // their list facts name the membership just made: one statement per user by `_id` (an `$in`
@@ -144,18 +152,18 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
   // read before this goes round again; the sync after it reads the memberships afresh and writes
   // only where one changed meanwhile.
   const madeFor = new Map(memberships.map((m) => [m.user, m]));
-  await users.updateEach(
-    inserted
-      .filter((l) => logN.has(l.facts))
-      .map(({ facts }) => {
-        const made = madeFor.get(facts.id);
-        const n = logN.get(facts)!;
-        return {
-          filter: { _id: String(facts.id), log_n: n } as Filter<UserDoc>,
-          update: made ? { $set: { settled_n: n, ...userGroupFacts(made) }, $inc: { facts_v: 1 } } : { $set: { settled_n: n } },
-        };
-      }),
+  const toSettle = inserted.filter((l) => logN.has(l.facts));
+  const settledCount = await users.updateEach(
+    toSettle.map(({ facts }) => {
+      const made = madeFor.get(facts.id);
+      const n = logN.get(facts)!;
+      return {
+        filter: { _id: String(facts.id), log_n: n } as Filter<UserDoc>,
+        update: made ? { $set: { settled_n: n, ...userGroupFacts(made) }, $inc: { facts_v: 1 } } : { $set: { settled_n: n } },
+      };
+    }),
   );
+  if (settledCount < toSettle.length) await reconcileUnsettled(tenant, toSettle, logN, madeFor);
   await syncUserGroups(
     tenant,
     inserted.map((l) => l.facts.id),
@@ -164,6 +172,30 @@ async function registerNewUsers(tenant: Tenant, fresh: readonly UserLine[], ston
   await takeBackRetired(tenant, retired, memberships);
   await takeBackMovedAway(tenant, memberships);
   return new Map(inserted.map((l) => [l, retired.has(l) ? 'stale' : 'applied']));
+}
+
+/**
+ * After a settle that did not land for every user: the log of those users changed between the
+ * insert and the settle (an older event on another topic, say), and the reconciliation that
+ * change ran may have read no membership yet, so the log's `settled_n` says nothing of the one
+ * the batch made. Each is reconciled as the per-event path does after writing a membership
+ * (`wroteFor`): only the log the batch wrote it for counts as settled.
+ */
+async function reconcileUnsettled(
+  tenant: Tenant,
+  lines: readonly UserLine[],
+  logN: ReadonlyMap<UserFacts, number>,
+  madeFor: ReadonlyMap<number, MembershipDoc>,
+): Promise<void> {
+  const now = await tenant.collection<UserDoc>(COLLECTIONS.users).findByIds(
+    lines.map((l) => String(l.facts.id)),
+    { projection: { log_n: 1 } },
+  );
+  for (const { facts } of lines) {
+    const user = now.get(String(facts.id));
+    if (!user || (user.log_n ?? 0) === logN.get(facts)) continue;
+    await reconcileMembership(tenant, facts.id, undefined, madeFor.has(facts.id) ? logN.get(facts) : undefined);
+  }
 }
 
 /** The first line of each user id, with its index: a repeat of an id is applied per event, after the first. */
@@ -199,7 +231,9 @@ async function insertUsers(
     lines.map(({ facts, at }) => {
       // Created again after a retirement (an older one: newer ones are left to the per-event path), it follows the tombstone.
       const stone = stones.get(userTombstone(facts.id));
-      const fields = freshFields(activationFields(facts, facts.is_active)(version(at.time, 1), stone ? version(stone.event_time, stone.event_n ?? 1) : null));
+      const fields = freshFields(
+        activationFields(facts, facts.is_active, at.id)(version(at.time, 1), stone ? version(stone.event_time, stone.event_n ?? 1) : null),
+      );
       const g = groupOf.get(facts);
       const log = (fields.act_log ?? []) as LogEntry[];
       return {
@@ -208,7 +242,7 @@ async function insertUsers(
         event_ids: [at.id],
         indexed_t: at.time,
         ...fields,
-        act_log: log.map((e) => ({ v: e.v, k: e.k, ...(g === undefined ? {} : { g }) })),
+        act_log: log.map((e) => ({ v: e.v, k: e.k, ...(e.i ? { i: e.i } : {}), ...(g === undefined ? {} : { g }) })),
         ...(g === undefined ? { settled_n: fields.log_n ?? 0 } : {}),
       };
     }),

@@ -2,6 +2,7 @@ import type { Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type MembershipDoc, type RuleDoc, type UserDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
+import { ownerLookup } from '../db/owners';
 import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
 import { Conflict, doesNotExist, fieldError } from '../errors';
@@ -112,9 +113,11 @@ export async function insertRuleMemberships(
  * membership changed: every write conditional on what was read (the log by `log_n`, the
  * membership by its `rule_v` and `born_v`), each lost race read again. Last, `settled_n` is
  * written on the condition that the log is still as read: a change since then goes round again,
- * and the process that made it reconciles too.
+ * and the process that made it reconciles too. `changedFor`: the log (`log_n`) for which the
+ * caller changed the membership itself, so a log settled since by another process, which may
+ * have read the membership before that change, is not taken as settled.
  */
-export async function reconcileMembership(tenant: Tenant, userId: number, known?: UserDoc | null): Promise<void> {
+export async function reconcileMembership(tenant: Tenant, userId: number, known?: UserDoc | null, changedFor?: number): Promise<void> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
   // The membership is read before the user: an administrator marks the user (`admin_v`) before
   // changing the membership, so a user read without the mark comes with a membership read
@@ -125,7 +128,8 @@ export async function reconcileMembership(tenant: Tenant, userId: number, known?
   let membership: MembershipDoc | null | undefined;
   // The log (`log_n`) this call last changed the membership for: another process may have
   // settled a newer log before that write landed, so only that log counts as settled then.
-  let wroteFor: number | undefined;
+  // `changedFor`: the caller changed the membership for that log (the batch path, import-users.ts).
+  let wroteFor: number | undefined = changedFor;
   for (let round = 0; round < ROUNDS; round++) {
     membership ??= await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findById(String(userId));
     user ??= await users.findById(String(userId));
@@ -168,7 +172,7 @@ async function matchedLog(tenant: Tenant, user: UserDoc): Promise<Partial<UserDo
   const act_log = (user.act_log ?? []).map((entry) => {
     if (entry.e === undefined) return entry;
     const g = groups.get(entry);
-    return { v: entry.v, k: entry.k, ...(g === undefined ? {} : { g }) };
+    return { v: entry.v, k: entry.k, ...(entry.i ? { i: entry.i } : {}), ...(g === undefined ? {} : { g }) };
   });
   return folded({ ...user, act_log });
 }
@@ -247,9 +251,17 @@ export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDo
       made.map((m) => m.user),
     );
     const byId = new Map(page.map((u) => [u.id, u]));
-    const stones = await tombstones(tenant.db).getMany(made.map((m) => userTombstone(m.user)));
+    // A retirement (its tombstone) or a move to another organization (the record gone from here)
+    // that ran meanwhile: each writes before it deletes the membership, so either it deleted the
+    // one made here or these reads see it. One left would carry the learner's id as its `_id`
+    // and refuse them every membership where they are now.
+    const [stones, owners] = await Promise.all([
+      tombstones(tenant.db).getMany(made.map((m) => userTombstone(m.user))),
+      ownerLookup(tenant.db).userOrgs(made.map((m) => m.user)),
+    ]);
     for (const m of made) {
-      if (deletedAfter(stones.get(userTombstone(m.user)), byId.get(m.user)!)) await withCause('rule', () => removeMembership(tenant, { _id: m._id, id: m.id }));
+      const gone = deletedAfter(stones.get(userTombstone(m.user)), byId.get(m.user)!) || owners.get(m.user) !== tenant.org;
+      if (gone) await withCause('rule', () => removeMembership(tenant, { _id: m._id, id: m.id }));
       else created++;
     }
   }

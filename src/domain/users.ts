@@ -1,14 +1,16 @@
 import type { Db, Filter } from 'mongodb';
-import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../db/collections';
+import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
 import { logEntry, withEntry, withRemoval } from './activation-log';
-import { type ApplyOutcome, asStamp, type EventStamp, version } from './event-time';
+import { type ApplyOutcome, asStamp, type EventStamp, lateVersion } from './event-time';
 import { syncUserGroups } from './list-facts';
 import {
   announceDeletion,
   deleteIfNewer,
+  finishDeletionOfGone,
+  namedByTombstone,
   ROUNDS,
   recordVersion,
   upsertIfNewer,
@@ -46,6 +48,9 @@ function userRef(db: Db, id: number): VersionedRecordRef {
     },
   };
 }
+
+/** Finishes a retirement of user `id` (its tombstone `stone`) whose process died before deleting the membership: versioned-records.ts. */
+export const finishRetirement = (db: Db, id: number, stone: TombstoneDoc) => finishDeletionOfGone(db, userRef(db, id), String(id), stone);
 
 /** Whether the organization has user `id`, site administrators included (a membership may name one). */
 export const userExists = (tenant: Tenant, id: number) => tenant.collection<UserDoc>(COLLECTIONS.users).has({ _id: String(id) });
@@ -87,9 +92,9 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
  * gives a floor; one written now must never get it. (A count, not an empty log: FerretDB v1
  * drops an empty array from `$setOnInsert`.)
  */
-export function activationFields(facts: Pick<UserFacts, 'is_active' | 'email'>, activates: boolean) {
+export function activationFields(facts: Pick<UserFacts, 'is_active' | 'email'>, activates: boolean, id: string) {
   return (v: string, after: string | null): VersionFields => {
-    const entry = logEntry(facts, activates, v);
+    const entry = logEntry(facts, activates, v, id);
     const onInsert = { ...(entry ? {} : { log_n: 0 }), ...(after !== null ? { removed_v: after } : {}) };
     return {
       ...(entry ? { push: { act_log: entry }, inc: { log_n: 1 } } : {}),
@@ -112,13 +117,15 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
     set,
     at: stamp,
     ...userRef(tenant.db, facts.id),
-    fields: activationFields(facts, activates),
+    fields: activationFields(facts, activates, stamp.id),
   });
   // A stale event still has its place in event time: its entry, or, naming another organization
   // (the learner was elsewhere then: a move and a move back), a removal.
   if (result.current && result.outcome === 'stale') {
     const v = result.version;
-    const entry = logEntry(facts, activates, v);
+    const entry = logEntry(facts, activates, v, stamp.id);
+    // (A move in the past keeps `time#0`: nothing names a move applied before, so a late version
+    // would take its redelivery, after the record moved back, for a new removal.)
     const change = result.current.org !== tenant.org ? (u: UserDoc) => withRemoval(u, v) : entry && ((u: UserDoc) => withEntry(u, entry));
     if (change) result.current = await changeActivationLog(homeOf(tenant, result.current), result.current, change);
   }
@@ -196,9 +203,11 @@ export async function retireUser(tenant: Tenant, userId: number, at: string | Ev
   const { outcome, survivor } = await deleteIfNewer(tenant.db, { ...userRef(tenant.db, userId), id: String(userId), at: stamp, org: tenant.org });
   // A retirement older than the record (the learner came back after it) is a removal in its
   // past: the membership begun before it goes (membership-rules.ts reconcileMembership).
-  if (survivor) {
+  // It comes after the events of its time the record applied (the tie rule), unless it is one of
+  // them: a retirement applied at that time, delivered again, is named by the tombstone.
+  if (survivor && outcome !== 'duplicate' && !(await namedByTombstone(tenant.db, userTombstone(userId), stamp))) {
     const user = await survivor.home.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
-    if (user) await changeActivationLog(survivor.home, user, (u) => withRemoval(u, version(stamp.time, 0)));
+    if (user) await changeActivationLog(survivor.home, user, (u) => withRemoval(u, lateVersion(stamp.time)));
   }
   if (outcome === 'duplicate') await announceDeletion(tenant.db, userTombstone(userId), COLLECTIONS.users, String(userId));
   return outcome;

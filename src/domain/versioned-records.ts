@@ -327,12 +327,27 @@ async function finishMove(db: Db, ref: VersionedRecordRef, id: string, org: stri
 }
 
 /**
+ * Finishes the deletion `stone` records of a record no organization holds any more: what hung
+ * off it in the organization it was deleted from goes, unless the record is there again (the
+ * batch path's finishDeletion, before it inserts the record anew: import-users.ts).
+ */
+export async function finishDeletionOfGone(db: Db, ref: VersionedRecordRef, id: string, stone: TombstoneDoc): Promise<void> {
+  if (stone.org) await deleteDependentsOfGone(new Tenant(db, stone.org), ref, id);
+}
+
+/**
  * Finishes the deletion `stone` records when the record is still older than it (a deletion that
  * died between its tombstone and its delete, or an older event inserted while it ran).
  */
 async function finishDeletion<T extends VersionedDoc>(db: Db, op: VersionedUpsert<T>, stone: TombstoneDoc): Promise<void> {
   const last = stone.event_ids?.at(-1) ?? `t:${stone.event_time}`;
   await deleteIfNewer(db, { ...op, id: op.doc._id, at: { time: stone.event_time, id: last }, org: stone.org });
+}
+
+/** Whether deletion `at` is one the tombstone `key` names: applied at its time, so delivered again now. */
+export async function namedByTombstone(db: Db, key: string, at: EventStamp): Promise<boolean> {
+  const stone = await tombstones(db).get(key);
+  return !!stone && stone.event_time === at.time && (stone.event_ids ?? []).includes(at.id);
 }
 
 /**

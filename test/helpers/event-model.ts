@@ -61,6 +61,13 @@ export interface Version {
 }
 /** a is newer than b; anything is newer than nothing. */
 const STALE_N = 0;
+/**
+ * A deletion in a record's past (stale) comes after every event of its time the record applied:
+ * the tie rule places a late event after those of its time that arrived before it. (A move in the
+ * past keeps STALE_N, as the service does: nothing names a move applied before.)
+ */
+const LATE_N = Number.POSITIVE_INFINITY;
+const late = (v: Version): Version => ({ t: v.t, n: LATE_N });
 export const newer = (a: Version, b: Version | null): boolean => b === null || a.t > b.t || (a.t === b.t && a.n > b.n);
 const sameVersion = (a: Version, b: Version | undefined): boolean => b !== undefined && a.t === b.t && a.n === b.n;
 
@@ -196,13 +203,13 @@ export class EventModel {
         break;
       case 'courseDeleted':
         if (applied) this.dropCourse(track as CourseTrack);
-        else if ((track as CourseTrack).record) this.dropBornBefore((track as CourseTrack).record!, version);
+        else if ((track as CourseTrack).record) this.dropBornBefore((track as CourseTrack).record!, late(version));
         break;
       case 'retired': {
         const t = track as UserTrack;
         // Applied: the record goes, and its log with it. Older than the record: a removal in its past.
         if (applied) this.dropUser(t);
-        else if (t.record) this.raiseRemoved(t, version);
+        else if (t.record) this.raiseRemoved(t, late(version));
         this.reconcile(t);
         break;
       }

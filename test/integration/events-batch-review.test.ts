@@ -12,7 +12,7 @@ import { createGroup } from '../../src/domain/groups';
 import { importUserBatch, type UserLine } from '../../src/domain/import-users';
 import { applyRule, createRule } from '../../src/domain/membership-rules';
 import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../src/domain/memberships';
-import { applyUserData, type UserEventData } from '../../src/domain/user-event-data';
+import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
 import type { UserFacts } from '../../src/domain/users';
 import { withHookBefore } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
@@ -187,3 +187,88 @@ test.each(['moves', 'deletes'])(
     await expectState();
   },
 );
+
+// Issue 38, item 3: the batch's settle is checked and followed by a reconciliation, as the
+// per-event path's (membership-rules.ts reconcileMembership, `wroteFor`).
+test("an older login on another topic (another email, no rule) reconciling between the batch's user insert and its membership insert: the batch takes its membership back, as per event", async () => {
+  const db = await freshDb();
+  const tenant = new Tenant(db, ORG);
+  const group = await createGroup(tenant, { name: 'Partners', description: '' });
+  await createRule(tenant, { name: 'partners', domain: 'partner.example', group: group.id });
+  const learner = facts(40, 'forty@partner.example');
+  // In event time the learner was active first at 35 with an email no rule matches: the period
+  // of that activation has no rule, and the activation at 40 of the same period applies none.
+  const hooked = withHookBefore(tenant, COLLECTIONS.memberships, async () => {
+    const older = { ...learner, email: 'forty@nomatch.example' };
+    expect(await applyUserData(db, asData(older), stamp('e40-older', 35), 'activation', ORG)).toBe('stale');
+    expect(await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '40' })).toBeNull();
+  });
+  expect(await importUserBatch(hooked, [{ facts: learner, at: stamp('e40', 40) }])).toEqual(['applied']);
+
+  expect(await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '40' })).toBeNull();
+  const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '40' });
+  expect([user?.grp ?? 0, user?.member ?? 0, user?.settled_n]).toEqual([0, 0, user?.log_n]);
+  // The control: the same two events per event, in either order, leave no membership.
+  const db2 = await freshDb();
+  const theirs = await createGroup(new Tenant(db2, ORG), { name: 'Partners', description: '' });
+  await createRule(new Tenant(db2, ORG), { name: 'partners', domain: 'partner.example', group: theirs.id });
+  expect(await applyUserData(db2, asData(learner), stamp('e40', 40), 'activation', ORG)).toBe('applied');
+  expect(await applyUserData(db2, asData({ ...learner, email: 'forty@nomatch.example' }), stamp('e40-older', 35), 'activation', ORG)).toBe('stale');
+  expect(await new Tenant(db2, ORG).collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '40' })).toBeNull();
+});
+
+// Issue 38, item 6: the batch path and "apply to existing learners" finish what a deletion or a
+// move left, as the per-event path does (versioned-records.ts finishDeletion, finishMove).
+test.each(['batch', 'per event'])(
+  'a learner registering again (%s) after a retirement whose process died before deleting the membership keeps no old membership',
+  async (path) => {
+    const db = await freshDb();
+    const tenant = new Tenant(db, ORG);
+    const group = await createGroup(tenant, { name: 'Partners', description: '' });
+    await createRule(tenant, { name: 'partners', domain: 'partner.example', group: group.id });
+    const learner = facts(50, 'fifty@partner.example');
+    expect(await applyUserData(db, asData(learner), stamp('f50', 10), 'activation', ORG)).toBe('applied');
+    const memberships = db.collection<MembershipDoc>(COLLECTIONS.memberships);
+    const made = await memberships.findOne({ org: ORG, _id: '50' } as never);
+    expect(made?.group).toBe(group.id);
+    // The retirement wrote its tombstone and deleted the record, then its process died before
+    // the membership (versioned-records.ts deleteIfNewer): that state.
+    expect(await applyUserRetired(db, 50, stamp('f50-retired', 20), ORG)).toBe('applied');
+    await memberships.insertOne(made!);
+
+    // Registers again, later, with an address no rule matches.
+    const again = { facts: { ...learner, email: 'fifty@nomatch.example' }, at: stamp('f50-again', 30) };
+    if (path === 'batch') expect(await importUserBatch(tenant, [again])).toEqual(['applied']);
+    else expect(await applyUserData(db, asData(again.facts), again.at, 'activation', ORG)).toBe('applied');
+
+    expect(await memberships.findOne({ org: ORG, _id: '50' } as never)).toBeNull();
+    const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '50' });
+    expect([user?.email, user?.grp, user?.member]).toEqual(['fifty@nomatch.example', 0, 0]);
+  },
+);
+
+test('a learner moved to another organization while a rule is applied to existing learners keeps no membership in the organization they left, and joins by rule there', async () => {
+  const db = await freshDb();
+  const OTHER = 'review-moved-org';
+  const tenant = new Tenant(db, ORG);
+  const group = await createGroup(tenant, { name: 'Partners', description: '' });
+  const learner = facts(60, 'sixty@partner.example');
+  expect(await applyUserData(db, asData(learner), stamp('g60', 10), 'activation', ORG)).toBe('applied');
+  const rule = await createRule(tenant, { name: 'partners', domain: 'partner.example', group: group.id });
+  const there = new Tenant(db, OTHER);
+  const theirs = await createGroup(there, { name: 'Theirs', description: '' });
+  await createRule(there, { name: 'partners', domain: 'partner.example', group: theirs.id });
+  // A newer event names another organization, landing after the rule read the learner and
+  // before it inserts their membership: the learner moves.
+  const hooked = withHookBefore(tenant, COLLECTIONS.memberships, async () => {
+    expect(await applyUserData(db, { ...asData(learner), organization: OTHER }, stamp('g60-moved', 20), 'update', OTHER)).toBe('applied');
+  });
+  await applyRule(hooked, rule.id);
+
+  const left = await db.collection<MembershipDoc>(COLLECTIONS.memberships).find({ user: 60, org: ORG }).toArray();
+  expect(left).toEqual([]);
+  // The learner's next activation there applies that organization's rule.
+  await applyUserData(db, { ...asData({ ...learner, is_active: false }), organization: OTHER }, stamp('g60-off', 30), 'update', OTHER);
+  await applyUserData(db, { ...asData(learner), organization: OTHER }, stamp('g60-login', 40), 'activation', OTHER);
+  expect((await there.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '60' }))?.group).toBe(theirs.id);
+});

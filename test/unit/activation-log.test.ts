@@ -79,8 +79,32 @@ test('a burst of one time keeps one entry of each run: nothing can come between 
   expect(ruleTarget(s)).toEqual({ v: v(3), g: 9 });
 });
 
-test('the entry an event adds', () => {
-  expect(logEntry({ is_active: true, email: 'a@x.org' }, true, v(1))).toEqual({ v: v(1), k: 'a', e: 'a@x.org' });
-  expect(logEntry({ is_active: false, email: 'a@x.org' }, false, v(1))).toEqual({ v: v(1), k: 'd' });
-  expect(logEntry({ is_active: true, email: 'a@x.org' }, false, v(1))).toBeNull(); // an update showing the learner active
+test('the entry an event adds names the event', () => {
+  expect(logEntry({ is_active: true, email: 'a@x.org' }, true, v(1), 'e1')).toEqual({ v: v(1), k: 'a', e: 'a@x.org', i: ['e1'] });
+  expect(logEntry({ is_active: false, email: 'a@x.org' }, false, v(1), 'e1')).toEqual({ v: v(1), k: 'd', i: ['e1'] });
+  expect(logEntry({ is_active: true, email: 'a@x.org' }, false, v(1), 'e1')).toBeNull(); // an update showing the learner active
+});
+
+// Issue 38, item 1: a redelivery is recognised by its identity whatever version it comes with
+// (applied `time#n` the first time, stale `time#0` once the record moved past its time).
+test('a redelivery of an event of a tied time, after the record moved on, adds nothing: the entries of its time keep their order', () => {
+  const named = (e: LogEntry, id: string): LogEntry => ({ ...e, i: [id] });
+  // A registration (inactive) and an activation of one time, then a later login of the same period.
+  const s = added([named(deact(5, 1), 'reg'), named(act(5, 7, 2), 'act'), named(act(6, 7), 'login')]);
+  expect(ruleTarget(s)).toEqual({ v: v(5, 2), g: 7 });
+  // The registration again: stale now (`time#0`), it would go after the activation of its time and
+  // make the login the first activation of a new period.
+  expect(withEntry(s, named(deact(5, 0), 'reg'))).toBeNull();
+  // Another event of that time, arriving now, does go after them (the tie rule: arrival order).
+  expect(withEntry(s, named(deact(5, 0), 'other'))?.act_log?.map((e) => e.i)).toEqual([['reg'], ['act'], ['other'], ['login']]);
+});
+
+test('a repeat folded into the entry before it keeps its identity named', () => {
+  const s = added([
+    { ...deact(5, 1), i: ['d1'] },
+    { ...deact(5, 2), i: ['d2'] },
+    { ...act(5, 7, 3), i: ['a3'] },
+  ]);
+  expect(s.act_log!.map((e) => e.i)).toEqual([['d1', 'd2'], ['a3']]);
+  expect(withEntry(s, { ...deact(5, 0), i: ['d2'] })).toBeNull();
 });

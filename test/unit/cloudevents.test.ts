@@ -87,3 +87,29 @@ test('the organization of a course-v1 key is its ORG part', () => {
   expect(orgFromCourseKey('course-v1:OrgX+CS101+2026_T1')).toBe('OrgX');
   expect(orgFromCourseKey('OrgX/CS101/2026')).toBeNull();
 });
+
+test('times at the edges: a leap second is the last instant of its minute, offsets give instants, what cannot be stored in order is refused with its reason', () => {
+  expect(normalizeEventTime('2016-12-31T23:59:60Z')).toBe('2016-12-31T23:59:59.999999999Z');
+  expect(normalizeEventTime('2016-12-31T18:59:60.25-05:00')).toBe('2016-12-31T23:59:59.999999999Z');
+  expect(normalizeEventTime('2016-12-31T23:59:59.5Z') < normalizeEventTime('2016-12-31T23:59:60Z')).toBe(true);
+  expect(normalizeEventTime('2016-12-31T23:59:60Z') < normalizeEventTime('2017-01-01T00:00:00Z')).toBe(true);
+  expect(normalizeEventTime('2026-01-01T12:00:00+14:00')).toBe('2025-12-31T22:00:00.000000000Z');
+  expect(normalizeEventTime('0099-03-01T00:00:00Z')).toBe('0099-03-01T00:00:00.000000000Z');
+  expect(normalizeEventTime('2026-01-01T00:00:00.1234567890000Z')).toBe('2026-01-01T00:00:00.123456789Z');
+  expect(() => normalizeEventTime('9999-12-31T23:00:00-05:00')).toThrow(/years 0000 to 9999/);
+  expect(() => normalizeEventTime('0000-01-01T00:30:00+01:00')).toThrow(/years 0000 to 9999/);
+  expect(() => normalizeEventTime('2026-01-01T00:00:00.1234567891Z')).toThrow(/finer than nanoseconds/);
+  for (const bad of ['2023-02-29T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T23:60:00Z', '2026-01-01T00:00:00+24:00']) {
+    expect(() => normalizeEventTime(bad)).toThrow(/not an RFC 3339/);
+  }
+});
+
+test.each([
+  ['a leap second', '2016-12-31T23:59:60Z', null],
+  ['year 10000 in UTC', '9999-12-31T23:00:00-05:00', /time "9999-12-31T23:00:00-05:00": .*years 0000 to 9999/],
+  ['a fraction finer than nanoseconds', '2026-01-01T00:00:00.0000000001Z', /finer than nanoseconds/],
+])('an event whose time has %s is decoded or refused with its reason', (_name, time, reason) => {
+  const message = msg(JSON.stringify({ specversion: '1.0', id: 'a', source: 's', type: 't', time, data: {} }));
+  if (reason === null) expect(decodeCloudEvent(message).eventTime).toBe('2016-12-31T23:59:59.999999999Z');
+  else expect(() => decodeCloudEvent(message)).toThrow(reason);
+});

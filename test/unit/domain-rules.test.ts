@@ -67,7 +67,7 @@ test('reconciling twice, one after the other or at once, leaves one membership',
   expect((await memberships(a)).map((m) => m.user)).toEqual([1, 2]);
   const stored = await userOf(a, 2);
   expect(stored?.settled_n).toBe(stored?.log_n);
-  expect(stored?.act_log).toEqual([{ v: `${day(1)}#0001`, k: 'a', g: (await membershipOf(a, 2))?.group }]);
+  expect(stored?.act_log).toEqual([{ v: `${day(1)}#0001`, k: 'a', g: (await membershipOf(a, 2))?.group, i: [`t:${day(1)}`] }]);
 });
 
 test('a rule applied to existing users makes the active matching ones without a membership members, and counts them; again, none', async () => {

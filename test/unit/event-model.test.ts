@@ -144,6 +144,42 @@ describe('deletions', () => {
   });
 });
 
+// Issue 38, item 2: a deletion of the same time as events the record applied, arriving after a
+// newer event, comes after those of its time (the tie rule), as it would in its place.
+describe('deletions tied with creations, arriving late', () => {
+  test.each([
+    ['in its place', false],
+    ['after the newer login', true],
+  ])("a retirement of the activation's time arriving %s takes the membership the administrator moved; the newer login's rule applies", (_name, late) => {
+    const { m, g } = withRule();
+    const other = m.createGroup('tenant-a', 'other');
+    m.deliver(user('activated', 5, { active: true }));
+    expect(m.moveMembership('tenant-a', 7, other)).toBe(200);
+    const retirement = retired(5);
+    const login = user('login', 6, { active: true });
+    for (const e of late ? [login, retirement] : [retirement, login]) m.deliver(e);
+    expect(m.membership('tenant-a', 7)).toBe(g);
+    // Delivered again, it is the same event.
+    expect(m.deliver(retirement)).toBe('duplicate');
+    expect(m.membership('tenant-a', 7)).toBe(g);
+  });
+
+  test.each([
+    ['in its place', false],
+    ['after a newer catalog change', true],
+  ])("a course deleted at its creation's time arriving %s takes the links made at that time", (_name, late) => {
+    const m = new EventModel();
+    const key = 'course-v1:ORGX+C9+R';
+    const g = m.createGroup('tenant-a', 'g');
+    m.deliver(catalog(key, 5, { org: 'tenant-a' }));
+    expect(m.link('tenant-a', key, g)).toBe(201);
+    const deletion = courseDeleted(key, 5);
+    const renamed = catalog(key, 6, { org: 'tenant-a', name: 'Renamed' });
+    for (const e of late ? [renamed, deletion] : [deletion, renamed]) m.deliver(e);
+    expect(m.view('tenant-a').courses).toEqual([{ id: key, name: 'Renamed', is_public: false, groups: [] }]);
+  });
+});
+
 describe('moves', () => {
   test('a newer user event naming another organization moves the user; the membership stays behind and goes', () => {
     const { m } = withRule();

@@ -1,0 +1,164 @@
+// Issue 38: the holes SPEC §5 still had, as regression tests through the real consumer on the
+// local stack. Each test sends to one partition no other test uses, so its messages arrive in the
+// order sent. Times at the edges: "a leap second is the last instant of its minute, times compare
+// as instants whatever their offset, and a valid time the service cannot represent goes to the
+// DLQ with its reason, never misordered".
+import { dlqTopic } from '../../consumers/consumer';
+import {
+  closeProducer,
+  cloudEvent,
+  type EventTestService,
+  newUserId,
+  orgWithRule,
+  produceOne,
+  readTopic,
+  startEventService,
+  storedActive,
+  structured,
+  TYPES,
+  userData,
+  waitCommitted,
+} from '../helpers/events';
+
+let service: EventTestService;
+
+beforeAll(async () => {
+  service = await startEventService();
+}, 60000);
+afterAll(async () => {
+  await closeProducer();
+  await service.close();
+});
+
+const topicOf = (i: 0 | 1 | 2) => service.config.KAFKA_TOPICS[i]!;
+const sender = (topic: string, partition: number) => (message: ReturnType<typeof structured>) => produceOne(topic, { ...message, partition });
+const handled = (at: { topic: string; partition: number; offset: number }) => waitCommitted(service.config.KAFKA_GROUP_ID, at);
+
+test('a leap second is the last instant of its minute: the activation at 23:59:60Z applies, an update within that second before it is stale, the next second is newer', async () => {
+  const send = sender(topicOf(0), 0);
+  const { org, api, group } = await orgWithRule(service, 'leap.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@leap.edu` };
+  await send(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true, name: 'Leap' }), { time: '2016-12-31T23:59:60Z' }), id));
+  // The same instant in another offset's clock: the last instant of 18:59 at -05:00.
+  await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: true, name: 'Before' }), { time: '2016-12-31T23:59:59.5Z' }), id));
+  await handled(
+    await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: true, name: 'Late' }), { time: '2016-12-31T18:59:59.9-05:00' }), id)),
+  );
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'Leap', membership: { group: { id: group.id } } });
+
+  await handled(
+    await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: true, name: 'After' }), { time: '2017-01-01T00:00:00Z' }), id)),
+  );
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'After' });
+}, 60000);
+
+test.each([
+  ['a UTC instant in year 10000', '9999-12-31T23:00:00-05:00', /years 0000 to 9999/],
+  ['a fraction finer than nanoseconds', '2026-05-20T00:00:00.0000000001Z', /finer than nanoseconds/],
+] as const)(
+  "a retirement at %s goes to the DLQ with its reason, and today's events order as before",
+  async (_name, time, reason) => {
+    // Partition 1, then 2: the DLQ holds one copy per test run so far.
+    const partition = time.startsWith('9999') ? 1 : 2;
+    const send = sender(topicOf(1), partition);
+    const { org, api, group } = await orgWithRule(service, `edge-${partition}.edu`);
+    const id = newUserId();
+    const user = { id, email: `learner${id}@edge-${partition}.edu` };
+    const retirement = await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time }), id));
+    await handled(await send(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time: '2026-05-20T00:00:00Z' }), id)));
+
+    const dead = (await readTopic(dlqTopic(topicOf(1)), partition)).filter(
+      (m) =>
+        m.headers?.['x-original-offset']?.toString() === String(retirement.offset) && m.headers?.['x-original-partition']?.toString() === String(partition),
+    );
+    expect(dead).toHaveLength(1);
+    expect(dead[0]!.headers?.['x-dlq-reason']?.toString()).toMatch(reason);
+    expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+    expect(await storedActive(service, org, id)).toBe(true);
+  },
+  60000,
+);
+
+// Item 1: a redelivery of an event that shares its time with another, after the record moved on,
+// is the same event (its activation log entry names it), not a late event placed after the others.
+test("a registration (inactive) and an activation of one time, an administrator's removal, a later login, then the registration again: the removal stands", async () => {
+  const send = sender(topicOf(2), 0);
+  const { org, api } = await orgWithRule(service, 'tied-redelivery.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@tied-redelivery.edu` };
+  const time = '2026-05-21T00:00:05Z';
+  const registration = structured(cloudEvent(TYPES.registered, userData(org, { ...user, is_active: false }), { time }), id);
+  await send(registration);
+  await handled(await send(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time }), id)));
+  const member = (await api.get(`users/${id}/`)).body.membership;
+  expect(member).not.toBeNull();
+  expect((await api.delete(`memberships/${member.id}/`)).status).toBe(204);
+  await send(structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time: '2026-05-21T00:00:06Z' }), id));
+  await handled(await send(registration));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
+  expect(await storedActive(service, org, id)).toBe(true);
+}, 60000);
+
+test('a login and a deactivation of one time, a removal, a later login that makes a new membership, then the first login again: the new membership stays', async () => {
+  const send = sender(topicOf(2), 1);
+  const { org, api, group } = await orgWithRule(service, 'tied-login.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@tied-login.edu` };
+  const time = '2026-05-22T00:00:05Z';
+  const login = structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time }), id);
+  await send(login);
+  await handled(await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false }), { time }), id)));
+  const member = (await api.get(`users/${id}/`)).body.membership;
+  expect(member).not.toBeNull();
+  expect((await api.delete(`memberships/${member.id}/`)).status).toBe(204);
+  await handled(await send(structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time: '2026-05-22T00:00:07Z' }), id)));
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+  await handled(await send(login));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+}, 60000);
+
+// Item 2: a deletion of the same time as events the record applied, arriving after a newer event,
+// comes after those of its time (the tie rule), as it would have had it arrived in its place.
+test.each([
+  ['in its place (before the newer login)', 0],
+  ['late (after the newer login)', 1],
+] as const)(
+  "a retirement of the activation's time arriving %s takes the membership the administrator moved; the newer login's rule applies",
+  async (_name, partition) => {
+    const send = sender(topicOf(0), partition === 0 ? 1 : 2);
+    const domain = `tied-retirement-${partition}.edu`;
+    const { org, api, group } = await orgWithRule(service, domain);
+    const other = (await api.post('course-access-groups/', { name: 'moved here', description: '' })).body as { id: number };
+    const id = newUserId();
+    const user = { id, email: `learner${id}@${domain}`, is_active: true };
+    const time = '2026-05-23T00:00:05Z';
+    await handled(await send(structured(cloudEvent(TYPES.activated, userData(org, user), { time }), id)));
+    const member = (await api.get(`users/${id}/`)).body.membership;
+    expect((await api.patch(`memberships/${member.id}/`, { group: other.id })).status).toBe(200);
+    const retirement = structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time }), id);
+    const login = structured(cloudEvent(TYPES.login, userData(org, user), { time: '2026-05-23T00:00:06Z' }), id);
+    for (const message of partition === 0 ? [retirement, login] : [login, retirement]) await handled(await send(message));
+
+    expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+  },
+  60000,
+);
+
+test("a course deletion of its creation's time arriving after a newer catalog change takes the links made before it, as it would in its place", async () => {
+  const send = sender(topicOf(2), 2);
+  const { org, api } = await orgWithRule(service, 'tied-course.edu');
+  const group = (await api.post('course-access-groups/', { name: 'linked', description: '' })).body as { id: number };
+  const key = `course-v1:TIED+C1+${newUserId()}`;
+  const time = '2026-05-24T00:00:05Z';
+  const catalog = (name: string, at: string) =>
+    structured(cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, { time: at }), key);
+  await handled(await send(catalog('Tied', time)));
+  expect((await api.post('group-courses/', { course: key, group: group.id })).status).toBe(201);
+  await send(catalog('Renamed', '2026-05-24T00:00:06Z'));
+  await handled(await send(structured(cloudEvent(TYPES.courseDeleted, { course_key: key }, { time }), key)));
+
+  expect((await api.get(`group-courses/?course=${encodeURIComponent(key)}`)).body.results).toEqual([]);
+}, 60000);
