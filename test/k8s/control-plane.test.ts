@@ -225,7 +225,17 @@ describe('issue 36: the production objects on the server', () => {
   beforeAll(async () => {
     // What an operator makes beside the release: Kafka's client TLS files (a CA, a certificate and
     // its key, as cert-manager names them) and the SASL password, each in a Secret of its own.
-    await ok('kubectl', ['-n', NS_C, 'create', 'secret', 'generic', 'kafka-client-tls', '--from-literal=ca.crt=CA', '--from-literal=tls.crt=CERT', '--from-literal=tls.key=KEY']);
+    await ok('kubectl', [
+      '-n',
+      NS_C,
+      'create',
+      'secret',
+      'generic',
+      'kafka-client-tls',
+      '--from-literal=ca.crt=CA',
+      '--from-literal=tls.crt=CERT',
+      '--from-literal=tls.key=KEY',
+    ]);
     await ok('kubectl', ['-n', NS_C, 'create', 'secret', 'generic', 'kafka-api-secret', '--from-literal=api-secret=not-a-real-secret']);
     const values = path.join(tmp, 'production-values.yaml');
     writeFileSync(
@@ -265,8 +275,7 @@ describe('issue 36: the production objects on the server', () => {
       // The container's environment as the kubelet would build it: the ConfigMaps of envFrom, then env.
       const env: Record<string, string> = {};
       for (const from of c.envFrom ?? [])
-        if (from.configMapRef)
-          Object.assign(env, JSON.parse(await ok('kubectl', ['-n', NS_C, 'get', 'configmap', from.configMapRef.name, '-o', 'json'])).data);
+        if (from.configMapRef) Object.assign(env, JSON.parse(await ok('kubectl', ['-n', NS_C, 'get', 'configmap', from.configMapRef.name, '-o', 'json'])).data);
       for (const e of c.env ?? []) if ('value' in e) env[e.name] = e.value;
       expect(env).toMatchObject({ KAFKA_SSL: 'on', KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: 'cag' });
       // Each file setting names a key of a Secret mounted at its folder.

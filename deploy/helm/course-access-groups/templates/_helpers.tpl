@@ -148,13 +148,13 @@ extra entries. Called with the root context; the role's own entries follow it.
 - name: kafka-tls
   secret:
     secretName: {{ . | quote }}
-    defaultMode: 0440
+    defaultMode: 288 # 0440: the owner and the pod's group (fsGroup) read
 {{- end }}
 {{- with .Values.kafka.sasl.passwordSecret.name }}
 - name: kafka-sasl
   secret:
     secretName: {{ . | quote }}
-    defaultMode: 0440
+    defaultMode: 288 # 0440: the owner and the pod's group (fsGroup) read
     items:
       - key: {{ $.Values.kafka.sasl.passwordSecret.key | quote }}
         path: {{ $.Values.kafka.sasl.passwordSecret.key | quote }}
@@ -271,19 +271,19 @@ spec:
       command:
         {{- toYaml $j.command | nindent 8 }}
       envFrom:
-        {{- include "cag.envFrom" . | nindent 8 }}
+        {{- include "cag.envFrom" . | trim | nindent 8 }}
       env:
         - name: CAG_OPERATOR
           value: helm-upgrade-job
-        {{- include "cag.env" . | nindent 8 }}
+        {{- include "cag.env" . | trim | nindent 8 }}
       resources:
         {{- toYaml $j.resources | nindent 8 }}
       securityContext:
         {{- toYaml .Values.securityContext | nindent 8 }}
       volumeMounts:
-        {{- include "cag.volumeMounts" . | nindent 8 }}
+        {{- include "cag.volumeMounts" . | trim | nindent 8 }}
   volumes:
-    {{- include "cag.volumes" . | nindent 4 }}
+    {{- include "cag.volumes" . | trim | nindent 4 }}
   {{- with $j.nodeSelector }}
   nodeSelector:
     {{- toYaml . | nindent 4 }}
