@@ -5,15 +5,21 @@
 // kubernetes-validate, strict: unknown fields refused).
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { parse } from 'yaml';
 import { byKind, CHART, CI_FILES, ciValues, deployment, type K8sObject, parseObjects, render, tool } from './tools';
 
 const run = promisify(execFile);
 const VALIDATE_PYTHON = process.env.K8S_VALIDATE_PYTHON ?? '';
 const minimal = [ciValues('default-values.yaml')];
+/** The chart's version and appVersion (the image tag by default), as the release sets them. */
+const { version: CHART_VERSION, appVersion: APP_VERSION } = parse(readFileSync(path.join(CHART, 'Chart.yaml'), 'utf8')) as {
+  version: string;
+  appVersion: string;
+};
 /** Kinds the chart may render: every one namespaced (a release never touches the cluster's scope). */
 const NAMESPACED = [
   'ConfigMap',
@@ -72,6 +78,8 @@ function validateAll() {
   })();
   return validation;
 }
+// About 5 s of CPU; on a machine shared with other builds its wall time can pass a test's limit.
+beforeAll(() => validateAll(), 600000);
 
 test.each(CI_FILES)('helm lint --strict passes with ci/%s', async (file) => {
   const res = await tool('helm', ['lint', '--strict', CHART, '-f', ciValues(file)]);
@@ -218,7 +226,7 @@ describe('values', () => {
     const [testPod] = byKind((await render({ files: minimal })).objects, 'Pod');
     expect(testPod!.metadata.annotations!['helm.sh/hook']).toBe('test');
     expect(testPod!.spec.containers[0]).toMatchObject({
-      image: 'registry.example.internal/course-access-groups:0.1.0',
+      image: `registry.example.internal/course-access-groups:${APP_VERSION}`,
       command: ['node', '-e', expect.stringContaining('/course_access_groups/api/v1/access/batch')],
       securityContext: { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false },
     });
@@ -232,18 +240,22 @@ describe('values', () => {
   });
 });
 
-test("the README's one-command install, with existing MongoDB, Kafka and registry, renders and lints", async () => {
+test("the README's install from a release: the packaged chart, the pushed image's repository, existing MongoDB, Kafka and registry", async () => {
   const pem = path.join(tmp, 'lms-jwt-public.pem');
   writeFileSync(pem, generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }));
+  // `helm package` as the release does; the README installs course-access-groups-<version>.tgz.
+  const packaged = (await tool('helm', ['package', CHART, '--destination', tmp])).stdout.trim().split(': ').pop()!;
+  expect(path.basename(packaged)).toBe(`course-access-groups-${CHART_VERSION}.tgz`);
+  // The README's command with REGISTRY=registry.example.org.
   const args = [
-    ...['--set', 'image.repository=registry.example.org/course-access-groups', '--set', 'image.tag=0.1.0'],
+    ...['--set', 'image.repository=registry.example.org/course-access-groups'],
     ...['--set', 'config.kafkaBrokers=kafka-0.kafka:9092\\,kafka-1.kafka:9092'],
     ...['--set', 'config.schemaRegistryUrl=http://registry.openedx:8080/apis/ccompat/v7'],
     ...['--set', 'secrets.mongoUrl=mongodb://cag:PASSWORD@mongo-0.mongo:27017/?replicaSet=rs0'],
     ...['--set-file', `auth.jwtPublicKey=${pem}`],
   ];
-  expect(await tool('helm', ['lint', '--strict', CHART, ...args])).toMatchObject({ code: 0 });
-  const res = await tool('helm', ['template', 'cag', CHART, '--namespace', 'openedx', ...args]);
+  expect(await tool('helm', ['lint', '--strict', packaged, ...args])).toMatchObject({ code: 0 });
+  const res = await tool('helm', ['template', 'cag', packaged, '--namespace', 'openedx', ...args]);
   expect(res.stderr).toBe('');
   const objects = parseObjects(res.stdout);
   const [cm] = byKind(objects, 'ConfigMap');
@@ -253,7 +265,8 @@ test("the README's one-command install, with existing MongoDB, Kafka and registr
   });
   const [secret] = byKind(objects, 'Secret');
   expect(secret!.stringData.JWT_PUBLIC_KEY).toContain('-----BEGIN PUBLIC KEY-----');
-  expect(deployment(objects, 'api')!.spec.template.spec.containers[0].image).toBe('registry.example.org/course-access-groups:0.1.0');
+  // The tag is the chart's appVersion: the image the release's archive carries.
+  for (const { c } of serviceContainers(objects)) expect(c.image).toBe(`registry.example.org/course-access-groups:${APP_VERSION}`);
 });
 
 describe('issue 36: production values', () => {
@@ -354,14 +367,14 @@ describe('issue 36: production values', () => {
     const pod = job.spec.template.spec;
     expect(pod.restartPolicy).toBe('Never');
     expect(pod.containers[0]).toMatchObject({
-      image: 'registry.example.internal/course-access-groups:0.1.0',
+      image: `registry.example.internal/course-access-groups:${APP_VERSION}`,
       command: ['node', 'dist/src/cli/main.js', 'upgrade'],
       securityContext: { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false },
     });
     // The same settings as the service: the ConfigMap and the Secret.
     expect(pod.containers[0].envFrom).toEqual(deployment(objects, 'api')!.spec.template.spec.containers[0].envFrom);
     const name = async (set: Record<string, string>) => upgradeJob((await render({ files: minimal, set })).objects)!.metadata.name;
-    expect(await name({ 'image.tag': '0.2.0' })).not.toBe(job.metadata.name);
+    expect(await name({ 'image.tag': `${APP_VERSION}-next` })).not.toBe(job.metadata.name);
     expect(await name({ 'api.replicas': '5' })).toBe(job.metadata.name);
     expect(upgradeJob((await render({ files: minimal, set: { 'upgradeJob.enabled': 'false' } })).objects)).toBeUndefined();
     const custom = upgradeJob((await render({ files: minimal, set: { 'upgradeJob.command': '{node,dist/src/cli/main.js,upgrade,--verbose}' } })).objects)!;
@@ -427,8 +440,8 @@ describe('issue 36: production values', () => {
     const r = await render({ files: minimal, set: { 'image.repository': 'null' } });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('image.repository is required');
-    expect(r.stderr).toContain('docker load -i course-access-groups-0.1.0.oci.tar');
-    expect(r.stderr).toContain('docker push REGISTRY/course-access-groups:0.1.0');
+    expect(r.stderr).toContain(`docker load -i course-access-groups-${APP_VERSION}.oci.tar`);
+    expect(r.stderr).toContain(`docker push REGISTRY/course-access-groups:${APP_VERSION}`);
   });
 });
 
