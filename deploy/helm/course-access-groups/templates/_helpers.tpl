@@ -38,7 +38,130 @@ app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 
 {{- define "cag.image" -}}
+{{- if not .Values.image.repository -}}
+{{- $v := .Values.image.tag | default .Chart.AppVersion -}}
+{{- fail (printf `image.repository is required: no public registry carries the image. Load the release's image and push it to a registry your cluster pulls from, then install with --set image.repository=REGISTRY/course-access-groups:
+  docker load -i course-access-groups-%s.oci.tar
+  docker tag course-access-groups:%s REGISTRY/course-access-groups:%s
+  docker push REGISTRY/course-access-groups:%s
+(from a clone instead: docker build -t REGISTRY/course-access-groups:%s . then docker push)` $v $v $v $v $v) -}}
+{{- end -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/*
+Names shared with Kafka and MongoDB, derived from the namespace and the release unless set, so two
+releases (the same name in two namespaces too) never share a consumer group, a topic or a database.
+*/}}
+{{- define "cag.kafkaGroupId" -}}
+{{- .Values.config.kafkaGroupId | default (printf "course-access-groups.%s.%s" .Release.Namespace .Release.Name) -}}
+{{- end -}}
+
+{{- define "cag.changesTopic" -}}
+{{- if .Values.config.changesEnabled -}}
+{{- .Values.config.changesTopic | default (printf "course-access-groups.%s.%s.changes" .Release.Namespace .Release.Name) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "cag.mongoDb" -}}
+{{- .Values.config.mongoDb | default (printf "%s_%s" .Release.Namespace .Release.Name | trunc 63 | trimSuffix "-" | trimSuffix "_") -}}
+{{- end -}}
+
+{{/* Where the chart mounts Kafka's TLS files and the SASL password file. */}}
+{{- define "cag.kafkaTlsDir" -}}/etc/course-access-groups/kafka-tls{{- end -}}
+{{- define "cag.kafkaSaslDir" -}}/etc/course-access-groups/kafka-sasl{{- end -}}
+
+{{/*
+The environment every container of the service gets: the ConfigMap, the secrets (the chart's
+Secret whole, or the mapped keys of existingSecret), the SASL password file's path, then the
+extra entries. Called with the root context; the role's own entries follow it.
+*/}}
+{{- define "cag.envFrom" -}}
+- configMapRef:
+    name: {{ include "cag.fullname" . }}
+{{- if not .Values.existingSecret.name }}
+- secretRef:
+    name: {{ include "cag.fullname" . }}
+{{- end }}
+{{- with .Values.extraEnvFrom }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "cag.env" -}}
+{{- $es := .Values.existingSecret -}}
+{{- if $es.name }}
+- name: MONGO_URL
+  valueFrom:
+    secretKeyRef: { name: {{ $es.name | quote }}, key: {{ $es.keys.mongoUrl | quote }} }
+{{- if $es.jwtKey }}
+- name: {{ $es.jwtKey }}
+  valueFrom:
+    secretKeyRef: { name: {{ $es.name | quote }}, key: {{ $es.keys.jwt | default $es.jwtKey | quote }} }
+{{- end }}
+{{- $optional := dict "SCHEMA_REGISTRY_USERNAME" $es.keys.schemaRegistryUsername "SCHEMA_REGISTRY_PASSWORD" $es.keys.schemaRegistryPassword -}}
+{{- /* The Secret's SASL password only when it is the one source (a mounted file wins otherwise). */ -}}
+{{- if and .Values.kafka.sasl.mechanism (not .Values.kafka.sasl.passwordSecret.name) -}}
+{{- $_ := set $optional "KAFKA_SASL_PASSWORD" $es.keys.kafkaSaslPassword -}}
+{{- end -}}
+{{- range $var, $key := $optional }}
+{{- if $key }}
+- name: {{ $var }}
+  valueFrom:
+    secretKeyRef: { name: {{ $es.name | quote }}, key: {{ $key | quote }}, optional: true }
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if .Values.kafka.sasl.passwordSecret.name }}
+- name: KAFKA_SASL_PASSWORD_FILE
+  value: {{ printf "%s/%s" (include "cag.kafkaSaslDir" .) .Values.kafka.sasl.passwordSecret.key | quote }}
+{{- end }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Volumes and mounts of every container of the service: /tmp, Kafka's files, the extra ones. */}}
+{{- define "cag.volumeMounts" -}}
+- name: tmp
+  mountPath: /tmp
+{{- if .Values.kafka.tls.caSecret }}
+- name: kafka-tls
+  mountPath: {{ include "cag.kafkaTlsDir" . }}
+  readOnly: true
+{{- end }}
+{{- if .Values.kafka.sasl.passwordSecret.name }}
+- name: kafka-sasl
+  mountPath: {{ include "cag.kafkaSaslDir" . }}
+  readOnly: true
+{{- end }}
+{{- with .Values.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "cag.volumes" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: {{ .Values.tmpSizeLimit }}
+{{- with .Values.kafka.tls.caSecret }}
+- name: kafka-tls
+  secret:
+    secretName: {{ . | quote }}
+    defaultMode: 288 # 0440: the owner and the pod's group (fsGroup) read
+{{- end }}
+{{- with .Values.kafka.sasl.passwordSecret.name }}
+- name: kafka-sasl
+  secret:
+    secretName: {{ . | quote }}
+    defaultMode: 288 # 0440: the owner and the pod's group (fsGroup) read
+    items:
+      - key: {{ $.Values.kafka.sasl.passwordSecret.key | quote }}
+        path: {{ $.Values.kafka.sasl.passwordSecret.key | quote }}
+{{- end }}
+{{- with .Values.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "cag.secretName" -}}
@@ -59,8 +182,8 @@ the same message: exactly one JWT key source, and the settings without a default
 {{- fail (printf "set exactly one JWT key source: auth.jwtSecret, auth.jwtPublicKey, auth.jwksUrl or existingSecret.jwtKey (%s)" (ternary "none is set" (printf "%s are set" (join ", " $sources)) (eq (len $sources) 0))) -}}
 {{- end -}}
 {{- if .Values.existingSecret.name -}}
-{{- if or .Values.auth.jwtSecret .Values.auth.jwtPublicKey .Values.secrets.mongoUrl .Values.secrets.schemaRegistryUsername .Values.secrets.schemaRegistryPassword -}}
-{{- fail "existingSecret.name is set: put MONGO_URL, the JWT key and the registry credentials in that Secret, not in auth.jwtSecret, auth.jwtPublicKey or secrets.*" -}}
+{{- if or .Values.auth.jwtSecret .Values.auth.jwtPublicKey .Values.secrets.mongoUrl .Values.secrets.schemaRegistryUsername .Values.secrets.schemaRegistryPassword .Values.kafka.sasl.password -}}
+{{- fail "existingSecret.name is set: put MONGO_URL, the JWT key and the registry and Kafka credentials in that Secret, not in auth.jwtSecret, auth.jwtPublicKey, secrets.* or kafka.sasl.password" -}}
 {{- end -}}
 {{- else -}}
 {{- if .Values.existingSecret.jwtKey -}}
@@ -76,4 +199,101 @@ the same message: exactly one JWT key source, and the settings without a default
 {{- if not (or .Values.api.enabled .Values.consumer.enabled) -}}
 {{- fail "api.enabled and consumer.enabled are both false: nothing to deploy" -}}
 {{- end -}}
+{{- if gt (add .Values.preStopSleepSeconds 10) (int .Values.terminationGracePeriodSeconds) -}}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must leave the service its 10 s to drain after preStopSleepSeconds (%d): at least %d" (int .Values.terminationGracePeriodSeconds) (int .Values.preStopSleepSeconds) (add .Values.preStopSleepSeconds 10)) -}}
+{{- end -}}
+{{- include "cag.validateKafka" . -}}
+{{- if and .Values.ingress.enabled (not .Values.ingress.hosts) -}}
+{{- fail "ingress.enabled: give ingress.hosts (the host names browsers use, e.g. lms.example.org)" -}}
+{{- end -}}
+{{- if and .Values.httpRoute.enabled (not .Values.httpRoute.parentRefs) -}}
+{{- fail "httpRoute.enabled: give httpRoute.parentRefs (the Gateway to attach to, e.g. [{name: public, namespace: gateways}])" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Kafka security values the service would refuse, refused here with its setting's name. */}}
+{{- define "cag.validateKafka" -}}
+{{- $tls := .Values.kafka.tls -}}
+{{- $sasl := .Values.kafka.sasl -}}
+{{- if and (or $tls.caSecret $tls.certKey $tls.keyKey) (not $tls.enabled) -}}
+{{- fail "kafka.tls.caSecret, certKey or keyKey is set but kafka.tls.enabled is false (KAFKA_SSL=off): turn it on" -}}
+{{- end -}}
+{{- if ne (empty $tls.certKey) (empty $tls.keyKey) -}}
+{{- fail "kafka.tls.certKey and kafka.tls.keyKey go together (mutual TLS: KAFKA_SSL_CERT_FILE and KAFKA_SSL_KEY_FILE)" -}}
+{{- end -}}
+{{- if and $tls.certKey (not $tls.caSecret) -}}
+{{- fail "kafka.tls.certKey and keyKey name keys of kafka.tls.caSecret, which is not set" -}}
+{{- end -}}
+{{- $passwords := list -}}
+{{- if $sasl.password }}{{ $passwords = append $passwords "kafka.sasl.password" }}{{ end -}}
+{{- if $sasl.passwordSecret.name }}{{ $passwords = append $passwords "kafka.sasl.passwordSecret.name" }}{{ end -}}
+{{- if and .Values.existingSecret.name $sasl.mechanism .Values.existingSecret.keys.kafkaSaslPassword (not $sasl.password) (not $sasl.passwordSecret.name) }}{{ $passwords = append $passwords "existingSecret.keys.kafkaSaslPassword" }}{{ end -}}
+{{- if $sasl.mechanism -}}
+{{- if not $sasl.username -}}
+{{- fail (printf "kafka.sasl.mechanism is %s: kafka.sasl.username is required (KAFKA_SASL_USERNAME)" $sasl.mechanism) -}}
+{{- end -}}
+{{- if ne (len $passwords) 1 -}}
+{{- fail (printf "kafka.sasl.mechanism is %s: set exactly one password source: kafka.sasl.password, kafka.sasl.passwordSecret.name or existingSecret.keys.kafkaSaslPassword (%s)" $sasl.mechanism (ternary "none is set" (printf "%s are set" (join ", " $passwords)) (eq (len $passwords) 0))) -}}
+{{- end -}}
+{{- else if or $sasl.username $sasl.password $sasl.passwordSecret.name -}}
+{{- fail "kafka.sasl.username or a password is set but kafka.sasl.mechanism is empty: name it (plain, scram-sha-256 or scram-sha-512)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The upgrade Job's pod template (its hash names the Job). */}}
+{{- define "cag.upgradePod" -}}
+{{- $j := .Values.upgradeJob -}}
+metadata:
+  labels:
+    {{- include "cag.selectorLabels" (dict "ctx" . "role" "upgrade") | nindent 4 }}
+    {{- with $j.podLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  annotations:
+    checksum/config: {{ cat (include (print .Template.BasePath "/configmap.yaml") .) (include (print .Template.BasePath "/secret.yaml") .) | sha256sum }}
+    {{- with $j.podAnnotations }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  restartPolicy: Never
+  serviceAccountName: {{ include "cag.serviceAccountName" . }}
+  automountServiceAccountToken: false
+  {{- with .Values.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  securityContext:
+    {{- toYaml .Values.podSecurityContext | nindent 4 }}
+  containers:
+    - name: upgrade
+      image: {{ include "cag.image" . | quote }}
+      imagePullPolicy: {{ .Values.image.pullPolicy }}
+      command:
+        {{- toYaml $j.command | nindent 8 }}
+      envFrom:
+        {{- include "cag.envFrom" . | trim | nindent 8 }}
+      env:
+        - name: CAG_OPERATOR
+          value: helm-upgrade-job
+        {{- include "cag.env" . | trim | nindent 8 }}
+      resources:
+        {{- toYaml $j.resources | nindent 8 }}
+      securityContext:
+        {{- toYaml .Values.securityContext | nindent 8 }}
+      volumeMounts:
+        {{- include "cag.volumeMounts" . | trim | nindent 8 }}
+  volumes:
+    {{- include "cag.volumes" . | trim | nindent 4 }}
+  {{- with $j.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $j.affinity }}
+  affinity:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $j.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
 {{- end -}}
