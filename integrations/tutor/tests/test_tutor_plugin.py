@@ -85,14 +85,19 @@ EXTERNAL_KAFKA = (
 )
 
 
+def git_ignored(path):
+    """What git ignores is never staged: bytecode, and the metadata a build of the LMS plugin (as
+    the release makes before the tests run) leaves in its src/."""
+    return any(part == "__pycache__" or part.endswith(".egg-info") for part in path.parts)
+
+
 def tree_hash(folder, only=None):
     """The SHA-256 of a folder's files (or of its paths `only`): their paths and bytes, in path order."""
     digest = hashlib.sha256()
     folder = Path(folder)
     tops = [folder / name for name in only] if only else [folder]
     files = [p for top in tops for p in ([top] if top.is_file() else top.rglob("*")) if p.is_file()]
-    # What git ignores (bytecode) is never staged.
-    for path in sorted(p for p in files if "__pycache__" not in p.parts):
+    for path in sorted(p for p in files if not git_ignored(p)):
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
