@@ -440,7 +440,7 @@ print(json.dumps([verdict(given["private_key"]), verdict(another)]))
     # name) carries a service token, nor the year-2100 expiry the HS256 token had.
     carried = (root / "env" / "plugins" / "course-access-groups" / "build", root / "env" / "build" / "openedx" / "course-access-groups-openedx")
     files = [p for p in [root / "config.yml", *(root / "env").rglob("*")] if p.is_file() and not any(c in p.parents for c in carried)]
-    assert len(files) > 50
+    assert len(files) > 20  # the whole environment, not an empty folder
     for path in files:
         text = path.read_text(errors="replace")
         assert "SERVICE_TOKEN" not in text and "4102444800" not in text, path
