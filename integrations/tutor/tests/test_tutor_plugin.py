@@ -412,22 +412,35 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 given = json.load(sys.stdin)
 issuer = json.loads(given["issuers"])[0]
-claims = {"iss": issuer["ISSUER"], "aud": issuer["AUDIENCE"], "iat": int(time.time()), "exp": int(time.time()) + 300, "user_id": 1}
+claims = {"iss": issuer["ISSUER"], "aud": issuer["AUDIENCE"], "iat": int(time.time()), "exp": int(time.time()) + 300,
+          "user_id": 1, "administrator": True, "version": "1.2.0"}
 another = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
     serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
-def verdict(private_key):
-    token = jwt.encode(claims, private_key, algorithm="RS512")
+def verdict(token):
     for key in jwt.PyJWKSet.from_json(given["key_set"]).keys:
         try:
             return jwt.decode(token, key.key, algorithms=["RS512"], audience=issuer["AUDIENCE"], issuer=issuer["ISSUER"])["user_id"]
         except jwt.InvalidSignatureError:
             pass
     return "refused"
-print(json.dumps([verdict(given["private_key"]), verdict(another)]))
+tokens = [jwt.encode(claims, private_key, algorithm="RS512") for private_key in (given["private_key"], another)]
+print(json.dumps({"tokens": tokens, "verdicts": [verdict(token) for token in tokens]}))
 """
     done = subprocess.run([os.environ["LMS_PYTHON"], "-c", verify], check=True, capture_output=True, text=True,
                           input=json.dumps({"issuers": issuers, "key_set": key_set,
                                             "private_key": config(root)["JWT_RSA_PRIVATE_KEY"]}))
+    signed = json.loads(done.stdout)
+    assert signed["verdicts"] == [1, "refused"]
+    # The service's own start-up parsers take the rendered values, and its verifier agrees.
+    service = """
+import { parseLmsIssuers, parseLmsKeySet } from './src/lms-jwt-settings';
+import { createLmsTokenVerifier } from './src/http/lms-tokens';
+const [issuers, keySet, ...tokens] = JSON.parse(process.argv[1]);
+const verify = createLmsTokenVerifier(parseLmsIssuers(issuers), parseLmsKeySet(keySet));
+Promise.all(tokens.map((t) => verify(t).then((p) => p.userId, () => 'refused'))).then((v) => console.log(JSON.stringify(v)));
+"""
+    done = subprocess.run([str(REPO / "node_modules" / ".bin" / "tsx"), "-e", service, json.dumps([issuers, key_set, *signed["tokens"]])],
+                          cwd=REPO, check=True, capture_output=True, text=True)
     assert json.loads(done.stdout) == [1, "refused"]
     # The LMS signs for the service user the init task creates, staff, idempotently (manage_user).
     lms = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
