@@ -131,7 +131,7 @@ def test_the_rendered_compose_file_is_valid_and_runs_both_roles_on_tutors_mongod
         assert env["SERVICE_ROLE"] == role
         assert env["MONGO_URL"] == "mongodb://mongodb:27017/"
         assert env["JWT_SECRET"] == secret
-        assert json.loads(env["LMS_JWT_ISSUERS"]) == [{"ISSUER": "http://local.openedx.io/oauth2", "AUDIENCE": "openedx"}]
+        assert json.loads(env["LMS_JWT_ISSUERS"]) == [lms_jwt_issuer(root)]
         assert env["DEFAULT_ORGANIZATION"] == "AcmeX"
         assert env["KAFKA_TOPICS"] == "openedx-user-account-activated,openedx-user-lifecycle,openedx-course-catalog"
         assert env["KAFKA_BROKERS"] == ("course-access-groups-kafka:9092" if own_kafka else "kafka-1.example.org:9092")
@@ -380,6 +380,13 @@ def rendered_init_task(root, task):
     return json.loads(python_in_tutor(root, f"from tutor import env\nprint(json.dumps(env.render_str(config, {task!r}).splitlines()))"))
 
 
+def lms_jwt_issuer(root):
+    """The issuer and audience Tutor rendered into the LMS's JWT_AUTH (the `iss` and `aud` the LMS signs)."""
+    settings = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
+    return {"ISSUER": re.search(r'\nJWT_AUTH\["JWT_ISSUER"\] = "([^"]+)"', settings).group(1),
+            "AUDIENCE": re.search(r'\nJWT_AUTH\["JWT_AUDIENCE"\] = "([^"]+)"', settings).group(1)}
+
+
 def lms_public_jwk_set(root):
     """The JWT_PUBLIC_SIGNING_JWK_SET string Tutor rendered into the LMS's settings (its own partial, evaluated)."""
     settings = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
@@ -391,7 +398,9 @@ def lms_public_jwk_set(root):
 # Sign its calls with a key of the LMS's own; the service trusts that key: no LMS-service secret.
 def test_the_service_trusts_the_lmss_own_tokens_and_the_lms_holds_no_service_token(installed, tmp_path):
     root = saved(installed, tmp_path)
-    issuers = json.dumps([{"ISSUER": "http://local.openedx.io/oauth2", "AUDIENCE": "openedx"}])
+    # Tutor's issuer (its LMS_HOST: local.openedx.io from Tutor 21, www.myopenedx.com in 20) and audience.
+    assert lms_jwt_issuer(root)["ISSUER"] in ("http://local.openedx.io/oauth2", "http://www.myopenedx.com/oauth2")
+    issuers = json.dumps([lms_jwt_issuer(root)])
     key_set = lms_public_jwk_set(root)
     assert json.loads(key_set)["keys"][0]["kid"] == "openedx"
     services = yaml.safe_load((root / "env" / "local" / "docker-compose.yml").read_text())["services"]
