@@ -31,9 +31,11 @@ const EXPECTED = [
   'test_config_save_without_an_organization_fails_and_says_which_setting',
   'test_compose_waits_for_healthy_services_routes_a_host_and_keeps_dollar_signs',
   'test_the_rendered_settings_leave_the_lms_on_kafka_with_the_services_topics_and_filters_first',
+  'test_the_service_trusts_the_lmss_own_tokens_and_the_lms_holds_no_service_token',
 ].map((t) => `tests/test_tutor_plugin.py::${t}`);
 // Tutor 20 and 22 run what differs between Tutor releases (rendering, compose, images, the carried
-// sources, Teak's toggle, pip beside that Tutor, the organization); Tutor 21 runs every test.
+// sources, Teak's toggle, pip beside that Tutor, the organization, the LMS's key set rendered from
+// that Tutor's key); Tutor 21 runs every test.
 const EVERY_TUTOR = [
   'test_the_rendered_compose_file_is_valid_and_runs_both_roles_on_tutors_mongodb[own-kafka]',
   'test_the_openedx_image_installs_the_lms_plugin_it_carries_and_confluent_kafka',
@@ -42,6 +44,7 @@ const EVERY_TUTOR = [
   'test_studio_sends_catalog_events_on_teak_and_init_brings_existing_courses_and_learners',
   'test_installing_the_wheel_beside_this_tutor_changes_no_tutor',
   'test_config_save_without_an_organization_fails_and_says_which_setting',
+  'test_the_service_trusts_the_lmss_own_tokens_and_the_lms_holds_no_service_token',
 ].map((t) => `tests/test_tutor_plugin.py::${t}`);
 const ONCE = ['tests/test_openedx_image.py::test_the_rendered_install_lines_install_the_carried_lms_plugin_in_python_3_11'];
 

@@ -7,9 +7,7 @@ executed, in the LMS's order, over the LMS plugin's own settings (tests/lms_sett
 run by the LMS plugin's Python 3.11 environment, given as LMS_PYTHON).
 """
 
-import base64
 import hashlib
-import hmac
 import json
 import os
 import re
@@ -138,6 +136,7 @@ def test_the_rendered_compose_file_is_valid_and_runs_both_roles_on_tutors_mongod
         assert env["SERVICE_ROLE"] == role
         assert env["MONGO_URL"] == "mongodb://mongodb:27017/"
         assert env["JWT_SECRET"] == secret
+        assert json.loads(env["LMS_JWT_ISSUERS"]) == [lms_jwt_issuer(root)]
         assert env["DEFAULT_ORGANIZATION"] == "AcmeX"
         assert env["KAFKA_TOPICS"] == "openedx-user-account-activated,openedx-user-lifecycle,openedx-course-catalog"
         assert env["KAFKA_BROKERS"] == ("course-access-groups-kafka:9092" if own_kafka else "kafka-1.example.org:9092")
@@ -179,6 +178,7 @@ def test_the_services_credentials_reach_its_pods_from_a_secret_never_a_deploymen
         [container] = pod["spec"]["containers"]
         assert container["envFrom"] == [{"secretRef": {"name": "course-access-groups"}}]
         assert {e["name"] for e in container["env"]}.isdisjoint({"MONGO_URL", "JWT_SECRET"})
+        assert {"LMS_JWT_ISSUERS", "LMS_JWT_PUBLIC_SIGNING_JWK_SET"} <= {e["name"] for e in container["env"]}
         checksum = pod["metadata"]["annotations"]["checksum/secret"]
     # A new secret rolls the pods: the annotation follows the Secret's data.
     tutor(root, "config", "save", "--set", "COURSE_ACCESS_GROUPS_JWT_SECRET=another-secret-of-enough-length")
@@ -272,7 +272,7 @@ def test_studio_sends_catalog_events_on_teak_and_init_brings_existing_courses_an
     tasks = json.loads(python_in_tutor(root, "from tutor import hooks\nprint(json.dumps([list(t) for t in hooks.Filters.CLI_DO_INIT_TASKS.iterate()]))"))
     ours = [command for service, command in tasks if "course_access_groups" in command]
     assert len(ours) == 1 and ["lms", ours[0]] in tasks
-    assert "./manage.py lms course_access_groups_sync" in ours[0].splitlines()
+    assert "./manage.py lms course_access_groups_sync" in rendered_init_task(root, ours[0])
 
 
 # Finding 5: installed beside any of Tutor 20, 21 and 22, pip keeps the Tutor it has.
@@ -318,12 +318,11 @@ def test_compose_waits_for_healthy_services_routes_a_host_and_keeps_dollar_signs
         assert rendered[name]["healthcheck"]["test"]
     caddyfile = (root / "env" / "apps" / "caddy" / "Caddyfile").read_text()
     assert 'course-access-groups.local.openedx.io{$default_site_port} {\n    import proxy "course-access-groups-api:8000"' in caddyfile
-    # The LMS's token is signed (HS256) with the very secret the service reads.
-    lms = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
-    token = re.search(r'"SERVICE_TOKEN": "([^"]+)"', lms).group(1)
-    header_and_claims, signature = token.rsplit(".", 1)
-    expected = base64.urlsafe_b64encode(hmac.new(secret.encode(), header_and_claims.encode(), hashlib.sha256).digest())
-    assert signature == expected.rstrip(b"=").decode()
+    # The LMS's trust values, JSON, reach the service as they are.
+    env = yaml.safe_load((root / "env" / "local" / "docker-compose.yml").read_text())["services"]["course-access-groups-api"]["environment"]
+    for name in ("LMS_JWT_ISSUERS", "LMS_JWT_PUBLIC_SIGNING_JWK_SET"):
+        assert rendered["course-access-groups-api"]["environment"][name].replace("$$", "$") == env[name]
+        json.loads(env[name])
 
 
 def plugin_version(installed):
@@ -376,11 +375,99 @@ def test_the_rendered_settings_leave_the_lms_on_kafka_with_the_services_topics_a
     assert cag["SERVICE_URL"] == "http://course-access-groups-api:8000" and cag["ORGANIZATION"] == "AcmeX"
     assert cag["ACTIVATION_TOPIC"] == "from-yaml"  # the YAML's keys survive the patch
     assert final["ready_errors"] == []  # the plugin's start-up checks pass on the final settings
-    # The LMS's token is one the service accepts: verified by the service's own JWT library.
-    secret = config(root)["COURSE_ACCESS_GROUPS_JWT_SECRET"]
-    verify = ("const { jwtVerify } = require('jose');"
-              "jwtVerify(process.argv[1], new TextEncoder().encode(process.argv[2]), { requiredClaims: ['exp'] })"
-              ".then((r) => console.log(JSON.stringify(r.payload)), (e) => { console.error(e.message); process.exit(1); });")
-    payload = subprocess.run(["node", "-e", verify, cag["SERVICE_TOKEN"], secret], cwd=REPO, check=True,
-                             capture_output=True, text=True).stdout
-    assert json.loads(payload)["roles"] == ["service"]
+    # No service token in the LMS: it signs its own calls as the service user the init task creates.
+    assert "SERVICE_TOKEN" not in cag
+    assert cag["SERVICE_USERNAME"] == "course_access_groups_service"
+
+
+def rendered_init_task(root, task):
+    """The init task's lines as Tutor renders them with the project's configuration."""
+    return json.loads(python_in_tutor(root, f"from tutor import env\nprint(json.dumps(env.render_str(config, {task!r}).splitlines()))"))
+
+
+def lms_jwt_issuer(root):
+    """The issuer and audience Tutor rendered into the LMS's JWT_AUTH (the `iss` and `aud` the LMS signs)."""
+    settings = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
+    return {"ISSUER": re.search(r'\nJWT_AUTH\["JWT_ISSUER"\] = "([^"]+)"', settings).group(1),
+            "AUDIENCE": re.search(r'\nJWT_AUTH\["JWT_AUDIENCE"\] = "([^"]+)"', settings).group(1)}
+
+
+def lms_public_jwk_set(root):
+    """The JWT_PUBLIC_SIGNING_JWK_SET string Tutor rendered into the LMS's settings (its own partial, evaluated)."""
+    settings = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
+    start = settings.index('JWT_AUTH["JWT_PUBLIC_SIGNING_JWK_SET"] = ')
+    expression = settings[start:settings.index("\n)\n", start) + 2].split(" = ", 1)[1]
+    return eval(expression, {"json": json})  # noqa: S307  pylint: disable=eval-used  (Tutor's own rendered json.dumps)
+
+
+# Sign its calls with a key of the LMS's own; the service trusts that key: no LMS-service secret.
+def test_the_service_trusts_the_lmss_own_tokens_and_the_lms_holds_no_service_token(installed, tmp_path):
+    root = saved(installed, tmp_path)
+    # Tutor's issuer (its LMS_HOST: local.openedx.io from Tutor 21, www.myopenedx.com in 20) and audience.
+    assert lms_jwt_issuer(root)["ISSUER"] in ("http://local.openedx.io/oauth2", "http://www.myopenedx.com/oauth2")
+    issuers = json.dumps([lms_jwt_issuer(root)])
+    key_set = lms_public_jwk_set(root)
+    assert json.loads(key_set)["keys"][0]["kid"] == "openedx"
+    services = yaml.safe_load((root / "env" / "local" / "docker-compose.yml").read_text())["services"]
+    k8s = {o["metadata"]["name"]: o for o in k8s_objects(root, "deployments.yml")}
+    for role in ("api", "consumer"):
+        # The very string the LMS has, in compose and in the pods' env.
+        env = services[f"course-access-groups-{role}"]["environment"]
+        assert (env["LMS_JWT_ISSUERS"], env["LMS_JWT_PUBLIC_SIGNING_JWK_SET"]) == (issuers, key_set)
+        [container] = k8s[f"course-access-groups-{role}"]["spec"]["template"]["spec"]["containers"]
+        pod_env = {e["name"]: e.get("value") for e in container["env"]}
+        assert (pod_env["LMS_JWT_ISSUERS"], pod_env["LMS_JWT_PUBLIC_SIGNING_JWK_SET"]) == (issuers, key_set)
+    # Its key is the public half of Tutor's JWT_RSA_PRIVATE_KEY: a token the LMS signs with it
+    # (RS512, no kid, as the LMS signs) verifies against the rendered set with PyJWT; one signed
+    # with another key does not.
+    verify = """
+import json, sys, time, jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+given = json.load(sys.stdin)
+issuer = json.loads(given["issuers"])[0]
+claims = {"iss": issuer["ISSUER"], "aud": issuer["AUDIENCE"], "iat": int(time.time()), "exp": int(time.time()) + 300,
+          "user_id": 1, "administrator": True, "version": "1.2.0"}
+another = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+    serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+def verdict(token):
+    for key in jwt.PyJWKSet.from_json(given["key_set"]).keys:
+        try:
+            return jwt.decode(token, key.key, algorithms=["RS512"], audience=issuer["AUDIENCE"], issuer=issuer["ISSUER"])["user_id"]
+        except jwt.InvalidSignatureError:
+            pass
+    return "refused"
+tokens = [jwt.encode(claims, private_key, algorithm="RS512") for private_key in (given["private_key"], another)]
+print(json.dumps({"tokens": tokens, "verdicts": [verdict(token) for token in tokens]}))
+"""
+    done = subprocess.run([os.environ["LMS_PYTHON"], "-c", verify], check=True, capture_output=True, text=True,
+                          input=json.dumps({"issuers": issuers, "key_set": key_set,
+                                            "private_key": config(root)["JWT_RSA_PRIVATE_KEY"]}))
+    signed = json.loads(done.stdout)
+    assert signed["verdicts"] == [1, "refused"]
+    # The service's own start-up parsers take the rendered values, and its verifier agrees.
+    service = """
+import { parseLmsIssuers, parseLmsKeySet } from './src/lms-jwt-settings';
+import { createLmsTokenVerifier } from './src/http/lms-tokens';
+const [issuers, keySet, ...tokens] = JSON.parse(process.argv[1]);
+const verify = createLmsTokenVerifier(parseLmsIssuers(issuers), parseLmsKeySet(keySet));
+Promise.all(tokens.map((t) => verify(t).then((p) => p.userId, () => 'refused'))).then((v) => console.log(JSON.stringify(v)));
+"""
+    done = subprocess.run([str(REPO / "node_modules" / ".bin" / "tsx"), "-e", service, json.dumps([issuers, key_set, *signed["tokens"]])],
+                          cwd=REPO, check=True, capture_output=True, text=True)
+    assert json.loads(done.stdout) == [1, "refused"]
+    # The LMS signs for the service user the init task creates, staff, idempotently (manage_user).
+    lms = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
+    assert '"SERVICE_USERNAME": "course_access_groups_service",' in lms
+    tasks = json.loads(python_in_tutor(root, "from tutor import hooks\nprint(json.dumps([c for s, c in hooks.Filters.CLI_DO_INIT_TASKS.iterate() if s == 'lms']))"))
+    lines = [line for task in tasks for line in rendered_init_task(root, task)]
+    assert ("./manage.py lms manage_user course_access_groups_service course_access_groups_service@openedx --staff "
+            "--unusable-password") in lines
+    # No rendered file (beyond the carried sources, which hold the LMS plugin's development setting's
+    # name) carries a service token, nor the year-2100 expiry the HS256 token had.
+    carried = (root / "env" / "plugins" / "course-access-groups" / "build", root / "env" / "build" / "openedx" / "course-access-groups-openedx")
+    files = [p for p in [root / "config.yml", *(root / "env").rglob("*")] if p.is_file() and not any(c in p.parents for c in carried)]
+    assert len(files) > 20  # the whole environment, not an empty folder
+    for path in files:
+        text = path.read_text(errors="replace")
+        assert "SERVICE_TOKEN" not in text and "4102444800" not in text, path

@@ -5,21 +5,21 @@ and Studio to the Kafka event bus (every platform producer, not only this one's)
 registration, login and Studio's catalog changes to the service's topics, runs the service (its
 api and consumer roles) on Tutor's MongoDB, against an external Kafka and schema registry or a
 single-node pair of its own, routes a host of its own to the API and console through Caddy, and
-brings existing courses and learners to the service in `tutor local do init`. The JWT secret is
-made once (CONFIG_UNIQUE) and the LMS's service token is signed from it when the environment is
-rendered.
+brings existing courses and learners to the service in `tutor local do init`. The service trusts
+the LMS's own JWTs (the issuer, audience and public key set Tutor gives the LMS, rendered into the
+service's environment), so the LMS plugin calls it with short-lived tokens the LMS signs itself, as
+a staff service user the init task creates: no secret is shared between them. The service's own
+JWT secret (CONFIG_UNIQUE) stays for the tokens `npm run token` mints (the console, scripts).
 """
 
-import base64
 import hashlib
-import hmac
 import json
 import os
 from glob import glob
 from urllib.parse import quote
 
 import click
-from tutor import exceptions, fmt, hooks
+from tutor import exceptions, fmt, hooks, utils
 
 from . import __version__
 
@@ -57,8 +57,10 @@ hooks.Filters.CONFIG_DEFAULTS.add_items([
     ("COURSE_ACCESS_GROUPS_REGISTRY_DOCKER_IMAGE", "apicurio/apicurio-registry-mem:2.4.2.Final"),
     # EVENT_BUS_TOPIC_PREFIX of the LMS and Studio: topics are <prefix>-user-lifecycle and so on.
     ("COURSE_ACCESS_GROUPS_TOPIC_PREFIX", "openedx"),
-    # The service token's expiry (seconds since the epoch); a new JWT secret replaces the token too.
-    ("COURSE_ACCESS_GROUPS_SERVICE_TOKEN_EXPIRES", 4102444800),
+    # The LMS user (staff, no password) whose LMS-signed tokens the LMS plugin's calls carry; the
+    # init task creates it.
+    ("COURSE_ACCESS_GROUPS_SERVICE_USERNAME", "course_access_groups_service"),
+    ("COURSE_ACCESS_GROUPS_SERVICE_EMAIL", "course_access_groups_service@openedx"),
 ])
 
 hooks.Filters.CONFIG_UNIQUE.add_items([
@@ -131,16 +133,20 @@ with open(os.path.join(TEMPLATES, "course-access-groups", "tasks", "lms", "init"
     hooks.Filters.CLI_DO_INIT_TASKS.add_item(("lms", task.read()))
 
 
-def _b64(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+def lms_jwk_set(private_key):
+    """The LMS's JWT_PUBLIC_SIGNING_JWK_SET, the very string Tutor renders into the LMS from JWT_RSA_PRIVATE_KEY.
+
+    As Tutor's settings partial common_all.py writes it (Tutor 20, 21 and 22): the key's public half,
+    kid `openedx`, through Tutor's own rsa_import_key and long_to_base64, dumped by json.dumps.
+    """
+    key = utils.rsa_import_key(private_key)
+    return json.dumps({"keys": [{"kid": "openedx", "kty": "RSA", "e": utils.long_to_base64(key.e),
+                                 "n": utils.long_to_base64(key.n)}]})
 
 
-def service_token(secret, expires):
-    """An HS256 JWT with the role `service` (access decisions for the LMS), signed with the service's secret."""
-    header = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
-    claims = _b64(json.dumps({"user_id": 0, "roles": ["service"], "exp": int(expires)}, separators=(",", ":")).encode())
-    signature = hmac.new(str(secret).encode(), f"{header}.{claims}".encode(), hashlib.sha256).digest()
-    return f"{header}.{claims}.{_b64(signature)}"
+def lms_jwt_issuers(issuer, audience):
+    """The service's LMS_JWT_ISSUERS: the LMS's JWT_ISSUERS entry (Tutor's issuer and audience) without its secret."""
+    return json.dumps([{"ISSUER": str(issuer), "AUDIENCE": str(audience)}])
 
 
 def userinfo(text):
@@ -159,7 +165,8 @@ def compose_value(text):
 
 
 hooks.Filters.ENV_TEMPLATE_FILTERS.add_items([
-    ("course_access_groups_service_token", service_token),
+    ("course_access_groups_lms_jwk_set", lms_jwk_set),
+    ("course_access_groups_lms_jwt_issuers", lms_jwt_issuers),
     ("course_access_groups_checksum", checksum),
     ("course_access_groups_userinfo", userinfo),
     ("course_access_groups_compose", compose_value),
