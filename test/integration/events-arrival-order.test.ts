@@ -21,6 +21,10 @@ import { homeOf, upsertUser } from '../../src/domain/users';
 import { groupWithRule, membershipOf, newGroup, withHookBefore } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
+// Every order of a history is applied in turn: 5 s alone for the longest, and more than 30 s
+// beside the import tests' load on one FerretDB in a clean-clone CI run.
+jest.setTimeout(120000);
+
 let client: MongoClient;
 let db: Db;
 
