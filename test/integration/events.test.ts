@@ -240,6 +240,13 @@ test('course.deleted deletes the course, its group links and its public record, 
 
   await produce(catalogTopic, [structured(cloudEvent(TYPES.courseDeleted, { course_key: doomed }), doomed)]);
   await waitFor(async () => (await t.collection<CourseDoc>(COLLECTIONS.courses).findOne({ _id: doomed })) === null);
+  // The course goes first, what hung on it right after (versioned-records.ts deleteIfNewer).
+  await waitFor(
+    async () =>
+      (await t.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).countDocuments({ course: doomed })) +
+        (await t.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).countDocuments({ course: doomed })) ===
+      0,
+  );
   expect(await t.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({}).toArray()).toEqual([expect.objectContaining({ course: kept })]);
   expect(await t.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).find({}).toArray()).toEqual([expect.objectContaining({ course: kept })]);
   expect(await t.collection<CourseDoc>(COLLECTIONS.courses).findOne({ _id: kept })).not.toBeNull();
