@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
-import { byKind, CHART, CI_FILES, ciValues, deployment, type K8sObject, parseObjects, render, tool } from './tools';
+import { byKind, CHART, CHART_DIR, CI_FILES, ciValues, deployment, type K8sObject, parseObjects, render, tool } from './tools';
 
 const run = promisify(execFile);
 const VALIDATE_PYTHON = process.env.K8S_VALIDATE_PYTHON ?? '';
 const minimal = [ciValues('default-values.yaml')];
-/** The chart's version and appVersion (the image tag by default), as the release sets them. */
-const { version: CHART_VERSION, appVersion: APP_VERSION } = parse(readFileSync(path.join(CHART, 'Chart.yaml'), 'utf8')) as {
+/** The chart's version and appVersion (the image tag by default), as the release sets them (the folder's Chart.yaml: a release's archive holds the same, release-versions.test.ts checks). */
+const { version: CHART_VERSION, appVersion: APP_VERSION } = parse(readFileSync(path.join(CHART_DIR, 'Chart.yaml'), 'utf8')) as {
   version: string;
   appVersion: string;
 };
@@ -243,8 +243,9 @@ describe('values', () => {
 test("the README's install from a release: the packaged chart, the pushed image's repository, existing MongoDB, Kafka and registry", async () => {
   const pem = path.join(tmp, 'lms-jwt-public.pem');
   writeFileSync(pem, generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }));
-  // `helm package` as the release does; the README installs course-access-groups-<version>.tgz.
-  const packaged = (await tool('helm', ['package', CHART, '--destination', tmp])).stdout.trim().split(': ').pop()!;
+  // The release's archive when given, else `helm package` as the release does; the README installs
+  // course-access-groups-<version>.tgz.
+  const packaged = CHART.endsWith('.tgz') ? CHART : (await tool('helm', ['package', CHART_DIR, '--destination', tmp])).stdout.trim().split(': ').pop()!;
   expect(path.basename(packaged)).toBe(`course-access-groups-${CHART_VERSION}.tgz`);
   // The README's command with REGISTRY=registry.example.org.
   const args = [
