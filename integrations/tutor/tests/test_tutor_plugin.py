@@ -379,6 +379,8 @@ def test_the_rendered_settings_leave_the_lms_on_kafka_with_the_services_topics_a
     # No service token in the LMS: it signs its own calls as the service user the init task creates.
     assert "SERVICE_TOKEN" not in cag
     assert cag["SERVICE_USERNAME"] == "course_access_groups_service"
+    # The LMS's /course_access_groups/ page links administrators to the console on the service's host.
+    assert cag["PUBLIC_URL"] == "http://course-access-groups.local.openedx.io"
 
 
 def rendered_init_task(root, task):
