@@ -8,8 +8,10 @@ single-node pair of its own, routes a host of its own to the API and console thr
 brings existing courses and learners to the service in `tutor local do init`. The service trusts
 the LMS's own JWTs (the issuer, audience and public key set Tutor gives the LMS, rendered into the
 service's environment), so the LMS plugin calls it with short-lived tokens the LMS signs itself, as
-a staff service user the init task creates: no secret is shared between them. The service's own
-JWT secret (CONFIG_UNIQUE) stays for the tokens `npm run token` mints (the console, scripts).
+a staff service user the init task creates: no token is shared between them. The init task also
+registers the admin console's OAuth2 application with the LMS (create_dot_application), whose client
+id and secret the service gets, so administrators sign in to the console through the LMS. The
+service's own JWT secret (CONFIG_UNIQUE) stays for the tokens `npm run token` mints (scripts).
 """
 
 import hashlib
