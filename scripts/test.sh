@@ -23,6 +23,9 @@ bash scripts/openedx-plugin.sh 3.12 >/dev/null
 # The Tutor plugin's test environments (Python 3.12, the real tutor 20, 21 and 22; Debian's
 # docker-compose when missing) that test/integration/openedx-plugin-tutor.test.ts runs.
 for tutor in 20 21 22; do bash scripts/tutor-plugin.sh "$tutor" >/dev/null; done
+# The LMS's OAuth2 provider at edx-platform's pins (Python 3.11) that the same test runs the Tutor
+# init task's create_dot_application line on.
+bash scripts/lms-oauth.sh >/dev/null
 
 source scripts/lib/local-stack.sh
 trap stop_local_stack EXIT

@@ -5,7 +5,8 @@
  *   --site-admin ORG   a site administrator of ORG
  *   --staff            platform staff (`--org ORG` adds an `org` claim, the console's default)
  *   --service          the LMS backend (role `service`: access decisions for any organization),
- *                      the Open edX plugin's SERVICE_TOKEN; give it a long --expires (365d)
+ *                      for development: the Open edX plugin's SERVICE_TOKEN setting, short-lived like
+ *                      any other (the plugin signs its calls with the LMS's own short-lived JWTs otherwise)
  *   --user-id N        the user_id claim (default 1)
  *   --expires SPAN     lifetime: 30m, 1h, 2d... (default 1h)
  */

@@ -32,6 +32,7 @@ const EXPECTED = [
   'test_compose_waits_for_healthy_services_routes_a_host_and_keeps_dollar_signs',
   'test_the_rendered_settings_leave_the_lms_on_kafka_with_the_services_topics_and_filters_first',
   'test_the_service_trusts_the_lmss_own_tokens_and_the_lms_holds_no_service_token',
+  'test_the_init_task_registers_the_consoles_oauth2_application_at_the_callback_the_service_sends',
 ].map((t) => `tests/test_tutor_plugin.py::${t}`);
 // Tutor 20 and 22 run what differs between Tutor releases (rendering, compose, images, the carried
 // sources, Teak's toggle, pip beside that Tutor, the organization, the LMS's key set rendered from
@@ -45,6 +46,7 @@ const EVERY_TUTOR = [
   'test_installing_the_wheel_beside_this_tutor_changes_no_tutor',
   'test_config_save_without_an_organization_fails_and_says_which_setting',
   'test_the_service_trusts_the_lmss_own_tokens_and_the_lms_holds_no_service_token',
+  'test_the_init_task_registers_the_consoles_oauth2_application_at_the_callback_the_service_sends',
 ].map((t) => `tests/test_tutor_plugin.py::${t}`);
 const ONCE = ['tests/test_openedx_image.py::test_the_rendered_install_lines_install_the_carried_lms_plugin_in_python_3_11'];
 
@@ -77,11 +79,13 @@ function expectAllPassed({ code, output }: { code: number; output: string }, exp
 let work = '';
 const pythons = {} as Record<(typeof TUTORS)[number], string>;
 let lmsPython = '';
+let lmsOauthPython = '';
 let wheel = '';
 beforeAll(() => {
   // Made once (a minute or more each the first time), not inside the test's timeout.
   for (const tutor of TUTORS) pythons[tutor] = script('tutor-plugin.sh', tutor);
   lmsPython = script('openedx-plugin.sh', '3.11');
+  lmsOauthPython = script('lms-oauth.sh');
 }, 900_000);
 afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
@@ -95,6 +99,7 @@ test('the Tutor plugin, installed from its wheel, renders valid files and the sa
     TUTORS.map((tutor) =>
       pytest(pythons[tutor], tutor === '21' ? [] : EVERY_TUTOR, {
         LMS_PYTHON: lmsPython,
+        LMS_OAUTH_PYTHON: lmsOauthPython,
         TUTOR_PLUGIN_WHEEL: wheel,
         CAG_CONTEXT_HASH_FILE: hashFile(tutor),
       }),

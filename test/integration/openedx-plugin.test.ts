@@ -99,6 +99,13 @@ const EXPECTED = {
     'test_an_activation_signal_that_cannot_be_imported_stops_start_up',
     'test_ready_warns_when_an_mfe_replaces_a_page_the_plugin_filters',
   ],
+  'tests/test_console_link.py': [
+    'test_the_page_is_the_plugins_url_in_the_lms',
+    'test_staff_and_organization_administrators_see_the_link_to_the_consoles_sign_in_and_no_one_else',
+    'test_a_visitor_who_is_not_signed_in_is_sent_to_the_lms_sign_in_first',
+    'test_without_the_services_public_url_there_is_no_page_and_a_trailing_slash_is_not_doubled',
+    'test_the_page_escapes_what_it_shows',
+  ],
   'tests/test_sync.py': [
     'test_the_sync_command_brings_existing_courses_and_active_learners_to_the_service',
     'test_the_sync_command_skips_learners_without_an_organization',

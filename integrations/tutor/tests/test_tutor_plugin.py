@@ -166,18 +166,19 @@ def test_the_services_credentials_reach_its_pods_from_a_secret_never_a_deploymen
     [secret] = [o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"] == "course-access-groups"]
     jwt_secret = config(root)["COURSE_ACCESS_GROUPS_JWT_SECRET"]
     # The password URL-encoded, so the driver reads it back whole.
+    oauth_secret = config(root)["COURSE_ACCESS_GROUPS_OAUTH2_SECRET_SSO"]
     assert secret["stringData"] == {"MONGO_URL": "mongodb://cag:p%40ss%2Fw%3Ard@mongodb:27017/?authSource=admin",
-                                    "JWT_SECRET": jwt_secret}
+                                    "JWT_SECRET": jwt_secret, "LMS_OAUTH_CLIENT_SECRET": oauth_secret}
     deployments = [o for o in objects if o["kind"] == "Deployment"]
     rendered = yaml.safe_dump(deployments)
-    for value in (jwt_secret, "p%40ss", "p@ss"):
+    for value in (jwt_secret, oauth_secret, "p%40ss", "p@ss"):
         assert value not in rendered
     ours = {d["metadata"]["name"]: d for d in deployments if d["metadata"]["name"].startswith("course-access-groups")}
     for role in ("api", "consumer"):
         pod = ours[f"course-access-groups-{role}"]["spec"]["template"]
         [container] = pod["spec"]["containers"]
         assert container["envFrom"] == [{"secretRef": {"name": "course-access-groups"}}]
-        assert {e["name"] for e in container["env"]}.isdisjoint({"MONGO_URL", "JWT_SECRET"})
+        assert {e["name"] for e in container["env"]}.isdisjoint({"MONGO_URL", "JWT_SECRET", "LMS_OAUTH_CLIENT_SECRET"})
         assert {"LMS_JWT_ISSUERS", "LMS_JWT_PUBLIC_SIGNING_JWK_SET"} <= {e["name"] for e in container["env"]}
         checksum = pod["metadata"]["annotations"]["checksum/secret"]
     # A new secret rolls the pods: the annotation follows the Secret's data.
@@ -378,6 +379,8 @@ def test_the_rendered_settings_leave_the_lms_on_kafka_with_the_services_topics_a
     # No service token in the LMS: it signs its own calls as the service user the init task creates.
     assert "SERVICE_TOKEN" not in cag
     assert cag["SERVICE_USERNAME"] == "course_access_groups_service"
+    # The LMS's /course_access_groups/ page links administrators to the console on the service's host.
+    assert cag["PUBLIC_URL"] == "http://course-access-groups.local.openedx.io"
 
 
 def rendered_init_task(root, task):
@@ -471,3 +474,165 @@ Promise.all(tokens.map((t) => verify(t).then((p) => p.userId, () => 'refused')))
     for path in files:
         text = path.read_text(errors="replace")
         assert "SERVICE_TOKEN" not in text and "4102444800" not in text, path
+
+
+CONSOLE_CALLBACK = "/course_access_groups/console/oauth/callback"
+LMS_OAUTH = Path(__file__).with_name("lms_oauth")
+# Owner, LMS state and readback of the init task's OAuth2 application, in the LMS-shaped project of
+# tests/lms_oauth/ (Django set up as its manage.py sets it up).
+LMS_OAUTH_SETUP = """
+import django, sys
+django.setup()
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+call_command("migrate", run_syncdb=True, verbosity=0)
+get_user_model().objects.create(username=sys.argv[1], email=sys.argv[1] + "@openedx", is_staff=True)
+"""
+LMS_OAUTH_STATE = """
+import django, json, sys
+django.setup()
+from oauth2_provider.models import get_application_model
+from oauth2_provider.scopes import get_scopes_backend
+from openedx.core.djangoapps.oauth_dispatch.models import ApplicationAccess
+given = json.loads(sys.argv[1])
+apps = list(get_application_model().objects.all())
+app = apps[0]
+app.full_clean()  # DOT's own validation of the redirect URIs and the rest
+print(json.dumps({
+    "applications": len(apps), "accesses": ApplicationAccess.objects.count(), "id": app.id, "name": app.name,
+    "owner": app.user.username, "client_id": app.client_id, "client_secret": app.client_secret,
+    "client_type": app.client_type, "grant": app.authorization_grant_type, "redirect_uris": app.redirect_uris,
+    "skip_authorization": app.skip_authorization, "scopes": app.access.scopes,
+    "available_scopes": sorted(get_scopes_backend().get_available_scopes(application=app)),
+    "allowed": {uri: app.redirect_uri_allowed(uri) for uri in given["uris"]},
+}))
+"""
+
+
+def create_dot_application_command(task_lines):
+    """The init task's `./manage.py lms create_dot_application` command, with its continuation lines."""
+    start = next(i for i, line in enumerate(task_lines) if line.startswith("./manage.py lms create_dot_application"))
+    end = start
+    while task_lines[end].endswith("\\"):
+        end += 1
+    return "\n".join(task_lines[start:end + 1])
+
+
+def in_the_lms(database, *args, script=None):
+    """A command in tests/lms_oauth as the lms-job container runs an init task (`sh -e -c`, the LMS's python first on PATH), or Python there."""
+    lms_python = os.environ["LMS_OAUTH_PYTHON"]
+    env = {**os.environ, "PATH": f"{Path(lms_python).parent}{os.pathsep}{os.environ['PATH']}", "LMS_OAUTH_DATABASE": str(database),
+           "DJANGO_SETTINGS_MODULE": "lms_oauth_settings", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTHONPATH", None)
+    command = ["sh", "-e", "-c", script] if script else [lms_python, "-c", *args]
+    done = subprocess.run(command, cwd=LMS_OAUTH, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def rendered_with(root, overrides):
+    """The plugin's init task as the project's configuration renders it; then, with `overrides`, the task
+    again and the plugin's service and LMS settings patches (one Tutor start for all)."""
+    code = f"""
+from tutor import env
+[task] = [c for s, c in hooks.Filters.CLI_DO_INIT_TASKS.iterate() if s == "lms" and "course_access_groups" in c]
+names = ("COURSE_ACCESS_GROUPS_OAUTH2_KEY_SSO", "COURSE_ACCESS_GROUPS_OAUTH2_SECRET_SSO", "COURSE_ACCESS_GROUPS_SERVICE_USERNAME")
+rendered = {{"config": {{name: config[name] for name in names}}, "task": env.render_str(config, task).splitlines()}}
+config.update({overrides!r})
+rendered["overridden"] = {{name: env.render_str(config, content) for name, content in hooks.Filters.ENV_PATCHES.iterate()
+                          if name in ("local-docker-compose-services", "k8s-deployments", "openedx-lms-common-settings")}}
+rendered["overridden"]["task"] = env.render_str(config, task).splitlines()
+print(json.dumps(rendered))"""
+    return json.loads(python_in_tutor(root, code))
+
+
+def lms_public_url(lms_settings):
+    """The LMS plugin's PUBLIC_URL as the openedx-lms-common-settings patch renders it."""
+    return json.loads(re.search(r'\n    "PUBLIC_URL": ("[^"\n]*"),\n', lms_settings).group(1))
+
+
+# The console's sign-in: the init task registers the OAuth2 application (create_dot_application, as
+# Tutor and tutor-discovery do) whose redirect URI is, character for character, the callback the
+# service sends from its PUBLIC_URL; the service's other OAuth2 settings reach it in compose and k8s.
+def test_the_init_task_registers_the_consoles_oauth2_application_at_the_callback_the_service_sends(installed, tmp_path):
+    root = saved(installed, tmp_path)
+    # With HTTPS, and a secret holding what a shell or compose would read ($, quotes, spaces), the
+    # task and the plugin's settings patches are rendered again below.
+    odd_secret = "a$HOME 'b' \"c\" `d` \\e $$f"
+    rendered = rendered_with(root, {"ENABLE_HTTPS": True, "COURSE_ACCESS_GROUPS_OAUTH2_SECRET_SSO": odd_secret})
+    client_id, secret, owner = (rendered["config"][name] for name in (
+        "COURSE_ACCESS_GROUPS_OAUTH2_KEY_SSO", "COURSE_ACCESS_GROUPS_OAUTH2_SECRET_SSO", "COURSE_ACCESS_GROUPS_SERVICE_USERNAME"))
+    assert client_id == "course-access-groups-sso" and owner == "course_access_groups_service"
+    # The secret is made once and kept in config.yml (CONFIG_UNIQUE), as tutor-discovery's.
+    assert re.fullmatch(r"[A-Za-z0-9]{48}", secret) and config(root)["COURSE_ACCESS_GROUPS_OAUTH2_SECRET_SSO"] == secret
+    issuer = lms_jwt_issuer(root)["ISSUER"]
+    lms_host = re.fullmatch(r"http://([^/]+)/oauth2", issuer).group(1)
+
+    # As rendered for this project (http), from the files Tutor wrote.
+    compose_env = yaml.safe_load((root / "env" / "local" / "docker-compose.yml").read_text())["services"]
+    k8s = {o["metadata"]["name"]: o for o in k8s_objects(root, "deployments.yml")}
+    lms_settings = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
+    public_url = lms_public_url(lms_settings)
+    assert public_url == f"http://course-access-groups.{lms_host}"
+    callback = public_url + CONSOLE_CALLBACK
+    for role in ("api", "consumer"):
+        env = compose_env[f"course-access-groups-{role}"]["environment"]
+        [container] = k8s[f"course-access-groups-{role}"]["spec"]["template"]["spec"]["containers"]
+        pod_env = {e["name"]: e.get("value") for e in container["env"]}
+        for values in (env, pod_env):
+            assert values["PUBLIC_URL"] + CONSOLE_CALLBACK == callback
+            # Browsers authorize at the LMS's public root (its JWT issuer's root); the service posts
+            # the code to the LMS inside the deployment.
+            assert values["LMS_OAUTH_URL"] + "/oauth2" == issuer
+            assert values["LMS_OAUTH_INTERNAL_URL"] == "http://lms:8000"
+            assert values["LMS_OAUTH_CLIENT_ID"] == client_id
+        assert env["LMS_OAUTH_CLIENT_SECRET"].replace("$$", "$") == secret
+        assert "LMS_OAUTH_CLIENT_SECRET" not in pod_env  # in the Secret (envFrom), never a Deployment's env
+    [k8s_secret] = [o for o in k8s_objects(root, "deployments.yml") if o["kind"] == "Secret"]
+    assert k8s_secret["stringData"]["LMS_OAUTH_CLIENT_SECRET"] == secret
+    # The LMS takes http://lms:8000 as its Host: Tutor's ALLOWED_HOSTS names "lms" (Django drops the port).
+    allowed_hosts = lms_settings[lms_settings.index("\nALLOWED_HOSTS = [") + 1:]
+    allowed_hosts = allowed_hosts[:allowed_hosts.index("\n]\n")]
+    assert '\n    "lms",' in allowed_hosts
+
+    # With HTTPS and the odd secret.
+    https = rendered["overridden"]
+    https_public_url = lms_public_url(https["openedx-lms-common-settings"])
+    assert https_public_url == f"https://course-access-groups.{lms_host}"
+    https_compose = yaml.safe_load(https["local-docker-compose-services"])
+    https_pods = {o["metadata"]["name"]: o for o in yaml.safe_load_all(https["k8s-deployments"]) if o}
+    for role in ("api", "consumer"):
+        env = https_compose[f"course-access-groups-{role}"]["environment"]
+        [container] = https_pods[f"course-access-groups-{role}"]["spec"]["template"]["spec"]["containers"]
+        pod_env = {e["name"]: e.get("value") for e in container["env"]}
+        for values in (env, pod_env):
+            assert values["PUBLIC_URL"] == https_public_url
+            assert values["LMS_OAUTH_URL"] == f"https://{lms_host}"
+        assert env["LMS_OAUTH_CLIENT_SECRET"].replace("$$", "$") == odd_secret
+    assert https_pods["course-access-groups"]["stringData"]["LMS_OAUTH_CLIENT_SECRET"] == odd_secret
+
+    # The rendered create_dot_application line, run as the init task runs it, over DOT 1.7.1 and the
+    # LMS's ApplicationAccess (tests/lms_oauth): after the manage_user line made its owner.
+    http_line = create_dot_application_command(rendered["task"])
+    https_line = create_dot_application_command(https["task"])
+    assert "--public" not in http_line  # a confidential client: the service holds its secret
+    database = tmp_path / "lms.sqlite3"
+    in_the_lms(database, LMS_OAUTH_SETUP, owner)
+    in_the_lms(database, script=http_line)
+    in_the_lms(database, script=http_line)  # `tutor local do init` again
+    uris = {"uris": [callback, callback + "/", https_public_url + CONSOLE_CALLBACK]}
+    state = json.loads(in_the_lms(database, LMS_OAUTH_STATE, json.dumps(uris)))
+    assert state == {
+        "applications": 1, "accesses": 1, "id": state["id"], "name": "course-access-groups-sso", "owner": owner,
+        "client_id": client_id, "client_secret": secret, "client_type": "confidential", "grant": "authorization-code",
+        "redirect_uris": callback, "skip_authorization": True, "scopes": ["user_id", "profile"],
+        "available_scopes": ["email", "profile", "read", "user_id", "write"],
+        "allowed": {callback: True, callback + "/": False, https_public_url + CONSOLE_CALLBACK: False},
+    }
+    # Turning HTTPS on and running init again updates the same application in place.
+    in_the_lms(database, script=https_line)
+    after = json.loads(in_the_lms(database, LMS_OAUTH_STATE, json.dumps(uris)))
+    assert (after["applications"], after["accesses"], after["id"]) == (1, 1, state["id"])
+    assert (after["redirect_uris"], after["client_secret"]) == (https_public_url + CONSOLE_CALLBACK, odd_secret)
+    assert after["allowed"][https_public_url + CONSOLE_CALLBACK] is True
+

@@ -8,13 +8,16 @@ single-node pair of its own, routes a host of its own to the API and console thr
 brings existing courses and learners to the service in `tutor local do init`. The service trusts
 the LMS's own JWTs (the issuer, audience and public key set Tutor gives the LMS, rendered into the
 service's environment), so the LMS plugin calls it with short-lived tokens the LMS signs itself, as
-a staff service user the init task creates: no secret is shared between them. The service's own
-JWT secret (CONFIG_UNIQUE) stays for the tokens `npm run token` mints (the console, scripts).
+a staff service user the init task creates: no token is shared between them. The init task also
+registers the admin console's OAuth2 application with the LMS (create_dot_application), whose client
+id and secret the service gets, so administrators sign in to the console through the LMS. The
+service's own JWT secret (CONFIG_UNIQUE) stays for the tokens `npm run token` mints (scripts).
 """
 
 import hashlib
 import json
 import os
+import shlex
 from glob import glob
 from urllib.parse import quote
 
@@ -61,10 +64,16 @@ hooks.Filters.CONFIG_DEFAULTS.add_items([
     # init task creates it.
     ("COURSE_ACCESS_GROUPS_SERVICE_USERNAME", "course_access_groups_service"),
     ("COURSE_ACCESS_GROUPS_SERVICE_EMAIL", "course_access_groups_service@openedx"),
+    # The console's sign-in through the LMS: the OAuth2 application (authorization code, confidential)
+    # the init task creates for the service, owned by the service user, as tutor-discovery's "-sso" one.
+    ("COURSE_ACCESS_GROUPS_OAUTH2_KEY_SSO", "course-access-groups-sso"),
 ])
 
 hooks.Filters.CONFIG_UNIQUE.add_items([
     ("COURSE_ACCESS_GROUPS_JWT_SECRET", "{{ 48|random_string }}"),
+    # The OAuth2 application's client secret: the LMS and the service both hold it (the service posts
+    # it with the code it exchanges), made once as tutor-discovery makes DISCOVERY_OAUTH2_SECRET_SSO.
+    ("COURSE_ACCESS_GROUPS_OAUTH2_SECRET_SSO", "{{ 48|random_string }}"),
 ])
 
 # The openedx image gets a name of its own: it is built here (with the LMS plugin), so neither
@@ -159,6 +168,11 @@ def checksum(text):
     return hashlib.sha256(str(text).encode()).hexdigest()
 
 
+def shell_word(text):
+    """A value as one word of the init task's `sh -e -c` script: quoted, so `$`, quotes and spaces stay as they are."""
+    return shlex.quote(str(text))
+
+
 def compose_value(text):
     """A value for docker compose's YAML, as a JSON string (valid YAML) with `$` escaped from its interpolation."""
     return json.dumps(str(text)).replace("$", "$$")
@@ -170,6 +184,7 @@ hooks.Filters.ENV_TEMPLATE_FILTERS.add_items([
     ("course_access_groups_checksum", checksum),
     ("course_access_groups_userinfo", userinfo),
     ("course_access_groups_compose", compose_value),
+    ("course_access_groups_shell", shell_word),
 ])
 
 for path in sorted(glob(os.path.join(PATCHES, "*"))):

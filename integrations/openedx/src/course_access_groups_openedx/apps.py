@@ -11,7 +11,7 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
-from edx_django_utils.plugins import PluginSettings
+from edx_django_utils.plugins import PluginSettings, PluginURLs
 from openedx_events.tooling import OpenEdxPublicSignal
 
 # Defines the activation event when Django imports the app configs, before any app's ready().
@@ -34,6 +34,12 @@ class CourseAccessGroupsOpenedxConfig(AppConfig):
     verbose_name = "Course Access Groups (LMS side)"
 
     plugin_app = {
+        # The console's link, a page of the LMS at /course_access_groups/ (console.py): edx-platform's
+        # lms/urls.py adds every plugin's URLs (get_plugin_url_patterns).
+        PluginURLs.CONFIG: {
+            LMS: {PluginURLs.NAMESPACE: "course_access_groups", PluginURLs.REGEX: r"^course_access_groups/",
+                  PluginURLs.RELATIVE_PATH: "urls"},
+        },
         PluginSettings.CONFIG: {
             LMS: {settings_type: {PluginSettings.RELATIVE_PATH: module} for settings_type, module in SETTINGS_MODULES.items()},
         },

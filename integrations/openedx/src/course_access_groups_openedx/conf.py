@@ -14,6 +14,10 @@ ACTIVATED_EVENT_TYPE = "org.openedx.learning.user.account.activated.v1"
 DEFAULTS = {
     # The service's root URL, e.g. "https://cag.example.org" (the API prefix is added).
     "SERVICE_URL": "",
+    # The service's root as browsers reach it (its PUBLIC_URL), e.g.
+    # "https://course-access-groups.lms.example.org": the LMS's /course_access_groups/ page links
+    # its administrators to the console's sign-in there (console.py). Empty: no such page (404).
+    "PUBLIC_URL": "",
     # Empty (the default): every call carries a short-lived JWT the LMS signs with its own key for
     # SERVICE_USERNAME (service_token.py). Set, a JWT with the role `service` signed with the
     # service's key, sent as the bearer token instead (development); never logged.
