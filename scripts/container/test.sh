@@ -113,7 +113,7 @@ ref="$(sed -n 's/^ARG COURSE_ACCESS_GROUPS_REPOSITORY_VERSION=//p' "$rendered")"
 add='ADD --keep-git-dir=false $COURSE_ACCESS_GROUPS_REPOSITORY#$COURSE_ACCESS_GROUPS_REPOSITORY_VERSION /'
 [[ $(grep -cxF "$add" "$rendered") == 1 && -n $repository && -n $ref ]] || { say "the rendered git Dockerfile has no single ADD of the repository:"; cat "$rendered" >&2; exit 1; }
 checkout="$TUTOR_WORK/git-checkout"
-git clone --quiet --depth 1 --branch "$ref" "$repository" "$checkout"
+git -c advice.detachedHead=false clone --quiet --depth 1 --branch "$ref" "$repository" "$checkout"
 rm -rf "$checkout/.git"
 awk -v add="$add" '$0 == add { print "COPY . /"; next } { print }' "$rendered" >"$checkout/Dockerfile"
 phase "the git source: building course-access-groups:tutor-git from the rendered Dockerfile and $repository#$ref"

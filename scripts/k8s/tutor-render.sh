@@ -45,5 +45,5 @@ for setting in "$@"; do sets+=(--set "$setting"); done
 # Quiet unless it fails (tutor warns on every run as root).
 out="$(tutor plugins enable course-access-groups 2>&1 && tutor config save "${sets[@]}" 2>&1)" || { echo "$out" >&2; exit 1; }
 # Which wheel and which tutor rendered it, for the callers' logs.
-installed="$(tutor --version 2>/dev/null)"
-echo "[tutor-render] $installed rendered $(basename "$wheel") into $TUTOR_ROOT" >&2
+installed="$("$PYTHON" -c "from importlib.metadata import version; print(version('tutor'))")"
+echo "[tutor-render] tutor $installed rendered $(basename "$wheel") into $TUTOR_ROOT" >&2
