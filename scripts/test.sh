@@ -63,9 +63,10 @@ background=()
 logs=()
 cleanup() {
   local status=$?
-  # An artifact test still running (this run failed or was interrupted): stopped by its pid.
+  # An artifact test still running (this run failed or was interrupted): stopped with everything it
+  # started, by its process group (setsid below).
   local pid
-  for pid in "${background[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${background[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
   for pid in "${background[@]}"; do wait "$pid" 2>/dev/null || true; done
   rm -f "${logs[@]}"
   stop_local_stack
@@ -99,12 +100,12 @@ npx jest
 # but the CPU and the stack: side by side, the others' output held back until the image's test is
 # done.
 k8s_log="$(mktemp)" && logs+=("$k8s_log")
-npm run test:k8s >"$k8s_log" 2>&1 &
+setsid npm run test:k8s >"$k8s_log" 2>&1 &
 k8s_pid=$! && background+=("$k8s_pid")
 wheels=77
 if [[ $release == 0 ]]; then
   wheels_log="$(mktemp)" && logs+=("$wheels_log")
-  npm run test:release >"$wheels_log" 2>&1 &
+  setsid npm run test:release >"$wheels_log" 2>&1 &
   wheels_pid=$! && background+=("$wheels_pid")
 fi
 container=0
