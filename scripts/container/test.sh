@@ -9,15 +9,16 @@
 #      release`) `docker load`ed; without it, `docker build` of the Dockerfile on that base
 #   3b. for each of Tutor 20, 21 and 22 (the real tutor from PyPI), the Tutor plugin's wheel (with
 #      RELEASE_DIR the release's own, else one built as the release builds it) installed into a new
-#      TUTOR_ROOT and `tutor config save` run (scripts/k8s/tutor-render.sh), the rendered compose
-#      files checked by `docker-compose config -q`, and the image built from the build context
-#      that Tutor rendered, on that base, run until /readyz answers 200
+#      TUTOR_ROOT and `tutor config save` run (scripts/k8s/tutor-render.sh, in the background from
+#      the start); after the checks of 4, the rendered compose files checked by `docker-compose
+#      config -q`, and the image built from the build context that Tutor rendered, on that base,
+#      run until /readyz answers 200
 #   3c. the git source instead (COURSE_ACCESS_GROUPS_REPOSITORY): this repository's HEAD served by
-#      `git daemon`, the Dockerfile Tutor 21 renders for it built (BuildKit's `ADD <git URL>` stood
-#      in for by `git clone`: see below) and run until /readyz answers 200
+#      `git daemon`, the Dockerfile Tutor 21 renders for it built (BuildKit's `ADD <git URL>` stage
+#      stood in for by `git clone`: see below) and run until /readyz answers 200
 #   4. the checks: jest, test/container/, running the image through testcontainers-node
 # Where no container engine can be installed at all (not root, or no apt-get) it says so and
-# exits 77, which .ci/run reports loudly.
+# exits 77, which `npm test` (scripts/test.sh) reports loudly.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source scripts/lib/apt.sh
@@ -40,12 +41,15 @@ elif [[ $status != 0 ]]; then
   exit "$status"
 fi
 
+renders=()
 cleanup() {
   local status=$?
   if [[ -S $DOCKER_ENGINE_EXEC_ROOT/docker.sock ]]; then
     docker ps -aq --filter label=course-access-groups.test | xargs -r "$DOCKER_BIN" rm -f >/dev/null 2>&1 || true
   fi
   [[ -z ${GIT_DAEMON_PID:-} ]] || kill "$GIT_DAEMON_PID" 2>/dev/null || true
+  local pid
+  for pid in "${renders[@]}"; do kill "$pid" 2>/dev/null || true; done
   docker_engine_stop
   stop_local_stack
   [[ -z ${TUTOR_WORK:-} ]] || rm -rf "$TUTOR_WORK"
@@ -53,6 +57,32 @@ cleanup() {
   exit "$status"
 }
 trap cleanup EXIT
+
+# The build contexts as an operator's Tutor renders them from the Tutor plugin's wheel, one per
+# Tutor release line, and one for the git source (this repository's HEAD, tagged in a bare clone
+# served by git daemon on a free port): rendered in the background (tens of seconds each, tutor and Python alone) while the
+# engine starts, the image loads and its checks run; built and run after those checks.
+TUTORS=(20 21 22)
+TUTOR_WORK="$(mktemp -d)"
+git_port="$(node -e "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })")"
+GIT_REPOSITORY="git://127.0.0.1:$git_port/course-access-groups.git"
+git_base="$TUTOR_WORK/git"
+git clone --quiet --bare "$PWD" "$git_base/course-access-groups.git"
+git -C "$git_base/course-access-groups.git" tag cag-git-source HEAD
+git daemon --reuseaddr --export-all --base-path="$git_base" --listen=127.0.0.1 --port="$git_port" "$git_base" 2>>"$TUTOR_WORK/git-daemon.log" &
+GIT_DAEMON_PID=$!
+for tutor in "${TUTORS[@]}" git; do
+  if [[ $tutor == git ]]; then
+    settings=("COURSE_ACCESS_GROUPS_REPOSITORY=$GIT_REPOSITORY" COURSE_ACCESS_GROUPS_REPOSITORY_VERSION=cag-git-source)
+    release=21
+  else
+    settings=()
+    release=$tutor
+  fi
+  TUTOR_RELEASE="$release" bash scripts/k8s/tutor-render.sh "$TUTOR_WORK/tutor-$tutor" "${settings[@]}" >"$TUTOR_WORK/render-$tutor.log" 2>&1 &
+  renders+=($!)
+done
+phase "rendering with Tutor ${TUTORS[*]} (and Tutor 21 for the git source) in the background (scripts/k8s/tutor-render.sh)"
 
 phase "starting dockerd (data in $DOCKER_ENGINE_CACHE/docker)"
 docker_engine_start
@@ -72,15 +102,20 @@ else
   build_service_image "$IMAGE"
 fi
 
-# The build context as an operator's Tutor renders it from the Tutor plugin's wheel, for each
-# Tutor release line: built (from the same files, the engine's build cache makes the second and
-# third builds quick) and each run until ready below, after the image's own checks.
-TUTORS=(20 21 22)
-TUTOR_WORK="$(mktemp -d)"
-for tutor in "${TUTORS[@]}"; do
-  root="$TUTOR_WORK/tutor-$tutor"
-  phase "Tutor $tutor: rendering the Tutor plugin's wheel (scripts/k8s/tutor-render.sh)"
-  TUTOR_RELEASE="$tutor" bash scripts/k8s/tutor-render.sh "$root"
+phase "running the image against the local stack (test/container)"
+use_local_stack
+# testcontainers runs the containers on this engine (DOCKER_HOST); its reaper, Ryuk, is an image
+# that cannot be pulled here, so it is off and the test removes its containers itself. The host
+# is named, or it would look for the bridge network's gateway, which this engine has none of.
+TESTCONTAINERS_RYUK_DISABLED=true TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 CAG_DOCKER="$DOCKER_BIN" CAG_IMAGE="$IMAGE" CAG_BASE_IMAGE="$NODE_BASE_IMAGE" \
+  npx jest --config jest.container.config.js
+
+# What each Tutor rendered: its compose files checked, the service's image built from its build
+# context (the same files as the image's, so the engine's cache builds it in seconds).
+for i in "${!TUTORS[@]}"; do
+  tutor="${TUTORS[$i]}" root="$TUTOR_WORK/tutor-${TUTORS[$i]}"
+  wait "${renders[$i]}" || { say "Tutor $tutor did not render:"; cat "$TUTOR_WORK/render-$tutor.log" >&2; exit 1; }
+  tail -n 1 "$TUTOR_WORK/render-$tutor.log" >&2
   (cd "$root/env/local" && docker-compose -f docker-compose.yml -f docker-compose.prod.yml config -q)
   phase "Tutor $tutor: building course-access-groups:tutor-$tutor from the build context it rendered"
   build_service_image "course-access-groups:tutor-$tutor" "$root/env/plugins/course-access-groups/build/course-access-groups"
@@ -89,45 +124,40 @@ RUN_TAGS=("${TUTORS[@]/#/tutor-}")
 
 # The service's image from a git repository and version instead (COURSE_ACCESS_GROUPS_REPOSITORY,
 # COURSE_ACCESS_GROUPS_REPOSITORY_VERSION): this repository's HEAD, tagged in a bare clone served
-# by `git daemon` on a free port, named to Tutor 21, which renders the carried Dockerfile with a
-# first stage `ADD --keep-git-dir=false <repository>#<version> /`. That ADD needs BuildKit's
-# Dockerfile syntax 1.6 or later, fetched from a registry, which is not reachable here (Debian's
-# docker.io 20.10 has an older one built in): it is stood in for by `git clone --branch` of the
-# URL and version the rendered Dockerfile names, its .git removed as --keep-git-dir=false does, and
-# the ADD line replaced by `COPY . /` from that checkout. The rest of the rendered Dockerfile is built
-# as it is, and the image is run until ready below.
-phase "the git source: Tutor 21 renders the Dockerfile for a repository served by git daemon"
-git_base="$TUTOR_WORK/git"
-git clone --quiet --bare "$PWD" "$git_base/course-access-groups.git"
-git -C "$git_base/course-access-groups.git" tag cag-git-source HEAD
-git_port="$(node -e "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })")"
-git daemon --reuseaddr --export-all --base-path="$git_base" --listen=127.0.0.1 --port="$git_port" "$git_base" 2>>"$TUTOR_WORK/git-daemon.log" &
-GIT_DAEMON_PID=$!
-for _ in $(seq 1 40); do git ls-remote "git://127.0.0.1:$git_port/course-access-groups.git" >/dev/null 2>&1 && break; sleep 0.25; done
+# by `git daemon` (started above), named to Tutor 21, which renders the carried Dockerfile with a first stage
+# `ADD --keep-git-dir=false <repository>#<version> /` and every COPY reading that stage. That stage
+# needs BuildKit's Dockerfile syntax 1.6 or later, fetched from a registry, which is not reachable
+# here (Debian's docker.io 20.10 has an older one built in): it is stood in for by `git clone
+# --branch` of the URL and version the rendered Dockerfile names, its .git removed as
+# --keep-git-dir=false does, and the rendered Dockerfile is built without that stage from the
+# checkout, its `COPY --from=<the stage>` lines copying from it as the build context (reading the
+# stage, every COPY missed the engine's cache: 12 minutes of npm ci and tsc at a load of 50).
 root="$TUTOR_WORK/tutor-git"
-TUTOR_RELEASE=21 bash scripts/k8s/tutor-render.sh "$root" \
-  "COURSE_ACCESS_GROUPS_REPOSITORY=git://127.0.0.1:$git_port/course-access-groups.git" COURSE_ACCESS_GROUPS_REPOSITORY_VERSION=cag-git-source
+wait "${renders[3]}" || { say "Tutor 21 did not render the git source:"; cat "$TUTOR_WORK/render-git.log" >&2; exit 1; }
 rendered="$root/env/plugins/course-access-groups/build/course-access-groups-git/Dockerfile"
 repository="$(sed -n 's/^ARG COURSE_ACCESS_GROUPS_REPOSITORY=//p' "$rendered")"
 ref="$(sed -n 's/^ARG COURSE_ACCESS_GROUPS_REPOSITORY_VERSION=//p' "$rendered")"
+stage=course-access-groups-sources
 add='ADD --keep-git-dir=false $COURSE_ACCESS_GROUPS_REPOSITORY#$COURSE_ACCESS_GROUPS_REPOSITORY_VERSION /'
-[[ $(grep -cxF "$add" "$rendered") == 1 && -n $repository && -n $ref ]] || { say "the rendered git Dockerfile has no single ADD of the repository:"; cat "$rendered" >&2; exit 1; }
+if [[ $(grep -cxF "$add" "$rendered") != 1 || $repository != "$GIT_REPOSITORY" || $ref != cag-git-source ]] ||
+  ! grep -q "^COPY --from=$stage src ./src$" "$rendered"; then
+  say "the rendered git Dockerfile does not fetch $GIT_REPOSITORY#cag-git-source into the stage its COPYs read:"
+  cat "$rendered" >&2
+  exit 1
+fi
+for _ in $(seq 1 40); do git ls-remote "$repository" >/dev/null 2>&1 && break; sleep 0.25; done
 checkout="$TUTOR_WORK/git-checkout"
 git -c advice.detachedHead=false clone --quiet --depth 1 --branch "$ref" "$repository" "$checkout"
 rm -rf "$checkout/.git"
-awk -v add="$add" '$0 == add { print "COPY . /"; next } { print }' "$rendered" >"$checkout/Dockerfile"
-phase "the git source: building course-access-groups:tutor-git from the rendered Dockerfile and $repository#$ref"
+awk -v stage="$stage" '
+  $0 == "FROM scratch AS " stage { skip = 1; next }
+  skip && /^FROM / { skip = 0 }
+  skip { next }
+  { sub("^COPY --from=" stage " ", "COPY "); print }' "$rendered" >"$checkout/Dockerfile"
+phase "the git source: building course-access-groups:tutor-git from the Dockerfile Tutor rendered and $repository#$ref"
 build_service_image course-access-groups:tutor-git "$checkout"
 kill "$GIT_DAEMON_PID" 2>/dev/null || true
 RUN_TAGS+=(tutor-git)
-
-phase "running the image against the local stack (test/container)"
-use_local_stack
-# testcontainers runs the containers on this engine (DOCKER_HOST); its reaper, Ryuk, is an image
-# that cannot be pulled here, so it is off and the test removes its containers itself. The host
-# is named, or it would look for the bridge network's gateway, which this engine has none of.
-TESTCONTAINERS_RYUK_DISABLED=true TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 CAG_DOCKER="$DOCKER_BIN" CAG_IMAGE="$IMAGE" CAG_BASE_IMAGE="$NODE_BASE_IMAGE" \
-  npx jest --config jest.container.config.js
 
 # The images Tutor's build contexts gave, run as Tutor runs them (an api process, host network
 # here) against the local stack: /readyz must answer 200 (database reachable, stored data current).
