@@ -94,12 +94,15 @@ let work = '';
 const pythons = {} as Record<(typeof TUTORS)[number], string>;
 let lmsPython = '';
 let lmsPython312 = '';
+let uv = '';
 let wheel = '';
 beforeAll(() => {
   // Made once (a minute or more each the first time), not inside the test's timeout.
   for (const tutor of TUTORS) pythons[tutor] = script('tutor-plugin.sh', tutor);
   lmsPython = script('openedx-plugin.sh', '3.11');
   lmsPython312 = script('openedx-plugin.sh', '3.12');
+  // uv (the release test's environment), which Tutor 21's and 22's openedx images install with.
+  uv = path.join(path.dirname(script('python-env.sh', 'release-test', path.join(ROOT, 'scripts/release/test-requirements.txt'), '3.12')), 'uv');
 }, 900_000);
 afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
@@ -114,6 +117,7 @@ test('the Tutor plugin, installed from its wheel, renders valid files and the sa
       pytest(pythons[tutor], tutor === '21' ? [] : [...EVERY_TUTOR, ...OPENEDX_IMAGE], {
         LMS_PYTHON: lmsPython,
         LMS_PYTHON_312: lmsPython312,
+        UV: uv,
         TUTOR_PLUGIN_WHEEL: wheel,
         CAG_CONTEXT_HASH_FILE: hashFile(tutor),
       }),

@@ -5,8 +5,8 @@ in for the image's python-requirements stage, as the rendered Dockerfile makes i
 version of its PYTHON_VERSION (3.11 in Tutor 20 and 21, 3.12 in 22) and the setuptools it pins
 (69.1.1 in Tutor 20 and 21, 80.9.0 in 22), with pip 24.0 and wheel 0.43.0 as Tutor 20 installs
 them; each COPY from the rendered build context into a folder standing in for the image's root,
-each RUN with its --mount options dropped and PIP_COMMAND unset (Tutor 20's plain pip; 21 and 22
-set it to `uv pip`). Run for every Tutor release line (the Jest test runs this file with each
+each RUN with its --mount options dropped and PIP_COMMAND as the Dockerfile sets it (Tutor 20's
+plain pip; `uv pip` in 21 and 22, with the uv the tests give as UV, else plain pip). Run for every Tutor release line (the Jest test runs this file with each
 Tutor's environment): the Python, the setuptools and the rendering are that Tutor's.
 """
 
@@ -54,7 +54,10 @@ def test_the_rendered_install_lines_install_the_carried_lms_plugin_in_the_images
         # Tutor 21 and 22 pin setuptools for every build (isolated ones too) through this file.
         constraints = tmp_path / "openedx-build-constraints.txt"
         constraints.write_text(f"setuptools=={setuptools_pin}\n")
-        env.update(PIP_CONSTRAINT=str(constraints), PIP_BUILD_CONSTRAINT=str(constraints))
+        env.update(PIP_CONSTRAINT=str(constraints), PIP_BUILD_CONSTRAINT=str(constraints), UV_BUILD_CONSTRAINT=str(constraints))
+    if 'ARG PIP_COMMAND="uv pip"' in dockerfile and os.environ.get("UV"):
+        # Tutor 21 and 22 install with uv (into VIRTUAL_ENV), as here when the tests give one (UV).
+        env["PIP_COMMAND"] = f"{os.environ['UV']} pip"
     copied = {}
     ran = 0
     for instruction in instructions:
