@@ -180,3 +180,54 @@ describe('fresh environments with setuptools 69.1.1', () => {
     },
   );
 });
+
+// docs/install-tutor.md's steps 1 to 3 as an operator types them: every line of their `sh` blocks
+// run by bash in the folder holding the release's files (the copy outside the repository), with a
+// fresh Python 3.12 environment (Tutor from PyPI) first on the PATH, `pip` installing into it, and a
+// new TUTOR_ROOT; then what step 3 says it renders is there.
+test("docs/install-tutor.md's steps 1 to 3 run as written, from the release's files", async () => {
+  const doc = readFileSync(path.join(ROOT, 'docs/install-tutor.md'), 'utf8');
+  const steps = doc.split(/^## /m).filter((section) => /^[123]\. /.test(section));
+  const commands = steps.flatMap((section) => [...section.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => (m[1] ?? '').trim().split('\n')));
+  const wheel = /^pip install (tutor_contrib_course_access_groups-(\d+\.\d+\.\d+)-py3-none-any\.whl)$/;
+  expect(commands).toEqual([
+    expect.stringMatching(wheel),
+    'tutor plugins enable course-access-groups',
+    'tutor config save --set COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX',
+  ]);
+  const venv = path.join(WORK, 'operator-venv');
+  await sh(UV, ['venv', '--quiet', '--python', PYTHONS['3.12'], venv]);
+  // `pip` is uv's pip interface into that environment: pip itself took more than 7 minutes to
+  // resolve Tutor's requirements at a load average of 60; uv, with its cache, seconds.
+  const shims = path.join(WORK, 'operator-shims');
+  mkdirSync(shims);
+  writeFileSync(path.join(shims, 'pip'), `#!/bin/sh\nexec '${UV}' pip "$@" --python '${path.join(venv, 'bin', 'python')}'\n`, { mode: 0o755 });
+  const root = path.join(WORK, 'operator-tutor-root');
+  // The PATH without the repository's folders (npx puts its node_modules/.bin first).
+  const PATH = [shims, path.join(venv, 'bin'), ...(process.env.PATH ?? '').split(':').filter((dir) => !dir.startsWith(ROOT))].join(':');
+  const operator = { PATH, TUTOR_ROOT: root, PIP_DISABLE_PIP_VERSION_CHECK: '1' };
+  for (const command of commands) {
+    // The doc names the version it was written for; the release's own file is the one installed.
+    await sh('bash', ['-c', command.replace(wheel, `pip install tutor_contrib_course_access_groups-${version}-py3-none-any.whl`)], {
+      cwd: DOWNLOADED,
+      env: operator,
+    });
+  }
+  const env = path.join(root, 'env');
+  for (const rendered of [
+    'plugins/course-access-groups/build/course-access-groups/Dockerfile',
+    'build/openedx/course-access-groups-openedx/pyproject.toml',
+    'local/docker-compose.yml',
+    'apps/caddy/Caddyfile',
+  ]) {
+    expect(readFileSync(path.join(env, rendered), 'utf8').length).toBeGreaterThan(0);
+  }
+  expect(readFileSync(path.join(env, 'build/openedx/Dockerfile'), 'utf8')).toContain('COPY course-access-groups-openedx /tmp/course-access-groups-openedx');
+  const tutor = path.join(venv, 'bin', 'tutor');
+  expect((await sh(tutor, ['config', 'printvalue', 'COURSE_ACCESS_GROUPS_ORGANIZATION'], { env: operator })).trim()).toBe('AcmeX');
+  expect((await sh(tutor, ['images', 'printtag', 'course-access-groups'], { env: operator })).trim()).toBe(`course-access-groups:${version}`);
+  // Installed from the release's file, not from the repository.
+  const where = await sh(path.join(venv, 'bin', 'python'), ['-I', '-c', 'import tutorcourse_access_groups as p; print(p.__file__)']);
+  expect(where.trim().startsWith(venv)).toBe(true);
+  // A bound for a hang: Tutor's requirements from PyPI, beside the container test.
+}, 600_000);

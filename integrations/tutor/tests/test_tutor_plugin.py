@@ -636,3 +636,39 @@ def test_the_init_task_registers_the_consoles_oauth2_application_at_the_callback
     assert (after["redirect_uris"], after["client_secret"]) == (https_public_url + CONSOLE_CALLBACK, odd_secret)
     assert after["allowed"][https_public_url + CONSOLE_CALLBACK] is True
 
+
+GIT_SOURCE = ("COURSE_ACCESS_GROUPS_REPOSITORY=https://git.example.org/acme/course-access-groups.git",
+              "COURSE_ACCESS_GROUPS_REPOSITORY_VERSION=v9.8.7")
+
+
+# The "or from a git repository and version the operator may name instead": the carried
+# Dockerfile, its sources fetched by BuildKit's `ADD <repo>#<version>` as Tutor's openedx image
+# fetches edx-platform (scripts/container/test.sh builds and runs what this renders).
+def test_the_service_image_is_built_from_a_git_repository_and_version_the_operator_names(installed, tmp_path):
+    root = saved(installed, tmp_path, *GIT_SOURCE)
+    build = json.loads(python_in_tutor(root, "from tutor import hooks\n"
+                                             "print(json.dumps([[n, list(p), t] for n, p, t, _ in hooks.Filters.IMAGES_BUILD.iterate(config)]))"))
+    ours = [image for image in build if image[0] == "course-access-groups"]
+    assert ours == [["course-access-groups", ["plugins", "course-access-groups", "build", "course-access-groups-git"],
+                     "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE }}"]]
+    dockerfile = (root / "env" / "plugins" / "course-access-groups" / "build" / "course-access-groups-git" / "Dockerfile").read_text()
+    carried = (installed.package / "templates" / "course-access-groups" / "build" / "course-access-groups" / "Dockerfile").read_text()
+    stage = ("FROM scratch AS course-access-groups-sources\n"
+             "ARG COURSE_ACCESS_GROUPS_REPOSITORY=https://git.example.org/acme/course-access-groups.git\n"
+             "ARG COURSE_ACCESS_GROUPS_REPOSITORY_VERSION=v9.8.7\n"
+             "ADD --keep-git-dir=false $COURSE_ACCESS_GROUPS_REPOSITORY#$COURSE_ACCESS_GROUPS_REPOSITORY_VERSION /\n")
+    assert stage in dockerfile
+    # BuildKit's Dockerfile syntax that has `ADD <git URL>` (1.6 and later), as Tutor's Dockerfiles name it.
+    assert dockerfile.startswith("# syntax=docker/dockerfile:1\n")
+    # Apart from that stage, the carried Dockerfile, every COPY from the build context now from the sources.
+    without_stage = [line for line in dockerfile.splitlines()
+                     if line not in stage.splitlines() and not line.startswith("# The service's sources")
+                     and not line.startswith("# `ADD <git URL>")]
+    assert [line for line in without_stage if line] == [
+        re.sub(r"^COPY (?!--from=)", "COPY --from=course-access-groups-sources ", line) for line in carried.splitlines() if line]
+    assert "COPY --from=course-access-groups-sources src ./src" in dockerfile
+    assert "COPY --from=build /app/dist ./dist" in dockerfile
+    # A value that would break the Dockerfile's line is refused, naming the setting.
+    done = run_tutor(root, "config", "save", "--set", "COURSE_ACCESS_GROUPS_REPOSITORY_VERSION=v1 main")
+    assert done.returncode != 0
+    assert "COURSE_ACCESS_GROUPS_REPOSITORY_VERSION must be one word" in done.stderr + done.stdout

@@ -17,6 +17,7 @@ service's own JWT secret (CONFIG_UNIQUE) stays for the tokens `npm run token` mi
 import hashlib
 import json
 import os
+import re
 import shlex
 from glob import glob
 from urllib.parse import quote
@@ -42,6 +43,11 @@ hooks.Filters.CONFIG_DEFAULTS.add_items([
     # The service's image, built by `tutor images build course-access-groups` (and by `tutor local
     # launch`) from the build context this package carries; a registry's name to pull it instead.
     ("COURSE_ACCESS_GROUPS_DOCKER_IMAGE", "course-access-groups:{{ COURSE_ACCESS_GROUPS_VERSION }}"),
+    # Empty: the image is built from the build context this package carries. A git repository (and
+    # a branch, tag or commit of it) instead: its sources fetched by BuildKit (`ADD <repo>#<version>`),
+    # as Tutor's openedx image takes EDX_PLATFORM_REPOSITORY and EDX_PLATFORM_VERSION.
+    ("COURSE_ACCESS_GROUPS_REPOSITORY", ""),
+    ("COURSE_ACCESS_GROUPS_REPOSITORY_VERSION", "v{{ COURSE_ACCESS_GROUPS_VERSION }}"),
     # Extra requirements pip installs into the openedx image beside the carried LMS plugin.
     ("COURSE_ACCESS_GROUPS_CONFLUENT_KAFKA", "confluent-kafka[avro,schemaregistry]>=2.0,<3"),
     # Required: the organization of every learner of a single-site platform (the service's
@@ -123,9 +129,16 @@ def _copy_carried_sources_as_they_are(rendered, path):
 
 
 IMAGE = "course-access-groups"
-hooks.Filters.IMAGES_BUILD.add_item(
-    (IMAGE, ("plugins", "course-access-groups", "build", "course-access-groups"), "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE }}", ())
-)
+
+
+@hooks.Filters.IMAGES_BUILD.add()
+def _build_the_service_image(images, config):
+    """From the carried build context, or from the git repository the operator named (its own rendered folder)."""
+    context = "course-access-groups-git" if str(config.get("COURSE_ACCESS_GROUPS_REPOSITORY") or "").strip() else IMAGE
+    images.append((IMAGE, ("plugins", "course-access-groups", "build", context), "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE }}", ()))
+    return images
+
+
 hooks.Filters.IMAGES_PULL.add_item((IMAGE, "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE }}"))
 hooks.Filters.IMAGES_PUSH.add_item((IMAGE, "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE }}"))
 
@@ -173,6 +186,37 @@ def shell_word(text):
     return shlex.quote(str(text))
 
 
+GIT_SOURCES_STAGE = "course-access-groups-sources"
+
+
+def git_dockerfile(repository, version):
+    """The carried Dockerfile with its sources from a git repository: a first stage fetches them with
+    BuildKit's `ADD <repository>#<version>` (as Tutor's openedx Dockerfile fetches edx-platform), and
+    every COPY from the build context copies from that stage instead."""
+    repository, version = str(repository).strip(), str(version).strip()
+    if not repository:
+        return "# Unused: COURSE_ACCESS_GROUPS_REPOSITORY is empty, so the image is built from the carried build context.\n"
+    for name, value in (("COURSE_ACCESS_GROUPS_REPOSITORY", repository), ("COURSE_ACCESS_GROUPS_REPOSITORY_VERSION", version)):
+        if not value or any(c.isspace() for c in value) or "#" in value:
+            raise exceptions.TutorError(f"{name} must be one word without '#' (a git URL, then a branch, tag or commit): {value!r}")
+    with open(os.path.join(TEMPLATES, SERVICE_CONTEXT, "Dockerfile"), encoding="utf-8") as carried:
+        lines = carried.read().splitlines()
+    first_stage = next(i for i, line in enumerate(lines) if line.startswith("FROM "))
+    while first_stage > 1 and lines[first_stage - 1].startswith("#"):  # with the first stage's comment
+        first_stage -= 1
+    sources = [
+        "# The service's sources: COURSE_ACCESS_GROUPS_REPOSITORY at COURSE_ACCESS_GROUPS_REPOSITORY_VERSION (BuildKit's",
+        "# `ADD <git URL>#<ref>`; `tutor images build --build-arg` may name others).",
+        f"FROM scratch AS {GIT_SOURCES_STAGE}",
+        f"ARG COURSE_ACCESS_GROUPS_REPOSITORY={repository}",
+        f"ARG COURSE_ACCESS_GROUPS_REPOSITORY_VERSION={version}",
+        "ADD --keep-git-dir=false $COURSE_ACCESS_GROUPS_REPOSITORY#$COURSE_ACCESS_GROUPS_REPOSITORY_VERSION /",
+        "",
+    ]
+    body = [re.sub(r"^COPY (?!--from=)", f"COPY --from={GIT_SOURCES_STAGE} ", line) for line in lines[first_stage:]]
+    return "\n".join(lines[:first_stage] + sources + body) + "\n"
+
+
 def compose_value(text):
     """A value for docker compose's YAML, as a JSON string (valid YAML) with `$` escaped from its interpolation."""
     return json.dumps(str(text)).replace("$", "$$")
@@ -185,6 +229,7 @@ hooks.Filters.ENV_TEMPLATE_FILTERS.add_items([
     ("course_access_groups_userinfo", userinfo),
     ("course_access_groups_compose", compose_value),
     ("course_access_groups_shell", shell_word),
+    ("course_access_groups_git_dockerfile", git_dockerfile),
 ])
 
 for path in sorted(glob(os.path.join(PATCHES, "*"))):
