@@ -84,7 +84,7 @@ def main():
     from django.core.wsgi import get_wsgi_application
     from oauth2_provider.models import get_application_model
 
-    call_command("migrate", verbosity=0, interactive=False)
+    call_command("migrate", verbosity=0, interactive=False, run_syncdb=True)
     for user_id, username, is_staff in USERS:
         User.objects.create_user(id=user_id, username=username, email=f"{username}@lms.example.com", password=PASSWORD, is_staff=is_staff)
     register_application(get_application_model(), User.objects.get(username="course_access_groups"), args)

@@ -42,7 +42,7 @@ export async function exchangeCode(settings: LmsOauthSettings, code: string, ver
     });
   } catch (err) {
     const why = (err as Error).name === 'TimeoutError' ? `no answer in ${EXCHANGE_TIMEOUT_MS / 1000} s` : 'it cannot be reached';
-    throw new ExchangeFailed(`The LMS's token endpoint did not answer (${why}).`);
+    throw new ExchangeFailed(`The LMS’s token endpoint did not answer (${why}).`);
   }
   let answer: Record<string, unknown> = {};
   try {
@@ -56,7 +56,7 @@ export async function exchangeCode(settings: LmsOauthSettings, code: string, ver
     throw new ExchangeFailed(`The LMS refused to exchange the code (HTTP ${res.status}${error ? `, ${error}` : ''}).`, error);
   }
   if (typeof answer.access_token !== 'string' || answer.token_type !== 'JWT') {
-    throw new ExchangeFailed("The LMS's answer holds no JWT (is token_type=jwt supported by this LMS?).");
+    throw new ExchangeFailed('The LMS’s answer holds no JWT (is token_type=jwt supported by this LMS?).');
   }
   return answer.access_token;
 }

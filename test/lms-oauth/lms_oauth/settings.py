@@ -70,3 +70,6 @@ JWT_AUTH = {
 LOGIN_REDIRECT_WHITELIST = json.loads(os.environ.get("LMS_STAND_IN_REDIRECT_WHITELIST", "[]"))
 # Where the LMS plugin's link points (the service's /course_access_groups/console/oauth/login).
 CONSOLE_LOGIN_URL = os.environ.get("LMS_STAND_IN_CONSOLE_LOGIN_URL", "")
+# A fresh database each run: its tables made straight from the models (syncdb), seconds faster
+# than replaying every migration of auth and oauth2_provider.
+MIGRATION_MODULES = {app: None for app in ("auth", "contenttypes", "sessions", "oauth2_provider")}
