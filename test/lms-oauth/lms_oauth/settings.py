@@ -37,6 +37,7 @@ TEMPLATES = [
     }
 ]
 LOGIN_URL = "/login"
+LOGIN_REDIRECT_URL = "/"
 # Test users only: a fast hasher keeps the stand-in's start-up and each sign-in short.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SESSION_COOKIE_NAME = "lms_sessionid"
