@@ -40,8 +40,9 @@ const NAV: [string, string][] = [
 
 const root = document.getElementById('app')!;
 let identityTimer: number | undefined;
-/** The sign-in through the LMS, when the service offers it (known before anything is shown). */
+/** The sign-in through the LMS, when the service offers it; `lmsKnown` once config.json has answered. */
 let lms: LmsSignIn | null = null;
+let lmsKnown = false;
 
 function route(): { route: Route; match: RegExpMatchArray } {
   for (const [pattern, r] of ROUTES) {
@@ -232,22 +233,30 @@ window.addEventListener('hashchange', () => {
 });
 
 async function start(): Promise<void> {
+  const offer = lmsSignIn(); // asked at once; only the sign-in page and the renewal wait for it
+  void offer.then((found) => {
+    lms = found;
+    lmsKnown = true;
+    // A sign-in page shown before the answer gains its "Sign in with the LMS".
+    const signInPage = root.querySelector('main.signin');
+    if (found && signInPage && !session.token()) showSignIn(signInPage.querySelector('.flash-error')?.textContent ?? null);
+    // Before the token expires, through the LMS again: with the LMS session alive it answers at
+    // once (a top-level redirect: the LMS forbids framing), back to the page the user was on.
+    if (found) session.onRenewalDue(() => location.assign(loginUrl(found, location.hash)));
+  });
   const linked = signInFromFragment(location.hash);
   if (linked !== null) {
     // The token leaves the address bar (and so the history) before anything else happens.
     history.replaceState(null, '', `${location.pathname}${location.search}${linked.route}`);
-  }
-  lms = await lmsSignIn();
-  // Before the token expires, through the LMS again: with the LMS session alive it answers at
-  // once (a top-level redirect: the LMS forbids framing), back to the page the user was on.
-  if (lms) session.onRenewalDue(() => location.assign(loginUrl(lms!, location.hash)));
-  if (linked !== null) {
     const problem = session.start(linked.token, linked.viaLms ? 'lms' : null);
     if (problem) return showSignIn(problem);
     return enter();
   }
   const resumed = session.resume();
-  if (!resumed.ok) return showSignIn(resumed.message);
+  if (!resumed.ok) {
+    if (!lmsKnown) await offer; // no sign-in page without its main button while the answer is coming
+    return showSignIn(resumed.message);
+  }
   showConsole(false);
 }
 
