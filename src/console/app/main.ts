@@ -56,6 +56,7 @@ function route(): { route: Route; match: RegExpMatchArray } {
 
 function showSignIn(message: string | null): void {
   window.clearInterval(identityTimer);
+  if (!lmsKnown) void learnLmsSignIn();
   document.title = 'Sign in · Course Access Groups console';
   const form = actionForm(
     { label: 'Sign in' },
@@ -232,9 +233,14 @@ window.addEventListener('hashchange', () => {
   showConsole(true);
 });
 
-async function start(): Promise<void> {
-  const offer = lmsSignIn(); // asked at once; only the sign-in page and the renewal wait for it
-  void offer.then((found) => {
+/**
+ * Asks the service once whether it offers the sign-in through the LMS. Only what needs the answer
+ * asks: the sign-in page (its main button) and a token from that sign-in (its renewal and
+ * sign-out), so a pasted or linked token of the service's own costs no extra request.
+ */
+let asked: Promise<LmsSignIn | null> | null = null;
+function learnLmsSignIn(): Promise<LmsSignIn | null> {
+  asked ??= lmsSignIn().then((found) => {
     lms = found;
     lmsKnown = true;
     // A sign-in page shown before the answer gains its "Sign in with the LMS".
@@ -243,20 +249,27 @@ async function start(): Promise<void> {
     // Before the token expires, through the LMS again: with the LMS session alive it answers at
     // once (a top-level redirect: the LMS forbids framing), back to the page the user was on.
     if (found) session.onRenewalDue(() => location.assign(loginUrl(found, location.hash)));
+    return found;
   });
+  return asked;
+}
+
+async function start(): Promise<void> {
   const linked = signInFromFragment(location.hash);
   if (linked !== null) {
     // The token leaves the address bar (and so the history) before anything else happens.
     history.replaceState(null, '', `${location.pathname}${location.search}${linked.route}`);
+    if (linked.viaLms) void learnLmsSignIn();
     const problem = session.start(linked.token, linked.viaLms ? 'lms' : null);
     if (problem) return showSignIn(problem);
     return enter();
   }
   const resumed = session.resume();
   if (!resumed.ok) {
-    if (!lmsKnown) await offer; // no sign-in page without its main button while the answer is coming
+    await learnLmsSignIn(); // no sign-in page without its main button while the answer is coming
     return showSignIn(resumed.message);
   }
+  if (session.viaLms()) void learnLmsSignIn();
   showConsole(false);
 }
 
