@@ -84,6 +84,8 @@ const groupNames = (page: Page) => page.locator('table.data tbody td[data-label=
 async function groupsPage(page: Page): Promise<void> {
   await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Groups' }).click();
   await page.waitForFunction(() => location.hash === '#/groups');
+  // The page itself, not the one the hash left (the hashchange handler renders it a moment later).
+  await page.getByRole('heading', { level: 1, name: 'Groups' }).waitFor();
   await settled(page);
 }
 
