@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
-# The LMS's OAuth2 provider at edx-platform's pins (django-oauth-toolkit 1.7.1, django-mysql, Django;
-# integrations/tutor/requirements/lms-oauth.txt), on Python 3.11 as in Tutor's openedx image, made
-# and cached by scripts/python-env.sh in ~/.cache/course-access-groups/lms-oauth. The Tutor plugin's
-# tests run the init task's create_dot_application line with it (integrations/tutor/tests/lms_oauth/).
-# Prints its python.
+# The virtual environment of the stand-in LMS OAuth2 provider (test/lms-oauth: Django 4.2,
+# django-oauth-toolkit 1.7.1 as the LMS pins it, PyJWT, cryptography) on Python 3.11, made and
+# cached by scripts/python-env.sh in ~/.cache/course-access-groups/lms-oauth. Prints its python.
 #
 #   bash scripts/lms-oauth.sh   create it if missing; print its python
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-exec bash "$ROOT/scripts/python-env.sh" lms-oauth "$ROOT/integrations/tutor/requirements/lms-oauth.txt" 3.11
+bash "$ROOT/scripts/python-env.sh" lms-oauth "$ROOT/test/lms-oauth/requirements.txt" 3.11

@@ -54,12 +54,16 @@ export OPENEDX_PRODUCER_PYTHON
 # test/integration/openedx-plugin.test.ts runs against the real service.
 bash scripts/openedx-plugin.sh 3.11 >/dev/null
 bash scripts/openedx-plugin.sh 3.12 >/dev/null
+# The stand-in LMS OAuth2 provider (Python 3.11: Django 4.2, django-oauth-toolkit 1.7.1, cached)
+# of the console's sign-in tests (test/lms-oauth).
+LMS_OAUTH_PYTHON="$(bash scripts/lms-oauth.sh)"
+export LMS_OAUTH_PYTHON
 # The Tutor plugin's test environments (Python 3.12, the real tutor 20, 21 and 22; Debian's
 # docker-compose when missing) that test/integration/openedx-plugin-tutor.test.ts runs.
 for tutor in 20 21 22; do bash scripts/tutor-plugin.sh "$tutor" >/dev/null; done
 # The LMS's OAuth2 provider at edx-platform's pins (Python 3.11) that the same test runs the Tutor
 # init task's create_dot_application line on.
-bash scripts/lms-oauth.sh >/dev/null
+bash scripts/tutor-lms-oauth.sh >/dev/null
 
 source scripts/lib/local-stack.sh
 background=()

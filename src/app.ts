@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { consoleRoutes } from './console/route';
+import { consoleSignInRoutes } from './console/sign-in/routes';
 import { NotFound } from './errors';
 import { adminFeatures, openFeatures } from './features';
 import { accessLog } from './http/access-log';
@@ -10,6 +11,7 @@ import { jsonBody } from './http/body';
 import { errorMapping, toHttpError } from './http/error-responses';
 import type { AppDeps } from './http/feature';
 import { healthRoutes } from './http/health';
+import { createLmsTokenVerifier } from './http/lms-tokens';
 import { API_PREFIX, openApiDocument } from './http/openapi';
 import { requestId } from './http/request-id';
 import { servingGate } from './http/serving-gate';
@@ -72,7 +74,12 @@ export function createApp(deps: AppDeps): Koa {
   const verify = createTokenVerifier(deps.config);
   const openapi = openApiDocument([...openFeatures, ...adminFeatures]);
 
-  // The admin console's page and modules (no token: the page asks for one).
+  // The console's sign-in through the LMS (its callback verifies with the LMS's trust path alone),
+  // then the console's page and modules (no token: the page asks for one).
+  const { LMS_OAUTH, LMS_JWT_ISSUERS, LMS_JWT_PUBLIC_SIGNING_JWK_SET } = deps.config;
+  const verifyLmsToken = LMS_JWT_ISSUERS && LMS_JWT_PUBLIC_SIGNING_JWK_SET ? createLmsTokenVerifier(LMS_JWT_ISSUERS, LMS_JWT_PUBLIC_SIGNING_JWK_SET) : null;
+  const signInRouter = consoleSignInRoutes(LMS_OAUTH, verifyLmsToken);
+  app.use(signInRouter.routes());
   const consoleRouter = consoleRoutes();
   app.use(consoleRouter.routes());
 

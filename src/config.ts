@@ -5,6 +5,7 @@ import { MongoClient } from 'mongodb';
 import { ServiceError } from './errors';
 import { KafkaSettingError, kafkaSecurityOptions } from './kafka-security';
 import { type LmsIssuer, type LmsKeySet, LmsSettingError, parseLmsIssuers, parseLmsKeySet } from './lms-jwt-settings';
+import { LmsOauthSettingError, type LmsOauthSettings, parseLmsOauth } from './lms-oauth-settings';
 import { ajv, fromEnvironmentStrings } from './validation';
 
 /** The environment the service reads (docs/operations.md and the README's configuration table). One schema: validation and the type. */
@@ -40,6 +41,14 @@ export const configSchema = {
     /** The LMS's trust path (docs/api.md): its JWT_ISSUERS list as JSON, and its JWT_PUBLIC_SIGNING_JWK_SET string. */
     LMS_JWT_ISSUERS: { type: 'string', minLength: 1 },
     LMS_JWT_PUBLIC_SIGNING_JWK_SET: { type: 'string', minLength: 1 },
+    /** The console's sign-in through the LMS (src/lms-oauth-settings.ts): on only with a client id. */
+    LMS_OAUTH_URL: { type: 'string', pattern: '^https?://' },
+    LMS_OAUTH_INTERNAL_URL: { type: 'string', pattern: '^https?://' },
+    LMS_OAUTH_CLIENT_ID: { type: 'string', minLength: 1 },
+    LMS_OAUTH_CLIENT_SECRET: { type: 'string', minLength: 1 },
+    LMS_OAUTH_CLIENT_SECRET_FILE: { type: 'string', minLength: 1 },
+    /** The service's root as browsers see it: the OAuth2 redirect URI is built on it. */
+    PUBLIC_URL: { type: 'string', pattern: '^https?://' },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     SERVICE_ROLE: { type: 'string', enum: ['all', 'api', 'consumer'], default: 'all' },
     /** Attempts at an event whose failure is not retriable before it goes to the DLQ (10: about 45 s of backoff). */
@@ -89,6 +98,8 @@ export interface Config extends Readonly<Omit<RawConfig, 'KAFKA_BROKERS' | 'KAFK
   /** Parsed and checked at start-up (src/lms-jwt-settings.ts); both set or neither. */
   readonly LMS_JWT_ISSUERS?: readonly LmsIssuer[];
   readonly LMS_JWT_PUBLIC_SIGNING_JWK_SET?: LmsKeySet;
+  /** The console's sign-in through the LMS, parsed (src/lms-oauth-settings.ts); null when off. */
+  readonly LMS_OAUTH: LmsOauthSettings | null;
 }
 
 /** A missing or invalid setting: fixed by the operator, never by waiting. */
@@ -163,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     LMS_JWT_ISSUERS: config.LMS_JWT_ISSUERS === undefined ? undefined : asConfigError(() => parseLmsIssuers(config.LMS_JWT_ISSUERS!)),
     LMS_JWT_PUBLIC_SIGNING_JWK_SET:
       config.LMS_JWT_PUBLIC_SIGNING_JWK_SET === undefined ? undefined : asConfigError(() => parseLmsKeySet(config.LMS_JWT_PUBLIC_SIGNING_JWK_SET!)),
+    LMS_OAUTH: asConfigError(() => parseLmsOauth({ ...config, hasLmsTrustPath: lms.length === 2 })),
   });
   if (result.JWT_ISSUER !== undefined && result.LMS_JWT_ISSUERS?.some((i) => i.ISSUER === result.JWT_ISSUER)) {
     // Tokens go to a trust path by issuer (src/http/auth.ts): one issuer cannot name both.
@@ -189,7 +201,7 @@ function asConfigError<T>(parse: () => T): T {
   try {
     return parse();
   } catch (err) {
-    if (err instanceof LmsSettingError) throw new ConfigError(err.message);
+    if (err instanceof LmsSettingError || err instanceof LmsOauthSettingError) throw new ConfigError(err.message);
     throw err;
   }
 }

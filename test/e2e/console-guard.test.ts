@@ -313,7 +313,9 @@ describe('tokens', () => {
     await page.getByRole('heading', { name: 'Choose an organization' }).waitFor();
     expect(await page.locator('main').innerText()).toContain('You administer org-a, org-b');
     const picker = page.getByRole('form', { name: 'Organization' });
-    await picker.getByRole('textbox', { name: 'Organization' }).fill('org-b');
+    // A list of their own organizations, not a free field (staff's).
+    expect(await picker.getByRole('combobox', { name: 'Organization' }).locator('option').allInnerTexts()).toEqual(['Choose one…', 'org-a', 'org-b']);
+    await picker.getByRole('combobox', { name: 'Organization' }).selectOption('org-b');
     await picker.getByRole('button', { name: 'Switch organization' }).click();
     await settled(page);
     await go(page, '#/groups');

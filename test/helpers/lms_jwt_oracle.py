@@ -27,13 +27,16 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import sys
 import time
 import types
-import uuid
 
 import django
 from django.conf import settings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lms_jwt_mint as mint  # noqa: E402  (the minting shared with the stand-in LMS, test/lms-oauth)
 
 ISSUER = "http://lms.cag.test/oauth2"
 AUDIENCE = "openedx"
@@ -44,19 +47,9 @@ def b64(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def rsa_jwks(kid):
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from jwt.algorithms import RSAAlgorithm
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = {**json.loads(RSAAlgorithm.to_jwk(key)), "kid": kid}
-    public = {k: private[k] for k in ("kid", "kty", "e", "n")}
-    return private, public
-
-
-NEW_PRIVATE, NEW_PUBLIC = rsa_jwks("openedx")
-OLD_PRIVATE, OLD_PUBLIC = rsa_jwks("openedx-2025")
-STRANGER_PRIVATE, _ = rsa_jwks("stranger")
+NEW_PRIVATE, NEW_PUBLIC = mint.rsa_jwks("openedx")
+OLD_PRIVATE, OLD_PUBLIC = mint.rsa_jwks("openedx-2025")
+STRANGER_PRIVATE, _ = mint.rsa_jwks("stranger")
 # A rotated set (generate_jwt_signing_key appends): the current key and the one before it.
 PUBLIC_SET = json.dumps({"keys": [NEW_PUBLIC, OLD_PUBLIC]})
 
@@ -91,40 +84,14 @@ from edx_rest_framework_extensions.permissions import NotJwtRestrictedApplicatio
 from jwt.api_jwk import PyJWK  # noqa: E402
 
 
-def create_jwt_payload(user, scopes=("user_id", "email", "profile"), expires_in=3600, roles=(), is_restricted=False, **override):
-    """``_create_jwt``: the JWT cookie's scopes by default; ``override`` changes what a case changes."""
-    now = int(time.time())
-    payload = {
-        "aud": AUDIENCE,
-        "exp": now + expires_in,
-        "grant_type": override.pop("grant_type", ""),
-        "iat": now,
-        "iss": ISSUER,
-        "preferred_username": user["username"],
-        "scopes": list(scopes),
-        "version": "1.2.0",
-        "sub": hashlib.md5(user["username"].encode()).hexdigest(),  # anonymous_id_for_user: a hex digest
-        "filters": [],
-        "is_restricted": is_restricted,
-        "email_verified": True,
-    }
-    if "user_id" in scopes:
-        payload["user_id"] = user["id"]
-    if "email" in scopes:
-        payload["email"] = user["email"]
-    if "profile" in scopes:
-        payload.update(name=user["username"].title(), family_name="", given_name="", administrator=user["is_staff"], superuser=user["is_superuser"])
-    if roles:
-        payload["roles"] = list(roles)
-    payload.update(override)
-    return {k: v for k, v in payload.items() if v is not Ellipsis}
+def create_jwt_payload(user, **kwargs):
+    """``_create_jwt`` (test/helpers/lms_jwt_mint.py) with this LMS's issuer and audience; the JWT cookie's scopes by default."""
+    return mint.create_jwt_payload(user, ISSUER, AUDIENCE, **kwargs)
 
 
 def encode_and_sign(payload, private_jwk=None, add_kid=False, algorithm="RS512"):
-    """``_encode_and_sign`` with an asymmetric key: PyJWK, then jwt.encode, ``kid`` only with the toggle."""
-    jwk = PyJWK(private_jwk or NEW_PRIVATE, algorithm)
-    headers = {"kid": jwk.key_id} if add_kid else None
-    return jwt.encode(payload, jwk.key, algorithm=algorithm, headers=headers)
+    """``_encode_and_sign`` with this LMS's current private key unless another is given."""
+    return mint.encode_and_sign(payload, private_jwk or NEW_PRIVATE, add_kid=add_kid, algorithm=algorithm)
 
 
 def hand_signed(header, payload, key_bytes=None):

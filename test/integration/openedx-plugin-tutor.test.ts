@@ -103,7 +103,7 @@ beforeAll(() => {
   // Made once (a minute or more each the first time), not inside the test's timeout.
   for (const tutor of TUTORS) pythons[tutor] = script('tutor-plugin.sh', tutor);
   lmsPython = script('openedx-plugin.sh', '3.11');
-  lmsOauthPython = script('lms-oauth.sh');
+  lmsOauthPython = script('tutor-lms-oauth.sh');
   lmsPython312 = script('openedx-plugin.sh', '3.12');
   // uv (the release test's environment), which Tutor 21's and 22's openedx images install with.
   uv = path.join(path.dirname(script('python-env.sh', 'release-test', path.join(ROOT, 'scripts/release/test-requirements.txt'), '3.12')), 'uv');

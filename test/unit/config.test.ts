@@ -1,6 +1,8 @@
 // docs/operations.md: a missing or invalid setting stops start-up with a message naming it.
 import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError, jwtAlgorithm, loadConfig } from '../../src/config';
 
@@ -193,6 +195,69 @@ describe("the LMS's trust path: LMS_JWT_ISSUERS and LMS_JWT_PUBLIC_SIGNING_JWK_S
     ['a broken RSA key', { ...lms, LMS_JWT_PUBLIC_SIGNING_JWK_SET: '{"keys": [{"kty": "RSA", "n": "", "e": "AQAB"}]}' }, /key 0 is not a valid RSA public key/],
     ['JWT_ISSUER without a service key', { ...lms, JWT_ISSUER: 'x' }, /JWT_ISSUER applies to the service's keys/],
     ['one issuer for both paths', { ...lms, ...base, JWT_ISSUER: 'http://lms.example.org/oauth2' }, /JWT_ISSUER is also an issuer of LMS_JWT_ISSUERS/],
+  ])('%s stops start-up naming the setting', (_name, env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});
+
+describe("the console's sign-in through the LMS: LMS_OAUTH_* and PUBLIC_URL", () => {
+  const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const lms = {
+    LMS_JWT_ISSUERS: JSON.stringify([{ ISSUER: 'https://lms.example.com/oauth2', AUDIENCE: 'openedx' }]),
+    LMS_JWT_PUBLIC_SIGNING_JWK_SET: JSON.stringify({ keys: [{ kid: 'openedx', ...publicKey.export({ format: 'jwk' }) }] }),
+  };
+  const flow = {
+    ...lms,
+    LMS_OAUTH_URL: 'https://lms.example.com/',
+    LMS_OAUTH_CLIENT_ID: 'course-access-groups-sso',
+    LMS_OAUTH_CLIENT_SECRET: 's3cret',
+    PUBLIC_URL: 'https://course-access-groups.lms.example.com',
+  };
+
+  test('off without a client id; on with one, the exchange going to LMS_OAUTH_URL unless LMS_OAUTH_INTERNAL_URL is set', () => {
+    expect(loadConfig(lms).LMS_OAUTH).toBeNull();
+    expect(loadConfig(flow).LMS_OAUTH).toEqual({
+      browserUrl: 'https://lms.example.com',
+      internalUrl: 'https://lms.example.com',
+      clientId: 'course-access-groups-sso',
+      clientSecret: 's3cret',
+      publicUrl: 'https://course-access-groups.lms.example.com',
+    });
+    expect(loadConfig({ ...flow, LMS_OAUTH_INTERNAL_URL: 'http://lms:8000' }).LMS_OAUTH?.internalUrl).toBe('http://lms:8000');
+  });
+
+  test('the secret may come from a file, its one trailing newline dropped', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cag-config-'));
+    const file = path.join(dir, 'secret');
+    writeFileSync(file, 'from-a-file\n');
+    const { LMS_OAUTH_CLIENT_SECRET: _, ...withoutSecret } = flow;
+    expect(loadConfig({ ...withoutSecret, LMS_OAUTH_CLIENT_SECRET_FILE: file }).LMS_OAUTH?.clientSecret).toBe('from-a-file');
+    writeFileSync(file, '');
+    expect(() => loadConfig({ ...withoutSecret, LMS_OAUTH_CLIENT_SECRET_FILE: file })).toThrow(/LMS_OAUTH_CLIENT_SECRET_FILE: .* is empty/);
+    expect(() => loadConfig({ ...withoutSecret, LMS_OAUTH_CLIENT_SECRET_FILE: path.join(dir, 'none') })).toThrow(
+      /LMS_OAUTH_CLIENT_SECRET_FILE: cannot read .*ENOENT/,
+    );
+  });
+
+  const { LMS_OAUTH_CLIENT_SECRET: _secret, ...noSecret } = flow;
+  const { LMS_OAUTH_URL: _url, ...noLmsUrl } = flow;
+  const { PUBLIC_URL: _public, ...noPublicUrl } = flow;
+  test.each([
+    ['no LMS_OAUTH_URL', noLmsUrl, /LMS_OAUTH_URL: required with LMS_OAUTH_CLIENT_ID/],
+    ['no PUBLIC_URL', noPublicUrl, /PUBLIC_URL: required with LMS_OAUTH_CLIENT_ID/],
+    ['no secret', noSecret, /LMS_OAUTH_CLIENT_SECRET: required with LMS_OAUTH_CLIENT_ID/],
+    ['a secret and a secret file', { ...flow, LMS_OAUTH_CLIENT_SECRET_FILE: '/run/secret' }, /set only one of the two/],
+    [
+      'no LMS trust path',
+      { ...flow, LMS_JWT_ISSUERS: undefined, LMS_JWT_PUBLIC_SIGNING_JWK_SET: undefined, ...base },
+      /LMS_JWT_ISSUERS: required with LMS_OAUTH_CLIENT_ID/,
+    ],
+    ['a PUBLIC_URL with a path', { ...flow, PUBLIC_URL: 'https://lms.example.com/cag' }, /PUBLIC_URL: must be the service's root/],
+    ['a PUBLIC_URL that is not a URL', { ...flow, PUBLIC_URL: 'https://' }, /PUBLIC_URL: not a URL/],
+    ['an LMS_OAUTH_URL with a query', { ...flow, LMS_OAUTH_URL: 'https://lms.example.com/?a=b' }, /LMS_OAUTH_URL: must not have a query/],
+    ['an LMS_OAUTH_INTERNAL_URL that is not http', { ...flow, LMS_OAUTH_INTERNAL_URL: 'ftp://lms' }, /LMS_OAUTH_INTERNAL_URL: must match pattern/],
+    ['LMS_OAUTH_URL without a client id', { ...lms, LMS_OAUTH_URL: 'https://lms.example.com' }, /LMS_OAUTH_URL set, but LMS_OAUTH_CLIENT_ID is not/],
   ])('%s stops start-up naming the setting', (_name, env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { decodeJwt, jwtVerify } from 'jose';
 import { DEV_SECRET, parseArgs } from '../../scripts/token';
 import { buildQuery, errorReport, pageSummary, plural } from '../../src/console/app/query';
-import { isExpired, parseToken, relativeExpiry, roleLabel, tokenFromFragment } from '../../src/console/app/token';
+import { isExpired, parseToken, relativeExpiry, renewalDelaySeconds, roleLabel, signInFromFragment, tokenFromFragment } from '../../src/console/app/token';
 import { siteAdminToken, staffToken, token } from '../helpers/tokens';
 
 describe('parseToken', () => {
@@ -63,6 +63,33 @@ test('tokenFromFragment reads #token=..., and nothing else', () => {
   expect(tokenFromFragment('#/groups/3')).toBeNull();
   expect(tokenFromFragment('')).toBeNull();
   expect(tokenFromFragment('#tokens=x')).toBeNull();
+});
+
+test("signInFromFragment: the service's callback fragment (token, route, via=lms) or a plain link", () => {
+  expect(signInFromFragment('#token=a.b.c&route=%23%2Fgroups%2F3&via=lms')).toEqual({ token: 'a.b.c', route: '#/groups/3', viaLms: true });
+  expect(signInFromFragment('#token=a.b.c')).toEqual({ token: 'a.b.c', route: '#/overview', viaLms: false });
+  // Only a console route: never another page or a script.
+  expect(signInFromFragment(`#token=a.b.c&route=${encodeURIComponent('javascript:alert(1)')}`)?.route).toBe('#/overview');
+  expect(signInFromFragment(`#token=a.b.c&route=${encodeURIComponent('#/groups?x=<b>')}`)?.route).toBe('#/overview');
+  expect(signInFromFragment('#/groups')).toBeNull();
+});
+
+test('renewalDelaySeconds: the lifetime less a fifth, at most 5 minutes, counted from receipt whatever the clocks say', () => {
+  const claims = (iat: number | undefined, exp: number) => ({
+    userId: 1,
+    org: null,
+    staff: false,
+    siteAdmin: true,
+    administeredOrgs: [],
+    exp,
+    ...(iat === undefined ? {} : { iat }),
+  });
+  expect(renewalDelaySeconds(claims(1000, 4600), 1000)).toBe(3300); // an hour: 5 minutes before
+  expect(renewalDelaySeconds(claims(1000, 1600), 1000)).toBe(480); // 10 minutes: 2 before
+  // A browser clock an hour ahead of the LMS's: still 55 minutes after receipt, not at once.
+  expect(renewalDelaySeconds(claims(1000, 4600), 4600)).toBe(3300);
+  expect(renewalDelaySeconds(claims(undefined, 4600), 1000)).toBe(3300);
+  expect(renewalDelaySeconds(claims(undefined, 900), 1000)).toBe(0);
 });
 
 test.each([

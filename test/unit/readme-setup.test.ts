@@ -17,7 +17,7 @@ function pythonVersions(): string[] {
   const versions = new Set<string>();
   const testSh = read('scripts/test.sh');
   for (const m of testSh.matchAll(/openedx-plugin\.sh (3\.\d+)/g)) versions.add(m[1]!);
-  for (const script of ['scripts/tutor-plugin.sh', 'scripts/openedx-producer.sh']) {
+  for (const script of ['scripts/tutor-plugin.sh', 'scripts/openedx-producer.sh', 'scripts/lms-oauth.sh', 'scripts/tutor-lms-oauth.sh']) {
     expect(testSh).toContain(path.basename(script));
     const call = read(script).match(/python-env\.sh" \S+ \S+(?: (3\.\d+))?$/m);
     expect(call).not.toBeNull();

@@ -10,8 +10,9 @@ import { overviewPage } from './page-overview.js';
 import { rulesPage } from './page-rules.js';
 import { usersPage } from './page-users.js';
 import * as session from './session.js';
-import { type Claims, relativeExpiry, roleLabel, tokenFromFragment } from './token.js';
-import { actionForm, clearFlash, field, submit, text, textArea } from './ui.js';
+import { type LmsSignIn, lmsSignIn, loginUrl } from './sign-in-config.js';
+import { type Claims, relativeExpiry, roleLabel, signInFromFragment, tokenFromFragment } from './token.js';
+import { actionForm, clearFlash, field, selectField, submit, text, textArea } from './ui.js';
 
 interface Route {
   title: string;
@@ -39,6 +40,9 @@ const NAV: [string, string][] = [
 
 const root = document.getElementById('app')!;
 let identityTimer: number | undefined;
+/** The sign-in through the LMS, when the service offers it; `lmsKnown` once config.json has answered. */
+let lms: LmsSignIn | null = null;
+let lmsKnown = false;
 
 function route(): { route: Route; match: RegExpMatchArray } {
   for (const [pattern, r] of ROUTES) {
@@ -52,6 +56,7 @@ function route(): { route: Route; match: RegExpMatchArray } {
 
 function showSignIn(message: string | null): void {
   window.clearInterval(identityTimer);
+  if (!lmsKnown) void learnLmsSignIn();
   document.title = 'Sign in · Course Access Groups console';
   const form = actionForm(
     { label: 'Sign in' },
@@ -71,6 +76,12 @@ function showSignIn(message: string | null): void {
       await enter();
     },
   );
+  const viaLms = lms
+    ? [
+        h('p', null, h('a', { class: 'btn btn-primary', href: loginUrl(lms, '#/overview') }, 'Sign in with the LMS')),
+        h('p', null, 'You sign in on the LMS with your LMS account; the LMS sends you back here. Or paste a token:'),
+      ]
+    : [h('p', null, 'Open the console from the LMS (it passes your token in the link), or paste a token to sign in.')];
   replace(
     root,
     h(
@@ -78,7 +89,7 @@ function showSignIn(message: string | null): void {
       { id: 'main', class: 'signin', tabindex: '-1' },
       h('h1', null, 'Course Access Groups console'),
       message ? h('p', { class: 'flash flash-error', role: 'alert' }, message) : null,
-      h('p', null, 'Open the console from the LMS (it passes your token in the link), or paste a token to sign in.'),
+      viaLms,
       h('section', { class: 'card' }, form),
       h('p', { class: 'muted small' }, 'Developers: ', h('code', null, 'npm run token -- --site-admin <org>'), ' prints a sign-in link for the local service.'),
     ),
@@ -139,13 +150,19 @@ function identity(): HTMLElement {
 }
 
 function organizationPicker(c: Claims): HTMLElement {
-  const help = c.staff ? 'Platform staff: the organization to work on.' : `The organization to work on: ${c.administeredOrgs.join(', ')}.`;
+  // Staff may name any organization; an LMS administrator of several picks one of theirs.
+  const choice = c.staff
+    ? field({ name: 'organization', label: 'Organization', value: session.organization() ?? '', help: 'Platform staff: the organization to work on.' })
+    : selectField({
+        name: 'organization',
+        label: 'Organization',
+        options: [['', 'Choose one…'], ...c.administeredOrgs.map((org): [string, string] => [org, org])],
+        value: session.organization() ?? '',
+        help: 'The organizations you administer: the console works on one at a time.',
+      });
   return actionForm(
     { label: 'Organization', class: 'org-picker' },
-    [
-      field({ name: 'organization', label: 'Organization', value: session.organization() ?? '', help }),
-      h('div', { class: 'actions' }, submit('Switch', 'plain', 'Switch organization')),
-    ],
+    [choice, h('div', { class: 'actions' }, submit('Switch', 'plain', 'Switch organization'))],
     async (data) => {
       session.chooseOrganization(text(data, 'organization').trim());
       showConsole(false);
@@ -160,7 +177,7 @@ function showConsole(focusHeading: boolean): void {
     return;
   }
   const current = route();
-  const signOut = h('button', { type: 'button', class: 'btn btn-plain', onclick: () => session.end('You signed out.') }, 'Sign out');
+  const signOut = h('button', { type: 'button', class: 'btn btn-plain', onclick: signOutNow }, 'Sign out');
   const skip = h('button', { type: 'button', class: 'skip', onclick: () => document.querySelector<HTMLElement>('main h1')?.focus() }, 'Skip to content');
   const nav = h(
     'nav',
@@ -176,7 +193,7 @@ function showConsole(focusHeading: boolean): void {
     const why = c.staff
       ? 'Platform staff work on one organization at a time'
       : `You administer ${c.administeredOrgs.join(', ')}; the console works on one at a time`;
-    main.append(h('h1', { tabindex: '-1' }, 'Choose an organization'), h('p', null, `${why}: enter its id above.`));
+    main.append(h('h1', { tabindex: '-1' }, 'Choose an organization'), h('p', null, `${why}: ${c.staff ? 'enter its id' : 'choose it'} above.`));
   } else {
     main.append(current.route.page(current.match));
   }
@@ -196,6 +213,16 @@ function showConsole(focusHeading: boolean): void {
   if (focusHeading) main.querySelector<HTMLElement>('h1')?.focus();
 }
 
+/**
+ * Forgets the token; a token from the sign-in through the LMS also ends the LMS session (the
+ * LMS's /logout), else the next "Sign in with the LMS" would come straight back signed in.
+ */
+function signOutNow(): void {
+  const viaLms = session.viaLms();
+  session.end('You signed out.');
+  if (viaLms && lms) location.assign(lms.logout);
+}
+
 // --- start -----------------------------------------------------------------------------------
 
 session.onEnd((message) => showSignIn(message));
@@ -206,17 +233,43 @@ window.addEventListener('hashchange', () => {
   showConsole(true);
 });
 
+/**
+ * Asks the service once whether it offers the sign-in through the LMS. Only what needs the answer
+ * asks: the sign-in page (its main button) and a token from that sign-in (its renewal and
+ * sign-out), so a pasted or linked token of the service's own costs no extra request.
+ */
+let asked: Promise<LmsSignIn | null> | null = null;
+function learnLmsSignIn(): Promise<LmsSignIn | null> {
+  asked ??= lmsSignIn().then((found) => {
+    lms = found;
+    lmsKnown = true;
+    // A sign-in page shown before the answer gains its "Sign in with the LMS".
+    const signInPage = root.querySelector('main.signin');
+    if (found && signInPage && !session.token()) showSignIn(signInPage.querySelector('.flash-error')?.textContent ?? null);
+    // Before the token expires, through the LMS again: with the LMS session alive it answers at
+    // once (a top-level redirect: the LMS forbids framing), back to the page the user was on.
+    if (found) session.onRenewalDue(() => location.assign(loginUrl(found, location.hash)));
+    return found;
+  });
+  return asked;
+}
+
 async function start(): Promise<void> {
-  const linked = tokenFromFragment(location.hash);
+  const linked = signInFromFragment(location.hash);
   if (linked !== null) {
     // The token leaves the address bar (and so the history) before anything else happens.
-    history.replaceState(null, '', `${location.pathname}${location.search}#/overview`);
-    const problem = session.start(linked);
+    history.replaceState(null, '', `${location.pathname}${location.search}${linked.route}`);
+    if (linked.viaLms) void learnLmsSignIn();
+    const problem = session.start(linked.token, linked.viaLms ? 'lms' : null);
     if (problem) return showSignIn(problem);
     return enter();
   }
   const resumed = session.resume();
-  if (!resumed.ok) return showSignIn(resumed.message);
+  if (!resumed.ok) {
+    await learnLmsSignIn(); // no sign-in page without its main button while the answer is coming
+    return showSignIn(resumed.message);
+  }
+  if (session.viaLms()) void learnLmsSignIn();
   showConsole(false);
 }
 

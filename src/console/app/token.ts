@@ -12,6 +12,8 @@ export interface Claims {
   administeredOrgs: string[];
   /** Seconds since the epoch. */
   exp: number;
+  /** When the token was issued (seconds since the epoch), when it says. */
+  iat?: number;
 }
 
 export type Parsed = { ok: true; token: string; claims: Claims } | { ok: false; error: string };
@@ -63,6 +65,7 @@ export function parseToken(raw: string): Parsed {
       siteAdmin: roles.includes('site_admin') || administeredOrgs.length > 0,
       administeredOrgs,
       exp: p.exp,
+      ...(typeof p.iat === 'number' ? { iat: p.iat } : {}),
     },
   };
 }
@@ -71,6 +74,36 @@ export function parseToken(raw: string): Parsed {
 export function tokenFromFragment(hash: string): string | null {
   if (!hash.startsWith('#token=') && !hash.includes('&token=')) return null;
   return new URLSearchParams(hash.slice(1)).get('token');
+}
+
+/** A console route to open (`#/groups/3`); what the sign-in through the LMS returns to. */
+const CONSOLE_ROUTE = /^#\/[A-Za-z0-9/_-]{0,200}$/;
+
+/** What a sign-in link's fragment carries: the token, the route to open, whether it came from the LMS's sign-in. */
+export interface LinkedSignIn {
+  token: string;
+  route: string;
+  viaLms: boolean;
+}
+
+/** `#token=...&route=%23%2Fgroups&via=lms` (the service's oauth/callback), or a plain `#token=...` link. */
+export function signInFromFragment(hash: string): LinkedSignIn | null {
+  const token = tokenFromFragment(hash);
+  if (token === null) return null;
+  const params = new URLSearchParams(hash.slice(1));
+  const route = params.get('route') ?? '';
+  return { token, route: CONSOLE_ROUTE.test(route) ? route : '#/overview', viaLms: params.get('via') === 'lms' };
+}
+
+/**
+ * How long after receiving a token from the LMS's sign-in the console goes back through it for
+ * a new one: its lifetime (`exp - iat`, both the LMS's clock) less a fifth of it, at most 5
+ * minutes. Counted from receipt on the browser's clock, so a browser clock that is off never
+ * makes the renewal come early (a loop) or late.
+ */
+export function renewalDelaySeconds(claims: Claims, receivedAtSeconds: number): number {
+  const lifetime = claims.iat !== undefined ? claims.exp - claims.iat : claims.exp - receivedAtSeconds;
+  return Math.max(lifetime - Math.min(300, lifetime / 5), 0);
 }
 
 export function roleLabel(claims: Claims): string {
