@@ -44,7 +44,7 @@ export async function ok(name: 'helm' | 'kubectl', args: string[], opts: { input
 }
 
 export const ciValues = (file: string) => path.join(CHART_DIR, 'ci', file);
-export const CI_FILES = ['default-values.yaml', 'existing-secret-values.yaml', 'everything-on-values.yaml', 'api-only-values.yaml'];
+export const CI_FILES = ['default-values.yaml', 'existing-secret-values.yaml', 'everything-on-values.yaml', 'api-only-values.yaml', 'lms-only-values.yaml'];
 
 export type K8sObject = {
   apiVersion: string;
