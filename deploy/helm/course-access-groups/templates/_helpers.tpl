@@ -269,6 +269,7 @@ spec:
   restartPolicy: Never
   serviceAccountName: {{ include "cag.serviceAccountName" . }}
   automountServiceAccountToken: false
+  {{- with include "cag.hostNetwork" . }}{{ . | nindent 2 }}{{ end }}
   {{- with .Values.imagePullSecrets }}
   imagePullSecrets:
     {{- toYaml . | nindent 4 }}
@@ -307,4 +308,12 @@ spec:
   tolerations:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+{{- end -}}
+
+{{/* The pod's network: the node's own when hostNetwork (cluster DNS names still resolved). */}}
+{{- define "cag.hostNetwork" -}}
+{{- if .Values.hostNetwork -}}
+hostNetwork: true
+dnsPolicy: ClusterFirstWithHostNet
+{{- end -}}
 {{- end -}}
