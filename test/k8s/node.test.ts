@@ -182,8 +182,7 @@ test('a rollout: the new pod turns Ready first, then the old one gets its preSto
     const state = terminated.status.containerStatuses[0].state.terminated;
     expect(state).toMatchObject({ exitCode: 0, reason: 'Completed' });
     // Deletion began at deletionTimestamp minus the grace period; the preStop pause came first.
-    const deletedAt =
-      Date.parse((terminated.metadata as { deletionTimestamp: string }).deletionTimestamp) - terminated.spec.terminationGracePeriodSeconds * 1000;
+    const deletedAt = Date.parse(terminated.metadata.deletionTimestamp!) - terminated.spec.terminationGracePeriodSeconds * 1000;
     expect(Date.parse(state.finishedAt) - deletedAt).toBeGreaterThanOrEqual(10000);
     const [current] = await podsOf('api');
     expect(current!.metadata.name).not.toBe(old!.metadata.name);

@@ -49,7 +49,7 @@ export const CI_FILES = ['default-values.yaml', 'existing-secret-values.yaml', '
 export type K8sObject = {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
   [key: string]: any;
 };
 
