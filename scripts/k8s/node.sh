@@ -96,7 +96,10 @@ service_image() {
     rm -rf "$rootfs"
   fi
   ctr_ images import --all-platforms "$archive" >/dev/null
-  ctr_ images ls -q | grep -qx "docker.io/library/course-access-groups:$version" || cannot "the image archive holds no course-access-groups:$version"
+  # (Listed first: grep -q closing the pipe early fails ctr, and the pipeline with it.)
+  local images
+  images="$(ctr_ images ls -q)"
+  grep -qx "docker.io/library/course-access-groups:$version" <<<"$images" || cannot "the image archive holds no course-access-groups:$version"
 }
 
 start() {
