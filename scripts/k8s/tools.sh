@@ -42,4 +42,20 @@ if [[ ! -x "$BIN/helm" ]]; then
   rm -rf "$BIN" && mv "$tmp" "$BIN"
   say "built in $((SECONDS - start)) s: $(du -sh "$BIN" | cut -f1) in $BIN"
 fi
+# The node's (scripts/k8s/node.sh asks with K8S_NODE_TOOLS=1): kubelet and kube-scheduler of the
+# same release, built once into the same folder (minutes on a cold cache, seconds on a warm one).
+if [[ -n ${K8S_NODE_TOOLS:-} && ! -x "$BIN/kubelet" ]]; then
+  tmp="$BIN/node.tmp"
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  start=$SECONDS
+  minor="${KUBE_VERSION#v1.}"
+  minor="${minor%%.*}"
+  kver="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION
+    -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+  say "building kubelet and kube-scheduler $KUBE_VERSION"
+  (cd "$ROOT/scripts/k8s/kube" && GOFLAGS="-mod=mod -buildvcs=false" go build -trimpath -ldflags "-s -w $kver" -o "$tmp/" \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler)
+  mv "$tmp/kube-scheduler" "$tmp/kubelet" "$BIN/" && rm -rf "$tmp"
+  say "built in $((SECONDS - start)) s"
+fi
 echo "$BIN"

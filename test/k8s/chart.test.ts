@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
+import { loadConfig } from '../../src/config';
 import { byKind, CHART, CHART_DIR, CI_FILES, ciValues, deployment, type K8sObject, parseObjects, render, tool } from './tools';
 
 const run = promisify(execFile);
@@ -273,6 +274,26 @@ test("the README's install from a release: the packaged chart, the pushed image'
 describe('issue 36: production values', () => {
   const configMap = (objects: K8sObject[]) => byKind(objects, 'ConfigMap')[0]!.data as Record<string, string>;
 
+  test("an LMS-only release (issue 36): the LMS's issuers and key set in the ConfigMap, no service key anywhere, and the service's own loader accepts the pods' environment", async () => {
+    const lmsOnly = [ciValues('lms-only-values.yaml')];
+    const { objects, stderr } = await render({ files: lmsOnly });
+    expect(stderr).toBe('');
+    const data = configMap(objects);
+    const values = parse(readFileSync(lmsOnly[0]!, 'utf8')) as { auth: { lms: { issuers: unknown[]; jwkSet: string } } };
+    expect(JSON.parse(data.LMS_JWT_ISSUERS!)).toEqual(values.auth.lms.issuers);
+    expect(data.LMS_JWT_PUBLIC_SIGNING_JWK_SET).toBe(values.auth.lms.jwkSet);
+    const [secret] = byKind(objects, 'Secret');
+    expect(Object.keys(secret!.stringData)).toEqual(['MONGO_URL']);
+    for (const { c } of serviceContainers(objects)) expect(JSON.stringify(c)).not.toMatch(/JWT_(SECRET|PUBLIC_KEY|JWKS_URL)/);
+    // What start-up does with that environment (src/config.ts): the LMS path alone, no exit 2.
+    const config = loadConfig({ ...data, ...secret!.stringData, SERVICE_ROLE: 'api' });
+    expect(config.LMS_JWT_ISSUERS).toEqual([{ ISSUER: 'https://lms.example.org/oauth2', AUDIENCE: 'openedx' }]);
+    expect(config.JWT_SECRET).toBeUndefined();
+    // The helm test Pod has no secret to sign with: it checks the refusal alone.
+    const [testPod] = byKind(objects, 'Pod');
+    expect(testPod!.spec.containers[0].env.map((e: { name: string }) => e.name)).toEqual(['API_URL']);
+  });
+
   test('the Kafka group, the changes topic and the database derive from the namespace and release; set values win', async () => {
     const names = async (release: string, namespace: string, set: Record<string, string> = {}) => {
       const data = configMap((await render({ release, namespace, files: minimal, set })).objects);
@@ -449,11 +470,26 @@ describe('issue 36: production values', () => {
 describe('values refused at render time, with a message', () => {
   test.each([
     [
-      'no JWT key source',
+      'no trust path at all: neither a JWT key source nor the LMS one',
       { 'auth.jwtSecret': 'null' },
-      'set exactly one JWT key source: auth.jwtSecret, auth.jwtPublicKey, auth.jwksUrl or existingSecret.jwtKey (none is set)',
+      "no trust path: set one JWT key source (auth.jwtSecret, auth.jwtPublicKey, auth.jwksUrl or existingSecret.jwtKey: the service's keys), or auth.lms.issuers and auth.lms.jwkSet (the LMS's), or both",
     ],
-    ['two JWT key sources', { 'auth.jwksUrl': 'https://lms.example.org/jwks' }, '(auth.jwtSecret, auth.jwksUrl are set)'],
+    [
+      'two JWT key sources',
+      { 'auth.jwksUrl': 'https://lms.example.org/jwks' },
+      'set at most one JWT key source: auth.jwtSecret, auth.jwtPublicKey, auth.jwksUrl or existingSecret.jwtKey (auth.jwtSecret, auth.jwksUrl are set)',
+    ],
+    [
+      "the LMS's issuers without its key set",
+      { 'auth.lms.issuers[0].ISSUER': 'https://lms.example.org/oauth2', 'auth.lms.issuers[0].AUDIENCE': 'openedx' },
+      "auth.lms.issuers and auth.lms.jwkSet go together (LMS_JWT_ISSUERS and LMS_JWT_PUBLIC_SIGNING_JWK_SET, the LMS's trust path): auth.lms.jwkSet is not set",
+    ],
+    [
+      "an LMS issuer with the LMS's HS256 SECRET_KEY (schema)",
+      { 'auth.lms.issuers[0].ISSUER': 'i', 'auth.lms.issuers[0].AUDIENCE': 'a', 'auth.lms.issuers[0].SECRET_KEY': 's' },
+      "/auth/lms/issuers/0': additional properties 'SECRET_KEY' not allowed",
+    ],
+    ['an LMS key set that is not a JWK set (schema)', { 'auth.lms.jwkSet': 'lms-public.pem' }, '/auth/lms/jwkSet'],
     ['no database', { 'secrets.mongoUrl': 'null' }, 'secrets.mongoUrl is required'],
     ['no brokers', { 'config.kafkaBrokers': 'null' }, 'config.kafkaBrokers is required'],
     ['an existing Secret beside inline secrets', { 'existingSecret.name': 'mine' }, 'existingSecret.name is set'],
@@ -489,5 +525,14 @@ describe('values refused at render time, with a message', () => {
     const r = await render({ files: minimal, set });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(message);
+  });
+
+  test("the LMS's key set without its issuers (a values file: --set cannot carry JSON)", async () => {
+    const file = path.join(tmp, 'lms-key-set-only.yaml');
+    writeFileSync(file, 'auth:\n  jwtSecret: null\n  lms:\n    jwkSet: \'{"keys": []}\'\n');
+    const r = await render({ files: [...minimal, file] });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('auth.lms.issuers and auth.lms.jwkSet go together');
+    expect(r.stderr).toContain('auth.lms.issuers is not set');
   });
 });

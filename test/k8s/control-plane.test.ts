@@ -196,6 +196,26 @@ test('releases side by side: the same release name in a second namespace, a seco
   expect((await pods(NS_A, 'r1')).length).toBeGreaterThanOrEqual(3);
 });
 
+test("an LMS-only release (the LMS's issuers and key set, no service key) installs: every Pod created, the ConfigMap carrying the LMS trust path; neither path refuses the install", async () => {
+  await ok('helm', ['install', 'lms-only', '-f', ciValues('lms-only-values.yaml'), '-n', NS_B, PACKAGE]);
+  const created = await waitFor(
+    () => pods(NS_B, 'lms-only'),
+    (p) => p.length === 3,
+  );
+  expect(created).toHaveLength(3);
+  expect(await failedCreates(NS_B, 'lms-only-')).toEqual([]);
+  const cm = JSON.parse(await ok('kubectl', ['-n', NS_B, 'get', 'configmap', 'lms-only-course-access-groups', '-o', 'json']));
+  expect(JSON.parse(cm.data.LMS_JWT_ISSUERS)).toEqual([{ ISSUER: 'https://lms.example.org/oauth2', AUDIENCE: 'openedx' }]);
+  expect(JSON.parse(cm.data.LMS_JWT_PUBLIC_SIGNING_JWK_SET).keys[0]).toMatchObject({ kty: 'RSA' });
+  const secret = JSON.parse(await ok('kubectl', ['-n', NS_B, 'get', 'secret', 'lms-only-course-access-groups', '-o', 'json']));
+  expect(Object.keys(secret.data)).toEqual(['MONGO_URL']);
+  const refused = await tool('helm', ['install', 'no-trust', ...base, '-n', NS_B, PACKAGE, '--set', 'auth.jwtSecret=null']);
+  expect(refused.code).not.toBe(0);
+  expect(refused.stderr).toContain('no trust path');
+  expect((await tool('helm', ['status', 'no-trust', '-n', NS_B])).code).not.toBe(0);
+  await ok('helm', ['uninstall', 'lms-only', '-n', NS_B, '--wait']);
+});
+
 test('values the schema refuses: the install fails with the reason, and nothing is created', async () => {
   const res = await tool('helm', ['install', 'bad', ...base, '-n', NS_A, PACKAGE, '--set', 'api.replica=3']);
   expect(res.code).not.toBe(0);

@@ -44,12 +44,12 @@ export async function ok(name: 'helm' | 'kubectl', args: string[], opts: { input
 }
 
 export const ciValues = (file: string) => path.join(CHART_DIR, 'ci', file);
-export const CI_FILES = ['default-values.yaml', 'existing-secret-values.yaml', 'everything-on-values.yaml', 'api-only-values.yaml'];
+export const CI_FILES = ['default-values.yaml', 'existing-secret-values.yaml', 'everything-on-values.yaml', 'api-only-values.yaml', 'lms-only-values.yaml'];
 
 export type K8sObject = {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
   [key: string]: any;
 };
 

@@ -39,7 +39,7 @@ async function main() {
   const anonymous = await call(path, decision);
   check('an access decision without a token is refused', anonymous.status === 401 && typeof anonymous.body?.detail === 'string', anonymous);
   if (!process.env.JWT_SECRET) {
-    console.log('no JWT_SECRET (a public key or JWKS verifies tokens): no token can be signed here, the refusal alone is checked');
+    console.log("no JWT_SECRET (a public key, a JWKS or the LMS's own keys verify tokens): no token can be signed here, the refusal alone is checked");
     return;
   }
   const token = serviceToken(process.env.JWT_SECRET);

@@ -170,7 +170,8 @@ extra entries. Called with the root context; the role's own entries follow it.
 
 {{/*
 Refuses values the service would refuse at start-up (it exits 2), at render time instead, with
-the same message: exactly one JWT key source, and the settings without a default.
+the same message: a trust path (the service's keys, at most one source of them, and/or the LMS's
+issuers with its key set), and the settings without a default.
 */}}
 {{- define "cag.validate" -}}
 {{- $sources := list -}}
@@ -178,8 +179,18 @@ the same message: exactly one JWT key source, and the settings without a default
 {{- if .Values.auth.jwtPublicKey }}{{ $sources = append $sources "auth.jwtPublicKey" }}{{ end -}}
 {{- if .Values.auth.jwksUrl }}{{ $sources = append $sources "auth.jwksUrl" }}{{ end -}}
 {{- if .Values.existingSecret.jwtKey }}{{ $sources = append $sources "existingSecret.jwtKey" }}{{ end -}}
-{{- if ne (len $sources) 1 -}}
-{{- fail (printf "set exactly one JWT key source: auth.jwtSecret, auth.jwtPublicKey, auth.jwksUrl or existingSecret.jwtKey (%s)" (ternary "none is set" (printf "%s are set" (join ", " $sources)) (eq (len $sources) 0))) -}}
+{{- $lms := .Values.auth.lms -}}
+{{- if gt (len $sources) 1 -}}
+{{- fail (printf "set at most one JWT key source: auth.jwtSecret, auth.jwtPublicKey, auth.jwksUrl or existingSecret.jwtKey (%s are set)" (join ", " $sources)) -}}
+{{- end -}}
+{{- if ne (empty $lms.issuers) (empty $lms.jwkSet) -}}
+{{- fail (printf "auth.lms.issuers and auth.lms.jwkSet go together (LMS_JWT_ISSUERS and LMS_JWT_PUBLIC_SIGNING_JWK_SET, the LMS's trust path): %s is not set" (ternary "auth.lms.jwkSet" "auth.lms.issuers" (empty $lms.jwkSet))) -}}
+{{- end -}}
+{{- if and (eq (len $sources) 0) (empty $lms.issuers) -}}
+{{- fail "no trust path: set one JWT key source (auth.jwtSecret, auth.jwtPublicKey, auth.jwksUrl or existingSecret.jwtKey: the service's keys), or auth.lms.issuers and auth.lms.jwkSet (the LMS's), or both" -}}
+{{- end -}}
+{{- if and (eq (len $sources) 0) (or .Values.auth.algorithm .Values.auth.issuer .Values.auth.audience) -}}
+{{- fail "auth.algorithm, auth.issuer and auth.audience apply to the service's keys, and no JWT key source is set (auth.lms.issuers holds the LMS's issuers and audiences)" -}}
 {{- end -}}
 {{- if .Values.existingSecret.name -}}
 {{- if or .Values.auth.jwtSecret .Values.auth.jwtPublicKey .Values.secrets.mongoUrl .Values.secrets.schemaRegistryUsername .Values.secrets.schemaRegistryPassword .Values.kafka.sasl.password -}}
@@ -258,6 +269,7 @@ spec:
   restartPolicy: Never
   serviceAccountName: {{ include "cag.serviceAccountName" . }}
   automountServiceAccountToken: false
+  {{- with include "cag.hostNetwork" . }}{{ . | nindent 2 }}{{ end }}
   {{- with .Values.imagePullSecrets }}
   imagePullSecrets:
     {{- toYaml . | nindent 4 }}
@@ -296,4 +308,12 @@ spec:
   tolerations:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+{{- end -}}
+
+{{/* The pod's network: the node's own when hostNetwork (cluster DNS names still resolved). */}}
+{{- define "cag.hostNetwork" -}}
+{{- if .Values.hostNetwork -}}
+hostNetwork: true
+dnsPolicy: ClusterFirstWithHostNet
+{{- end -}}
 {{- end -}}

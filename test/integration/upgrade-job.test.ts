@@ -1,0 +1,186 @@
+// The chart's upgrade Job (deploy/helm/course-access-groups/templates/upgrade-job.yaml) run as a
+// node would run it, where no node runs it here (the chart's README): the chart rendered by the
+// real helm (the release's packaged chart when CAG_CHART_TGZ or RELEASE_DIR names one, as
+// `npm run test:k8s` installs it), the Job's container command and environment taken exactly as
+// rendered (its ConfigMap and Secret resolved as the kubelet does), and that command run with the
+// built program (dist/, as in the image) against a database of the local stack.
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { type Db, MongoClient } from 'mongodb';
+import { parseAllDocuments } from 'yaml';
+import { COLLECTIONS } from '../../src/db/collections';
+import { MONGO_URL, uniqueName } from '../helpers/stack';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(__dirname, '../..');
+const CHART_DIR = path.join(ROOT, 'deploy/helm/course-access-groups');
+const version = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version as string;
+/** What is installed: a release's archive (scripts/k8s/test.sh's rule), else the chart's folder. */
+const CHART = process.env.CAG_CHART_TGZ || (process.env.RELEASE_DIR ? path.join(process.env.RELEASE_DIR, `course-access-groups-${version}.tgz`) : CHART_DIR);
+const USERS = 300;
+
+type K8sObject = { kind: string; metadata: { name: string }; [key: string]: any };
+let helm: string;
+let client: MongoClient;
+
+/** The newest modification time under `dir` (src/ and consumers/, against the built dist/). */
+const newest = (dir: string): number =>
+  readdirSync(dir, { withFileTypes: true }).reduce((t, e) => {
+    const p = path.join(dir, e.name);
+    return Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+  }, 0);
+
+beforeAll(() => {
+  // helm as `npm run test:k8s` builds it (cached in ~/.cache/course-access-groups/k8s).
+  helm = path.join(execFileSync('bash', [path.join(ROOT, 'scripts/k8s/tools.sh')], { encoding: 'utf8' }).trim(), 'helm');
+  // The Job runs the built program; CI has built it (`npm run build`), a clone may not have.
+  const built = path.join(ROOT, 'dist/src/cli/main.js');
+  if (!existsSync(built) || statSync(built).mtimeMs < Math.max(newest(path.join(ROOT, 'src')), newest(path.join(ROOT, 'consumers')))) {
+    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { cwd: ROOT });
+  }
+  client = new MongoClient(MONGO_URL);
+}, 600000);
+afterAll(async () => {
+  await client.close();
+});
+
+/** The release's objects as `helm template` renders them with a values file and the test's database. */
+async function renderRelease(valuesFile: string, dbName: string): Promise<K8sObject[]> {
+  const { stdout } = await run(helm, [
+    'template',
+    'cag',
+    CHART,
+    '--namespace',
+    'lms',
+    '-f',
+    path.join(CHART_DIR, 'ci', valuesFile),
+    '--set',
+    `secrets.mongoUrl=${MONGO_URL}`,
+    '--set',
+    `config.mongoDb=${dbName}`,
+  ]);
+  return parseAllDocuments(stdout)
+    .map((d) => d.toJS() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null);
+}
+
+/** The Job's one container: its command, and its environment resolved from the release's own ConfigMap and Secret as the kubelet would. */
+function jobContainer(objects: K8sObject[]) {
+  const jobs = objects.filter((o) => o.kind === 'Job');
+  expect(jobs).toHaveLength(1);
+  const pod = jobs[0]!.spec.template.spec;
+  expect(pod.containers).toHaveLength(1);
+  const c = pod.containers[0];
+  const find = (kind: string, name: string) => {
+    const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
+    if (!o) throw new Error(`the Job refers to ${kind} ${name}, which the release does not render`);
+    return (kind === 'Secret' ? o.stringData : o.data) as Record<string, string>;
+  };
+  const env: Record<string, string> = {};
+  for (const from of c.envFrom ?? []) {
+    if (from.configMapRef) Object.assign(env, find('ConfigMap', from.configMapRef.name));
+    else if (from.secretRef) Object.assign(env, find('Secret', from.secretRef.name));
+    else throw new Error(`unexpected envFrom ${JSON.stringify(from)}`);
+  }
+  for (const e of c.env ?? []) {
+    if ('value' in e) env[e.name] = String(e.value);
+    else if (e.valueFrom?.secretKeyRef) env[e.name] = find('Secret', e.valueFrom.secretKeyRef.name)[e.valueFrom.secretKeyRef.key]!;
+    else if (e.valueFrom?.configMapKeyRef) env[e.name] = find('ConfigMap', e.valueFrom.configMapKeyRef.name)[e.valueFrom.configMapKeyRef.key]!;
+    else throw new Error(`unexpected env ${JSON.stringify(e)}`);
+  }
+  return { argv: [...c.command, ...(c.args ?? [])] as string[], env, pod };
+}
+
+/** The container's command in the image's working directory (/app holds dist/ as this clone does), with the image's PATH and NODE_ENV. */
+async function runJob(argv: string[], env: Record<string, string>) {
+  const [cmd, ...args] = argv;
+  try {
+    const { stdout, stderr } = await run(cmd!, args, { cwd: ROOT, env: { PATH: process.env.PATH, NODE_ENV: 'production', ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+/** `n` users as the version before the activation log stored them: no `act_log`/`log_n`, and no upgrade mark in the database. */
+async function oldShapeUsers(db: Db, n: number) {
+  const docs = Array.from({ length: n }, (_, i) => ({
+    _id: String(i + 1),
+    id: i + 1,
+    org: 'org-a',
+    event_time: '2020-01-01T00:00:00Z',
+    is_active: i % 2 === 0,
+    act_v: '2020-01-01T00:00:00Z#0000',
+    act_done: true,
+  }));
+  await db.collection(COLLECTIONS.users).insertMany(docs as never);
+}
+const oldShapeLeft = (db: Db) => db.collection(COLLECTIONS.users).countDocuments({ act_log: { $exists: false }, log_n: { $exists: false } });
+const logLines = (stderr: string) =>
+  stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: number; msg: string });
+
+test('the rendered Job on a database without the upgrade mark: exit 0, the mark and shape stored, every user upgraded, its progress and log lines', async () => {
+  const name = uniqueName('upgrade_job');
+  const db = client.db(name);
+  try {
+    await oldShapeUsers(db, USERS);
+    const { argv, env, pod } = jobContainer(await renderRelease('default-values.yaml', name));
+    // What the chart promises of the Job: `cag upgrade` of the built program, never restarted in place.
+    expect(argv).toEqual(['node', 'dist/src/cli/main.js', 'upgrade']);
+    expect(pod.restartPolicy).toBe('Never');
+    expect(env).toMatchObject({ MONGO_URL, MONGO_DB: name, CAG_OPERATOR: 'helm-upgrade-job', LOG_LEVEL: 'info' });
+
+    const res = await runJob(argv, env);
+    expect({ code: res.code, stdout: res.stdout }).toEqual({ code: 0, stdout: '' });
+    expect(res.stderr).toMatch(new RegExp(`upgrade activation-log: [\\d,]+ of ${USERS} users`));
+    expect(res.stderr.trimEnd().split('\n').at(-1)).toBe('stored data upgraded; it is current');
+    const messages = logLines(res.stderr).map((l) => l.msg);
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        'upgrading stored data',
+        'upgrade activation-log: pass 1 begins',
+        `upgrade activation-log: pass 1 upgraded ${USERS} users`,
+        'upgrade activation-log done',
+      ]),
+    );
+    // Nothing at warning level or above, and no secret of the environment in the output.
+    expect(logLines(res.stderr).filter((l) => l.level >= 40)).toEqual([]);
+    expect(res.stderr).not.toContain(MONGO_URL);
+
+    expect(await db.collection(COLLECTIONS.upgrades).findOne({ _id: 'activation-log' } as never)).not.toBeNull();
+    expect(await db.collection(COLLECTIONS.upgrades).findOne({ _id: 'shape' } as never)).toMatchObject({ v: 1 });
+    expect(await oldShapeLeft(db)).toBe(0);
+
+    // The Job again (a retry, or the next release's with no new upgrade): nothing to do, exit 0.
+    const again = await runJob(argv, env);
+    expect({ code: again.code, last: again.stderr.trimEnd().split('\n').at(-1) }).toEqual({ code: 0, last: 'stored data is current; nothing to upgrade' });
+  } finally {
+    await db.dropDatabase();
+  }
+}, 60000);
+
+test('the rendered Job (an LMS-only release) on a database a newer version has marked: exit 4, saying why, and nothing written', async () => {
+  const name = uniqueName('upgrade_job_newer');
+  const db = client.db(name);
+  try {
+    await oldShapeUsers(db, 10);
+    await db.collection(COLLECTIONS.upgrades).insertOne({ _id: 'shape', v: 2, at: new Date() } as never);
+    const { argv, env } = jobContainer(await renderRelease('lms-only-values.yaml', name));
+    expect(env.JWT_SECRET).toBeUndefined();
+    expect(env.LMS_JWT_ISSUERS).toBeDefined();
+
+    const res = await runJob(argv, env);
+    expect(res.code).toBe(4);
+    expect(res.stderr).toContain("stored data is of shape 2, newer than this version knows (1): a newer version has upgraded it; run the newer version's cag");
+    expect(await oldShapeLeft(db)).toBe(10);
+    expect(await db.collection(COLLECTIONS.upgrades).find({}).toArray()).toEqual([{ _id: 'shape', v: 2, at: expect.any(Date) }]);
+  } finally {
+    await db.dropDatabase();
+  }
+}, 60000);
