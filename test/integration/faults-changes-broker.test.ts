@@ -21,8 +21,9 @@ import { seeder } from '../helpers/seed';
 import { startTestService, type TestService, uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
-const BROKER_PORT = 9596;
-const CONTROLLER_PORT = 9597;
+// The private broker's ports (override when another run holds them).
+const BROKER_PORT = Number(process.env.FAULTS_BROKER_TEST_PORT ?? 9596);
+const CONTROLLER_PORT = BROKER_PORT + 1;
 const DOWN_MS = Number(process.env.FAULTS_BROKER_DOWN_SECONDS || 15) * 1000;
 const WRITERS = 3;
 /** Learners imported while the broker is down, in imports of IMPORT_SIZE: one membership change each. */
