@@ -285,7 +285,9 @@ test('a dead-letter copy the broker refuses as too large is written with its val
 
 test("one partition's backlog does not hold up another partition's retry: the retried message is applied while the backlog is still being worked through", async () => {
   const topic = topics[0]!;
-  const backlog = Array.from({ length: 250 }, (_, i) => ({ key: `slow-${i}`, value: `slow:${i}`, partition: 0 }));
+  // 150 messages of at least 20 ms each: 3 s of work at the least, three holds of the batch (1 s)
+  // where the retry needs one hold and its 100 ms backoff; 250 only made the wait longer.
+  const backlog = Array.from({ length: 150 }, (_, i) => ({ key: `slow-${i}`, value: `slow:${i}`, partition: 0 }));
   // The backlog first, in one produce: the consumer gets it in one large batch.
   await produce(topic, backlog);
   await waitFor(async () => applied.some((a) => a.value.startsWith('slow:')), Boolean);
