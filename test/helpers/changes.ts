@@ -68,7 +68,10 @@ export type ChangeReader = Awaited<ReturnType<typeof changeReader>>;
 export const payloadBytes = (received: readonly Received[]) =>
   received.reduce(
     (n, r) =>
-      n + Buffer.byteLength(r.key) + Buffer.byteLength(r.value) + Object.entries(r.headers).reduce((h, [k, v]) => h + Buffer.byteLength(k) + Buffer.byteLength(v), 0),
+      n +
+      Buffer.byteLength(r.key) +
+      Buffer.byteLength(r.value) +
+      Object.entries(r.headers).reduce((h, [k, v]) => h + Buffer.byteLength(k) + Buffer.byteLength(v), 0),
     0,
   );
 
