@@ -17,13 +17,14 @@ export interface Received {
 /**
  * Reads a change topic from its beginning, the way an LMS would (its own consumer group), and
  * keeps every message in arrival order (per partition: offset order). Creates the topic with
- * `partitions` unless it exists.
+ * `partitions` (and the topic settings `configEntries`, e.g. a smaller `max.message.bytes`)
+ * unless it exists.
  */
-export async function changeReader(topic: string, brokers = KAFKA_BROKERS, partitions = 3) {
+export async function changeReader(topic: string, brokers = KAFKA_BROKERS, partitions = 3, configEntries: { name: string; value: string }[] = []) {
   const kafka = new Kafka({ clientId: 'changes-reader', brokers: brokers.split(','), logLevel: logLevel.NOTHING, retry: { retries: 30, maxRetryTime: 5000 } });
   const admin = kafka.admin();
   await admin.connect();
-  await untilBrokerKnows(() => admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true }));
+  await untilBrokerKnows(() => admin.createTopics({ topics: [{ topic, numPartitions: partitions, configEntries }], waitForLeaders: true }));
   await admin.disconnect();
   const consumer = kafka.consumer({
     groupId: `changes-reader-${randomUUID()}`,
@@ -62,6 +63,17 @@ export async function changeReader(topic: string, brokers = KAFKA_BROKERS, parti
 }
 
 export type ChangeReader = Awaited<ReturnType<typeof changeReader>>;
+
+/** The bytes of received messages' keys, values and headers: less than the record batch that carried them. */
+export const payloadBytes = (received: readonly Received[]) =>
+  received.reduce(
+    (n, r) =>
+      n +
+      Buffer.byteLength(r.key) +
+      Buffer.byteLength(r.value) +
+      Object.entries(r.headers).reduce((h, [k, v]) => h + Buffer.byteLength(k) + Buffer.byteLength(v), 0),
+    0,
+  );
 
 /**
  * The ordering promise, checked on what a consumer received: every subject's events are on one

@@ -9,7 +9,7 @@ import { Tenant } from '../../src/db/tenant';
 import { normalizeEventTime } from '../../src/domain/event-time';
 import { importUserBatch, linesAt } from '../../src/domain/import-users';
 import { accessSeed } from '../helpers/access-seed';
-import { type ChangeReader, changeReader } from '../helpers/changes';
+import { type ChangeReader, changeReader, payloadBytes } from '../helpers/changes';
 import { groupWithRule } from '../helpers/domain';
 import { closeProducer, type EventTestService, kafka, metricValue, newUserId, sameDeployment, startEventService, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
@@ -129,14 +129,23 @@ test.each([
 );
 
 /** Learners an import registers at once: their memberships are one write, one intent of that many records. */
-const IMPORTED = Number(process.env.RELAY_IMPORTED || 5000);
+const IMPORTED = Number(process.env.RELAY_IMPORTED || 1500);
+/**
+ * What the changes topic takes in one request (`max.message.bytes`): the broker's 1 MiB cut to
+ * 300 KiB, still above the relay's 256 KiB a send, so that an import of 1,500 crosses it as one of
+ * 5,000 crossed 1 MiB (5,000 took 30 s alone and 180 s beside the other imports of a CI run).
+ */
+const TOPIC_MAX_BYTES = 300 * 1024;
 
 test(`an import of ${IMPORTED} learners matching a rule, relayed to a one-partition changes topic: every membership's change event arrives and nothing waits`, async () => {
   const topic = uniqueName('changes');
-  // One partition: every event of the import goes in one batch, which the broker refuses over 1 MiB.
+  // One partition: every event of the import goes in one batch, which the broker refuses over TOPIC_MAX_BYTES.
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+  await admin.createTopics({
+    topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: String(TOPIC_MAX_BYTES) }] }],
+    waitForLeaders: true,
+  });
   await admin.disconnect();
   const reader = await changeReader(topic);
   readers.push(reader);
@@ -164,7 +173,9 @@ test(`an import of ${IMPORTED} learners matching a rule, relayed to a one-partit
     (ids) => ids.length === 0,
   );
   expect(service.logs.filter((l) => l.includes('change event too large'))).toEqual([]);
-  // 30 s alone; in a full run it shares FerretDB with import-batch's and events-batch's imports
+  // The premise: the import's events, sent as one request, are more than the topic takes.
+  expect(payloadBytes(reader.received.filter((r) => r.event.data.organization === org))).toBeGreaterThan(TOPIC_MAX_BYTES);
+  // 5,000: 30 s alone; in a full run it shares FerretDB with import-batch's and events-batch's imports
   // (a clean-clone CI measured more than 180 s).
 }, 420000);
 

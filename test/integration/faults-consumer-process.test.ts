@@ -19,7 +19,7 @@ import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
 const EVENTS = Number(process.env.FAULTS_EVENTS || 1000);
 /** Deadline for applying the whole stream: generous, in proportion to its size. */
 const DRAIN_MS = Math.max(120000, EVENTS * 60);
-const HTTP_PORT = 18741;
+const HTTP_PORT = Number(process.env.FAULTS_CONSUMER_TEST_HTTP_PORT ?? 18741);
 const deployment = {
   MONGO_URL,
   MONGO_DB: uniqueName('kill'),

@@ -5,7 +5,7 @@ import { privateDatabase } from '../helpers/private-stack';
 import { startTestService, type TestService } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
-const PORT = 27031;
+const PORT = Number(process.env.FAULTS_DATABASE_TEST_MONGO_PORT ?? 27031);
 let db: Awaited<ReturnType<typeof privateDatabase>>;
 let service: TestService;
 

@@ -22,8 +22,9 @@ import { client } from '../helpers/http';
 import { privateKafka } from '../helpers/private-stack';
 import { uniqueName } from '../helpers/stack';
 
-const BROKER_PORT = 9190;
-const CONTROLLER_PORT = 9191;
+// The private broker's ports (override when another run holds them).
+const BROKER_PORT = Number(process.env.FAULTS_KAFKA_TEST_PORT ?? 9190);
+const CONTROLLER_PORT = BROKER_PORT + 1;
 /**
  * FAULTS_EVENTS=5000 runs 5,000 (docs/operations.md gives the command); the suite's default
  * is 1,000, which keeps the file short on a 2-core machine shared with the other test files.

@@ -10,7 +10,13 @@ import { snapshot } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
-const RUNS = Number(process.env.PROPERTY_RUNS ?? 30);
+/**
+ * Random requests per endpoint: 15 in `npm test` (435 across the 29 endpoints, each checked
+ * against a snapshot of every collection: 30 took 82 s of a CI run), on a fresh seed each run, so
+ * successive CI runs go on exploring where the last stopped; a failure prints its seed and path
+ * to replay. PROPERTY_RUNS=200 for a long run.
+ */
+const RUNS = Number(process.env.PROPERTY_RUNS ?? 15);
 
 let service: TestService;
 let a: ReturnType<typeof client>;

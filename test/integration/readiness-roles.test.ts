@@ -9,8 +9,9 @@ import { privateKafka } from '../helpers/private-stack';
 import { startTestService, type TestService, uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
-const BROKER_PORT = 9392;
-const CONTROLLER_PORT = 9393;
+// The private broker's ports (override when another run holds them).
+const BROKER_PORT = Number(process.env.READINESS_TEST_PORT ?? 9392);
+const CONTROLLER_PORT = BROKER_PORT + 1;
 /** Nothing listens here: a registry that is down for the whole test. */
 const NO_REGISTRY = 'http://127.0.0.1:1/apis/ccompat/v7';
 const broker = privateKafka(BROKER_PORT, CONTROLLER_PORT);
