@@ -7,7 +7,7 @@ import { Tenant } from '../db/tenant';
 import { versionOf } from '../db/versioned-writes';
 import { type ApplyOutcome, asStamp, type EventStamp, lateVersion } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import { announceDeletion, deleteIfNewer, namedByTombstone, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
+import { announceDeletion, bornUpTo, deleteIfNewer, namedByTombstone, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
 export function orgFromCourseKey(courseKey: string): string | null {
@@ -43,12 +43,12 @@ async function takeBackDependentsBefore(tenant: Tenant, key: string, v: string):
   if (links.deletedCount + publicRecord.deletedCount > 0) await syncCourseFacts(tenant, [key]);
 }
 
-/** Deletes a course's group links and public record: what hangs off a course in its organization. */
-async function deleteCourseDependents(tenant: Tenant, courseKey: string): Promise<number> {
+/** Deletes a course's group links and public record begun up to version `upTo` (bornUpTo): what hangs off a course in its organization. */
+async function deleteCourseDependents(tenant: Tenant, courseKey: string, upTo: string | undefined): Promise<number> {
   const [links, publicRecord] = await withCause('cascade', () =>
     Promise.all([
-      tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: courseKey }),
-      tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: courseKey }),
+      tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: courseKey, ...bornUpTo(upTo) } as Filter<GroupCourseDoc>),
+      tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: courseKey, ...bornUpTo(upTo) } as Filter<PublicCourseDoc>),
     ]),
   );
   return links.deletedCount + publicRecord.deletedCount;
@@ -60,9 +60,13 @@ function courseRef(db: Db, key: string): VersionedRecordRef {
     collection: COLLECTIONS.courses,
     tombstone: courseTombstone(key),
     ownerOrg: () => ownerLookup(db).courseOrg(key),
-    deleteDependents: async (home) => {
-      await deleteCourseDependents(home, key);
+    deleteDependents: async (home, upTo) => {
+      await deleteCourseDependents(home, key, upTo);
       await unindexCourse(home, key);
+    },
+    rederive: async (home, record) => {
+      await syncCourseFacts(home, [key]);
+      await indexCourse(home, record as CourseDoc);
     },
   };
 }

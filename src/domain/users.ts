@@ -8,6 +8,7 @@ import { type ApplyOutcome, asStamp, type EventStamp, lateVersion } from './even
 import { syncUserGroups } from './list-facts';
 import {
   announceDeletion,
+  bornUpTo,
   deleteIfNewer,
   finishDeletionOfGone,
   namedByTombstone,
@@ -42,10 +43,11 @@ function userRef(db: Db, id: number): VersionedRecordRef {
     collection: COLLECTIONS.users,
     tombstone: userTombstone(id),
     ownerOrg: () => ownerLookup(db).userOrg(id),
-    deleteDependents: async (home) => {
-      await home.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(id) });
+    deleteDependents: async (home, upTo) => {
+      await home.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(id), ...bornUpTo(upTo) } as Filter<MembershipDoc>);
       await unindexUser(home, id);
     },
+    rederive: (home, record) => reindexUser(home, record as UserDoc),
   };
 }
 

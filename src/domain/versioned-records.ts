@@ -115,7 +115,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
   // A deletion at least as new as the event refuses it; a record older than its tombstone (a
   // deletion that lost a race or died half-way) is deleted first, so nothing extends it.
   const { stone, leaving } = await tombstones(tenant.db).withMoves(op.tombstone);
-  for (const org of leaving) await finishMove(tenant.db, op, op.doc._id, org);
+  for (const org of leaving) await finishMove(tenant.db, op, op.doc._id, org, undefined);
   if (stone) {
     await finishDeletion(tenant.db, op, stone);
     const cmp = compare(stone, at);
@@ -171,7 +171,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     // next event of the record (its redelivery) finishes: finishMove.
     await tombstones(tenant.db).markMove(op.tombstone, owner);
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
-    await finishMove(tenant.db, op, id, owner);
+    await finishMove(tenant.db, op, id, owner, versionOf(there));
     if (!follows || versionOf(there) > versionOf(follows)) follows = there;
   }
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
@@ -249,8 +249,14 @@ export interface VersionedRecordRef {
   tombstone: string;
   /** Which organization holds this `_id` now, if any (an `ownerLookup` question). */
   ownerOrg(): Promise<string | null>;
-  /** Deletes what hangs off the record in organization `home`, once the record has left it (moved elsewhere, or deleted). */
-  deleteDependents(home: Tenant): Promise<void>;
+  /**
+   * Deletes what hangs off the record in organization `home`, once the record has left it (moved
+   * elsewhere, or deleted): what began up to version `upTo` (`born_v`; all of it when undefined),
+   * so what a record created there again meanwhile began, later, stays.
+   */
+  deleteDependents(home: Tenant, upTo: string | undefined): Promise<void>;
+  /** Derives again what `record` in `home` derives (its search grams, its list facts). */
+  rederive(home: Tenant, record: VersionedDoc): Promise<void>;
 }
 
 export interface VersionedDeletion extends VersionedRecordRef {
@@ -266,6 +272,13 @@ export interface DeletionResult {
   survivor: { home: Tenant; record: EventVersion } | null;
 }
 
+/**
+ * The filter of a record's dependents that began up to version `upTo` (`born_v`), and those made
+ * before `born_v` was kept; all of them when `upTo` is undefined.
+ */
+export const bornUpTo = (upTo: string | undefined): Document =>
+  upTo === undefined ? {} : { $or: [{ born_v: { $exists: false } }, { born_v: { $lte: upTo } }] };
+
 const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1 } };
 
 /**
@@ -276,7 +289,7 @@ const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1 } }
  */
 export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<DeletionResult> {
   // A move of the record a process left half done: its old organization's dependents go first.
-  for (const org of (await tombstones(db).withMoves(op.tombstone)).leaving) await finishMove(db, op, op.id, org);
+  for (const org of (await tombstones(db).withMoves(op.tombstone)).leaving) await finishMove(db, op, op.id, org, undefined);
   let recorded: ApplyOutcome | null = null;
   for (let round = 0; round < ROUNDS; round++) {
     const owner = await op.ownerOrg();
@@ -294,11 +307,11 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
       if (!home && (await op.ownerOrg()) !== null) continue;
       // Gone already: what hung off it may not be, when the process that deleted it died before.
       const stone = await tombstones(db).get(op.tombstone);
-      if (stone?.org) await deleteDependentsOfGone(new Tenant(db, stone.org), op, op.id);
+      if (stone?.org) await deleteDependentsOfGone(new Tenant(db, stone.org), op, op.id, versionOf(stone));
       return { outcome: recorded, survivor: null };
     }
     if ((await records.deleteOne(recordAtVersion(op.id, record) as Filter<VersionedDoc>)).deletedCount > 0) {
-      await deleteDependentsOfGone(home, op, op.id);
+      await deleteDependentsOfGone(home, op, op.id, versionOf(record));
       return { outcome: recorded === 'stale' ? 'stale' : 'applied', survivor: null };
     }
   }
@@ -309,20 +322,27 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
  * Deletes what hangs off record `id` in `home` while no record `id` is there: only after the
  * record's conditional delete matched (a deletion or a move that lost its race to a newer event
  * leaves the surviving record's dependents alone), and again on a later delivery that finds the
- * record gone (its process died in between). A record created there again keeps its own.
+ * record gone (its process died in between). A record created there again keeps its own: the
+ * check and the delete are two steps, so the delete takes only what began up to `upTo` (the
+ * gone record's version, or its tombstone's: a record created again follows the tombstone, and
+ * what it begins is newer), and a record found there after the delete derives its grams again.
  */
-async function deleteDependentsOfGone(home: Tenant, ref: VersionedRecordRef, id: string): Promise<void> {
-  if (await home.collection<VersionedDoc>(ref.collection).findById(id, VERSION_ONLY)) return;
-  await ref.deleteDependents(home);
+async function deleteDependentsOfGone(home: Tenant, ref: VersionedRecordRef, id: string, upTo: string | undefined): Promise<void> {
+  const records = home.collection<VersionedDoc>(ref.collection);
+  if (await records.findById(id, VERSION_ONLY)) return;
+  await ref.deleteDependents(home, upTo);
+  const again = await records.findById(id);
+  if (again) await ref.rederive(home, again);
 }
 
 /**
  * Deletes what hangs off record `id` in `org`, which a move took it out of, unless the record is
- * there (again), then forgets the move's mark. Published as a cascade (docs/events-published.md):
+ * there (again), then forgets the move's mark. `upTo`: the version of the record that left; unknown
+ * (undefined) when finishing a move a killed process left half done, which deletes them all. Published as a cascade (docs/events-published.md):
  * the move, not the event, removes them.
  */
-async function finishMove(db: Db, ref: VersionedRecordRef, id: string, org: string): Promise<void> {
-  await withCause('cascade', () => deleteDependentsOfGone(new Tenant(db, org), ref, id));
+async function finishMove(db: Db, ref: VersionedRecordRef, id: string, org: string, upTo: string | undefined): Promise<void> {
+  await withCause('cascade', () => deleteDependentsOfGone(new Tenant(db, org), ref, id, upTo));
   await tombstones(db).clearMove(ref.tombstone, org);
 }
 
@@ -332,7 +352,7 @@ async function finishMove(db: Db, ref: VersionedRecordRef, id: string, org: stri
  * batch path's finishDeletion, before it inserts the record anew: import-users.ts).
  */
 export async function finishDeletionOfGone(db: Db, ref: VersionedRecordRef, id: string, stone: TombstoneDoc): Promise<void> {
-  if (stone.org) await deleteDependentsOfGone(new Tenant(db, stone.org), ref, id);
+  if (stone.org) await deleteDependentsOfGone(new Tenant(db, stone.org), ref, id, versionOf(stone));
 }
 
 /**
