@@ -7,7 +7,7 @@ import { Tenant } from '../db/tenant';
 import { versionOf } from '../db/versioned-writes';
 import { type ApplyOutcome, asStamp, type EventStamp, lateVersion } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import { announceDeletion, bornUpTo, deleteIfNewer, namedByTombstone, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
+import { announceDeletion, bornUpTo, deleteIfNewer, namedByTombstone, replaceEarlier, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
 export function orgFromCourseKey(courseKey: string): string | null {
@@ -94,6 +94,18 @@ export async function upsertCourse(tenant: Tenant, course: { key: string; name: 
     await indexCourse(home, current);
   }
   return outcome;
+}
+
+/**
+ * Places again catalog event `eventId`, which has no `time`, at `to` (its earliest Kafka timestamp
+ * moved back from `from`: src/db/event-times.ts): the course becomes what event time gives
+ * (versioned-records.ts `replaceEarlier`), and what it derives follows.
+ */
+export async function replaceCourseEvent(db: Db, courseKey: string, eventId: string, from: string, to: string): Promise<void> {
+  const placed = await replaceEarlier<CourseDoc>(db, courseRef(db, courseKey), courseKey, eventId, from, to);
+  if (!placed) return;
+  await syncCourseFacts(placed.home, [courseKey]);
+  await indexCourse(placed.home, placed.record);
 }
 
 /**
