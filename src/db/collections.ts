@@ -107,6 +107,8 @@ export interface PriorEvent {
   v: EventVersion;
   org: string;
   set: Record<string, unknown>;
+  /** A deletion of the record (a retirement, a course deletion) refused as stale. */
+  deleted?: true;
 }
 
 /**

@@ -104,6 +104,11 @@ export async function upsertCourse(tenant: Tenant, course: { key: string; name: 
 export async function replaceCourseEvent(db: Db, courseKey: string, eventId: string, from: string, to: string): Promise<void> {
   const placed = await replaceEarlier<CourseDoc>(db, courseRef(db, courseKey), courseKey, eventId, from, to);
   if (!placed) return;
+  // A deletion refused meanwhile, newer than the event now: the course is deleted after all.
+  if (placed.deletion) {
+    await deleteCourse(db, courseKey, placed.deletion, placed.home.org);
+    return;
+  }
   await syncCourseFacts(placed.home, [courseKey]);
   await indexCourse(placed.home, placed.record);
 }

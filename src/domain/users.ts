@@ -198,6 +198,12 @@ export async function replaceUserEvent(db: Db, userId: number, eventId: string, 
   const applied = placed.record.event_time === to && placed.record.event_ids?.includes(eventId);
   const entryVersion = version(to, applied ? (placed.record.event_n ?? 1) : 0);
   const record = await changeActivationLog(home, placed.record, (u) => withEntryMoved(u, eventId, entryVersion) ?? (lowered ? {} : null));
+  // A retirement refused meanwhile, newer than the event now: the learner is retired after all.
+  if (placed.deletion) {
+    await retireUser(home, userId, placed.deletion);
+    const user = await home.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
+    return user && { home, record: user };
+  }
   await reindexUser(home, record);
   return { home, record };
 }

@@ -228,7 +228,8 @@ async function keepPrior(tenant: Tenant, collection: CollectionName, record: Ver
  * newer than `to` (its mark's `prior`) written over the event's fields in order, the newest
  * one's version its version; else the event stays its newest, at `to`. `extra`: fields the
  * caller's record derives from its version (users' `admin_v`), given the versions before and
- * after. Returns the record as it then stands, with its organization (null: none holds it).
+ * after. Returns the record as it then stands, with its organization (null: none holds it), and
+ * the deletion refused meanwhile that is newer than `to`, for the caller to apply again.
  */
 export async function replaceEarlier<T extends VersionedDoc>(
   db: Db,
@@ -238,7 +239,7 @@ export async function replaceEarlier<T extends VersionedDoc>(
   from: string,
   to: string,
   extra: (record: T, after: string) => Document = () => ({}),
-): Promise<{ home: Tenant; record: T } | null> {
+): Promise<{ home: Tenant; record: T; deletion: EventStamp | null } | null> {
   for (let round = 0; round < ROUNDS; round++) {
     const owner = await ref.ownerOrg();
     if (owner === null) return null;
@@ -247,9 +248,13 @@ export async function replaceEarlier<T extends VersionedDoc>(
     const record = await records.findById(id);
     if (!record) continue;
     const mark = record.prov;
-    if (record.event_time !== from || !record.event_ids?.includes(eventId) || mark?.id !== eventId) return { home, record };
-    // Newer than the event at `to` (a tie goes to the event: its earlier record arrived last).
-    const newer = mark.prior.filter((p) => p.org === owner && p.v.event_time > to);
+    if (record.event_time !== from || !record.event_ids?.includes(eventId) || mark?.id !== eventId) return { home, record, deletion: null };
+    // Newer than the event at `to` (a tie goes to the event: its earlier record arrived last), up
+    // to the first deletion among them, which the caller applies again once the record is older.
+    const after = mark.prior.filter((p) => p.org === owner && p.v.event_time > to);
+    const cut = after.findIndex((p) => p.deleted);
+    const newer = cut < 0 ? after : after.slice(0, cut);
+    const deletion = cut < 0 ? null : { time: after[cut]!.v.event_time, id: after[cut]!.v.event_ids![0]! };
     const top = newer.at(-1);
     const v: EventVersion = top ? top.v : { event_time: to, event_n: 1, event_ids: [eventId] };
     const fields = Object.assign({}, ...newer.map((p) => p.set)) as Document;
@@ -261,7 +266,7 @@ export async function replaceEarlier<T extends VersionedDoc>(
         ...(top ? { $unset: { prov: '' } } : {}),
       } as UpdateFilter<T>,
     );
-    if (moved) return { home, record: moved as T };
+    if (moved) return { home, record: moved as T, deletion };
   }
   throw new Error(`record ${ref.collection}/${id} kept changing while an event was placed again`);
 }
@@ -368,7 +373,7 @@ export interface DeletionResult {
 export const bornUpTo = (upTo: string | undefined): Document =>
   upTo === undefined ? {} : { $or: [{ born_v: { $exists: false } }, { born_v: { $lte: upTo } }] };
 
-const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1 } };
+const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1, prov: 1 } };
 
 /**
  * Deletes a record by event (docs/events.md, deletions), wherever it lives: the tombstone first,
@@ -386,6 +391,10 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
     const records = home?.collection<VersionedDoc>(op.collection);
     const record = (await records?.findById(op.id, VERSION_ONLY)) ?? null;
     const vsRecord = record && compare(record, op.at);
+    // Refused by a record whose newest event has no `time`: kept, as that event may move back below it.
+    if (home && record?.prov && vsRecord === 'stale') {
+      await keepPrior(home, op.collection, record, { v: nextVersion(null, op.at), org: home.org, set: {}, deleted: true });
+    }
     if (home && record && vsRecord !== 'newer') return { outcome: recorded ?? vsRecord ?? 'stale', survivor: { home, record } };
     const outcome = await recordDeletion(db, op.tombstone, owner ?? op.org, op.at, record);
     recorded ??= outcome;

@@ -202,12 +202,14 @@ test.each([
 );
 
 test.each([
-  ['the earlier copy first', true],
-  ['the later copy first', false],
+  ['the earlier copy first, a change between', true, false],
+  ['the later copy first, a change between', false, false],
+  ['the earlier copy first, a deletion between', true, true],
+  ['the later copy first, a deletion between', false, true],
 ] as const)(
-  'a catalog change without time on two topics and a change timed between them, %s: the timed change is newer',
-  async (_name, earlierFirst) => {
-    const { org } = await orgWithRule(service, `untimed-course-${earlierFirst}.edu`);
+  'a catalog change without time on two topics and an event timed between them, %s: the timed event is newer',
+  async (_name, earlierFirst, deletion) => {
+    const { org } = await orgWithRule(service, `untimed-course-${earlierFirst}-${deletion}.edu`);
     const key = `course-v1:UNTIMED+C1+${newUserId()}`;
     const catalog = (name: string, time?: string) =>
       cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
@@ -216,11 +218,14 @@ test.each([
     const late = { ...structured(copy, key), timestamp: at('2026-06-02T00:00:03Z') };
     const [first, second] = earlierFirst ? [early, late] : [late, early];
     await handled(await sender(topicOf(0), 0)(first));
-    await handled(await sender(topicOf(1), 0)(structured(catalog('Between', '2026-06-02T00:00:02Z'), key)));
+    const between = deletion
+      ? cloudEvent(TYPES.courseDeleted, { course_key: key }, { time: '2026-06-02T00:00:02Z' })
+      : catalog('Between', '2026-06-02T00:00:02Z');
+    await handled(await sender(topicOf(1), 0)(structured(between, key)));
     await handled(await sender(topicOf(1), 0)(second));
 
     const course = await new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
-    expect(course?.name).toBe('Between');
+    expect(course?.name ?? 'deleted').toBe(deletion ? 'deleted' : 'Between');
   },
   60000,
 );
