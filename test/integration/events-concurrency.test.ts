@@ -388,3 +388,22 @@ test('a course deletion whose links delete comes right after a newer catalog cha
     links: 1,
   });
 });
+
+// The one bound left (docs/events.md, "Bound"): the activation log keeps 64 entries. Within it a
+// late activation between two deactivations that arrived before it applies its rule (the test
+// above); past it, one older than the floor adds nothing. Measured here on both sides.
+test.each([
+  ['10 deactivations (within the log)', 10, true],
+  ['65 deactivations (past the log: older than its floor)', 65, false],
+] as const)('a late activation between the first two of %s that arrived before it: a membership made: %s', async (_name, deactivations, member) => {
+  const { org, tenant } = await orgWithRule();
+  const id = 5950 + deactivations;
+  const minute = (m: number, id: string): EventStamp => ({
+    time: normalizeEventTime(new Date(Date.parse('2026-08-02T00:00:00Z') + m * 60_000).toISOString()),
+    id,
+  });
+  for (let m = 0; m < deactivations; m++) await applyUserData(db, learner(id, false), minute(m, `deact-${m}`), 'update', org);
+  expect((await userOf(tenant, id))?.act_log?.length).toBe(Math.min(deactivations, 64));
+  await applyUserData(db, learner(id, true), { time: normalizeEventTime('2026-08-02T00:00:30Z'), id: 'late-activation' }, 'registration', org);
+  expect((await membershipOf(tenant, id)) !== null).toBe(member);
+});
