@@ -26,13 +26,16 @@ const emailDomain = fc.oneof(
   { weight: 1, arbitrary: fc.constant('mail.net') },
 );
 export const SOURCES = ['openedx/lms/web', 'openedx/lms/worker'] as const;
-/** Three seconds before a whole minute: step time 3 is 10:00:00, so a leap second (LEAP) is drawn often. */
-const BASE_TIME = Date.parse('2026-03-01T09:59:57Z');
+/**
+ * Three seconds before midnight UTC: step time 3 is 00:00:00, so a leap second (LEAP, `23:59:60Z`:
+ * the CloudEvents schema's date-time takes `:60` only as the day's last second in UTC) is drawn often.
+ */
+const BASE_TIME = Date.parse('2026-02-28T23:59:57Z');
 /** The `fmt` of an event sent without `time`: ordered by its Kafka timestamp, set to the same instant. */
 export const UNTIMED = 4;
 /**
  * The `fmt` of an event one nanosecond before its step time (`t - 1e-9` in the model): written as
- * the leap second `…:60` when that is the last instant of a minute (SPEC §5), else as `…:59.999999999`.
+ * the leap second `23:59:60Z` when that is the last instant of a day (SPEC §5), else as `…:59.999999999`.
  */
 export const LEAP = 5;
 /** The model's time of an event step (`t`, or one nanosecond before it: LEAP). */
@@ -327,7 +330,7 @@ export function timeString(t: number, fmt: number): string {
   if (fmt === LEAP) {
     // One nanosecond before `t`: the leap second of the minute that ends at `t`, else nine nines.
     const second = new Date(ms - 1000).toISOString().slice(0, 19);
-    return ms % 60_000 === 0 ? `${second.slice(0, 17)}60Z` : `${second}.999999999Z`;
+    return ms % 86_400_000 === 0 ? `${second.slice(0, 17)}60Z` : `${second}.999999999Z`;
   }
   const iso = new Date(ms).toISOString(); // 2026-03-01T10:00:05.000Z
   switch (fmt % 4) {
