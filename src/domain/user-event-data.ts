@@ -70,7 +70,10 @@ export async function applyUserData(db: Db, data: UserEventData, at: string | Ev
  */
 export async function replaceUserData(db: Db, userId: number, eventId: string, from: string, to: string) {
   const placed = await replaceUserEvent(db, userId, eventId, from, to);
-  if (placed) await reconcileMembership(placed.home, userId, placed.record);
+  if (!placed) return;
+  // The membership first: its `born_v` follows the moved entry, so a retirement now newer takes it.
+  await reconcileMembership(placed.home, userId, placed.record);
+  if (placed.deletion) await applyUserRetired(db, userId, placed.deletion, placed.home.org);
 }
 
 /**

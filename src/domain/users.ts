@@ -187,7 +187,13 @@ export async function placeAdminChange(tenant: Tenant, userId: number): Promise<
  * event follows it), and its activation log entry moves to `to`. Returns the record's
  * organization and record (null: none holds it); the caller reconciles the membership.
  */
-export async function replaceUserEvent(db: Db, userId: number, eventId: string, from: string, to: string): Promise<{ home: Tenant; record: UserDoc } | null> {
+export async function replaceUserEvent(
+  db: Db,
+  userId: number,
+  eventId: string,
+  from: string,
+  to: string,
+): Promise<{ home: Tenant; record: UserDoc; deletion: EventStamp | null } | null> {
   let lowered = false;
   const placed = await replaceEarlier<UserDoc>(db, userRef(db, userId), String(userId), eventId, from, to, (u, after) => {
     lowered = u.admin_v !== undefined && u.admin_v === recordVersion(u) && after !== u.admin_v;
@@ -198,14 +204,9 @@ export async function replaceUserEvent(db: Db, userId: number, eventId: string, 
   const applied = placed.record.event_time === to && placed.record.event_ids?.includes(eventId);
   const entryVersion = version(to, applied ? (placed.record.event_n ?? 1) : 0);
   const record = await changeActivationLog(home, placed.record, (u) => withEntryMoved(u, eventId, entryVersion) ?? (lowered ? {} : null));
-  // A retirement refused meanwhile, newer than the event now: the learner is retired after all.
-  if (placed.deletion) {
-    await retireUser(home, userId, placed.deletion);
-    const user = await home.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
-    return user && { home, record: user };
-  }
   await reindexUser(home, record);
-  return { home, record };
+  // A retirement refused meanwhile, newer than the event now: the caller retires the learner after all, once the membership follows the log.
+  return { home, record, deletion: placed.deletion };
 }
 
 /** The tenant of the organization that holds `record` (the one asked about, or the one it moved to). */
