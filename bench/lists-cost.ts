@@ -62,6 +62,7 @@ async function main() {
         tombstone: userTombstone(base + samples + i),
         ownerOrg: async () => null,
         deleteDependents: async () => undefined,
+        rederive: async () => undefined,
       });
     });
     // The steps alone, on users that already have them: the gram write for a renamed user, the facts sync.

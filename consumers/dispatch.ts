@@ -1,7 +1,8 @@
 import type { EachMessagePayload } from 'kafkajs';
 import type { Db } from 'mongodb';
 import { runInChangeContext } from '../src/db/change-context';
-import { firstTimeOf } from '../src/db/event-times';
+import { earliestTimeOf, knownTimeOf } from '../src/db/event-times';
+import type { ApplyOutcome } from '../src/domain/event-time';
 import { Invalid, ServiceError } from '../src/errors';
 import type { Logger } from '../src/log';
 import type { Metrics } from '../src/metrics';
@@ -9,7 +10,7 @@ import { type AvroDecoder, createMessageDecoder } from './avro';
 import { type CloudEvent, InvalidMessage } from './cloudevents';
 import { isRetriable } from './failures';
 import { HANDLERS } from './handlers';
-import type { Subject } from './handlers/handler';
+import type { EventHandler, HandlerContext, Subject } from './handlers/handler';
 
 /** What the consumer does with one message; resolves when the message is fully handled. */
 export type MessageHandler = (payload: EachMessagePayload) => Promise<void>;
@@ -41,10 +42,25 @@ function envelopeHeader(message: EachMessagePayload['message'], name: string): s
   return first ? first.toString('utf8').slice(0, 200) : undefined;
 }
 
-/** The event ordered by the time its first Kafka record gave it (src/db/event-times.ts). */
-async function withFirstTime(db: Db, event: CloudEvent): Promise<CloudEvent> {
-  const time = await firstTimeOf(db, event.stamp.id, event.stamp.time);
-  return { ...event, eventTime: time, stamp: { ...event.stamp, time } };
+/** The event (one without `time`) at `time`, a Kafka timestamp an earlier record of it may still lower. */
+const atTime = (event: CloudEvent, time: string): CloudEvent => ({ ...event, eventTime: time, stamp: { ...event.stamp, time, provisional: true } });
+
+/**
+ * Applies an event without `time` at the earliest Kafka timestamp known for it
+ * (src/db/event-times.ts), whichever of its records comes first: this record's, when it lowers
+ * the one known, places the event again there first (it may have been applied at the later
+ * one); and a record that lowered it while this one was applied (another topic, another
+ * process) places this application again.
+ */
+async function applyUntimed(db: Db, handler: EventHandler, ctx: HandlerContext<unknown>): Promise<ApplyOutcome> {
+  const { event } = ctx;
+  const known = await earliestTimeOf(db, event.stamp.id, event.stamp.time);
+  const at = { ...ctx, event: atTime(event, known.time) };
+  if (known.was !== null) await handler.replace?.(at, known.was);
+  const outcome = await handler.apply(at);
+  const now = await knownTimeOf(db, event.stamp.id);
+  if (now !== null && now < known.time) await handler.replace?.({ ...ctx, event: atTime(event, now) }, known.time);
+  return outcome;
 }
 
 /**
@@ -93,10 +109,9 @@ export function createDispatcher(deps: {
     let outcome;
     try {
       // What the event changes is the LMS's doing (not audited); the event id traces it.
-      // An event without `time` is ordered by its first Kafka record's timestamp, whichever record brings it.
-      const ordered = event.time === undefined ? await withFirstTime(db, event) : event;
+      const ctx = { db, event, data: parsed.data, defaultOrganization };
       outcome = await runInChangeContext({ cause: 'event', actor: { type: 'lms' }, requestId: event.id, audit: false }, () =>
-        handler.apply({ db, event: ordered, data: parsed.data, defaultOrganization }),
+        event.time === undefined ? applyUntimed(db, handler, ctx) : handler.apply(ctx),
       );
     } catch (err) {
       if (err instanceof InvalidMessage || err instanceof Invalid) {

@@ -99,6 +99,30 @@ export interface EventVersion {
 }
 
 /**
+ * Another event a record saw while its newest event is one without `time` (docs/events.md,
+ * "Events without time"): its version, the organization it named and the fields it wrote (or,
+ * for the record's state before that event, the values it had).
+ */
+export interface PriorEvent {
+  v: EventVersion;
+  org: string;
+  set: Record<string, unknown>;
+  /** A deletion of the record (a retirement, a course deletion) refused as stale. */
+  deleted?: true;
+}
+
+/**
+ * What a record whose newest event has no `time` keeps: that event (`id`), ordered by a Kafka
+ * timestamp an earlier record of it may still lower, and the other events it saw (`prior`,
+ * oldest first, at most PRIOR_LIMIT), so that the record can be what event time gives when it
+ * moves back (src/domain/versioned-records.ts `replaceEarlier`).
+ */
+export interface ProvisionalMark {
+  id: string;
+  prior: PriorEvent[];
+}
+
+/**
  * One entry of a user's activation log (src/domain/activation-log.ts): an activation (`k: 'a'`)
  * or a deactivation (`'d'`) at version `v`. An activation's `g` is the group its email's rule
  * named when it arrived (absent: no rule matched); `e` is its email until the rules are read.
@@ -114,6 +138,8 @@ export interface LogEntry {
 
 /** Read model filled from LMS events. `_id` is `String(id)`. */
 export interface UserDoc extends TenantDoc, EventVersion {
+  /** Set while the newest event is one without `time` (ProvisionalMark). */
+  prov?: ProvisionalMark;
   id: number;
   username: string;
   name: string;
@@ -161,6 +187,8 @@ export interface UserDoc extends TenantDoc, EventVersion {
 
 /** Read model filled from LMS events. `_id` and `id` are the course key. */
 export interface CourseDoc extends TenantDoc, EventVersion {
+  /** Set while the newest event is one without `time` (ProvisionalMark). */
+  prov?: ProvisionalMark;
   id: string;
   name: string;
   /**

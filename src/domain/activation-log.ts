@@ -52,6 +52,22 @@ export function withEntry(state: ActivationState, entry: LogEntry): Partial<Acti
   return folded({ ...state, act_log: at < 0 ? [...log, entry] : [...log.slice(0, at), entry, ...log.slice(at)] });
 }
 
+/**
+ * The log fields once the entry of event `id` is placed again at version `v` (an event without
+ * `time` whose earliest Kafka timestamp moved back: src/db/event-times.ts), or null when no
+ * entry names it. The entry it shared with repeats keeps theirs; one older than the floor or the
+ * last removal is gone, as it would have added nothing there.
+ */
+export function withEntryMoved(state: ActivationState, id: string, v: string): Partial<ActivationState> | null {
+  const log = state.act_log ?? [];
+  const at = log.findIndex((e) => e.i?.includes(id));
+  if (at < 0 || log[at]!.v === v) return null;
+  const { i, ...entry } = log[at]!;
+  const others = i!.filter((x) => x !== id);
+  const rest = [...log.slice(0, at), ...(others.length > 0 ? [{ ...entry, i: others }] : []), ...log.slice(at + 1)];
+  return withEntry({ ...state, act_log: rest }, { ...entry, v, i: [id] }) ?? { act_log: rest };
+}
+
 /** The log fields once a removal at version `v` is recorded, or null when a newer one is. */
 export function withRemoval(state: ActivationState, v: string): Partial<ActivationState> | null {
   if (state.removed_v !== undefined && v <= state.removed_v) return null;

@@ -7,7 +7,7 @@ import { Tenant } from '../db/tenant';
 import { versionOf } from '../db/versioned-writes';
 import { type ApplyOutcome, asStamp, type EventStamp, lateVersion } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import { announceDeletion, deleteIfNewer, namedByTombstone, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
+import { announceDeletion, bornUpTo, deleteIfNewer, namedByTombstone, replaceEarlier, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
 export function orgFromCourseKey(courseKey: string): string | null {
@@ -43,12 +43,12 @@ async function takeBackDependentsBefore(tenant: Tenant, key: string, v: string):
   if (links.deletedCount + publicRecord.deletedCount > 0) await syncCourseFacts(tenant, [key]);
 }
 
-/** Deletes a course's group links and public record: what hangs off a course in its organization. */
-async function deleteCourseDependents(tenant: Tenant, courseKey: string): Promise<number> {
+/** Deletes a course's group links and public record begun up to version `upTo` (bornUpTo): what hangs off a course in its organization. */
+async function deleteCourseDependents(tenant: Tenant, courseKey: string, upTo: string | undefined): Promise<number> {
   const [links, publicRecord] = await withCause('cascade', () =>
     Promise.all([
-      tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: courseKey }),
-      tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: courseKey }),
+      tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: courseKey, ...bornUpTo(upTo) } as Filter<GroupCourseDoc>),
+      tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: courseKey, ...bornUpTo(upTo) } as Filter<PublicCourseDoc>),
     ]),
   );
   return links.deletedCount + publicRecord.deletedCount;
@@ -60,9 +60,13 @@ function courseRef(db: Db, key: string): VersionedRecordRef {
     collection: COLLECTIONS.courses,
     tombstone: courseTombstone(key),
     ownerOrg: () => ownerLookup(db).courseOrg(key),
-    deleteDependents: async (home) => {
-      await deleteCourseDependents(home, key);
+    deleteDependents: async (home, upTo) => {
+      await deleteCourseDependents(home, key, upTo);
       await unindexCourse(home, key);
+    },
+    rederive: async (home, record) => {
+      await syncCourseFacts(home, [key]);
+      await indexCourse(home, record as CourseDoc);
     },
   };
 }
@@ -90,6 +94,23 @@ export async function upsertCourse(tenant: Tenant, course: { key: string; name: 
     await indexCourse(home, current);
   }
   return outcome;
+}
+
+/**
+ * Places again catalog event `eventId`, which has no `time`, at `to` (its earliest Kafka timestamp
+ * moved back from `from`: src/db/event-times.ts): the course becomes what event time gives
+ * (versioned-records.ts `replaceEarlier`), and what it derives follows.
+ */
+export async function replaceCourseEvent(db: Db, courseKey: string, eventId: string, from: string, to: string): Promise<void> {
+  const placed = await replaceEarlier<CourseDoc>(db, courseRef(db, courseKey), courseKey, eventId, from, to);
+  if (!placed) return;
+  // A deletion refused meanwhile, newer than the event now: the course is deleted after all.
+  if (placed.deletion) {
+    await deleteCourse(db, courseKey, placed.deletion, placed.home.org);
+    return;
+  }
+  await syncCourseFacts(placed.home, [courseKey]);
+  await indexCourse(placed.home, placed.record);
 }
 
 /**

@@ -61,6 +61,8 @@ export type ApplyOutcome =
 export interface EventStamp {
   time: string;
   id: string;
+  /** The event has no `time`: `time` is the earliest Kafka timestamp known for it so far, which an earlier record of it may lower. */
+  provisional?: boolean;
 }
 
 export const asStamp = (at: string | EventStamp): EventStamp => (typeof at === 'string' ? { time: at, id: `t:${at}` } : at);

@@ -5,6 +5,7 @@ import { isDuplicateKey } from '../db/driver-errors';
 import { ownerLookup } from '../db/owners';
 import type { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
+import { versionOf } from '../db/versioned-writes';
 import { Conflict, doesNotExist, fieldError } from '../errors';
 import { folded, isSettled, LOG_LIMIT, type MembershipPlan, membershipPlan, unmatched } from './activation-log';
 import { groupExists } from './groups';
@@ -87,7 +88,7 @@ async function joinByRule(tenant: Tenant, user: Pick<UserDoc, 'id' | 'event_time
  */
 export async function insertRuleMemberships(
   tenant: Tenant,
-  matches: readonly { user: Pick<UserDoc, 'id'>; rule: Pick<RuleDoc, 'group'>; rule_v?: string | undefined }[],
+  matches: readonly { user: Pick<UserDoc, 'id'>; rule: Pick<RuleDoc, 'group'>; rule_v?: string | undefined; born_v?: string | undefined }[],
 ): Promise<MembershipDoc[]> {
   if (matches.length === 0) return [];
   const last = await tenant.claimIds('memberships', matches.length);
@@ -97,7 +98,7 @@ export async function insertRuleMemberships(
     user: m.user.id,
     group: m.rule.group,
     automatic: true,
-    ...(m.rule_v === undefined ? {} : { rule_v: m.rule_v, born_v: m.rule_v }),
+    ...(m.rule_v === undefined ? (m.born_v === undefined ? {} : { born_v: m.born_v }) : { rule_v: m.rule_v, born_v: m.rule_v }),
   }));
   const refused = await withCause('rule', () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).insertMany(docs));
   return docs.filter((d) => !refused.has(d._id)).map((d) => ({ ...d, org: tenant.org }));
@@ -242,9 +243,10 @@ export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDo
       matching.map((m) => String(m.user.id)),
       { projection: { _id: 1 } },
     );
+    // Each begins at the learner's version now, as an administrator's does (born_v).
     const made = await insertRuleMemberships(
       tenant,
-      matching.filter((m) => !members.has(String(m.user.id))),
+      matching.filter((m) => !members.has(String(m.user.id))).map((m) => ({ ...m, born_v: versionOf(m.user) })),
     );
     await syncUserGroups(
       tenant,

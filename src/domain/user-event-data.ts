@@ -4,7 +4,7 @@ import { Tenant } from '../db/tenant';
 import type { Infer } from '../validation';
 import type { EventStamp } from './event-time';
 import { reconcileMembership } from './membership-rules';
-import { homeOf, retireUser, type UserFacts, upsertUser } from './users';
+import { homeOf, replaceUserEvent, retireUser, type UserFacts, upsertUser } from './users';
 
 /**
  * `data` of the three user events that carry a whole user (activated, registration completed,
@@ -62,6 +62,18 @@ export async function applyUserData(db: Db, data: UserEventData, at: string | Ev
   if (!result.current) return result.outcome;
   await reconcileMembership(homeOf(tenant, result.current), facts.id, result.current);
   return result.outcome;
+}
+
+/**
+ * A user event without `time` whose earliest Kafka timestamp moved back from `from` to `to`
+ * (src/db/event-times.ts): placed again there, then the membership reconciled with the log.
+ */
+export async function replaceUserData(db: Db, userId: number, eventId: string, from: string, to: string) {
+  const placed = await replaceUserEvent(db, userId, eventId, from, to);
+  if (!placed) return;
+  // The membership first: its `born_v` follows the moved entry, so a retirement now newer takes it.
+  await reconcileMembership(placed.home, userId, placed.record);
+  if (placed.deletion) await applyUserRetired(db, userId, placed.deletion, placed.home.org);
 }
 
 /**

@@ -3,16 +3,18 @@ import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from
 import { ownerLookup } from '../db/owners';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
-import { logEntry, withEntry, withRemoval } from './activation-log';
-import { type ApplyOutcome, asStamp, type EventStamp, lateVersion } from './event-time';
+import { logEntry, withEntry, withEntryMoved, withRemoval } from './activation-log';
+import { type ApplyOutcome, asStamp, type EventStamp, lateVersion, version } from './event-time';
 import { syncUserGroups } from './list-facts';
 import {
   announceDeletion,
+  bornUpTo,
   deleteIfNewer,
   finishDeletionOfGone,
   namedByTombstone,
   ROUNDS,
   recordVersion,
+  replaceEarlier,
   upsertIfNewer,
   type VersionedRecordRef,
   type VersionedResult,
@@ -42,10 +44,11 @@ function userRef(db: Db, id: number): VersionedRecordRef {
     collection: COLLECTIONS.users,
     tombstone: userTombstone(id),
     ownerOrg: () => ownerLookup(db).userOrg(id),
-    deleteDependents: async (home) => {
-      await home.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(id) });
+    deleteDependents: async (home, upTo) => {
+      await home.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(id), ...bornUpTo(upTo) } as Filter<MembershipDoc>);
       await unindexUser(home, id);
     },
+    rederive: (home, record) => reindexUser(home, record as UserDoc),
   };
 }
 
@@ -151,7 +154,9 @@ export async function changeActivationLog(tenant: Tenant, user: UserDoc, change:
     const set = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
     const cleared = Object.keys(fields).filter((k) => !(k in set));
     const unset = cleared.length > 0 ? { $unset: Object.fromEntries(cleared.map((k) => [k, '' as const])) } : {};
-    if (await users.updateBookkeeping(asRead, { $set: set, ...unset, $inc: { log_n: 1 } })) return (await users.findById(current._id)) ?? current;
+    // No field: the log is as it was, but what reads it changed (a lowered `admin_v`): raised all the same.
+    const written = Object.keys(set).length > 0 ? { $set: set } : {};
+    if (await users.updateBookkeeping(asRead, { ...written, ...unset, $inc: { log_n: 1 } })) return (await users.findById(current._id)) ?? current;
     current = await users.findById(current._id);
   }
   if (!current) return user;
@@ -173,6 +178,35 @@ export async function placeAdminChange(tenant: Tenant, userId: number): Promise<
   const at = recordVersion(user);
   await users.updateBookkeeping({ _id: String(userId) } as Filter<UserDoc>, { $max: { admin_v: at } });
   return at;
+}
+
+/**
+ * Places again user event `eventId`, which has no `time`, at `to` (its earliest Kafka timestamp
+ * moved back from `from`: src/db/event-times.ts): the record becomes what event time gives
+ * (versioned-records.ts `replaceEarlier`; an administrator's change placed right after the
+ * event follows it), and its activation log entry moves to `to`. Returns the record's
+ * organization and record (null: none holds it); the caller reconciles the membership.
+ */
+export async function replaceUserEvent(
+  db: Db,
+  userId: number,
+  eventId: string,
+  from: string,
+  to: string,
+): Promise<{ home: Tenant; record: UserDoc; deletion: EventStamp | null } | null> {
+  let lowered = false;
+  const placed = await replaceEarlier<UserDoc>(db, userRef(db, userId), String(userId), eventId, from, to, (u, after) => {
+    lowered = u.admin_v !== undefined && u.admin_v === recordVersion(u) && after !== u.admin_v;
+    return lowered ? { admin_v: after } : {};
+  });
+  if (!placed) return null;
+  const { home } = placed;
+  const applied = placed.record.event_time === to && placed.record.event_ids?.includes(eventId);
+  const entryVersion = version(to, applied ? (placed.record.event_n ?? 1) : 0);
+  const record = await changeActivationLog(home, placed.record, (u) => withEntryMoved(u, eventId, entryVersion) ?? (lowered ? {} : null));
+  await reindexUser(home, record);
+  // A retirement refused meanwhile, newer than the event now: the caller retires the learner after all, once the membership follows the log.
+  return { home, record, deletion: placed.deletion };
 }
 
 /** The tenant of the organization that holds `record` (the one asked about, or the one it moved to). */

@@ -1,10 +1,10 @@
 import type { Db, Document, Filter, UpdateFilter } from 'mongodb';
 import { withCause } from '../db/change-context';
-import type { CollectionName, EventVersion, TenantDoc, TombstoneDoc } from '../db/collections';
+import type { CollectionName, EventVersion, PriorEvent, ProvisionalMark, TenantDoc, TombstoneDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import { Tenant } from '../db/tenant';
 import { tombstones } from '../db/tombstones';
-import { recordAtVersion, versionOf } from '../db/versioned-writes';
+import { atVersion, recordAtVersion, versionOf } from '../db/versioned-writes';
 import { type ApplyOutcome, type EventStamp, version } from './event-time';
 
 /**
@@ -17,7 +17,9 @@ import { type ApplyOutcome, type EventStamp, version } from './event-time';
 /** Rounds of read and conditional write a record gets: each one that loops saw a concurrent change it now accounts for. */
 export const ROUNDS = 8;
 
-export interface VersionedDoc extends TenantDoc, EventVersion {}
+export interface VersionedDoc extends TenantDoc, EventVersion {
+  prov?: ProvisionalMark;
+}
 
 /** What an event's version adds to the write, for the fields a record derives from versions (users' activations). */
 export interface VersionFields {
@@ -79,12 +81,32 @@ export function compare(v: EventVersion, at: EventStamp): ApplyOutcome | 'newer'
 /** The version a record reflects (its newest event's). */
 export const recordVersion = versionOf;
 
-/** The write of version `next` with the record's own version fields; `$max` merged, so a field is raised once. */
-function update(set: Document, next: EventVersion, extra: VersionFields, onInsert: Document = {}): UpdateFilter<Document> {
+/**
+ * How many other events a record whose newest event has no `time` keeps (ProvisionalMark): the
+ * newest ones; an older one arriving later is not kept (docs/events.md states the bound).
+ */
+export const PRIOR_LIMIT = 16;
+
+/** The fields `set` names, as `record` has them (what an event without `time` overwrote). */
+const valuesOf = (record: Document, set: Document) => Object.fromEntries(Object.keys(set).flatMap((k) => (k in record ? [[k, record[k]]] : [])));
+
+/** What the record was, kept by an event without `time` that overwrites it. */
+const priorOf = (record: VersionedDoc & Document, set: Document): PriorEvent => ({
+  v: { event_time: record.event_time, event_n: record.event_n ?? 1, event_ids: record.event_ids ?? [] },
+  org: record.org,
+  set: valuesOf(record, set),
+});
+
+/**
+ * The write of version `next` with the record's own version fields; `$max` merged, so a field is
+ * raised once. `prov`: the mark of an event without `time` (null: an event with one, which ends it).
+ */
+function update(set: Document, next: EventVersion, extra: VersionFields, onInsert: Document = {}, prov: ProvisionalMark | null = null): UpdateFilter<Document> {
   const max = extra.max ?? {};
   const min = extra.min ?? {};
   return {
-    $set: { ...set, ...extra.set, ...next },
+    $set: { ...set, ...extra.set, ...next, ...(prov ? { prov } : {}) },
+    ...(prov ? {} : { $unset: { prov: '' } }),
     ...(Object.keys(max).length > 0 ? { $max: max } : {}),
     ...(Object.keys(min).length > 0 ? { $min: min } : {}),
     ...(extra.push ? { $push: extra.push } : {}),
@@ -115,7 +137,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
   // A deletion at least as new as the event refuses it; a record older than its tombstone (a
   // deletion that lost a race or died half-way) is deleted first, so nothing extends it.
   const { stone, leaving } = await tombstones(tenant.db).withMoves(op.tombstone);
-  for (const org of leaving) await finishMove(tenant.db, op, op.doc._id, org);
+  for (const org of leaving) await finishMove(tenant.db, op, op.doc._id, org, undefined);
   if (stone) {
     await finishDeletion(tenant.db, op, stone);
     const cmp = compare(stone, at);
@@ -131,27 +153,34 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     const first = nextVersion(follows, at);
     const firstExtra = extraFor(first, follows && versionOf(follows));
     const onInsert = { ...Object.fromEntries(Object.entries(fields).filter(([k]) => !(k in set))), ...firstExtra.onInsert };
-    try {
-      const { doc, inserted } = await records.upsertOne(
-        { _id: id, event_time: { $lt: at.time } } as Filter<T>,
-        update(set, first, firstExtra, onInsert) as UpdateFilter<T>,
-      );
-      if (!inserted) return { outcome: 'applied', current: doc, version: versionOf(first) };
-      return await afterInsert(tenant, op, doc, first, follows);
-    } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
+    // An event without `time` keeps what it overwrites (the record as read, written on that
+    // condition), so the record can be that again if an earlier record of the event moves it back.
+    const before = at.provisional ? await records.findById(id) : null;
+    if (!before || before.event_time < at.time) {
+      try {
+        const { doc, inserted } = await records.upsertOne(
+          { _id: id, event_time: { $lt: at.time }, ...(before ? atVersion(before) : {}) } as Filter<T>,
+          update(set, first, firstExtra, onInsert, at.provisional ? { id: at.id, prior: before ? [priorOf(before, set)] : [] } : null) as UpdateFilter<T>,
+        );
+        if (!inserted) return { outcome: 'applied', current: doc, version: versionOf(first) };
+        return await afterInsert(tenant, op, doc, first, follows);
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err;
+      }
     }
     const existing = await records.findById(id);
     if (existing) {
       const cmp = compare(existing, at);
       if (cmp === 'duplicate') await records.announce([id]);
+      // A stale event is kept by a record whose newest event has no `time`: it may be newer than that event's earliest time.
+      if (cmp === 'stale' && existing.prov) await keepPrior(tenant, op.collection, existing, { v: nextVersion(null, at), org: tenant.org, set });
       if (cmp !== 'newer') return notApplied(cmp, existing);
       if (existing.event_time < at.time) continue; // it changed between the two: try again
       // Another event of the same time came first: this one is applied after it.
       const next = nextVersion(existing, at);
       const doc = await records.findOneAndUpdate(
         { _id: id, event_time: at.time, event_n: existing.event_n } as Filter<T>,
-        update(set, next, extraFor(next, null)) as UpdateFilter<T>,
+        update(set, next, extraFor(next, null), {}, at.provisional ? { id: at.id, prior: [priorOf(existing, set)] } : null) as UpdateFilter<T>,
       );
       if (doc) return { outcome: 'applied', current: doc as T, version: versionOf(next) };
       continue;
@@ -171,10 +200,75 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     // next event of the record (its redelivery) finishes: finishMove.
     await tombstones(tenant.db).markMove(op.tombstone, owner);
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
-    await finishMove(tenant.db, op, id, owner);
+    await finishMove(tenant.db, op, id, owner, versionOf(there));
     if (!follows || versionOf(there) > versionOf(follows)) follows = there;
   }
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
+}
+
+/**
+ * Keeps `prior`, an event the record refused as stale, in the mark of the record's newest event
+ * (one without `time`): the newest PRIOR_LIMIT, oldest first. On the condition that the record
+ * is still as read; a lost race leaves it out (the record moved on, and its mark with it).
+ */
+async function keepPrior(tenant: Tenant, collection: CollectionName, record: VersionedDoc, prior: PriorEvent): Promise<void> {
+  const mark = record.prov!;
+  const id = prior.v.event_ids![0]!;
+  if (mark.prior.some((p) => p.v.event_ids?.includes(id))) return;
+  const kept = [...mark.prior, prior].sort((a, b) => (versionOf(a.v) < versionOf(b.v) ? -1 : 1)).slice(-PRIOR_LIMIT);
+  await tenant
+    .collection<VersionedDoc>(collection)
+    .updateBookkeeping(recordAtVersion(record._id, record) as Filter<VersionedDoc>, { $set: { prov: { ...mark, prior: kept } } });
+}
+
+/**
+ * Places again event `eventId`, which has no `time`, at `to`: an earlier Kafka record of it
+ * lowered its time from `from` (src/db/event-times.ts). When the record reflects it (its newest
+ * event, applied at `from`), the record becomes what event time gives: the events it saw
+ * newer than `to` (its mark's `prior`) written over the event's fields in order, the newest
+ * one's version its version; else the event stays its newest, at `to`. `extra`: fields the
+ * caller's record derives from its version (users' `admin_v`), given the versions before and
+ * after. Returns the record as it then stands, with its organization (null: none holds it), and
+ * the deletion refused meanwhile that is newer than `to`, for the caller to apply again.
+ */
+export async function replaceEarlier<T extends VersionedDoc>(
+  db: Db,
+  ref: VersionedRecordRef,
+  id: string,
+  eventId: string,
+  from: string,
+  to: string,
+  extra: (record: T, after: string) => Document = () => ({}),
+): Promise<{ home: Tenant; record: T; deletion: EventStamp | null } | null> {
+  for (let round = 0; round < ROUNDS; round++) {
+    const owner = await ref.ownerOrg();
+    if (owner === null) return null;
+    const home = new Tenant(db, owner);
+    const records = home.collection<T>(ref.collection);
+    const record = await records.findById(id);
+    if (!record) continue;
+    const mark = record.prov;
+    if (record.event_time !== from || !record.event_ids?.includes(eventId) || mark?.id !== eventId) return { home, record, deletion: null };
+    // Newer than the event at `to` (a tie goes to the event: its earlier record arrived last), up
+    // to the first deletion among them, which the caller applies again once the record is older.
+    const after = mark.prior.filter((p) => p.org === owner && p.v.event_time > to);
+    const cut = after.findIndex((p) => p.deleted);
+    const newer = cut < 0 ? after : after.slice(0, cut);
+    const deletion = cut < 0 ? null : { time: after[cut]!.v.event_time, id: after[cut]!.v.event_ids![0]! };
+    const top = newer.at(-1);
+    const v: EventVersion = top ? top.v : { event_time: to, event_n: 1, event_ids: [eventId] };
+    const fields = Object.assign({}, ...newer.map((p) => p.set)) as Document;
+    const kept = top ? {} : { prov: { id: eventId, prior: mark.prior.filter((p) => p.v.event_time <= to) } };
+    const moved = await records.findOneAndUpdate(
+      recordAtVersion(id, record) as Filter<T>,
+      {
+        $set: { ...fields, ...v, ...kept, ...extra(record, versionOf(v)) },
+        ...(top ? { $unset: { prov: '' } } : {}),
+      } as UpdateFilter<T>,
+    );
+    if (moved) return { home, record: moved as T, deletion };
+  }
+  throw new Error(`record ${ref.collection}/${id} kept changing while an event was placed again`);
 }
 
 /**
@@ -249,8 +343,14 @@ export interface VersionedRecordRef {
   tombstone: string;
   /** Which organization holds this `_id` now, if any (an `ownerLookup` question). */
   ownerOrg(): Promise<string | null>;
-  /** Deletes what hangs off the record in organization `home`, once the record has left it (moved elsewhere, or deleted). */
-  deleteDependents(home: Tenant): Promise<void>;
+  /**
+   * Deletes what hangs off the record in organization `home`, once the record has left it (moved
+   * elsewhere, or deleted): what began up to version `upTo` (`born_v`; all of it when undefined),
+   * so what a record created there again meanwhile began, later, stays.
+   */
+  deleteDependents(home: Tenant, upTo: string | undefined): Promise<void>;
+  /** Derives again what `record` in `home` derives (its search grams, its list facts). */
+  rederive(home: Tenant, record: VersionedDoc): Promise<void>;
 }
 
 export interface VersionedDeletion extends VersionedRecordRef {
@@ -266,7 +366,14 @@ export interface DeletionResult {
   survivor: { home: Tenant; record: EventVersion } | null;
 }
 
-const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1 } };
+/**
+ * The filter of a record's dependents that began up to version `upTo` (`born_v`), and those made
+ * before `born_v` was kept; all of them when `upTo` is undefined.
+ */
+export const bornUpTo = (upTo: string | undefined): Document =>
+  upTo === undefined ? {} : { $or: [{ born_v: { $exists: false } }, { born_v: { $lte: upTo } }] };
+
+const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1, prov: 1 } };
 
 /**
  * Deletes a record by event (docs/events.md, deletions), wherever it lives: the tombstone first,
@@ -276,7 +383,7 @@ const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1 } }
  */
 export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<DeletionResult> {
   // A move of the record a process left half done: its old organization's dependents go first.
-  for (const org of (await tombstones(db).withMoves(op.tombstone)).leaving) await finishMove(db, op, op.id, org);
+  for (const org of (await tombstones(db).withMoves(op.tombstone)).leaving) await finishMove(db, op, op.id, org, undefined);
   let recorded: ApplyOutcome | null = null;
   for (let round = 0; round < ROUNDS; round++) {
     const owner = await op.ownerOrg();
@@ -284,6 +391,10 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
     const records = home?.collection<VersionedDoc>(op.collection);
     const record = (await records?.findById(op.id, VERSION_ONLY)) ?? null;
     const vsRecord = record && compare(record, op.at);
+    // Refused by a record whose newest event has no `time`: kept, as that event may move back below it.
+    if (home && record?.prov && vsRecord === 'stale') {
+      await keepPrior(home, op.collection, record, { v: nextVersion(null, op.at), org: home.org, set: {}, deleted: true });
+    }
     if (home && record && vsRecord !== 'newer') return { outcome: recorded ?? vsRecord ?? 'stale', survivor: { home, record } };
     const outcome = await recordDeletion(db, op.tombstone, owner ?? op.org, op.at, record);
     recorded ??= outcome;
@@ -294,11 +405,11 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
       if (!home && (await op.ownerOrg()) !== null) continue;
       // Gone already: what hung off it may not be, when the process that deleted it died before.
       const stone = await tombstones(db).get(op.tombstone);
-      if (stone?.org) await deleteDependentsOfGone(new Tenant(db, stone.org), op, op.id);
+      if (stone?.org) await deleteDependentsOfGone(new Tenant(db, stone.org), op, op.id, versionOf(stone));
       return { outcome: recorded, survivor: null };
     }
     if ((await records.deleteOne(recordAtVersion(op.id, record) as Filter<VersionedDoc>)).deletedCount > 0) {
-      await deleteDependentsOfGone(home, op, op.id);
+      await deleteDependentsOfGone(home, op, op.id, versionOf(record));
       return { outcome: recorded === 'stale' ? 'stale' : 'applied', survivor: null };
     }
   }
@@ -309,20 +420,27 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
  * Deletes what hangs off record `id` in `home` while no record `id` is there: only after the
  * record's conditional delete matched (a deletion or a move that lost its race to a newer event
  * leaves the surviving record's dependents alone), and again on a later delivery that finds the
- * record gone (its process died in between). A record created there again keeps its own.
+ * record gone (its process died in between). A record created there again keeps its own: the
+ * check and the delete are two steps, so the delete takes only what began up to `upTo` (the
+ * gone record's version, or its tombstone's: a record created again follows the tombstone, and
+ * what it begins is newer), and a record found there after the delete derives its grams again.
  */
-async function deleteDependentsOfGone(home: Tenant, ref: VersionedRecordRef, id: string): Promise<void> {
-  if (await home.collection<VersionedDoc>(ref.collection).findById(id, VERSION_ONLY)) return;
-  await ref.deleteDependents(home);
+async function deleteDependentsOfGone(home: Tenant, ref: VersionedRecordRef, id: string, upTo: string | undefined): Promise<void> {
+  const records = home.collection<VersionedDoc>(ref.collection);
+  if (await records.findById(id, VERSION_ONLY)) return;
+  await ref.deleteDependents(home, upTo);
+  const again = await records.findById(id);
+  if (again) await ref.rederive(home, again);
 }
 
 /**
  * Deletes what hangs off record `id` in `org`, which a move took it out of, unless the record is
- * there (again), then forgets the move's mark. Published as a cascade (docs/events-published.md):
+ * there (again), then forgets the move's mark. `upTo`: the version of the record that left; unknown
+ * (undefined) when finishing a move a killed process left half done, which deletes them all. Published as a cascade (docs/events-published.md):
  * the move, not the event, removes them.
  */
-async function finishMove(db: Db, ref: VersionedRecordRef, id: string, org: string): Promise<void> {
-  await withCause('cascade', () => deleteDependentsOfGone(new Tenant(db, org), ref, id));
+async function finishMove(db: Db, ref: VersionedRecordRef, id: string, org: string, upTo: string | undefined): Promise<void> {
+  await withCause('cascade', () => deleteDependentsOfGone(new Tenant(db, org), ref, id, upTo));
   await tombstones(db).clearMove(ref.tombstone, org);
 }
 
@@ -332,7 +450,7 @@ async function finishMove(db: Db, ref: VersionedRecordRef, id: string, org: stri
  * batch path's finishDeletion, before it inserts the record anew: import-users.ts).
  */
 export async function finishDeletionOfGone(db: Db, ref: VersionedRecordRef, id: string, stone: TombstoneDoc): Promise<void> {
-  if (stone.org) await deleteDependentsOfGone(new Tenant(db, stone.org), ref, id);
+  if (stone.org) await deleteDependentsOfGone(new Tenant(db, stone.org), ref, id, versionOf(stone));
 }
 
 /**

@@ -26,9 +26,22 @@ const emailDomain = fc.oneof(
   { weight: 1, arbitrary: fc.constant('mail.net') },
 );
 export const SOURCES = ['openedx/lms/web', 'openedx/lms/worker'] as const;
-const BASE_TIME = Date.parse('2026-03-01T10:00:00Z');
+/**
+ * Three seconds before midnight UTC: step time 3 is 00:00:00, so a leap second (LEAP, `23:59:60Z`:
+ * the CloudEvents schema's date-time takes `:60` only as the day's last second in UTC) is drawn often.
+ */
+const BASE_TIME = Date.parse('2026-02-28T23:59:57Z');
 /** The `fmt` of an event sent without `time`: ordered by its Kafka timestamp, set to the same instant. */
 export const UNTIMED = 4;
+/**
+ * The `fmt` of an event one nanosecond before its step time (`t - 1e-9` in the model): written as
+ * the leap second `23:59:60Z` when that is the last instant of a day (SPEC §5), else as `…:59.999999999`.
+ */
+export const LEAP = 5;
+/** The model's time of an event step (`t`, or one nanosecond before it: LEAP). */
+export const stepTime = (step: { t: number; fmt: number }) => (step.fmt === LEAP ? step.t - 1e-9 : step.t);
+/** How far before its first record a twin's earlier record is stamped (seconds; the model's time moves back as much). */
+export const EARLIER_BY = 2;
 /** More events of one time and one learner than a record once remembered identities for (16). */
 export const BURST = 17;
 
@@ -49,9 +62,11 @@ export type Step =
   | ({ do: 'delete'; course: string } & EventFields)
   /**
    * Sends again the message sent `back` messages ago (0: the last one, a duplicate); `fresh`: as
-   * a new Kafka record with a later timestamp (a producer's retry), not the same record.
+   * a new Kafka record with a later timestamp (a producer's retry), not the same record;
+   * `earlier`: an event without `time` as a new record on another topic, stamped EARLIER_BY
+   * seconds before (the copy the LMS sent first, read last), while the event is not modelled yet.
    */
-  | { do: 'again'; back: number; fresh?: boolean }
+  | { do: 'again'; back: number; fresh?: boolean; earlier?: boolean }
   /** SIGKILL the consumer once it handled `after` more messages (as far as there are), then start another. */
   | { do: 'kill'; after: number }
   | { do: 'flag'; org: string; on: boolean }
@@ -83,7 +98,7 @@ type Raw = { kind: string; [field: string]: unknown };
 
 const eventFields = fc.record({
   t: fc.nat(5),
-  fmt: fc.nat(UNTIMED),
+  fmt: fc.nat(LEAP),
   src: fc.oneof({ weight: 4, arbitrary: fc.constant(0 as const) }, { weight: 1, arbitrary: fc.constant(1 as const) }),
   bin: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
 });
@@ -126,6 +141,20 @@ const rawStep: fc.Arbitrary<Raw> = fc.oneof(
       kind: fc.constant('burst'),
       user: idx(5),
       email: fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      ev: eventFields,
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('twin'),
+      course: fc.option(idx(4), { nil: undefined, freq: 3 }),
+      user: idx(5),
+      type: fc.constantFrom<UserEventKind>('activated', 'registered', 'login', 'updated'),
+      active: fc.boolean(),
+      email: fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      between: fc.constantFrom('updated', 'login', 'gone'),
+      betweenActive: fc.boolean(),
       ev: eventFields,
     }),
   },
@@ -198,6 +227,31 @@ function bind(raw: Raw, s: Sizes, i: number): Step | Step[] {
         { do: 'unmember', org: home, user: user(r.user) },
         ...Array.from({ length: BURST }, () => one('updated', false)),
         { do: 'again', back: BURST },
+      ];
+    }
+    case 'twin': {
+      // An event without `time` whose first record is stamped EARLIER_BY seconds after its second
+      // (on another topic), and an event of the same record timed between the two.
+      const late = { ...ev, t: ev.t + EARLIER_BY, fmt: UNTIMED, src: 0 as const };
+      const between = { ...ev, t: ev.t + 1, fmt: ev.fmt === UNTIMED ? 0 : ev.fmt };
+      const home = (i: number, n: number) => named('home', i % n);
+      if (r.course !== undefined) {
+        const key = course(r.course);
+        const org = home(r.course, s.courses);
+        return [
+          { do: 'course', course: key, org, name: 'Twin', ...late },
+          r.between === 'gone' ? { do: 'delete', course: key, ...between } : { do: 'course', course: key, org, name: 'Between', ...between },
+          { do: 'again', back: 1, earlier: true },
+        ];
+      }
+      const id = user(r.user);
+      const org = home(r.user, s.users);
+      return [
+        { do: 'user', type: r.type, user: id, org, active: r.active, email: r.email, name: 'Twin', ...late },
+        r.between === 'gone'
+          ? { do: 'retire', user: id, org, ...between }
+          : { do: 'user', type: r.between, user: id, org, active: r.betweenActive, email: r.email, name: 'Between', ...between },
+        { do: 'again', back: 1, earlier: true },
       ];
     }
     case 'kill':
@@ -273,6 +327,11 @@ export function historyArbitrary(maxSteps: number): fc.Arbitrary<History> {
 /** The instant of `t`, written in one of several RFC 3339 spellings. */
 export function timeString(t: number, fmt: number): string {
   const ms = BASE_TIME + t * 1000;
+  if (fmt === LEAP) {
+    // One nanosecond before `t`: the leap second of the minute that ends at `t`, else nine nines.
+    const second = new Date(ms - 1000).toISOString().slice(0, 19);
+    return ms % 86_400_000 === 0 ? `${second.slice(0, 17)}60Z` : `${second}.999999999Z`;
+  }
   const iso = new Date(ms).toISOString(); // 2026-03-01T10:00:05.000Z
   switch (fmt % 4) {
     case 0:
@@ -307,7 +366,7 @@ export interface KafkaMessage {
 /** The model's event and the CloudEvent message the LMS would send for an event step (`id` given). */
 export function encode(step: EventStep, id: string): { event: ModelEvent; message: KafkaMessage } {
   const source = SOURCES[step.src];
-  const base = { source, id, time: step.t };
+  const base = { source, id, time: stepTime(step) };
   const org = (o: string | null) => (o === null ? {} : { organization: o });
   let event: ModelEvent;
   let data: unknown;

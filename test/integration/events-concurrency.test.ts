@@ -14,7 +14,7 @@ import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
 import { userRecord, userTombstone } from '../../src/domain/users';
 import { recordDeletion } from '../../src/domain/versioned-records';
-import { groupWithRule, link, membershipOf, newGroup, userOf } from '../helpers/domain';
+import { courseOf, groupWithRule, link, membershipOf, newGroup, userOf } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 /** Learners per race: enough that both interleavings of each race occur on a loaded machine. */
@@ -338,4 +338,72 @@ test('kill -9 between a move’s delete of the old record and the delete of its 
     there: at(5, 'move').time,
     memberHere: null,
   });
+});
+
+// Issue 38, item 7: deleteDependentsOfGone checked that no record was there, then deleted what
+// hangs off it; a newer event that created the record again between the two lost its own.
+test('a retirement whose membership delete comes right after a newer registration created the learner again (between its check and its delete) leaves the new membership and search entries', async () => {
+  const { org, tenant } = await orgWithRule();
+  await applyUserData(db, learner(5900), at(1, 'reg'), 'registration', org);
+  expect(await membershipOf(tenant, 5900)).not.toBeNull();
+  const deleted = async () => (await tombstones(db).get(userTombstone(5900))) !== null && (await userOf(tenant, 5900)) === null;
+  // Right after the retirement (t10) found the learner gone, before it deletes the membership: the learner registers again (t20).
+  await atCall(
+    'findOne',
+    COLLECTIONS.users,
+    deleted,
+    () => applyUserRetired(db, 5900, at(10, 'ret'), org),
+    () => applyUserData(db, learner(5900), at(20, 'back'), 'registration', org),
+  );
+  const grams = await tenant.collection(COLLECTIONS.userGrams).count({ r: 5900 });
+  expect({ user: (await userOf(tenant, 5900))?.event_time, member: (await membershipOf(tenant, 5900))?.born_v, grams: grams > 0 }).toEqual({
+    user: at(20, 'back').time,
+    member: `${at(20, 'back').time}#0001`,
+    grams: true,
+  });
+});
+
+test('a course deletion whose links delete comes right after a newer catalog change created the course again and an administrator linked it: the new link stays', async () => {
+  const org = uniqueName('org');
+  const tenant = new Tenant(db, org);
+  const group = await newGroup(tenant);
+  const key = `course-v1:${org}+GONE+R`;
+  const catalog = (second: number, name: string) => applyCatalogInfo(db, { catalog_info: { course_key: key, name }, organization: org }, at(second, name), org);
+  await catalog(1, 'first');
+  await link(tenant, key, group);
+  const deleted = async () => (await tombstones(db).get(`course:${key}`)) !== null && (await courseOf(tenant, key)) === null;
+  await atCall(
+    'findOne',
+    COLLECTIONS.courses,
+    deleted,
+    () => deleteCourse(db, key, at(10, 'del')),
+    async () => {
+      await catalog(20, 'again');
+      await link(tenant, key, group);
+    },
+  );
+  const links = await tenant.collection(COLLECTIONS.groupCourses).find({ course: key }).toArray();
+  expect({ course: (await courseOf(tenant, key))?.name, links: links.length }).toEqual({
+    course: 'again',
+    links: 1,
+  });
+});
+
+// The one bound left (docs/events.md, "Bound"): the activation log keeps 64 entries. Within it a
+// late activation between two deactivations that arrived before it applies its rule (the test
+// above); past it, one older than the floor adds nothing. Measured here on both sides.
+test.each([
+  ['10 deactivations (within the log)', 10, true],
+  ['65 deactivations (past the log: older than its floor)', 65, false],
+] as const)('a late activation between the first two of %s that arrived before it: a membership made: %s', async (_name, deactivations, member) => {
+  const { org, tenant } = await orgWithRule();
+  const id = 5950 + deactivations;
+  const minute = (m: number, id: string): EventStamp => ({
+    time: normalizeEventTime(new Date(Date.parse('2026-08-02T00:00:00Z') + m * 60_000).toISOString()),
+    id,
+  });
+  for (let m = 0; m < deactivations; m++) await applyUserData(db, learner(id, false), minute(m, `deact-${m}`), 'update', org);
+  expect((await userOf(tenant, id))?.act_log?.length).toBe(Math.min(deactivations, 64));
+  await applyUserData(db, learner(id, true), { time: normalizeEventTime('2026-08-02T00:00:30Z'), id: 'late-activation' }, 'registration', org);
+  expect((await membershipOf(tenant, id)) !== null).toBe(member);
 });

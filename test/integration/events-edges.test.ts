@@ -4,6 +4,8 @@
 // as instants whatever their offset, and a valid time the service cannot represent goes to the
 // DLQ with its reason, never misordered".
 import { dlqTopic } from '../../consumers/consumer';
+import { COLLECTIONS, type CourseDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
 import {
   closeProducer,
   cloudEvent,
@@ -162,3 +164,98 @@ test("a course deletion of its creation's time arriving after a newer catalog ch
 
   expect((await api.get(`group-courses/?course=${encodeURIComponent(key)}`)).body.results).toEqual([]);
 }, 60000);
+
+// Item 5: an event without `time` is ordered by its earliest Kafka timestamp known, whichever of
+// its records is read first. The same event on two topics with different timestamps, and an
+// event of the same record whose time falls between them, read in both orders, end alike.
+const untimed = (event: ReturnType<typeof cloudEvent>) => {
+  const { time: _time, ...rest } = event;
+  return rest as ReturnType<typeof cloudEvent>;
+};
+const at = (iso: string) => String(Date.parse(iso));
+
+test.each([
+  ['the earlier copy first', true],
+  ['the later copy first', false],
+] as const)(
+  'a registration without time on two topics (Kafka timestamps 1 s and 3 s) and a deactivation of 2 s read between them, %s: the deactivation is newer',
+  async (_name, earlierFirst) => {
+    const { org, api, group } = await orgWithRule(service, 'untimed.edu');
+    const id = newUserId();
+    const user = { id, email: `learner${id}@untimed.edu` };
+    const registration = untimed(cloudEvent(TYPES.registered, userData(org, { ...user, is_active: true, name: 'Copy' })));
+    const early = { ...structured(registration, id), timestamp: at('2026-06-01T00:00:01Z') };
+    const late = { ...structured(registration, id), timestamp: at('2026-06-01T00:00:03Z') };
+    const [first, second] = earlierFirst ? [early, late] : [late, early];
+    const deactivation = structured(
+      cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false, name: 'Between' }), { time: '2026-06-01T00:00:02Z' }),
+      id,
+    );
+    await handled(await sender(topicOf(0), 0)(first));
+    await handled(await sender(topicOf(1), 0)(deactivation));
+    await handled(await sender(topicOf(1), 0)(second));
+
+    expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'Between', membership: { group: { id: group.id } } });
+    expect(await storedActive(service, org, id)).toBe(false);
+  },
+  60000,
+);
+
+test.each([
+  ['the earlier copy first, a change between', true, false],
+  ['the later copy first, a change between', false, false],
+  ['the earlier copy first, a deletion between', true, true],
+  ['the later copy first, a deletion between', false, true],
+] as const)(
+  'a catalog change without time on two topics and an event timed between them, %s: the timed event is newer',
+  async (_name, earlierFirst, deletion) => {
+    const { org } = await orgWithRule(service, `untimed-course-${earlierFirst}-${deletion}.edu`);
+    const key = `course-v1:UNTIMED+C1+${newUserId()}`;
+    const catalog = (name: string, time?: string) =>
+      cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
+    const copy = untimed(catalog('Copy'));
+    const early = { ...structured(copy, key), timestamp: at('2026-06-02T00:00:01Z') };
+    const late = { ...structured(copy, key), timestamp: at('2026-06-02T00:00:03Z') };
+    const [first, second] = earlierFirst ? [early, late] : [late, early];
+    await handled(await sender(topicOf(0), 0)(first));
+    const between = deletion
+      ? cloudEvent(TYPES.courseDeleted, { course_key: key }, { time: '2026-06-02T00:00:02Z' })
+      : catalog('Between', '2026-06-02T00:00:02Z');
+    await handled(await sender(topicOf(1), 0)(structured(between, key)));
+    await handled(await sender(topicOf(1), 0)(second));
+
+    const course = await new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+    expect(course?.name ?? 'deleted').toBe(deletion ? 'deleted' : 'Between');
+  },
+  60000,
+);
+
+test.each([
+  ['the earlier copy first', true],
+  ['the later copy first', false],
+] as const)(
+  "an activation, the administrator's removal, a deactivation without time on two topics (1 s and 3 s) and an activation of 2 s read between them, %s: the activation of 2 s starts a period and applies its rule",
+  async (_name, earlierFirst) => {
+    const { org, api, group } = await orgWithRule(service, 'untimed-period.edu');
+    const id = newUserId();
+    const user = { id, email: `learner${id}@untimed-period.edu` };
+    await handled(
+      await sender(topicOf(0), 0)(structured(cloudEvent(TYPES.activated, userData(org, { ...user, is_active: true }), { time: '2026-06-03T00:00:00Z' }), id)),
+    );
+    const member = (await api.get(`users/${id}/`)).body.membership;
+    expect((await api.delete(`memberships/${member.id}/`)).status).toBe(204);
+    const deactivation = untimed(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false })));
+    const early = { ...structured(deactivation, id), timestamp: at('2026-06-03T00:00:01Z') };
+    const late = { ...structured(deactivation, id), timestamp: at('2026-06-03T00:00:03Z') };
+    const [first, second] = earlierFirst ? [early, late] : [late, early];
+    await handled(await sender(topicOf(0), 0)(first));
+    await handled(
+      await sender(topicOf(1), 0)(structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time: '2026-06-03T00:00:02Z' }), id)),
+    );
+    await handled(await sender(topicOf(1), 0)(second));
+
+    expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+    expect(await storedActive(service, org, id)).toBe(true);
+  },
+  60000,
+);

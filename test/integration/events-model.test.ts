@@ -28,13 +28,16 @@ import type { Admin } from 'kafkajs';
 import {
   BURST,
   DEFAULT_ORG,
+  EARLIER_BY,
   type EventStep,
   encode,
   type History,
   historyArbitrary,
   isEvent,
   type KafkaMessage,
+  LEAP,
   type Step,
+  timeString,
   UNTIMED,
 } from '../helpers/event-history';
 import { deliverInAnyOrder, EventModel, type ModelEvent, recordOf } from '../helpers/event-model';
@@ -87,6 +90,10 @@ const covered = {
   redelivered: 0,
   untimed: 0,
   newRecords: 0,
+  /** Events without `time` whose second record, on another topic, was stamped before the first (EARLIER_BY). */
+  earlierRecords: 0,
+  /** Events at a leap second (`…:60`). */
+  leapSeconds: 0,
   bursts: 0,
   /** A record's events on two topics between two catch-ups: their arrival order is Kafka's choice. */
   interleaved: 0,
@@ -231,14 +238,26 @@ class Run {
     const id = `ev-${++this.eventIds[step.src]!}`;
     const encoded = encode(step, id);
     if (step.fmt === UNTIMED) covered.untimed++;
+    if (step.fmt === LEAP && /:60Z$/.test(timeString(step.t, step.fmt))) covered.leapSeconds++;
     const sent = { ...encoded, topic: this.topicOf(encoded.event) };
     this.sent.push(sent);
     this.deliver(sent);
   }
 
-  again(back: number, fresh = false) {
+  again(back: number, fresh = false, stampedBefore = false) {
     if (this.sent.length === 0) return 'nothing sent yet';
     const earlier = this.sent[this.sent.length - 1 - (back % this.sent.length)]!;
+    // The same event without `time` on another topic, stamped before its first record: its
+    // earliest Kafka timestamp is its time (SPEC §5), so the model's event moves back with it
+    // (while it is not modelled yet: the model is a replay in event time of each segment).
+    if (stampedBefore && earlier.message.timestamp !== undefined && this.unmodelled.some((u) => u.event === earlier.event)) {
+      covered.earlierRecords++;
+      earlier.event.time -= EARLIER_BY;
+      const other = this.topics.length === 1 ? earlier.topic : earlier.topic === this.topics[0] ? this.topics[1]! : this.topics[0]!;
+      const message = { ...earlier.message, timestamp: String(Number(earlier.message.timestamp) - EARLIER_BY * 1000) };
+      this.deliver({ ...earlier, message, topic: other });
+      return `${earlier.event.source} ${earlier.event.id} as a new record stamped ${EARLIER_BY} s before, on another topic`;
+    }
     // A new record of the same event (a producer's retry) has a later timestamp of its own; on the same topic.
     if (fresh) covered.newRecords++;
     if (back === BURST) covered.bursts++;
@@ -651,7 +670,7 @@ async function runHistory(h: History): Promise<void> {
       run.log.push(`${i}: ${JSON.stringify(step)}`);
       const line = run.log.length - 1;
       if (isEvent(step)) run.send(step);
-      else if (step.do === 'again') run.log[line] += ` (${run.again(step.back, step.fresh)})`;
+      else if (step.do === 'again') run.log[line] += ` (${run.again(step.back, step.fresh, step.earlier)})`;
       else if (step.do === 'kill') run.log[line] += ` -> ${await run.kill(step.after)}`;
       else {
         // Admin writes wait for the consumers: what they act on may have been made by events.
