@@ -181,6 +181,36 @@ describe('fresh environments with setuptools 69.1.1', () => {
   );
 });
 
+// docs/install-tutor.md's other step 1: `pip install "git+<repository>@<version>#subdirectory=integrations/tutor"`.
+// pip builds the wheel from a checkout, where the carried sources are not staged: the Tutor plugin's
+// setup.py stages them from the checkout around it. A clone outside the repository, installed by
+// URL; the package it gives holds the same files as the release's wheel, and the carried ones as the
+// clone has them.
+test('a pip install of the Tutor plugin from a git URL carries what the release wheel carries', async () => {
+  const clone = path.join(WORK, 'clone');
+  await sh('git', ['clone', '--quiet', ROOT, clone]);
+  const installed = async (name: string, what: string) => {
+    const target = path.join(WORK, name);
+    await sh(UV, ['pip', 'install', '--quiet', '--no-deps', '--python', PYTHONS['3.12'], '--target', target, what]);
+    const pkg = path.join(target, 'tutorcourse_access_groups');
+    const files = (await sh('find', [pkg, '-type', 'f', '!', '-name', '*.pyc'])).trim().split('\n');
+    return { pkg, files: files.map((f) => path.relative(pkg, f)).sort() };
+  };
+  const fromGit = await installed('from-git', `git+file://${clone}#subdirectory=integrations/tutor`);
+  const fromWheel = await installed('from-wheel', file(`tutor_contrib_course_access_groups-${version}-py3-none-any.whl`));
+  expect(fromGit.files.length).toBeGreaterThan(100);
+  expect(fromGit.files).toEqual(fromWheel.files);
+  for (const [carried, source] of [
+    ['templates/course-access-groups/build/course-access-groups/Dockerfile', 'Dockerfile'],
+    ['templates/course-access-groups/build/course-access-groups/src/main.ts', 'src/main.ts'],
+    ['templates/build/openedx/course-access-groups-openedx/pyproject.toml', 'integrations/openedx/pyproject.toml'],
+  ] as const) {
+    expect(readFileSync(path.join(fromGit.pkg, carried), 'utf8')).toBe(readFileSync(path.join(clone, source), 'utf8'));
+  }
+  // The build stages into a checkout of its own: the repository it was given is left as it was.
+  expect((await sh('git', ['-C', clone, 'status', '--porcelain'])).trim()).toBe('');
+}, 300_000);
+
 // docs/install-tutor.md's steps 1 to 3 as an operator types them: every line of their `sh` blocks
 // run by bash in the folder holding the release's files (the copy outside the repository), with a
 // fresh Python 3.12 environment (Tutor from PyPI) first on the PATH, `pip` installing into it, and a
