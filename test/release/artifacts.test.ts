@@ -188,10 +188,12 @@ describe('fresh environments with setuptools 69.1.1', () => {
 // clone has them.
 test('a pip install of the Tutor plugin from a git URL carries what the release wheel carries', async () => {
   const clone = path.join(WORK, 'clone');
+  // git for uv, from a PATH without the repository's folders (npx puts its node_modules/.bin first).
+  const PATH = (process.env.PATH ?? '').split(':').filter((dir) => !dir.startsWith(ROOT)).join(':');
   await sh('git', ['clone', '--quiet', ROOT, clone]);
   const installed = async (name: string, what: string) => {
     const target = path.join(WORK, name);
-    await sh(UV, ['pip', 'install', '--quiet', '--no-deps', '--python', PYTHONS['3.12'], '--target', target, what]);
+    await sh(UV, ['pip', 'install', '--quiet', '--no-deps', '--python', PYTHONS['3.12'], '--target', target, what], { env: { PATH } });
     const pkg = path.join(target, 'tutorcourse_access_groups');
     const files = (await sh('find', [pkg, '-type', 'f', '!', '-name', '*.pyc'])).trim().split('\n');
     return { pkg, files: files.map((f) => path.relative(pkg, f)).sort() };
