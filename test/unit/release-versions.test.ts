@@ -99,9 +99,10 @@ test('the release refuses a version CHANGELOG.md has no section for, and one who
   expect(res.stderr).toContain("CHANGELOG.md has no entry for 9.8.7: add a '## [9.8.7] - YYYY-MM-DD' section");
   expect(existsSync(path.join(dir, 'release'))).toBe(false);
 
-  // A heading with nothing under it is no entry either.
+  // A heading with nothing under it is no entry either (put just above the current version's
+  // section: whatever [Unreleased] holds stays under [Unreleased]).
   const changelog = readFileSync(path.join(dir, 'CHANGELOG.md'), 'utf8');
-  writeFileSync(path.join(dir, 'CHANGELOG.md'), changelog.replace('## [Unreleased]\n', '## [Unreleased]\n\n## [9.8.7] - 2030-01-01\n'));
+  writeFileSync(path.join(dir, 'CHANGELOG.md'), changelog.replace(`## [${version}]`, `## [9.8.7] - 2030-01-01\n\n## [${version}]`));
   res = release();
   expect(res.status).toBe(1);
   expect(res.stderr).toContain('CHANGELOG.md has no entry for 9.8.7');
