@@ -189,7 +189,10 @@ describe('fresh environments with setuptools 69.1.1', () => {
 test('a pip install of the Tutor plugin from a git URL carries what the release wheel carries', async () => {
   const clone = path.join(WORK, 'clone');
   // git for uv, from a PATH without the repository's folders (npx puts its node_modules/.bin first).
-  const PATH = (process.env.PATH ?? '').split(':').filter((dir) => !dir.startsWith(ROOT)).join(':');
+  const PATH = (process.env.PATH ?? '')
+    .split(':')
+    .filter((dir) => !dir.startsWith(ROOT))
+    .join(':');
   await sh('git', ['clone', '--quiet', ROOT, clone]);
   const installed = async (name: string, what: string) => {
     const target = path.join(WORK, name);
