@@ -153,13 +153,15 @@ export interface UserDoc extends TenantDoc, EventVersion {
    * The learner's activations and deactivations in event time, and what bounds them
    * (src/domain/activation-log.ts, docs/events.md "Activations"): `act_log` (at most 64 entries,
    * older ones folded into `floor_v`/`floor_open`), `removed_v` (the newest retirement or move
-   * older than the record, or the deletion it follows). `log_n` counts their changes;
+   * older than the record, or the deletion it follows) and `removed_i` (the events of its time
+   * that came before it, so a late redelivery of one is known). `log_n` counts their changes;
    * `settled_n` is the `log_n` the membership reflects.
    */
   act_log?: LogEntry[];
   log_n?: number;
   settled_n?: number;
   removed_v?: string;
+  removed_i?: string[];
   floor_v?: string;
   floor_open?: boolean;
   /**

@@ -16,11 +16,16 @@ import type { EventVersion } from './collections';
 export const version = (time: string, n: number) => `${time}#${String(Math.min(n, 9999)).padStart(4, '0')}`;
 
 /**
- * The version of a deletion in a record's past (one that arrived after the record moved
- * past its time): it comes after every event of its time the record applied (`time#~` sorts
- * after every `time#n`), as the tie rule places a late event of a tied time (docs/events.md).
+ * The version of a late event (one that arrived after the record moved past its time): it
+ * comes after every event of its time the record applied (`time#~` sorts after every
+ * `time#n`), as the tie rule places a late event of a tied time (docs/events.md). `arrival`
+ * (a learner's log count, which every change raises) orders the late events of one record
+ * among themselves as they arrived: `time#~0000000005` before `time#~0000000006`.
  */
-export const lateVersion = (time: string) => `${time}#~`;
+export const lateVersion = (time: string, arrival?: number) => `${time}#~${arrival === undefined ? '' : String(arrival).padStart(10, '0')}`;
+
+/** Whether `v` is a late event's version (lateVersion). */
+export const isLate = (v: string) => v.includes('#~');
 
 /** The version a record reflects (its newest event's). */
 export const versionOf = (v: EventVersion) => version(v.event_time, v.event_n ?? 1);

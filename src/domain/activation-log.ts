@@ -1,4 +1,5 @@
 import type { LogEntry, MembershipDoc, UserDoc } from '../db/collections';
+import { isLate } from '../db/versioned-writes';
 
 export type { LogEntry };
 
@@ -15,7 +16,7 @@ export type { LogEntry };
  */
 
 /** The user fields this module reads and writes. */
-export type ActivationState = Pick<UserDoc, 'act_log' | 'log_n' | 'removed_v' | 'admin_v' | 'floor_v' | 'floor_open'>;
+export type ActivationState = Pick<UserDoc, 'act_log' | 'log_n' | 'removed_v' | 'removed_i' | 'admin_v' | 'floor_v' | 'floor_open'>;
 
 /**
  * How many entries the log keeps. Older ones fold into the floor (`floor_v`, `floor_open`): the
@@ -37,16 +38,25 @@ const logged = (log: readonly LogEntry[], entry: LogEntry) => entry.i !== undefi
 /** The time part of a version (`time#n`). */
 const timeOf = (v: string) => v.slice(0, v.lastIndexOf('#'));
 
-/** The log fields once `entry` is added in event time, or null when it adds nothing. */
+/** Whether the log's floor covers `entry`: older, or (a late entry) of the floor's time, whose events the fold forgot. */
+const underFloor = (state: ActivationState, entry: LogEntry) =>
+  state.floor_v !== undefined && (isLate(entry.v) ? timeOf(entry.v) <= timeOf(state.floor_v) : entry.v <= state.floor_v);
+
+/**
+ * The log fields once `entry` is added in event time, or null when it adds nothing: it is older
+ * than the last removal, under the floor, or an event that removal took (`removed_i`: a late
+ * entry of the removal's time comes after it, but not when it is one the removal came after).
+ */
 export function withEntry(state: ActivationState, entry: LogEntry): Partial<ActivationState> | null {
-  if ((state.removed_v !== undefined && entry.v < state.removed_v) || (state.floor_v !== undefined && entry.v <= state.floor_v)) return null;
+  if ((state.removed_v !== undefined && entry.v < state.removed_v) || underFloor(state, entry)) return null;
+  if (entry.i?.some((id) => state.removed_i?.includes(id))) return null;
   const log = state.act_log ?? [];
   // An event the log has is a redelivery, whatever the record's state: its entry stays where it
   // was placed (a copy placed again would follow the entries of its time that arrived later). An
   // entry written before identities were kept: a stale event delivered again has the same
   // version (`time#0`) and kind.
   if (logged(log, entry) || log.some((e) => e.v === entry.v && e.k === entry.k && e.i === undefined)) return null;
-  // After every entry of its time: a stale event (`time#0`) arrived after those (among equal
+  // After every entry of its time: a late event (`time#~n`) arrived after those (among equal
   // times arrival decides), and an applied one is the newest.
   const at = log.findIndex((e) => timeOf(e.v) > timeOf(entry.v));
   return folded({ ...state, act_log: at < 0 ? [...log, entry] : [...log.slice(0, at), entry, ...log.slice(at)] });
@@ -68,13 +78,24 @@ export function withEntryMoved(state: ActivationState, id: string, v: string): P
   return withEntry({ ...state, act_log: rest }, { ...entry, v, i: [id] }) ?? { act_log: rest };
 }
 
-/** The log fields once a removal at version `v` is recorded, or null when a newer one is. */
-export function withRemoval(state: ActivationState, v: string): Partial<ActivationState> | null {
+/**
+ * The log fields once a removal at version `v` (by event `id`) is recorded, or null when a newer
+ * one is, or when it is recorded already. The identities of the events of its time it comes
+ * after stay named (`removed_i`, its own and those of the entries it takes, with an earlier
+ * removal's of that time): a redelivery of one, late, would otherwise follow the removal.
+ */
+export function withRemoval(state: ActivationState, v: string, id?: string): Partial<ActivationState> | null {
   if (state.removed_v !== undefined && v <= state.removed_v) return null;
-  const log = (state.act_log ?? []).filter((e) => e.v >= v);
+  const time = timeOf(v);
+  const earlier = state.removed_v !== undefined && timeOf(state.removed_v) === time ? (state.removed_i ?? []) : [];
+  if (id !== undefined && earlier.includes(id)) return null;
+  const all = state.act_log ?? [];
+  const log = all.filter((e) => e.v >= v);
+  const taken = all.filter((e) => e.v < v && timeOf(e.v) === time).flatMap((e) => e.i ?? []);
+  const removed_i = [...new Set([...earlier, ...taken, ...(id === undefined ? [] : [id])])];
   // A floor older than the removal says nothing any more: what came before the removal is gone.
   const floor = state.floor_v !== undefined && state.floor_v > v ? {} : { floor_v: undefined, floor_open: undefined };
-  return { removed_v: v, act_log: log, ...floor };
+  return { removed_v: v, removed_i: removed_i.length > 0 ? removed_i : undefined, act_log: log, ...floor };
 }
 
 /**

@@ -231,9 +231,7 @@ async function insertUsers(
     lines.map(({ facts, at }) => {
       // Created again after a retirement (an older one: newer ones are left to the per-event path), it follows the tombstone.
       const stone = stones.get(userTombstone(facts.id));
-      const fields = freshFields(
-        activationFields(facts, facts.is_active, at.id)(version(at.time, 1), stone ? version(stone.event_time, stone.event_n ?? 1) : null),
-      );
+      const fields = freshFields(activationFields(facts, facts.is_active, at.id)(version(at.time, 1), stone ?? null));
       const g = groupOf.get(facts);
       const log = (fields.act_log ?? []) as LogEntry[];
       return {

@@ -1,5 +1,5 @@
 import type { Db, Filter } from 'mongodb';
-import { COLLECTIONS, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
+import { COLLECTIONS, type EventVersion, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
@@ -96,9 +96,11 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
  * drops an empty array from `$setOnInsert`.)
  */
 export function activationFields(facts: Pick<UserFacts, 'is_active' | 'email'>, activates: boolean, id: string) {
-  return (v: string, after: string | null): VersionFields => {
+  return (v: string, after: EventVersion | null): VersionFields => {
     const entry = logEntry(facts, activates, v, id);
-    const onInsert = { ...(entry ? {} : { log_n: 0 }), ...(after !== null ? { removed_v: after } : {}) };
+    // The events of the removal's time stay named (activation-log.ts `withRemoval`); FerretDB v1 drops an empty array here.
+    const removed = after === null ? {} : { removed_v: recordVersion(after), ...(after.event_ids?.length ? { removed_i: after.event_ids } : {}) };
+    const onInsert = { ...(entry ? {} : { log_n: 0 }), ...removed };
     return {
       ...(entry ? { push: { act_log: entry }, inc: { log_n: 1 } } : {}),
       ...(Object.keys(onInsert).length > 0 ? { onInsert } : {}),
@@ -124,13 +126,19 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
   });
   // A stale event still has its place in event time: its entry, or, naming another organization
   // (the learner was elsewhere then: a move and a move back), a removal.
+  // It is late (lateVersion): after every event of its time the record saw, in arrival order.
   if (result.current && result.outcome === 'stale') {
-    const v = result.version;
-    const entry = logEntry(facts, activates, v, stamp.id);
-    // (A move in the past keeps `time#0`: nothing names a move applied before, so a late version
-    // would take its redelivery, after the record moved back, for a new removal.)
-    const change = result.current.org !== tenant.org ? (u: UserDoc) => withRemoval(u, v) : entry && ((u: UserDoc) => withEntry(u, entry));
-    if (change) result.current = await changeActivationLog(homeOf(tenant, result.current), result.current, change);
+    const late = (u: UserDoc) => lateVersion(stamp.time, u.log_n ?? 0);
+    const moved = result.current.org !== tenant.org;
+    const change = moved
+      ? (u: UserDoc) => withRemoval(u, late(u), stamp.id)
+      : (u: UserDoc) => {
+          const entry = logEntry(facts, activates, late(u), stamp.id);
+          return entry && withEntry(u, entry);
+        };
+    if (moved || logEntry(facts, activates, result.version, stamp.id)) {
+      result.current = await changeActivationLog(homeOf(tenant, result.current), result.current, change);
+    }
   }
   // Every event re-derives what is derived from the record (also a duplicate or a stale one: so a
   // redelivery repairs what a crash after the write left undone).
@@ -202,8 +210,9 @@ export async function replaceUserEvent(
   if (!placed) return null;
   const { home } = placed;
   const applied = placed.record.event_time === to && placed.record.event_ids?.includes(eventId);
-  const entryVersion = version(to, applied ? (placed.record.event_n ?? 1) : 0);
-  const record = await changeActivationLog(home, placed.record, (u) => withEntryMoved(u, eventId, entryVersion) ?? (lowered ? {} : null));
+  // Not applied there (the record is newer): late, as a stale event's entry is.
+  const entryVersion = (u: UserDoc) => (applied ? version(to, placed.record.event_n ?? 1) : lateVersion(to, u.log_n ?? 0));
+  const record = await changeActivationLog(home, placed.record, (u) => withEntryMoved(u, eventId, entryVersion(u)) ?? (lowered ? {} : null));
   await reindexUser(home, record);
   // A retirement refused meanwhile, newer than the event now: the caller retires the learner after all, once the membership follows the log.
   return { home, record, deletion: placed.deletion };
@@ -241,7 +250,7 @@ export async function retireUser(tenant: Tenant, userId: number, at: string | Ev
   // them: a retirement applied at that time, delivered again, is named by the tombstone.
   if (survivor && outcome !== 'duplicate' && !(await namedByTombstone(tenant.db, userTombstone(userId), stamp))) {
     const user = await survivor.home.collection<UserDoc>(COLLECTIONS.users).findById(String(userId));
-    if (user) await changeActivationLog(survivor.home, user, (u) => withRemoval(u, lateVersion(stamp.time)));
+    if (user) await changeActivationLog(survivor.home, user, (u) => withRemoval(u, lateVersion(stamp.time, u.log_n ?? 0), stamp.id));
   }
   if (outcome === 'duplicate') await announceDeletion(tenant.db, userTombstone(userId), COLLECTIONS.users, String(userId));
   return outcome;

@@ -49,8 +49,8 @@ export interface VersionedUpsert<T extends VersionedDoc> extends VersionedRecord
   /** Fields to change on an existing record; defaults to every field of `doc`. */
   set?: Partial<T>;
   at: EventStamp;
-  /** Fields the event's version sets (`v`); `after`: the version of what a new record follows (a tombstone, a moved record). */
-  fields?(v: string, after: string | null): VersionFields;
+  /** Fields the event's version sets (`v`); `after`: the version (with its identities) of what a new record follows (a tombstone, a moved record). */
+  fields?(v: string, after: EventVersion | null): VersionFields;
 }
 
 export interface VersionedResult<T> {
@@ -132,7 +132,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
   const id = op.doc._id;
   const { _id: _ignored, ...fields } = op.doc as Document;
   const set = (op.set ?? fields) as Document;
-  const extraFor = (v: EventVersion, after: string | null) => op.fields?.(versionOf(v), after) ?? {};
+  const extraFor = (v: EventVersion, after: EventVersion | null) => op.fields?.(versionOf(v), after) ?? {};
   const notApplied = (outcome: ApplyOutcome, current: T | null): VersionedResult<T> => ({ outcome, current, version: version(at.time, 0) });
   // A deletion at least as new as the event refuses it; a record older than its tombstone (a
   // deletion that lost a race or died half-way) is deleted first, so nothing extends it.
@@ -151,7 +151,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
   let follows: EventVersion | null = stone;
   for (let round = 0; round < ROUNDS; round++) {
     const first = nextVersion(follows, at);
-    const firstExtra = extraFor(first, follows && versionOf(follows));
+    const firstExtra = extraFor(first, follows);
     const onInsert = { ...Object.fromEntries(Object.entries(fields).filter(([k]) => !(k in set))), ...firstExtra.onInsert };
     // An event without `time` keeps what it overwrites (the record as read, written on that
     // condition), so the record can be that again if an earlier record of the event moves it back.
@@ -294,7 +294,7 @@ async function afterInsert<T extends VersionedDoc>(
   if (!stone || (followed && versionOf(followed) >= versionOf(stone))) return { outcome: 'applied', current: doc, version: versionOf(written) };
   // A deletion written after our read: continue its version (a redelivered event of its time stays a duplicate).
   const next = nextVersion(stone, op.at);
-  const extra = op.fields?.(versionOf(next), versionOf(stone)) ?? {};
+  const extra = op.fields?.(versionOf(next), stone) ?? {};
   const fixed = await records.findOneAndUpdate(
     { _id: doc._id, event_time: written.event_time, event_n: written.event_n } as Filter<T>,
     { $set: { ...next, ...freshFields(extra) } } as UpdateFilter<T>,

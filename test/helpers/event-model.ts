@@ -51,9 +51,8 @@ export type ModelEvent = UserEvent | RetiredEvent | CatalogEvent | CourseDeleted
 export type Outcome = 'applied' | 'duplicate' | 'stale' | 'dead_lettered';
 
 /**
- * An event's version: its time, then its position among the applied events of that time. A stale
- * event comes after every event of its time seen before it (among equal times arrival decides):
- * STALE_N.
+ * An event's version: its time, then its position among the events of that time: applied ones
+ * from 1; a stale one STALE_N on the record (a learner's late entries and removals: LATE_BASE on).
  */
 export interface Version {
   t: number;
@@ -62,12 +61,17 @@ export interface Version {
 /** a is newer than b; anything is newer than nothing. */
 const STALE_N = 0;
 /**
- * A deletion in a record's past (stale) comes after every event of its time the record applied:
- * the tie rule places a late event after those of its time that arrived before it. (A move in the
- * past keeps STALE_N, as the service does: nothing names a move applied before.)
+ * A course deletion in the record's past (stale) comes after every event of its time the record
+ * applied: the tie rule places a late event after those of its time that arrived before it.
  */
 const LATE_N = Number.POSITIVE_INFINITY;
 const late = (v: Version): Version => ({ t: v.t, n: LATE_N });
+/**
+ * A learner's late event (an activation, a deactivation, a retirement in the record's past) comes
+ * after every event of its time the record saw before it, and before those that arrive after it:
+ * LATE_BASE plus the record's count of late events.
+ */
+const LATE_BASE = 1e9;
 export const newer = (a: Version, b: Version | null): boolean => b === null || a.t > b.t || (a.t === b.t && a.n > b.n);
 const sameVersion = (a: Version, b: Version | undefined): boolean => b !== undefined && a.t === b.t && a.n === b.n;
 
@@ -103,6 +107,8 @@ interface UserTrack extends Track {
   removed: Version | null;
   /** Where in event time an administrator last changed the membership: the record's version then. No activation older than it makes one. */
   adminAt: Version | null;
+  /** How many late events the record placed (their order among themselves: LATE_BASE). */
+  lates: number;
 }
 
 export interface CourseRecord {
@@ -209,7 +215,7 @@ export class EventModel {
         const t = track as UserTrack;
         // Applied: the record goes, and its log with it. Older than the record: a removal in its past.
         if (applied) this.dropUser(t);
-        else if (t.record) this.raiseRemoved(t, late(version));
+        else if (t.record) this.raiseRemoved(t, this.lateAt(t, version));
         this.reconcile(t);
         break;
       }
@@ -230,7 +236,7 @@ export class EventModel {
       // Stale, naming another organization: in event time the learner was elsewhere then, so
       // left this organization (what began before goes) and came back.
       if (old.org !== org) {
-        this.raiseRemoved(t, version);
+        this.raiseRemoved(t, this.lateAt(t, version));
         return;
       }
     } else {
@@ -247,8 +253,16 @@ export class EventModel {
       t.record = { id: e.user.id, org, username: e.user.username, name: e.user.name, email: e.user.email, is_active: active };
     }
     // The rule is matched now, at arrival, whether or not this activation turns out to be the first of its period.
-    if (ACTIVATION_CAPABLE(e)) this.addToLog(t, { v: version, k: 'a', g: this.org(org).rules.get(domainOf(e.user.email)) ?? null });
-    else if (!active) this.addToLog(t, { v: version, k: 'd', g: null });
+    const capable = ACTIVATION_CAPABLE(e);
+    if (!capable && active) return;
+    const v = applied ? version : this.lateAt(t, version);
+    if (capable) this.addToLog(t, { v, k: 'a', g: this.org(org).rules.get(domainOf(e.user.email)) ?? null });
+    else this.addToLog(t, { v, k: 'd', g: null });
+  }
+
+  /** Where a late event of the learner's stands: after every event of its time seen so far. */
+  private lateAt(t: UserTrack, v: Version): Version {
+    return { t: v.t, n: LATE_BASE + ++t.lates };
   }
 
   /** The log starts again after `removed` (a move here, or a record created after a retirement). */
@@ -265,14 +279,12 @@ export class EventModel {
   }
 
   /**
-   * Into the log in event time, after the entries of its time already there (a stale event,
-   * `time#0`, came after those: among equal times arrival decides); not when older than the
-   * removal, nor twice.
+   * Into the log in event time (a late event, LATE_BASE on, came after the entries of its time
+   * already there: among equal times arrival decides); not when older than the removal.
    */
   private addToLog(t: UserTrack, entry: LogEntry) {
     if (t.removed !== null && newer(t.removed, entry.v)) return;
-    if (t.log.some((other) => other.k === entry.k && sameVersion(other.v, entry.v))) return;
-    const at = t.log.findIndex((other) => other.v.t > entry.v.t);
+    const at = t.log.findIndex((other) => newer(other.v, entry.v));
     t.log.splice(at === -1 ? t.log.length : at, 0, entry);
   }
 
@@ -385,6 +397,7 @@ export class EventModel {
         log: [],
         removed: null,
         adminAt: null,
+        lates: 0,
       };
       this.users.set(id, t);
     }

@@ -259,3 +259,80 @@ test.each([
   },
   60000,
 );
+
+// The tie rule for an event older than the record: a login of time 5 arriving after the record
+// moved past 5 comes after every event of time 5 that arrived before it (here the activation of
+// time 5 that moved the learner away), as it would had it arrived before the newer activation.
+// Found by the event-history model (seed 2911): `time#0` placed it before them, and the removal
+// that move left refused it.
+test.each([
+  ['before the newer activation', true],
+  ['after the newer activation', false],
+] as const)(
+  "an activation of time 5 elsewhere, then a login of time 5 back here read %s of time 13: the login's rule owns the membership",
+  async (_name, loginFirst) => {
+    const send = sender(topicOf(1), 1);
+    const { org, api, group } = await orgWithRule(service, `tied-move-${loginFirst}.edu`);
+    const later = (await api.post('course-access-groups/', { name: 'later', description: '' })).body as { id: number };
+    expect((await api.post('membership-rules/', { name: 'later', domain: `later-${loginFirst}.edu`, group: later.id })).status).toBe(201);
+    const { org: elsewhere } = await orgWithRule(service, `tied-move-elsewhere-${loginFirst}.edu`);
+    const id = newUserId();
+    const event = (type: string, organization: string, domain: string, time: string) =>
+      structured(cloudEvent(type, userData(organization, { id, email: `learner${id}@${domain}`, is_active: true }), { time }), id);
+    await handled(await send(event(TYPES.activated, elsewhere, `tied-move-${loginFirst}.edu`, '2026-05-25T00:00:05Z')));
+    const login = event(TYPES.login, org, `tied-move-${loginFirst}.edu`, '2026-05-25T00:00:05Z');
+    const newer = event(TYPES.activated, org, `later-${loginFirst}.edu`, '2026-05-25T00:00:13Z');
+    for (const message of loginFirst ? [login, newer] : [newer, login]) await handled(await send(message));
+
+    expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, email: `learner${id}@later-${loginFirst}.edu`, membership: { group: { id: group.id } } });
+  },
+  60000,
+);
+
+// A move older than the record (an activation elsewhere, of a time the record has passed) is
+// placed as late too: after the login of its time that arrived before it, so it takes it.
+test.each([
+  ['before the newer registration', true],
+  ['after the newer registration', false],
+] as const)(
+  "a login of time 9 here, then an activation of time 9 elsewhere read %s of time 11 back here: the registration's rule owns the membership",
+  async (_name, moveFirst) => {
+    const send = sender(topicOf(2), 1);
+    const { org, api, group } = await orgWithRule(service, `late-move-${moveFirst}.edu`);
+    const { org: elsewhere } = await orgWithRule(service, `late-move-elsewhere-${moveFirst}.edu`);
+    const id = newUserId();
+    const event = (type: string, organization: string, domain: string, time: string) =>
+      structured(cloudEvent(type, userData(organization, { id, email: `learner${id}@${domain}`, is_active: true }), { time }), id);
+    await handled(await send(event(TYPES.login, org, 'no-rule.example', '2026-05-26T00:00:09Z')));
+    const move = event(TYPES.activated, elsewhere, 'no-rule.example', '2026-05-26T00:00:09Z');
+    const registration = event(TYPES.registered, org, `late-move-${moveFirst}.edu`, '2026-05-26T00:00:11Z');
+    for (const message of moveFirst ? [move, registration] : [registration, move]) await handled(await send(message));
+
+    expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+  },
+  60000,
+);
+
+// Late removals name the events they come after (`removed_i`): a redelivery of a login a late
+// retirement took stays taken, and a redelivery of the retirement takes nothing that arrived after it.
+test("a login and a retirement of time 10 arriving after an update of 20, the login again, a registration of 10, the retirement again: the registration's membership stays", async () => {
+  const send = sender(topicOf(0), 2);
+  const { org, api, group } = await orgWithRule(service, 'late-retirement.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@late-retirement.edu`, is_active: true };
+  const at10 = { time: '2026-05-27T00:00:10Z' };
+  await handled(await send(structured(cloudEvent(TYPES.updated, userData(org, user), { time: '2026-05-27T00:00:20Z' }), id)));
+  const login = structured(cloudEvent(TYPES.login, userData(org, user), at10), id);
+  const retirement = structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, at10), id);
+  await handled(await send(login));
+  expect((await api.get(`users/${id}/`)).body.membership).toMatchObject({ group: { id: group.id } });
+  await handled(await send(retirement));
+  expect((await api.get(`users/${id}/`)).body.membership).toBeNull();
+  await handled(await send(login));
+  expect((await api.get(`users/${id}/`)).body.membership).toBeNull();
+  await handled(await send(structured(cloudEvent(TYPES.registered, userData(org, user), at10), id)));
+  expect((await api.get(`users/${id}/`)).body.membership).toMatchObject({ group: { id: group.id } });
+  await handled(await send(retirement));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+}, 60000);
