@@ -42,6 +42,9 @@ export const LEAP = 5;
 export const stepTime = (step: { t: number; fmt: number }) => (step.fmt === LEAP ? step.t - 1e-9 : step.t);
 /** How far before its first record a twin's earlier record is stamped (seconds; the model's time moves back as much). */
 export const EARLIER_BY = 2;
+/** The name of the first event of a tiedAgain or tiedGone step, and of a race's events (the test counts them). */
+export const TIED = 'Tied';
+export const RACER = 'Racer';
 /** More events of one time and one learner than a record once remembered identities for (16). */
 export const BURST = 17;
 
@@ -158,6 +161,38 @@ const rawStep: fc.Arbitrary<Raw> = fc.oneof(
       ev: eventFields,
     }),
   },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('tiedAgain'),
+      user: idx(5),
+      first: fc.constantFrom('registered', 'login'),
+      second: fc.constantFrom('activated', 'updated'),
+      email: fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      ev: eventFields,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('tiedGone'),
+      course: fc.option(idx(4), { nil: undefined, freq: 2 }),
+      user: idx(5),
+      lateDeletion: fc.boolean(),
+      email: fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      g,
+      ev: eventFields,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('race'),
+      users: fc.uniqueArray(idx(5), { minLength: 2, maxLength: 3 }),
+      email: fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      ev: eventFields,
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('kill'), after: fc.nat(4) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('flag'), org: idx(3), on: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('group'), org: idx(3) }) },
@@ -252,6 +287,76 @@ function bind(raw: Raw, s: Sizes, i: number): Step | Step[] {
           ? { do: 'retire', user: id, org, ...between }
           : { do: 'user', type: r.between, user: id, org, active: r.betweenActive, email: r.email, name: 'Between', ...between },
         { do: 'again', back: 1, earlier: true },
+      ];
+    }
+    case 'tiedAgain': {
+      // Two events of one time, the administrator's removal, a newer login (the record moves on),
+      // then the first again: a redelivery of a tied time after the record moved past it.
+      const id = user(r.user);
+      const home = named('home', r.user % s.users);
+      const one = (type: UserEventKind, active: boolean, t: number): Step => ({
+        do: 'user',
+        type,
+        user: id,
+        org: home,
+        active,
+        email: r.email,
+        name: TIED,
+        ...ev,
+        t,
+      });
+      return [
+        one(r.first, r.first === 'login', ev.t),
+        one(r.second, r.second === 'activated', ev.t),
+        { do: 'unmember', org: home!, user: id },
+        one('login', true, ev.t + 1),
+        { do: 'again', back: 2 },
+      ];
+    }
+    case 'tiedGone': {
+      // A creation, an administrator's change hung on it, a newer event and a deletion of the
+      // creation's time, the deletion before or after the newer event.
+      const newer = { ...ev, t: ev.t + 1, fmt: ev.fmt === UNTIMED ? 0 : ev.fmt };
+      const at = { ...ev, fmt: ev.fmt === UNTIMED ? 0 : ev.fmt };
+      const order = (deletion: Step, later: Step) => (r.lateDeletion ? [later, deletion] : [deletion, later]);
+      if (r.course !== undefined) {
+        const key = course(r.course);
+        const home = named('home', r.course % s.courses);
+        return [
+          { do: 'course', course: key, org: home, name: TIED, ...at },
+          { do: 'link', org: home!, course: key, g: r.g },
+          ...order({ do: 'delete', course: key, ...at }, { do: 'course', course: key, org: home, name: 'Renamed', ...newer }),
+        ];
+      }
+      const id = user(r.user);
+      const home = named('home', r.user % s.users);
+      return [
+        { do: 'user', type: 'activated', user: id, org: home, active: true, email: r.email, name: TIED, ...at },
+        { do: 'move', org: home!, user: id, g: r.g },
+        ...order(
+          { do: 'retire', user: id, org: home, ...at },
+          { do: 'user', type: 'login', user: id, org: home, active: true, email: r.email, name: 'Later', ...newer },
+        ),
+      ];
+    }
+    case 'race': {
+      // Registrations of one time on the learners' topic (a consumer applies them together: the
+      // batch path) and an older activation of the first, matching no rule, on the activations' topic.
+      const at = { ...ev, t: ev.t + 1, fmt: ev.fmt === UNTIMED ? 0 : ev.fmt };
+      const registrations: Step[] = r.users.map((u: number) => ({
+        do: 'user',
+        type: 'registered',
+        user: user(u),
+        org: named('home', u % s.users),
+        active: true,
+        email: r.email,
+        name: RACER,
+        ...at,
+      }));
+      const first = r.users[0] as number;
+      return [
+        ...registrations,
+        { do: 'user', type: 'activated', user: user(first), org: named('home', first % s.users), active: true, email: 'racer@mail.net', name: RACER, ...ev },
       ];
     }
     case 'kill':
