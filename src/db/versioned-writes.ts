@@ -11,7 +11,8 @@ import type { EventVersion } from './collections';
 
 /**
  * An event's version on a record: its time and its place among the events of that time the record
- * applied (`time#n`, n from 1), which sort as strings. A stale event, never applied, is `time#0`.
+ * applied (`time#n`, n from 1), which sort as strings. A stale event, never applied, is `time#0`
+ * (a learner's activation log places it late: lateVersion).
  */
 export const version = (time: string, n: number) => `${time}#${String(Math.min(n, 9999)).padStart(4, '0')}`;
 

@@ -1,5 +1,5 @@
 import type { LogEntry, MembershipDoc, UserDoc } from '../db/collections';
-import { isLate } from '../db/versioned-writes';
+import { isLate, version } from '../db/versioned-writes';
 
 export type { LogEntry };
 
@@ -54,8 +54,9 @@ export function withEntry(state: ActivationState, entry: LogEntry): Partial<Acti
   // An event the log has is a redelivery, whatever the record's state: its entry stays where it
   // was placed (a copy placed again would follow the entries of its time that arrived later). An
   // entry written before identities were kept: a stale event delivered again has the same
-  // version (`time#0`) and kind.
-  if (logged(log, entry) || log.some((e) => e.v === entry.v && e.k === entry.k && e.i === undefined)) return null;
+  // kind and version, or comes late where that entry had `time#0`.
+  const legacy = (e: LogEntry) => e.i === undefined && e.k === entry.k && (e.v === entry.v || e.v === version(timeOf(entry.v), 0));
+  if (logged(log, entry) || log.some(legacy)) return null;
   // After every entry of its time: a late event (`time#~n`) arrived after those (among equal
   // times arrival decides), and an applied one is the newest.
   const at = log.findIndex((e) => timeOf(e.v) > timeOf(entry.v));

@@ -3,6 +3,7 @@
  * "Activations"), whatever order its entries were added in.
  */
 import type { LogEntry } from '../../src/db/collections';
+import { lateVersion } from '../../src/db/versioned-writes';
 import { type ActivationState, LOG_LIMIT, logEntry, membershipPlan, ruleTarget, withEntry, withRemoval } from '../../src/domain/activation-log';
 
 const v = (t: number, n = 1) => `2026-01-${String(t).padStart(2, '0')}T00:00:00.000Z#${String(n).padStart(4, '0')}`;
@@ -107,4 +108,39 @@ test('a repeat folded into the entry before it keeps its identity named', () => 
   ]);
   expect(s.act_log!.map((e) => e.i)).toEqual([['d1', 'd2'], ['a3']]);
   expect(withEntry(s, { ...deact(5, 0), i: ['d2'] })).toBeNull();
+});
+
+test('a late entry goes after every entry and removal of its time that came before it, in arrival order', () => {
+  const late = (t: number, n: number) => lateVersion(v(t).slice(0, -5), n);
+  // A move of time 5 applied (the record it left behind: removed at 5#1), then a login of time 5
+  // arriving after the record moved past 5: it comes after the move, so it counts.
+  const moved: ActivationState = { removed_v: v(5, 1), act_log: [{ v: v(13), k: 'a', g: 1, i: ['newer'] }] };
+  const s = added([{ v: late(5, 2), k: 'a', g: 2, i: ['login'] }], moved);
+  expect(s.act_log!.map((e) => e.i)).toEqual([['login'], ['newer']]);
+  expect(ruleTarget(s)).toEqual({ v: late(5, 2), g: 2 });
+  // Two late entries of one time: in the order they arrived.
+  const two = added(
+    [
+      { v: late(3, 7), k: 'd', i: ['d'] },
+      { v: late(3, 8), k: 'a', g: 4, i: ['a'] },
+    ],
+    { act_log: [{ v: v(9), k: 'a', i: ['x'] }] },
+  );
+  expect(two.act_log!.map((e) => e.k)).toEqual(['d', 'a', 'a']);
+});
+
+test('a late removal names what it came after: a redelivery of the entry it took, or of the removal, changes nothing', () => {
+  const late = (t: number, n: number) => lateVersion(v(t).slice(0, -5), n);
+  const login = { v: late(10, 1), k: 'a' as const, g: 3, i: ['login'] };
+  let s = added([login], { act_log: [] });
+  s = { ...s, ...withRemoval(s, late(10, 2), 'retirement')! };
+  expect(s.act_log).toEqual([]);
+  expect(s.removed_i).toEqual(['login', 'retirement']);
+  expect(withEntry(s, { ...login, v: late(10, 3) })).toBeNull();
+  const registration = { v: late(10, 4), k: 'a' as const, g: 3, i: ['registration'] };
+  s = added([registration], s);
+  expect(ruleTarget(s)).toEqual({ v: late(10, 4), g: 3 });
+  expect(withRemoval(s, late(10, 5), 'retirement')).toBeNull();
+  // A removal of a newer time forgets the names: its time alone refuses what came before.
+  expect(withRemoval(s, v(11), 'move')).toMatchObject({ removed_v: v(11), removed_i: ['move'] });
 });
