@@ -33,17 +33,8 @@ launch() { # name binary args...
   echo $! >"$DIR/$name.pid"
 }
 
-wait_until() { # what seconds command...
-  local what="$1" seconds="$2"
-  shift 2
-  for _ in $(seq 1 $((seconds * 2))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.5
-  done
-  say "$what did not come up within $seconds s; the end of its log:"
-  tail -n 30 "$DIR/$what.log" >&2 || true
-  return 1
-}
+# shellcheck source=scripts/lib/wait-until.sh
+source "$ROOT/scripts/lib/wait-until.sh"
 
 start() {
   local bin
@@ -81,7 +72,7 @@ KUBECONFIG
     --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
     --initial-cluster "cag=http://127.0.0.1:$((ETCD_PORT + 1))" --listen-metrics-urls "" \
     --log-level warn
-  wait_until etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+  wait_until "$DIR" etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
 
   say "kube-apiserver on https://127.0.0.1:$API_PORT"
   # --endpoint-reconciler-type=none: no node, so nothing to point the kubernetes Service at.
@@ -92,7 +83,7 @@ KUBECONFIG
     --token-auth-file "$DIR/pki/tokens.csv" --service-cluster-ip-range 10.96.0.0/16 \
     --service-account-key-file "$DIR/pki/sa.pub" --service-account-signing-key-file "$DIR/pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local
-  wait_until kube-apiserver 90 "$bin/kubectl" --kubeconfig "$DIR/kubeconfig" get --raw /readyz
+  wait_until "$DIR" kube-apiserver 90 "$bin/kubectl" --kubeconfig "$DIR/kubeconfig" get --raw /readyz
 
   say "kube-controller-manager"
   # Its controllers turn Deployments into ReplicaSets and Pods, make each namespace's `default`
@@ -101,7 +92,7 @@ KUBECONFIG
     --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
     --service-account-private-key-file "$DIR/pki/sa.key" --use-service-account-credentials=false \
     --cluster-name cag-test
-  wait_until kube-controller-manager 60 "$bin/kubectl" --kubeconfig "$DIR/kubeconfig" -n default get serviceaccount default
+  wait_until "$DIR" kube-controller-manager 60 "$bin/kubectl" --kubeconfig "$DIR/kubeconfig" -n default get serviceaccount default
   say "ready: KUBECONFIG=$DIR/kubeconfig"
 }
 

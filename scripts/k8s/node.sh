@@ -54,17 +54,8 @@ stop() {
   return 0
 }
 
-wait_until() { # what seconds command...
-  local what="$1" seconds="$2"
-  shift 2
-  for _ in $(seq 1 $((seconds * 2))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.5
-  done
-  say "$what did not come up within $seconds s; the end of its log:"
-  tail -n 20 "$NODE/$what.log" >&2 || true
-  return 1
-}
+# shellcheck source=scripts/lib/wait-until.sh
+source "$ROOT/scripts/lib/wait-until.sh"
 
 # The service's image into the node: the release's archive, else made from this clone's build.
 service_image() {
@@ -172,7 +163,7 @@ TOML
   if mountpoint -q /sys/fs/cgroup/unified 2>/dev/null; then hide="umount /sys/fs/cgroup/unified && "; fi
   unshare -m --propagation slave sh -c "${hide}exec containerd --config '$NODE/containerd.toml'" >"$NODE/containerd.log" 2>&1 &
   echo $! >"$NODE/containerd.pid"
-  wait_until containerd 30 ctr -a "$NODE/containerd.sock" version
+  wait_until "$NODE" containerd 30 ctr -a "$NODE/containerd.sock" version
   ctr_ images import "$NODE/pause.oci.tar" >/dev/null
   service_image
 
@@ -211,7 +202,7 @@ YAML
   "$bin/kube-scheduler" --kubeconfig "$DIR/kubeconfig" --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" \
     --leader-elect=false >"$NODE/kube-scheduler.log" 2>&1 &
   echo $! >"$NODE/kube-scheduler.pid"
-  wait_until kubelet 120 sh -c "'$bin/kubectl' --kubeconfig '$DIR/kubeconfig' get node '$node_ip' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+  wait_until "$NODE" kubelet 120 sh -c "'$bin/kubectl' --kubeconfig '$DIR/kubeconfig' get node '$node_ip' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
   echo "$node_ip" >"$NODE/ip"
   say "ready: node $node_ip"
 }

@@ -25,6 +25,8 @@ const emailDomain = fc.oneof(
   { weight: 1, arbitrary: fc.constant('other.org') },
   { weight: 1, arbitrary: fc.constant('mail.net') },
 );
+/** A learner's email in the composite steps (bursts, twins, ties, races). */
+const learnerEmail = fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`);
 export const SOURCES = ['openedx/lms/web', 'openedx/lms/worker'] as const;
 /**
  * Three seconds before midnight UTC: step time 3 is 00:00:00, so a leap second (LEAP, `23:59:60Z`:
@@ -143,7 +145,7 @@ const rawStep: fc.Arbitrary<Raw> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('burst'),
       user: idx(5),
-      email: fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      email: learnerEmail,
       ev: eventFields,
     }),
   },
@@ -155,7 +157,7 @@ const rawStep: fc.Arbitrary<Raw> = fc.oneof(
       user: idx(5),
       type: fc.constantFrom<UserEventKind>('activated', 'registered', 'login', 'updated'),
       active: fc.boolean(),
-      email: fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      email: learnerEmail,
       between: fc.constantFrom('updated', 'login', 'gone'),
       betweenActive: fc.boolean(),
       ev: eventFields,
@@ -168,7 +170,7 @@ const rawStep: fc.Arbitrary<Raw> = fc.oneof(
       user: idx(5),
       first: fc.constantFrom('registered', 'login'),
       second: fc.constantFrom('activated', 'updated'),
-      email: fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      email: learnerEmail,
       ev: eventFields,
     }),
   },
@@ -179,7 +181,7 @@ const rawStep: fc.Arbitrary<Raw> = fc.oneof(
       course: fc.option(idx(4), { nil: undefined, freq: 2 }),
       user: idx(5),
       lateDeletion: fc.boolean(),
-      email: fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      email: learnerEmail,
       g,
       ev: eventFields,
     }),
@@ -189,7 +191,7 @@ const rawStep: fc.Arbitrary<Raw> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('race'),
       users: fc.uniqueArray(idx(5), { minLength: 2, maxLength: 3 }),
-      email: fc.tuple(fc.constantFrom('ann', 'bea'), emailDomain).map(([local, domain]) => `${local}@${domain}`),
+      email: learnerEmail,
       ev: eventFields,
     }),
   },

@@ -260,6 +260,10 @@ test.each([
   60000,
 );
 
+/** Learner `id`'s events, showing them active: of `type`, in `organization`, with an email of `domain`, at `time`. */
+const activeEvent = (id: number) => (type: string, organization: string, domain: string, time: string) =>
+  structured(cloudEvent(type, userData(organization, { id, email: `learner${id}@${domain}`, is_active: true }), { time }), id);
+
 // The tie rule for an event older than the record: a login of time 5 arriving after the record
 // moved past 5 comes after every event of time 5 that arrived before it (here the activation of
 // time 5 that moved the learner away), as it would had it arrived before the newer activation.
@@ -277,8 +281,7 @@ test.each([
     expect((await api.post('membership-rules/', { name: 'later', domain: `later-${loginFirst}.edu`, group: later.id })).status).toBe(201);
     const { org: elsewhere } = await orgWithRule(service, `tied-move-elsewhere-${loginFirst}.edu`);
     const id = newUserId();
-    const event = (type: string, organization: string, domain: string, time: string) =>
-      structured(cloudEvent(type, userData(organization, { id, email: `learner${id}@${domain}`, is_active: true }), { time }), id);
+    const event = activeEvent(id);
     await handled(await send(event(TYPES.activated, elsewhere, `tied-move-${loginFirst}.edu`, '2026-05-25T00:00:05Z')));
     const login = event(TYPES.login, org, `tied-move-${loginFirst}.edu`, '2026-05-25T00:00:05Z');
     const newer = event(TYPES.activated, org, `later-${loginFirst}.edu`, '2026-05-25T00:00:13Z');
@@ -301,8 +304,7 @@ test.each([
     const { org, api, group } = await orgWithRule(service, `late-move-${moveFirst}.edu`);
     const { org: elsewhere } = await orgWithRule(service, `late-move-elsewhere-${moveFirst}.edu`);
     const id = newUserId();
-    const event = (type: string, organization: string, domain: string, time: string) =>
-      structured(cloudEvent(type, userData(organization, { id, email: `learner${id}@${domain}`, is_active: true }), { time }), id);
+    const event = activeEvent(id);
     await handled(await send(event(TYPES.login, org, 'no-rule.example', '2026-05-26T00:00:09Z')));
     const move = event(TYPES.activated, elsewhere, 'no-rule.example', '2026-05-26T00:00:09Z');
     const registration = event(TYPES.registered, org, `late-move-${moveFirst}.edu`, '2026-05-26T00:00:11Z');

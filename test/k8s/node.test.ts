@@ -26,6 +26,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const kubectlJson = async (args: string[]) => JSON.parse(await ok('kubectl', [...args, '-o', 'json']));
 const podsOf = async (role: string) =>
   (await kubectlJson(['-n', NS, 'get', 'pods', '-l', `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=${role}`])).items as K8sObject[];
+/** `helm upgrade` of the release with the test's values, `--set` for each of `sets`, then `flags`. */
+const upgrade = (sets: string[], flags: string[] = []) =>
+  ok('helm', ['upgrade', RELEASE, CHART, '-n', NS, '-f', values, ...sets.flatMap((set) => ['--set', set]), ...flags]);
 const ready = (p: K8sObject) => p.status.conditions?.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
 
 async function waitFor<T>(probe: () => Promise<T>, until: (v: T) => boolean, timeoutMs = 180000): Promise<T> {
@@ -138,22 +141,7 @@ test('a rollout: the new pod turns Ready first, then the old one gets its preSto
   let seen = '';
   watch.stdout.on('data', (chunk: Buffer) => (seen += chunk.toString()));
   try {
-    await ok('helm', [
-      'upgrade',
-      RELEASE,
-      CHART,
-      '-n',
-      NS,
-      '-f',
-      values,
-      '--set',
-      `api.containerPort=${NEXT_API_PORT}`,
-      '--set',
-      `tests.apiUrl=http://${NODE_IP}:${NEXT_API_PORT}`,
-      '--wait',
-      '--timeout',
-      '300s',
-    ]);
+    await upgrade([`api.containerPort=${NEXT_API_PORT}`, `tests.apiUrl=http://${NODE_IP}:${NEXT_API_PORT}`], ['--wait', '--timeout', '300s']);
     const states = () => {
       const out: K8sObject[] = [];
       let rest = seen.trim();
@@ -199,19 +187,7 @@ test("an eviction against the PDB: refused while it would break the budget, allo
       input: JSON.stringify({ apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: NS } }),
     });
   const [consumer] = await podsOf('consumer');
-  await ok('helm', [
-    'upgrade',
-    RELEASE,
-    CHART,
-    '-n',
-    NS,
-    '-f',
-    values,
-    '--set',
-    `api.containerPort=${NEXT_API_PORT}`,
-    '--set',
-    'consumer.pdb.maxUnavailable=0',
-  ]);
+  await upgrade([`api.containerPort=${NEXT_API_PORT}`, 'consumer.pdb.maxUnavailable=0']);
   const pdb = `${RELEASE}-course-access-groups-consumer`;
   await waitFor(
     () => kubectlJson(['-n', NS, 'get', 'pdb', pdb]),
@@ -224,7 +200,7 @@ test("an eviction against the PDB: refused while it would break the budget, allo
   const refused = await evict(consumer!.metadata.name);
   expect(refused.code).not.toBe(0);
   expect(refused.stderr).toContain("Cannot evict pod as it would violate the pod's disruption budget");
-  await ok('helm', ['upgrade', RELEASE, CHART, '-n', NS, '-f', values, '--set', `api.containerPort=${NEXT_API_PORT}`]);
+  await upgrade([`api.containerPort=${NEXT_API_PORT}`]);
   await waitFor(
     () => kubectlJson(['-n', NS, 'get', 'pdb', pdb]),
     (p) => p.spec.maxUnavailable === 1 && p.status.disruptionsAllowed === 1,
