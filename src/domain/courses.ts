@@ -104,11 +104,9 @@ export async function upsertCourse(tenant: Tenant, course: { key: string; name: 
 export async function replaceCourseEvent(db: Db, courseKey: string, eventId: string, from: string, to: string): Promise<void> {
   const placed = await replaceEarlier<CourseDoc>(db, courseRef(db, courseKey), courseKey, eventId, from, to);
   if (!placed) return;
-  // A deletion refused meanwhile, newer than the event now: the course is deleted after all.
-  if (placed.deletion) {
-    await deleteCourse(db, courseKey, placed.deletion, placed.home.org);
-    return;
-  }
+  // A deletion refused meanwhile, newer than the event now: the course is deleted after all, or,
+  // created again by a newer event, loses what hung on it before the deletion (a stale deletion).
+  if (placed.deletion && (await deleteCourse(db, courseKey, placed.deletion, placed.home.org)) !== 'stale') return;
   await syncCourseFacts(placed.home, [courseKey]);
   await indexCourse(placed.home, placed.record);
 }

@@ -249,11 +249,13 @@ export async function replaceEarlier<T extends VersionedDoc>(
     if (!record) continue;
     const mark = record.prov;
     if (record.event_time !== from || !record.event_ids?.includes(eventId) || mark?.id !== eventId) return { home, record, deletion: null };
-    // Newer than the event at `to` (a tie goes to the event: its earlier record arrived last), up
-    // to the first deletion among them, which the caller applies again once the record is older.
+    // Newer than the event at `to` (a tie goes to the event: its earlier record arrived last),
+    // after the last deletion among them, which the caller applies again: it deletes the record
+    // when nothing came after it, else (created again by those after it) it is a deletion in the
+    // record's past, taking what began before it.
     const after = mark.prior.filter((p) => p.org === owner && p.v.event_time > to);
-    const cut = after.findIndex((p) => p.deleted);
-    const newer = cut < 0 ? after : after.slice(0, cut);
+    const cut = after.map((p) => p.deleted === true).lastIndexOf(true);
+    const newer = after.slice(cut + 1);
     const deletion = cut < 0 ? null : { time: after[cut]!.v.event_time, id: after[cut]!.v.event_ids![0]! };
     const top = newer.at(-1);
     const v: EventVersion = top ? top.v : { event_time: to, event_n: 1, event_ids: [eventId] };
@@ -391,8 +393,9 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
     const records = home?.collection<VersionedDoc>(op.collection);
     const record = (await records?.findById(op.id, VERSION_ONLY)) ?? null;
     const vsRecord = record && compare(record, op.at);
-    // Refused by a record whose newest event has no `time`: kept, as that event may move back below it.
-    if (home && record?.prov && vsRecord === 'stale') {
+    // Refused by a record whose newest event has no `time`: kept, as that event may move back
+    // below it. Not the deletion its tombstone names (the one the record was created again after).
+    if (home && record?.prov && vsRecord === 'stale' && !(await namedByTombstone(db, op.tombstone, op.at))) {
       await keepPrior(home, op.collection, record, { v: nextVersion(null, op.at), org: home.org, set: {}, deleted: true });
     }
     if (home && record && vsRecord !== 'newer') return { outcome: recorded ?? vsRecord ?? 'stale', survivor: { home, record } };

@@ -338,3 +338,36 @@ test("a login and a retirement of time 10 arriving after an update of 20, the lo
 
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
 }, 60000);
+
+// A catalog change without time that applied at the time of the course's newest event (a tie),
+// then moved back before a deletion by its earlier record: the deletion is in the course's past,
+// and the events kept after it create the course again, as in event time.
+test.each([
+  ['the deletion the course was created again after (its tombstone names it)', true],
+  ['a deletion refused meanwhile, older than the event the change overwrote', false],
+] as const)(
+  'a catalog change without time moved back before %s: the newer event it overwrote stands',
+  async (_name, deletedFirst) => {
+    const { org } = await orgWithRule(service, `untimed-recreated-${deletedFirst}.edu`);
+    const key = `course-v1:UNTIMED+C2+${newUserId()}`;
+    const catalog = (name: string, time?: string) =>
+      cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
+    const deletion = structured(cloudEvent(TYPES.courseDeleted, { course_key: key }, { time: '2026-06-04T00:00:04Z' }), key);
+    const send = sender(topicOf(2), 0);
+    if (deletedFirst) {
+      await handled(await send(structured(catalog('Created', '2026-06-04T00:00:04Z'), key)));
+      await handled(await send(deletion));
+    }
+    await handled(await send(structured(catalog('Newer', '2026-06-04T00:00:05Z'), key)));
+    const copy = untimed(catalog('Copy'));
+    const late = { ...structured(copy, key), timestamp: at('2026-06-04T00:00:05Z') };
+    const early = { ...structured(copy, key), timestamp: at('2026-06-04T00:00:03Z') };
+    await handled(await send(late));
+    await handled(await send(deletedFirst ? structured(catalog('Older', '2026-06-04T00:00:04Z'), key) : deletion));
+    await handled(await sender(topicOf(0), 0)(early));
+
+    const course = await new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+    expect(course?.name ?? 'deleted').toBe('Newer');
+  },
+  60000,
+);
