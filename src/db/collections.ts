@@ -120,6 +120,8 @@ export interface PriorEvent {
 export interface ProvisionalMark {
   id: string;
   prior: PriorEvent[];
+  /** How many times `prior` grew: its writes, and the placing again that reads it, are conditional on it. */
+  n?: number;
 }
 
 /**

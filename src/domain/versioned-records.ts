@@ -172,8 +172,11 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     if (existing) {
       const cmp = compare(existing, at);
       if (cmp === 'duplicate') await records.announce([id]);
-      // A stale event is kept by a record whose newest event has no `time`: it may be newer than that event's earliest time.
-      if (cmp === 'stale' && existing.prov) await keepPrior(tenant, op.collection, existing, { v: nextVersion(null, at), org: tenant.org, set });
+      // A stale event is kept by a record whose newest event has no `time`: it may be newer than
+      // that event's earliest time. A lost race (the event placed again meanwhile) reads again.
+      if (cmp === 'stale' && existing.prov && !(await keepPrior(tenant, op.collection, existing, { v: nextVersion(null, at), org: tenant.org, set }))) {
+        continue;
+      }
       if (cmp !== 'newer') return notApplied(cmp, existing);
       if (existing.event_time < at.time) continue; // it changed between the two: try again
       // Another event of the same time came first: this one is applied after it.
@@ -206,19 +209,23 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
 }
 
+/** The condition "the record and its mark are as read" (the mark's count: `ProvisionalMark.n`). */
+const markAsRead = (record: VersionedDoc) => ({ ...recordAtVersion(record._id, record), 'prov.n': record.prov?.n ?? { $exists: false } });
+
 /**
  * Keeps `prior`, an event the record refused as stale, in the mark of the record's newest event
  * (one without `time`): the newest PRIOR_LIMIT, oldest first. On the condition that the record
- * is still as read; a lost race leaves it out (the record moved on, and its mark with it).
+ * and its mark are still as read: false when they are not (the caller reads again and decides
+ * again: the event may have moved back below it meanwhile).
  */
-async function keepPrior(tenant: Tenant, collection: CollectionName, record: VersionedDoc, prior: PriorEvent): Promise<void> {
+async function keepPrior(tenant: Tenant, collection: CollectionName, record: VersionedDoc, prior: PriorEvent): Promise<boolean> {
   const mark = record.prov!;
   const id = prior.v.event_ids![0]!;
-  if (mark.prior.some((p) => p.v.event_ids?.includes(id))) return;
+  if (mark.prior.some((p) => p.v.event_ids?.includes(id))) return true;
   const kept = [...mark.prior, prior].sort((a, b) => (versionOf(a.v) < versionOf(b.v) ? -1 : 1)).slice(-PRIOR_LIMIT);
-  await tenant
+  return tenant
     .collection<VersionedDoc>(collection)
-    .updateBookkeeping(recordAtVersion(record._id, record) as Filter<VersionedDoc>, { $set: { prov: { ...mark, prior: kept } } });
+    .updateBookkeeping(markAsRead(record) as Filter<VersionedDoc>, { $set: { prov: { ...mark, prior: kept, n: (mark.n ?? 0) + 1 } } });
 }
 
 /**
@@ -260,9 +267,9 @@ export async function replaceEarlier<T extends VersionedDoc>(
     const top = newer.at(-1);
     const v: EventVersion = top ? top.v : { event_time: to, event_n: 1, event_ids: [eventId] };
     const fields = Object.assign({}, ...newer.map((p) => p.set)) as Document;
-    const kept = top ? {} : { prov: { id: eventId, prior: mark.prior.filter((p) => p.v.event_time <= to) } };
+    const kept = top ? {} : { prov: { id: eventId, prior: mark.prior.filter((p) => p.v.event_time <= to), n: (mark.n ?? 0) + 1 } };
     const moved = await records.findOneAndUpdate(
-      recordAtVersion(id, record) as Filter<T>,
+      markAsRead(record) as Filter<T>,
       {
         $set: { ...fields, ...v, ...kept, ...extra(record, versionOf(v)) },
         ...(top ? { $unset: { prov: '' } } : {}),
@@ -396,7 +403,7 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
     // Refused by a record whose newest event has no `time`: kept, as that event may move back
     // below it. Not the deletion its tombstone names (the one the record was created again after).
     if (home && record?.prov && vsRecord === 'stale' && !(await namedByTombstone(db, op.tombstone, op.at))) {
-      await keepPrior(home, op.collection, record, { v: nextVersion(null, op.at), org: home.org, set: {}, deleted: true });
+      if (!(await keepPrior(home, op.collection, record as VersionedDoc, { v: nextVersion(null, op.at), org: home.org, set: {}, deleted: true }))) continue;
     }
     if (home && record && vsRecord !== 'newer') return { outcome: recorded ?? vsRecord ?? 'stale', survivor: { home, record } };
     const outcome = await recordDeletion(db, op.tombstone, owner ?? op.org, op.at, record);

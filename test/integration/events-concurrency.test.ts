@@ -9,7 +9,7 @@ import { COLLECTIONS, ensureIndexes, type MembershipDoc, type UserDoc } from '..
 import { Tenant } from '../../src/db/tenant';
 import { tombstones } from '../../src/db/tombstones';
 import { applyCatalogInfo } from '../../src/domain/course-event-data';
-import { deleteCourse } from '../../src/domain/courses';
+import { deleteCourse, replaceCourseEvent } from '../../src/domain/courses';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
 import { userRecord, userTombstone } from '../../src/domain/users';
@@ -406,4 +406,44 @@ test.each([
   expect((await userOf(tenant, id))?.act_log?.length).toBe(Math.min(deactivations, 64));
   await applyUserData(db, learner(id, true), { time: normalizeEventTime('2026-08-02T00:00:30Z'), id: 'late-activation' }, 'registration', org);
   expect((await membershipOf(tenant, id)) !== null).toBe(member);
+});
+
+// Issue 38, found by the event-history model: a stale catalog change is kept beside a course
+// whose newest change has no `time`, as that change may move back below it. When it does right
+// between the stale change's read and its keeping, the keeping fails (the course moved on) and
+// the change, newer now, is applied after all; it was lost before.
+test('a stale catalog change whose keeping loses its race to the change without time moving back below it is applied after all', async () => {
+  const { org, tenant } = await orgWithRule();
+  const key = `course-v1:RACE+C1+${uniqueName('r')}`;
+  await applyCatalogInfo(db, { catalog_info: { course_key: key, name: 'Untimed' } }, { ...at(2, 'untimed'), provisional: true }, org);
+  let first = true;
+  await atCall(
+    'findOne',
+    COLLECTIONS.courses,
+    // The stale change's read of the course (its insert collided with the course's key).
+    async () => {
+      const now = first;
+      first = false;
+      return now;
+    },
+    () => applyCatalogInfo(db, { catalog_info: { course_key: key, name: 'Between' } }, at(1, 'between'), org),
+    () => replaceCourseEvent(db, key, 'untimed', at(2, 'untimed').time, at(0, 'untimed').time),
+  );
+  expect(await courseOf(tenant, key)).toMatchObject({ name: 'Between', event_time: at(1, 'between').time });
+});
+
+test('a change without time moving back loses its race to a stale change kept meanwhile (between its read and its write), and places itself again with it', async () => {
+  const { org, tenant } = await orgWithRule();
+  const key = `course-v1:RACE+C2+${uniqueName('r')}`;
+  await applyCatalogInfo(db, { catalog_info: { course_key: key, name: 'Untimed' } }, { ...at(2, 'untimed'), provisional: true }, org);
+  let reads = 0;
+  await atCall(
+    'findOne',
+    COLLECTIONS.courses,
+    // The placing again's read of the course, with its mark as it was (after its owner lookup's).
+    async () => ++reads === 2,
+    () => replaceCourseEvent(db, key, 'untimed', at(2, 'untimed').time, at(0, 'untimed').time),
+    () => applyCatalogInfo(db, { catalog_info: { course_key: key, name: 'Between' } }, at(1, 'between'), org),
+  );
+  expect(await courseOf(tenant, key)).toMatchObject({ name: 'Between', event_time: at(1, 'between').time });
 });
