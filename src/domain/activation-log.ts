@@ -80,6 +80,22 @@ export function withEntryMoved(state: ActivationState, id: string, v: string): P
 }
 
 /**
+ * The log fields once the record is at version `v` again (an event without `time` moved back
+ * below the events it had refused, and the newest of them is the record's again:
+ * versioned-records.ts `replaceEarlier`), or null when nothing changes. Its late entries and
+ * removal of `v`'s time were late against a newer record; now they are the record's own, at its
+ * version, so what follows of that time comes after them and a deletion of the record takes
+ * what they made.
+ */
+export function withRecordAt(state: ActivationState, v: string): Partial<ActivationState> | null {
+  const time = timeOf(v);
+  const own = (x: string | undefined) => x !== undefined && isLate(x) && timeOf(x) === time;
+  const log = state.act_log ?? [];
+  if (!log.some((e) => own(e.v)) && !own(state.removed_v)) return null;
+  return { act_log: log.map((e) => (own(e.v) ? { ...e, v } : e)), ...(own(state.removed_v) ? { removed_v: v } : {}) };
+}
+
+/**
  * The log fields once a removal at version `v` (by event `id`) is recorded, or null when a newer
  * one is, or when it is recorded already. The identities of the events of its time it comes
  * after stay named (`removed_i`, its own and those of the entries it takes, with an earlier

@@ -3,7 +3,7 @@ import { COLLECTIONS, type EventVersion, type MembershipDoc, type TombstoneDoc, 
 import { ownerLookup } from '../db/owners';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
-import { logEntry, withEntry, withEntryMoved, withRemoval } from './activation-log';
+import { logEntry, withEntry, withEntryMoved, withRecordAt, withRemoval } from './activation-log';
 import { type ApplyOutcome, asStamp, type EventStamp, lateVersion, version } from './event-time';
 import { syncUserGroups } from './list-facts';
 import {
@@ -212,7 +212,11 @@ export async function replaceUserEvent(
   const applied = placed.record.event_time === to && placed.record.event_ids?.includes(eventId);
   // Not applied there (the record is newer): late, as a stale event's entry is.
   const entryVersion = (u: UserDoc) => (applied ? version(to, placed.record.event_n ?? 1) : lateVersion(to, u.log_n ?? 0));
-  const record = await changeActivationLog(home, placed.record, (u) => withEntryMoved(u, eventId, entryVersion(u)) ?? (lowered ? {} : null));
+  const record = await changeActivationLog(home, placed.record, (u) => {
+    const moved = withEntryMoved(u, eventId, entryVersion(u));
+    const own = withRecordAt({ ...u, ...moved }, recordVersion(u));
+    return own ? { ...moved, ...own } : (moved ?? (lowered ? {} : null));
+  });
   await reindexUser(home, record);
   // A retirement refused meanwhile, newer than the event now: the caller retires the learner after all, once the membership follows the log.
   return { home, record, deletion: placed.deletion };

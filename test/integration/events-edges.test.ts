@@ -371,3 +371,26 @@ test.each([
   },
   60000,
 );
+
+// A learner's event kept beside an update without time (stale then) becomes the record again when
+// that update moves back below it: its late log entry takes the record's version, so what it made
+// is the record's (a retirement takes it) and the events of its time that follow come after it.
+// Found by the 200-history model run: the membership outlived the retirement.
+test('an update without time, a login of an earlier time (its rule makes a membership), the update moved back before the login, a deactivation of the login’s time, a retirement: no membership is left', async () => {
+  const { org, api } = await orgWithRule(service, 'untimed-late-entry.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@untimed-late-entry.edu` };
+  const update = untimed(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false, name: 'Untimed' })));
+  const first = { ...structured(update, id), timestamp: at('2026-06-05T00:00:06Z') };
+  const earlier = { ...structured(update, id), timestamp: at('2026-06-05T00:00:04Z') };
+  const send = sender(topicOf(1), 2);
+  await handled(await send(first));
+  await handled(await send(structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time: '2026-06-05T00:00:05Z' }), id)));
+  expect((await api.get(`users/${id}/`)).body.membership).not.toBeNull();
+  await handled(await sender(topicOf(0), 2)(earlier));
+  await handled(await send(structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: false }), { time: '2026-06-05T00:00:05Z' }), id)));
+  await handled(await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time: '2026-06-05T00:00:08Z' }), id)));
+
+  expect((await api.get(`users/${id}/`)).status).toBe(404);
+  expect((await api.get(`memberships/?user=${id}`)).body.results).toEqual([]);
+}, 60000);
