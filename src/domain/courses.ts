@@ -105,8 +105,9 @@ export async function replaceCourseEvent(db: Db, courseKey: string, eventId: str
   const placed = await replaceEarlier<CourseDoc>(db, courseRef(db, courseKey), courseKey, eventId, from, to);
   if (!placed) return;
   // A deletion refused meanwhile, newer than the event now: the course is deleted after all, or,
-  // created again by a newer event, loses what hung on it before the deletion (a stale deletion).
-  if (placed.deletion && (await deleteCourse(db, courseKey, placed.deletion, placed.home.org)) !== 'stale') return;
+  // created again by newer events, loses what hung on it before the deletion.
+  if (placed.deletion && placed.deletionInPast) await takeBackDependentsBefore(placed.home, courseKey, lateVersion(placed.deletion.time));
+  else if (placed.deletion && (await deleteCourse(db, courseKey, placed.deletion, placed.home.org)) !== 'stale') return;
   await syncCourseFacts(placed.home, [courseKey]);
   await indexCourse(placed.home, placed.record);
 }

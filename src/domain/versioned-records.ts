@@ -222,7 +222,9 @@ async function keepPrior(tenant: Tenant, collection: CollectionName, record: Ver
   const mark = record.prov!;
   const id = prior.v.event_ids![0]!;
   if (mark.prior.some((p) => p.v.event_ids?.includes(id))) return true;
-  const kept = [...mark.prior, prior].sort((a, b) => (versionOf(a.v) < versionOf(b.v) ? -1 : 1)).slice(-PRIOR_LIMIT);
+  // A stable sort: events of one version (each kept at `time#1`) stay in arrival order.
+  const order = (a: PriorEvent, b: PriorEvent) => (versionOf(a.v) < versionOf(b.v) ? -1 : versionOf(a.v) > versionOf(b.v) ? 1 : 0);
+  const kept = [...mark.prior, prior].sort(order).slice(-PRIOR_LIMIT);
   return tenant
     .collection<VersionedDoc>(collection)
     .updateBookkeeping(markAsRead(record) as Filter<VersionedDoc>, { $set: { prov: { ...mark, prior: kept, n: (mark.n ?? 0) + 1 } } });
@@ -246,7 +248,7 @@ export async function replaceEarlier<T extends VersionedDoc>(
   from: string,
   to: string,
   extra: (record: T, after: string) => Document = () => ({}),
-): Promise<{ home: Tenant; record: T; deletion: EventStamp | null } | null> {
+): Promise<{ home: Tenant; record: T; deletion: EventStamp | null; deletionInPast: boolean } | null> {
   for (let round = 0; round < ROUNDS; round++) {
     const owner = await ref.ownerOrg();
     if (owner === null) return null;
@@ -255,17 +257,22 @@ export async function replaceEarlier<T extends VersionedDoc>(
     const record = await records.findById(id);
     if (!record) continue;
     const mark = record.prov;
-    if (record.event_time !== from || !record.event_ids?.includes(eventId) || mark?.id !== eventId) return { home, record, deletion: null };
+    if (record.event_time !== from || !record.event_ids?.includes(eventId) || mark?.id !== eventId)
+      return { home, record, deletion: null, deletionInPast: false };
     // Newer than the event at `to` (a tie goes to the event: its earlier record arrived last),
     // after the last deletion among them, which the caller applies again: it deletes the record
-    // when nothing came after it, else (created again by those after it) it is a deletion in the
-    // record's past, taking what began before it.
+    // when nothing came after it, else (created again by those after it: `deletionInPast`) it
+    // takes what began before it.
     const after = mark.prior.filter((p) => p.org === owner && p.v.event_time > to);
     const cut = after.map((p) => p.deleted === true).lastIndexOf(true);
     const newer = after.slice(cut + 1);
     const deletion = cut < 0 ? null : { time: after[cut]!.v.event_time, id: after[cut]!.v.event_ids![0]! };
     const top = newer.at(-1);
-    const v: EventVersion = top ? top.v : { event_time: to, event_n: 1, event_ids: [eventId] };
+    // The record's version names every kept event of its time, the deletion too (a tie: it came
+    // before the events that created the record again), so a redelivery of one is a duplicate.
+    const v: EventVersion = top
+      ? (merged([...(cut < 0 ? [] : [after[cut]!.v]), ...newer.map((p) => p.v)], top.v.event_time) ?? top.v)
+      : { event_time: to, event_n: 1, event_ids: [eventId] };
     const fields = Object.assign({}, ...newer.map((p) => p.set)) as Document;
     const kept = top ? {} : { prov: { id: eventId, prior: mark.prior.filter((p) => p.v.event_time <= to), n: (mark.n ?? 0) + 1 } };
     const moved = await records.findOneAndUpdate(
@@ -275,7 +282,7 @@ export async function replaceEarlier<T extends VersionedDoc>(
         ...(top ? { $unset: { prov: '' } } : {}),
       } as UpdateFilter<T>,
     );
-    if (moved) return { home, record: moved as T, deletion };
+    if (moved) return { home, record: moved as T, deletion, deletionInPast: deletion !== null && top !== undefined };
   }
   throw new Error(`record ${ref.collection}/${id} kept changing while an event was placed again`);
 }

@@ -394,3 +394,23 @@ test('an update without time, a login of an earlier time (its rule makes a membe
   expect((await api.get(`users/${id}/`)).status).toBe(404);
   expect((await api.get(`memberships/?user=${id}`)).body.results).toEqual([]);
 }, 60000);
+
+test('a catalog change without time, then a deletion and a catalog change of one earlier time (the course deleted and created again), the change moved back before both: the course stands, and a redelivered deletion changes nothing', async () => {
+  const { org } = await orgWithRule(service, 'untimed-tie-recreated.edu');
+  const key = `course-v1:UNTIMED+C3+${newUserId()}`;
+  const catalog = (name: string, time?: string) =>
+    cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
+  const copy = untimed(catalog('Copy'));
+  const late = { ...structured(copy, key), timestamp: at('2026-06-06T00:00:05Z') };
+  const early = { ...structured(copy, key), timestamp: at('2026-06-06T00:00:03Z') };
+  const deletion = structured(cloudEvent(TYPES.courseDeleted, { course_key: key }, { time: '2026-06-06T00:00:04Z' }), key);
+  const send = sender(topicOf(2), 1);
+  await handled(await send(late));
+  await handled(await send(deletion));
+  await handled(await send(structured(catalog('Again', '2026-06-06T00:00:04Z'), key)));
+  await handled(await sender(topicOf(0), 1)(early));
+  const course = () => new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+  expect((await course())?.name ?? 'deleted').toBe('Again');
+  await handled(await send(deletion));
+  expect((await course())?.name ?? 'deleted').toBe('Again');
+}, 60000);
