@@ -289,7 +289,14 @@ export function createEventConsumer(opts: {
   }
 
   async function start(signal: AbortSignal) {
-    const c = kafka.consumer({ groupId: config.KAFKA_GROUP_ID, allowAutoTopicCreation: true, maxWaitTimeInMs: FETCH_WAIT_MS });
+    const c = kafka.consumer({
+      groupId: config.KAFKA_GROUP_ID,
+      allowAutoTopicCreation: true,
+      maxWaitTimeInMs: FETCH_WAIT_MS,
+      sessionTimeout: config.KAFKA_SESSION_TIMEOUT_MS,
+      // kafkajs's own ratio (30 s and 3 s by default); Kafka wants it under a third of the session.
+      heartbeatInterval: Math.floor(config.KAFKA_SESSION_TIMEOUT_MS / 10),
+    });
     // Few retries of its own: a copy that cannot be written becomes the message's failure,
     // retried with its partition paused, rather than a send holding up the batch.
     const p = kafka.producer({ allowAutoTopicCreation: true, createPartitioner: Partitioners.DefaultPartitioner, retry: { retries: 2 } });

@@ -55,6 +55,14 @@ export const configSchema = {
     EVENT_MAX_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
     /** The most messages of one partition applied together (consumers/batch.ts); 1 applies every message alone. */
     EVENT_BATCH_SIZE: { type: 'integer', minimum: 1, maximum: 5000, default: 500 },
+    /**
+     * How long the broker waits for a silent consumer before giving its partitions to the others
+     * (a killed process's partitions wait this long); the heartbeat is a tenth of it. The bounds
+     * are Kafka's default group.min/max.session.timeout.ms: the broker refuses a value outside its own.
+     */
+    KAFKA_SESSION_TIMEOUT_MS: { type: 'integer', minimum: 6000, maximum: 1800000, default: 30000 },
+    /** The change relay's lease (src/changes/relay.ts): a dead holder's successor takes over within it. */
+    CHANGE_RELAY_LEASE_MS: { type: 'integer', minimum: 3000, maximum: 600000, default: 15000 },
     /** Whether `X-Forwarded-Host`/`-Proto` shape links: only behind a proxy that sets them (docs/operations.md). */
     TRUST_PROXY: { type: 'string', enum: ['on', 'off'], default: 'off' },
     ACCESS_CACHE: { type: 'string', enum: ['on', 'off'], default: 'on' },
@@ -82,6 +90,8 @@ export const configSchema = {
     'SERVICE_ROLE',
     'EVENT_MAX_ATTEMPTS',
     'EVENT_BATCH_SIZE',
+    'KAFKA_SESSION_TIMEOUT_MS',
+    'CHANGE_RELAY_LEASE_MS',
     'TRUST_PROXY',
     'ACCESS_CACHE',
     'CHANGES_TOPIC',

@@ -160,6 +160,7 @@ export async function startService(
     audit,
     log: log.child({ component: 'change-relay' }),
     metrics,
+    leaseMs: config.CHANGE_RELAY_LEASE_MS,
   });
 
   const notReady = async (): Promise<string[]> => {

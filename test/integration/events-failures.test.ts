@@ -22,12 +22,19 @@ import { client } from '../helpers/http';
 import { uniqueName } from '../helpers/stack';
 
 /**
- * How long the blocked partition keeps failing in the first test: 40 s, past the consumer's
- * session timeout (kafkajs's 30 s, which the service keeps), so a failing partition that starved
- * the group's heartbeats would have its member evicted and show here; time beyond it repeats the
- * same backoff at its 1 s cap. EVENTS_FAILING_MS=60000 runs the minute of the original issue.
+ * The consumers' session timeout here: Kafka's least (KAFKA_SESSION_TIMEOUT_MS; 30 s by default),
+ * so the first test outlasts it in seconds, and a rebalance reaches the members at their next
+ * heartbeat (a tenth of it) instead of within 3 s.
  */
-const FAILING_MS = Number(process.env.EVENTS_FAILING_MS || 40000);
+const SESSION_MS = 6000;
+/**
+ * How long the blocked partition keeps failing in the first test: 15 s, past the consumer's
+ * session timeout (2.5 times it), so a failing partition that starved the group's heartbeats
+ * would have its member evicted and show here; time beyond it repeats the same backoff at its 1 s
+ * cap, and leaves 10 s for the waves on the other partitions. EVENTS_FAILING_MS=60000 runs the
+ * minute of the original issue.
+ */
+const FAILING_MS = Number(process.env.EVENTS_FAILING_MS || SESSION_MS + 9000);
 const MAX_ATTEMPTS = 3;
 const FAST_RETRY = { initialMs: 100, maxMs: 1000 };
 const PARTITIONS = 3;
@@ -78,7 +85,7 @@ beforeAll(async () => {
   await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: PARTITIONS })), waitForLeaders: true });
   await admin.disconnect();
   service = await startEventService(
-    { KAFKA_TOPICS: topics.join(','), EVENT_MAX_ATTEMPTS: String(MAX_ATTEMPTS), LOG_LEVEL: 'info' },
+    { KAFKA_TOPICS: topics.join(','), EVENT_MAX_ATTEMPTS: String(MAX_ATTEMPTS), LOG_LEVEL: 'info', KAFKA_SESSION_TIMEOUT_MS: String(SESSION_MS) },
     { retry: FAST_RETRY, handle },
   );
   live.add(service);
@@ -230,7 +237,7 @@ test('a rebalance and a stop while a partition waits for its retry lose and skip
 
   // A second member joins (the group rebalances), then the first stops (it rebalances again).
   const second = await startEventService(
-    { ...sameDeployment(service), EVENT_MAX_ATTEMPTS: String(MAX_ATTEMPTS), LOG_LEVEL: 'info' },
+    { ...sameDeployment(service), EVENT_MAX_ATTEMPTS: String(MAX_ATTEMPTS), LOG_LEVEL: 'info', KAFKA_SESSION_TIMEOUT_MS: String(SESSION_MS) },
     { retry: FAST_RETRY, handle },
   );
   live.add(second);

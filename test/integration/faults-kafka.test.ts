@@ -52,7 +52,9 @@ const lines = (s: EventTestService): LogLine[] => s.logs.map((l) => JSON.parse(l
 const brokerRetries = (s: EventTestService) => lines(s).filter((l) => l.msg === 'broker not reachable yet; retrying');
 
 test('a service started before its broker logs its retries with backoff, answers /readyz 503 naming the broker, then 200 once it is up', async () => {
-  service = await startEventService({ KAFKA_BROKERS: broker.brokers, LOG_LEVEL: 'info' }, { waitReady: false });
+  // Kafka's least session timeout (30 s by default): after the broker's restart the group waits for
+  // the member it knew before to rejoin or expire; the same expiry, sooner.
+  service = await startEventService({ KAFKA_BROKERS: broker.brokers, LOG_LEVEL: 'info', KAFKA_SESSION_TIMEOUT_MS: '6000' }, { waitReady: false });
   const http = client(service.baseUrl);
   const early = await http.get('/readyz');
   expect(early.status).toBe(503);

@@ -521,10 +521,21 @@ describe('values refused at render time, with a message', () => {
     ['an Ingress without a host', { 'ingress.enabled': 'true' }, 'give ingress.hosts'],
     ['an HTTPRoute without a Gateway', { 'httpRoute.enabled': 'true' }, 'give httpRoute.parentRefs'],
     ['an unknown PDB eviction policy (schema)', { 'api.pdb.unhealthyPodEvictionPolicy': 'Never' }, '/api/pdb/unhealthyPodEvictionPolicy'],
+    ['a session timeout under Kafka’s least (schema)', { 'config.kafkaSessionTimeoutMs': '5000' }, '/config/kafkaSessionTimeoutMs'],
+    ['a relay lease under 3 s (schema)', { 'config.changeRelayLeaseMs': '2000' }, '/config/changeRelayLeaseMs'],
   ])('%s', async (_what, set, message) => {
     const r = await render({ files: minimal, set });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(message);
+  });
+
+  test('the session timeout and the relay lease reach the pods as KAFKA_SESSION_TIMEOUT_MS and CHANGE_RELAY_LEASE_MS, which the service accepts', async () => {
+    const r = await render({ files: minimal, set: { 'config.kafkaSessionTimeoutMs': '10000', 'config.changeRelayLeaseMs': '6000' } });
+    expect(r.stderr).toBe('');
+    const [cm] = byKind(r.objects, 'ConfigMap');
+    expect(cm!.data).toMatchObject({ KAFKA_SESSION_TIMEOUT_MS: '10000', CHANGE_RELAY_LEASE_MS: '6000' });
+    const config = loadConfig({ ...cm!.data, JWT_SECRET: 'a-secret-of-sixteen-chars' });
+    expect([config.KAFKA_SESSION_TIMEOUT_MS, config.CHANGE_RELAY_LEASE_MS]).toEqual([10000, 6000]);
   });
 
   test("the LMS's key set without its issuers (a values file: --set cannot carry JSON)", async () => {

@@ -28,6 +28,15 @@ test('change events go to course-access-groups.changes unless CHANGES_TOPIC is s
   expect(loadConfig({ ...base, AUDIT_RETENTION_DAYS: '30' }).AUDIT_RETENTION_DAYS).toBe(30);
 });
 
+test("the consumer's session timeout is kafkajs's 30 s and the relay's lease 15 s unless set; the bounds themselves pass", () => {
+  const c = loadConfig(base);
+  expect([c.KAFKA_SESSION_TIMEOUT_MS, c.CHANGE_RELAY_LEASE_MS]).toEqual([30000, 15000]);
+  const low = loadConfig({ ...base, KAFKA_SESSION_TIMEOUT_MS: '6000', CHANGE_RELAY_LEASE_MS: '3000' });
+  expect([low.KAFKA_SESSION_TIMEOUT_MS, low.CHANGE_RELAY_LEASE_MS]).toEqual([6000, 3000]);
+  const high = loadConfig({ ...base, KAFKA_SESSION_TIMEOUT_MS: '1800000', CHANGE_RELAY_LEASE_MS: '600000' });
+  expect([high.KAFKA_SESSION_TIMEOUT_MS, high.CHANGE_RELAY_LEASE_MS]).toEqual([1800000, 600000]);
+});
+
 test('no JWT key at all is refused, naming the three settings', () => {
   expect(() => loadConfig({})).toThrow(ConfigError);
   expect(() => loadConfig({})).toThrow(/JWT_SECRET.*JWT_PUBLIC_KEY.*JWT_JWKS_URL/);
@@ -48,6 +57,12 @@ test.each([
   ['EVENT_MAX_ATTEMPTS', 'ten'],
   ['EVENT_BATCH_SIZE', '0'],
   ['EVENT_BATCH_SIZE', '5001'],
+  ['KAFKA_SESSION_TIMEOUT_MS', '5999'],
+  ['KAFKA_SESSION_TIMEOUT_MS', '1800001'],
+  ['KAFKA_SESSION_TIMEOUT_MS', '30s'],
+  ['CHANGE_RELAY_LEASE_MS', '2999'],
+  ['CHANGE_RELAY_LEASE_MS', '600001'],
+  ['CHANGE_RELAY_LEASE_MS', '1.5'],
   ['SCHEMA_REGISTRY_URL', 'registry:8081'],
 ])('an invalid %s (%s) is refused by name', (key, value) => {
   expect(() => loadConfig({ ...base, [key]: value })).toThrow(new RegExp(key));
@@ -99,6 +114,8 @@ test('TRUST_PROXY is off unless set to on', () => {
 test.each([
   ['MONGO_URL', 'mongodb://'],
   ['KAFKA_BROKERS', 'kafka'],
+  ['KAFKA_SESSION_TIMEOUT_MS', '1000'],
+  ['CHANGE_RELAY_LEASE_MS', 'soon'],
 ])('the process with %s=%s exits 2 with one line naming the setting, no stack trace', (key, value) => {
   const root = path.resolve(__dirname, '../..');
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...base, [key]: value };

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -57,18 +58,27 @@ def installed(tmp_path_factory):
 
 
 _SAVED = {}
+_ENABLED = []
 
 
 def saved(installed, tmp_path, *settings, fresh=False):
     """A TUTOR_ROOT with the plugin enabled and `config save` run with an organization and `settings`.
 
     Roots are shared by the tests that read the same settings (each tutor command takes seconds);
-    `fresh` for a test that changes its root.
+    `fresh` for a test that changes its root. `tutor plugins enable` runs once (the first root),
+    and later roots start as a copy of what it left: it only writes config.yml (the plugin in
+    PLUGINS, Tutor's generated secrets) and renders env/, which `config save` renders again; it
+    took two seconds of CPU a root, most of it making the RSA key.
     """
     if not fresh and settings in _SAVED:
         return _SAVED[settings]
     root = tmp_path / "tutor"
-    tutor(root, "plugins", "enable", "course-access-groups")
+    if _ENABLED:
+        shutil.copytree(_ENABLED[0], root)
+    else:
+        tutor(root, "plugins", "enable", "course-access-groups")
+        _ENABLED.append(tmp_path / "enabled")
+        shutil.copytree(root, _ENABLED[0])
     tutor(root, "config", "save", "--set", "COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX",
           *[arg for s in settings for arg in ("--set", s)])
     if not fresh:
