@@ -12,11 +12,11 @@
 #      whatever happens
 #   4. Jest: test/unit, test/integration, test/e2e (ordered by the durations the last run
 #      measured: scripts/jest-sequencer.cjs, ~/.cache/course-access-groups/jest)
-#   5. the tests of the release's artifacts, side by side (they share nothing but the CPU; the
-#      others' output held back until the image's test is done): `npm run test:container` (the
-#      image archive loaded and run, and the image built from the context each of Tutor 20, 21 and
-#      22 rendered), `npm run test:k8s` (the packaged chart installed on a real control plane) and
-#      `npm run test:release` (the wheels in fresh Python environments)
+#   5. the tests of the release's artifacts: `npm run test:k8s` (the packaged chart installed on a
+#      real control plane) and `npm run test:release` (the wheels in fresh Python environments)
+#      beside Jest (they share nothing with it but the CPU and the stack; their output held back
+#      until the end), then `npm run test:container` (the image archive loaded and run, and the
+#      image built from the context each of Tutor 20, 21 and 22 rendered)
 # No container engine (exit 77 from the release or the image's test): a loud warning saying what
 # was NOT tested, last; the run does not fail for it.
 #
@@ -100,12 +100,11 @@ elif [[ $release != 77 ]]; then
 fi
 
 use_local_stack
-npx jest
 
-# The image's test (a Docker engine of its own, host networking), the chart's (etcd and a
-# kube-apiserver on ports of their own) and the wheels' (fresh Python environments) share nothing
-# but the CPU and the stack: side by side, the others' output held back until the image's test is
-# done.
+# The chart's test (etcd, a kube-apiserver and a node on ports of their own) and the wheels' (fresh
+# Python environments) share nothing with Jest but the CPU and the stack, and mostly wait: they run
+# beside Jest, their output held back until it is done. The image's test (a Docker engine of its
+# own, image builds: CPU-bound) runs after Jest.
 k8s_log="$(mktemp)" && logs+=("$k8s_log")
 setsid npm run test:k8s >"$k8s_log" 2>&1 &
 k8s_pid=$! && background+=("$k8s_pid")
@@ -115,6 +114,9 @@ if [[ $release == 0 ]]; then
   setsid npm run test:release >"$wheels_log" 2>&1 &
   wheels_pid=$! && background+=("$wheels_pid")
 fi
+
+npx jest
+
 container=0
 npm run test:container || container=$?
 k8s=0
