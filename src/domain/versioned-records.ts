@@ -153,8 +153,6 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
    * its tombstone), or the record a move left behind when that is newer.
    */
   let follows: EventVersion | null = stone;
-  /** The record a move of this event left behind in another organization (kept by an event without `time`, as what it overwrote). */
-  let left: T | null = null;
   for (let round = 0; round < ROUNDS; round++) {
     const first = nextVersion(follows, at);
     const firstExtra = extraFor(first, follows);
@@ -166,13 +164,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
       try {
         const { doc, inserted } = await records.upsertOne(
           { _id: id, event_time: { $lt: at.time }, ...(before ? atVersion(before) : {}) } as Filter<T>,
-          update(
-            set,
-            first,
-            firstExtra,
-            onInsert,
-            at.provisional ? { id: at.id, prior: [before ?? left].flatMap((r) => (r ? [priorOf(r, set)] : [])) } : null,
-          ) as UpdateFilter<T>,
+          update(set, first, firstExtra, onInsert, at.provisional ? { id: at.id, prior: before ? [priorOf(before, set)] : [] } : null) as UpdateFilter<T>,
         );
         if (!inserted) return { outcome: 'applied', current: doc, version: versionOf(first) };
         return await afterInsert(tenant, op, doc, first, follows);
@@ -221,7 +213,6 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
     await finishMove(tenant.db, op, id, owner, versionOf(there));
     if (!follows || versionOf(there) > versionOf(follows)) follows = there;
-    left = there;
   }
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
 }
