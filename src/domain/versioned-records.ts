@@ -51,8 +51,6 @@ export interface VersionedUpsert<T extends VersionedDoc> extends VersionedRecord
   at: EventStamp;
   /** Fields the event's version sets (`v`); `after`: the version (with its identities) of what a new record follows (a tombstone, a moved record). */
   fields?(v: string, after: EventVersion | null): VersionFields;
-  /** What a kept event (refused beside a record whose newest event has no `time`) says of itself beyond its fields. */
-  kept?: Pick<PriorEvent, 'act'>;
 }
 
 export interface VersionedResult<T> {
@@ -97,8 +95,6 @@ const priorOf = (record: VersionedDoc & Document, set: Document): PriorEvent => 
   v: { event_time: record.event_time, event_n: record.event_n ?? 1, event_ids: record.event_ids ?? [] },
   org: record.org,
   set: valuesOf(record, set),
-  // A learner whose newest event was an activation (its log's entry at the record's version).
-  ...((record.act_log as { v: string; k: string }[] | undefined)?.some((e) => e.k === 'a' && e.v === versionOf(record)) ? { act: true as const } : {}),
 });
 
 /**
@@ -178,11 +174,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
       if (cmp === 'duplicate') await records.announce([id]);
       // A stale event is kept by a record whose newest event has no `time`: it may be newer than
       // that event's earliest time. A lost race (the event placed again meanwhile) reads again.
-      if (
-        cmp === 'stale' &&
-        existing.prov &&
-        !(await keepPrior(tenant, op.collection, existing, { v: nextVersion(null, at), org: tenant.org, set, ...op.kept }))
-      ) {
+      if (cmp === 'stale' && existing.prov && !(await keepPrior(tenant, op.collection, existing, { v: nextVersion(null, at), org: tenant.org, set }))) {
         continue;
       }
       if (cmp !== 'newer') return notApplied(cmp, existing);
@@ -238,21 +230,6 @@ async function keepPrior(tenant: Tenant, collection: CollectionName, record: Ver
     .updateBookkeeping(markAsRead(record) as Filter<VersionedDoc>, { $set: { prov: { ...mark, prior: kept, n: (mark.n ?? 0) + 1 } } });
 }
 
-/** What `replaceEarlier` did: the record as it then stands, and what its caller applies again. */
-export interface PlacedAgain<T> {
-  home: Tenant;
-  record: T;
-  /** The last deletion refused meanwhile that is newer than the event now. */
-  deletion: EventStamp | null;
-  /** The record was created again after that deletion by events kept after it. */
-  deletionInPast: boolean;
-  /** Kept events newer than the event now that named another organization, oldest first. */
-  elsewhere: PriorEvent[];
-}
-
-/** The stamp of a kept event, to apply it again. */
-export const keptStamp = (p: PriorEvent): EventStamp => ({ time: p.v.event_time, id: p.v.event_ids![0]! });
-
 /**
  * Places again event `eventId`, which has no `time`, at `to`: an earlier Kafka record of it
  * lowered its time from `from` (src/db/event-times.ts). When the record reflects it (its newest
@@ -271,7 +248,7 @@ export async function replaceEarlier<T extends VersionedDoc>(
   from: string,
   to: string,
   extra: (record: T, after: string) => Document = () => ({}),
-): Promise<PlacedAgain<T> | null> {
+): Promise<{ home: Tenant; record: T; deletion: EventStamp | null; deletionInPast: boolean } | null> {
   for (let round = 0; round < ROUNDS; round++) {
     const owner = await ref.ownerOrg();
     if (owner === null) return null;
@@ -281,7 +258,7 @@ export async function replaceEarlier<T extends VersionedDoc>(
     if (!record) continue;
     const mark = record.prov;
     if (record.event_time !== from || !record.event_ids?.includes(eventId) || mark?.id !== eventId)
-      return { home, record, deletion: null, deletionInPast: false, elsewhere: [] };
+      return { home, record, deletion: null, deletionInPast: false };
     // Newer than the event at `to` (a tie goes to the event: its earlier record arrived last),
     // after the last deletion among them, which the caller applies again: it deletes the record
     // when nothing came after it, else (created again by those after it: `deletionInPast`) it
@@ -305,10 +282,7 @@ export async function replaceEarlier<T extends VersionedDoc>(
         ...(top ? { $unset: { prov: '' } } : {}),
       } as UpdateFilter<T>,
     );
-    // Kept events naming another organization (a move, in event time): the caller applies them
-    // again, in order, now that the record is older (a newer one moves it; an older one is a move in its past).
-    const elsewhere = mark.prior.filter((p) => p.org !== owner && !p.deleted && p.v.event_time > to);
-    if (moved) return { home, record: moved as T, deletion, deletionInPast: deletion !== null && top !== undefined, elsewhere };
+    if (moved) return { home, record: moved as T, deletion, deletionInPast: deletion !== null && top !== undefined };
   }
   throw new Error(`record ${ref.collection}/${id} kept changing while an event was placed again`);
 }
