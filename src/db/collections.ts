@@ -109,6 +109,8 @@ export interface PriorEvent {
   set: Record<string, unknown>;
   /** A deletion of the record (a retirement, a course deletion) refused as stale. */
   deleted?: true;
+  /** A learner's activation-capable event showing them active (applied again elsewhere, it is an activation there). */
+  act?: true;
 }
 
 /**

@@ -7,7 +7,16 @@ import { Tenant } from '../db/tenant';
 import { versionOf } from '../db/versioned-writes';
 import { type ApplyOutcome, asStamp, type EventStamp, lateVersion } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import { announceDeletion, bornUpTo, deleteIfNewer, namedByTombstone, replaceEarlier, upsertIfNewer, type VersionedRecordRef } from './versioned-records';
+import {
+  announceDeletion,
+  bornUpTo,
+  deleteIfNewer,
+  keptStamp,
+  namedByTombstone,
+  replaceEarlier,
+  upsertIfNewer,
+  type VersionedRecordRef,
+} from './versioned-records';
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
 export function orgFromCourseKey(courseKey: string): string | null {
@@ -110,6 +119,11 @@ export async function replaceCourseEvent(db: Db, courseKey: string, eventId: str
   else if (placed.deletion && (await deleteCourse(db, courseKey, placed.deletion, placed.home.org)) !== 'stale') return;
   await syncCourseFacts(placed.home, [courseKey]);
   await indexCourse(placed.home, placed.record);
+  // The kept events, applied again in their order, now that the course is older (one named another organization).
+  for (const p of placed.elsewhere) {
+    if (p.deleted) await deleteCourse(db, courseKey, keptStamp(p), p.org);
+    else await upsertCourse(new Tenant(db, p.org), { key: courseKey, name: String(p.set.name) }, keptStamp(p));
+  }
 }
 
 /**

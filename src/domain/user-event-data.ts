@@ -4,7 +4,8 @@ import { Tenant } from '../db/tenant';
 import type { Infer } from '../validation';
 import type { EventStamp } from './event-time';
 import { reconcileMembership } from './membership-rules';
-import { homeOf, replaceUserEvent, retireUser, type UserFacts, upsertUser } from './users';
+import { homeOf, keptFacts, replaceUserEvent, retireUser, type UserFacts, upsertUser } from './users';
+import { keptStamp } from './versioned-records';
 
 /**
  * `data` of the three user events that carry a whole user (activated, registration completed,
@@ -74,6 +75,15 @@ export async function replaceUserData(db: Db, userId: number, eventId: string, f
   // The membership first: its `born_v` follows the moved entry, so a retirement now newer takes it.
   await reconcileMembership(placed.home, userId, placed.record);
   if (placed.deletion) await applyUserRetired(db, userId, placed.deletion, placed.home.org);
+  // The kept events, applied again in their order, now that the record is older (one named another organization).
+  for (const p of placed.elsewhere) {
+    if (p.deleted) {
+      await applyUserRetired(db, userId, keptStamp(p), p.org);
+      continue;
+    }
+    const result = await upsertUser(new Tenant(db, p.org), keptFacts(userId, p), keptStamp(p), p.act === true);
+    if (result.current) await reconcileMembership(new Tenant(db, result.current.org), userId);
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Db, Filter } from 'mongodb';
-import { COLLECTIONS, type EventVersion, type MembershipDoc, type TombstoneDoc, type UserDoc } from '../db/collections';
+import { COLLECTIONS, type EventVersion, type MembershipDoc, type PriorEvent, type TombstoneDoc, type UserDoc } from '../db/collections';
 import { ownerLookup } from '../db/owners';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
@@ -123,6 +123,7 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
     at: stamp,
     ...userRef(tenant.db, facts.id),
     fields: activationFields(facts, activates, stamp.id),
+    ...(activates ? { kept: { act: true as const } } : {}),
   });
   // A stale event still has its place in event time: its entry, or, naming another organization
   // (the learner was elsewhere then: a move and a move back), a removal.
@@ -201,7 +202,7 @@ export async function replaceUserEvent(
   eventId: string,
   from: string,
   to: string,
-): Promise<{ home: Tenant; record: UserDoc; deletion: EventStamp | null } | null> {
+): Promise<{ home: Tenant; record: UserDoc; deletion: EventStamp | null; elsewhere: PriorEvent[] } | null> {
   let lowered = false;
   const placed = await replaceEarlier<UserDoc>(db, userRef(db, userId), String(userId), eventId, from, to, (u, after) => {
     lowered = u.admin_v !== undefined && u.admin_v === recordVersion(u) && after !== u.admin_v;
@@ -219,7 +220,21 @@ export async function replaceUserEvent(
   });
   await reindexUser(home, record);
   // A retirement refused meanwhile, newer than the event now: the caller retires the learner after all, once the membership follows the log.
-  return { home, record, deletion: placed.deletion };
+  return { home, record, deletion: placed.deletion, elsewhere: placed.elsewhere };
+}
+
+/** The learner a kept event (versioned-records.ts `PriorEvent`) described, to apply it again. */
+export function keptFacts(userId: number, p: PriorEvent): UserFacts {
+  const set = p.set as Partial<UserDoc>;
+  return {
+    id: userId,
+    username: String(set.username),
+    name: String(set.name),
+    email: String(set.email),
+    is_active: set.is_active === true,
+    ...(set.is_staff === undefined ? {} : { is_staff: set.is_staff }),
+    ...(set.is_site_admin === undefined ? {} : { is_site_admin: set.is_site_admin }),
+  };
 }
 
 /** The tenant of the organization that holds `record` (the one asked about, or the one it moved to). */

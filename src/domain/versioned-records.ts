@@ -51,6 +51,8 @@ export interface VersionedUpsert<T extends VersionedDoc> extends VersionedRecord
   at: EventStamp;
   /** Fields the event's version sets (`v`); `after`: the version (with its identities) of what a new record follows (a tombstone, a moved record). */
   fields?(v: string, after: EventVersion | null): VersionFields;
+  /** What a kept event (refused beside a record whose newest event has no `time`) says of itself beyond its fields. */
+  kept?: Pick<PriorEvent, 'act'>;
 }
 
 export interface VersionedResult<T> {
@@ -95,6 +97,8 @@ const priorOf = (record: VersionedDoc & Document, set: Document): PriorEvent => 
   v: { event_time: record.event_time, event_n: record.event_n ?? 1, event_ids: record.event_ids ?? [] },
   org: record.org,
   set: valuesOf(record, set),
+  // A learner whose newest event was an activation (its log's entry at the record's version).
+  ...((record.act_log as { v: string; k: string }[] | undefined)?.some((e) => e.k === 'a' && e.v === versionOf(record)) ? { act: true as const } : {}),
 });
 
 /**
@@ -149,6 +153,8 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
    * its tombstone), or the record a move left behind when that is newer.
    */
   let follows: EventVersion | null = stone;
+  /** The record a move of this event left behind in another organization (kept by an event without `time`, as what it overwrote). */
+  let left: T | null = null;
   for (let round = 0; round < ROUNDS; round++) {
     const first = nextVersion(follows, at);
     const firstExtra = extraFor(first, follows);
@@ -160,7 +166,13 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
       try {
         const { doc, inserted } = await records.upsertOne(
           { _id: id, event_time: { $lt: at.time }, ...(before ? atVersion(before) : {}) } as Filter<T>,
-          update(set, first, firstExtra, onInsert, at.provisional ? { id: at.id, prior: before ? [priorOf(before, set)] : [] } : null) as UpdateFilter<T>,
+          update(
+            set,
+            first,
+            firstExtra,
+            onInsert,
+            at.provisional ? { id: at.id, prior: [before ?? left].flatMap((r) => (r ? [priorOf(r, set)] : [])) } : null,
+          ) as UpdateFilter<T>,
         );
         if (!inserted) return { outcome: 'applied', current: doc, version: versionOf(first) };
         return await afterInsert(tenant, op, doc, first, follows);
@@ -174,7 +186,11 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
       if (cmp === 'duplicate') await records.announce([id]);
       // A stale event is kept by a record whose newest event has no `time`: it may be newer than
       // that event's earliest time. A lost race (the event placed again meanwhile) reads again.
-      if (cmp === 'stale' && existing.prov && !(await keepPrior(tenant, op.collection, existing, { v: nextVersion(null, at), org: tenant.org, set }))) {
+      if (
+        cmp === 'stale' &&
+        existing.prov &&
+        !(await keepPrior(tenant, op.collection, existing, { v: nextVersion(null, at), org: tenant.org, set, ...op.kept }))
+      ) {
         continue;
       }
       if (cmp !== 'newer') return notApplied(cmp, existing);
@@ -205,6 +221,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
     await finishMove(tenant.db, op, id, owner, versionOf(there));
     if (!follows || versionOf(there) > versionOf(follows)) follows = there;
+    left = there;
   }
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
 }
@@ -230,6 +247,24 @@ async function keepPrior(tenant: Tenant, collection: CollectionName, record: Ver
     .updateBookkeeping(markAsRead(record) as Filter<VersionedDoc>, { $set: { prov: { ...mark, prior: kept, n: (mark.n ?? 0) + 1 } } });
 }
 
+/** What `replaceEarlier` did: the record as it then stands, and what its caller applies again. */
+export interface PlacedAgain<T> {
+  home: Tenant;
+  record: T;
+  /** The last deletion refused meanwhile that is newer than the event now. */
+  deletion: EventStamp | null;
+  /** The record was created again after that deletion by events kept after it. */
+  deletionInPast: boolean;
+  /**
+   * When a kept event newer than the event now named another organization: every kept event
+   * newer than it, in the order kept (deletions too), for the caller to apply again.
+   */
+  elsewhere: PriorEvent[];
+}
+
+/** The stamp of a kept event, to apply it again. */
+export const keptStamp = (p: PriorEvent): EventStamp => ({ time: p.v.event_time, id: p.v.event_ids![0]! });
+
 /**
  * Places again event `eventId`, which has no `time`, at `to`: an earlier Kafka record of it
  * lowered its time from `from` (src/db/event-times.ts). When the record reflects it (its newest
@@ -248,7 +283,7 @@ export async function replaceEarlier<T extends VersionedDoc>(
   from: string,
   to: string,
   extra: (record: T, after: string) => Document = () => ({}),
-): Promise<{ home: Tenant; record: T; deletion: EventStamp | null; deletionInPast: boolean } | null> {
+): Promise<PlacedAgain<T> | null> {
   for (let round = 0; round < ROUNDS; round++) {
     const owner = await ref.ownerOrg();
     if (owner === null) return null;
@@ -258,12 +293,17 @@ export async function replaceEarlier<T extends VersionedDoc>(
     if (!record) continue;
     const mark = record.prov;
     if (record.event_time !== from || !record.event_ids?.includes(eventId) || mark?.id !== eventId)
-      return { home, record, deletion: null, deletionInPast: false };
+      return { home, record, deletion: null, deletionInPast: false, elsewhere: [] };
     // Newer than the event at `to` (a tie goes to the event: its earlier record arrived last),
     // after the last deletion among them, which the caller applies again: it deletes the record
     // when nothing came after it, else (created again by those after it: `deletionInPast`) it
     // takes what began before it.
-    const after = mark.prior.filter((p) => p.org === owner && p.v.event_time > to);
+    // Kept events naming another organization (a move, in event time) cannot be written back
+    // here: then the record is left at `to` and every kept event newer than it goes back to the
+    // caller (`elsewhere`), to be applied again in the order kept, each as the event it was.
+    const newerKept = mark.prior.filter((p) => p.v.event_time > to);
+    const reapply = newerKept.some((p) => p.org !== owner && !p.deleted);
+    const after = reapply ? [] : newerKept.filter((p) => p.org === owner);
     const cut = after.map((p) => p.deleted === true).lastIndexOf(true);
     const newer = after.slice(cut + 1);
     const deletion = cut < 0 ? null : { time: after[cut]!.v.event_time, id: after[cut]!.v.event_ids![0]! };
@@ -282,7 +322,8 @@ export async function replaceEarlier<T extends VersionedDoc>(
         ...(top ? { $unset: { prov: '' } } : {}),
       } as UpdateFilter<T>,
     );
-    if (moved) return { home, record: moved as T, deletion, deletionInPast: deletion !== null && top !== undefined };
+    const elsewhere = reapply ? newerKept : [];
+    if (moved) return { home, record: moved as T, deletion, deletionInPast: deletion !== null && top !== undefined, elsewhere };
   }
   throw new Error(`record ${ref.collection}/${id} kept changing while an event was placed again`);
 }

@@ -414,3 +414,42 @@ test('a catalog change without time, then a deletion and a catalog change of one
   await handled(await send(deletion));
   expect((await course())?.name ?? 'deleted').toBe('Again');
 }, 60000);
+
+// A change kept beside an event without time that named another organization (the record moved
+// there after, in event time) is applied again once that event moves back below it: the record
+// ends where event time puts it. Found by the 200-history model run (history 146).
+test('a catalog change of organization A, a change without time naming B just after it, an older change naming B, then the earlier record of the change without time: the course is back in A', async () => {
+  const { org: a } = await orgWithRule(service, 'untimed-move-a.edu');
+  const { org: b } = await orgWithRule(service, 'untimed-move-b.edu');
+  const key = `course-v1:UNTIMED+C4+${newUserId()}`;
+  const catalog = (org: string, name: string, time?: string) =>
+    cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
+  const copy = untimed(catalog(b, 'Copy'));
+  const late = { ...structured(copy, key), timestamp: at('2026-06-07T00:00:05Z') };
+  const early = { ...structured(copy, key), timestamp: at('2026-06-07T00:00:02Z') };
+  const send = sender(topicOf(2), 2);
+  await handled(await send(structured(catalog(a, 'In A', '2026-06-07T00:00:04Z'), key)));
+  await handled(await send(late));
+  await handled(await send(structured(catalog(b, 'Older in B', '2026-06-07T00:00:03Z'), key)));
+  await handled(await sender(topicOf(0), 2)(early));
+
+  const course = (org: string) => new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+  expect({ a: (await course(a))?.name ?? null, b: (await course(b))?.name ?? null }).toEqual({ a: 'In A', b: null });
+}, 60000);
+
+test('a login in organization A, an update without time naming B just after it, an older login naming B, then the earlier record of the update: the learner is back in A, with the rule’s membership', async () => {
+  const { org: a, api, group } = await orgWithRule(service, 'untimed-user-move-a.edu');
+  const { org: b } = await orgWithRule(service, 'untimed-user-move-b.edu');
+  const id = newUserId();
+  const user = (org: string, name: string) => userData(org, { id, email: `learner${id}@untimed-user-move-a.edu`, is_active: true, name });
+  const update = untimed(cloudEvent(TYPES.updated, user(b, 'Copy')));
+  const late = { ...structured(update, id), timestamp: at('2026-06-08T00:00:05Z') };
+  const early = { ...structured(update, id), timestamp: at('2026-06-08T00:00:02Z') };
+  const send = sender(topicOf(1), 2);
+  await handled(await send(structured(cloudEvent(TYPES.login, user(a, 'In A'), { time: '2026-06-08T00:00:04Z' }), id)));
+  await handled(await send(late));
+  await handled(await send(structured(cloudEvent(TYPES.login, user(b, 'Older in B'), { time: '2026-06-08T00:00:03Z' }), id)));
+  await handled(await sender(topicOf(0), 2)(early));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'In A', membership: { group: { id: group.id } } });
+}, 60000);
