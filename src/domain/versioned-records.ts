@@ -310,8 +310,10 @@ export async function replaceEarlier<T extends VersionedDoc>(
     const top = newer.at(-1);
     // The record's version names every kept event of its time, the deletion too (a tie: it came
     // before the events that created the record again), so a redelivery of one is a duplicate.
+    // So does the tombstone the record was created after: every kept event arrived after it.
+    const stone = top ? await tombstones(db).get(ref.tombstone) : null;
     const v: EventVersion = top
-      ? (merged([...(cut < 0 ? [] : [after[cut]!.v]), ...newer.map((p) => p.v)], top.v.event_time) ?? top.v)
+      ? (merged([stone, ...(cut < 0 ? [] : [after[cut]!.v]), ...newer.map((p) => p.v)], top.v.event_time) ?? top.v)
       : { event_time: to, event_n: 1, event_ids: [eventId] };
     const fields = Object.assign({}, ...newer.map((p) => p.set)) as Document;
     const kept = top ? {} : { prov: { id: eventId, prior: mark.prior.filter((p) => p.v.event_time <= to), n: (mark.n ?? 0) + 1 } };

@@ -453,3 +453,44 @@ test('a login in organization A, an update without time naming B just after it, 
 
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'In A', membership: { group: { id: group.id } } });
 }, 60000);
+
+// A deletion, then a catalog change without time that created the course again after its
+// tombstone, a change of the deletion's time (stale then, kept beside it), and the change without
+// time moved back before the deletion: the deletion and the change of its time follow it, in the
+// order they arrived, so the change of the deletion's time stands. Found by CI's model run
+// (seed 2144763324): the course stayed deleted.
+test('a deletion, a catalog change without time after it, a change of the deletion’s time, then the change without time moved back before the deletion: the change of the deletion’s time stands', async () => {
+  const { org } = await orgWithRule(service, 'untimed-after-tombstone.edu');
+  const key = `course-v1:UNTIMED+C5+${newUserId()}`;
+  const catalog = (name: string, time?: string) =>
+    cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
+  const copy = untimed(catalog('Copy'));
+  const late = { ...structured(copy, key), timestamp: at('2026-06-09T00:00:06Z') };
+  const early = { ...structured(copy, key), timestamp: at('2026-06-09T00:00:04Z') };
+  const send = sender(topicOf(2), 0);
+  await handled(await send(structured(cloudEvent(TYPES.courseDeleted, { course_key: key }, { time: '2026-06-09T00:00:05Z' }), key)));
+  await handled(await send(late));
+  await handled(await send(structured(catalog('Between', '2026-06-09T00:00:05Z'), key)));
+  const course = () => new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+  expect((await course())?.name ?? 'deleted').toBe('Copy');
+  await handled(await sender(topicOf(0), 0)(early));
+
+  expect((await course())?.name ?? 'deleted').toBe('Between');
+}, 60000);
+
+test('a retirement, an update without time after it, a login of the retirement’s time, then the update moved back before the retirement: the learner of the login stands, with the rule’s membership', async () => {
+  const { org, api, group } = await orgWithRule(service, 'untimed-after-retirement.edu');
+  const id = newUserId();
+  const user = (name: string) => userData(org, { id, email: `learner${id}@untimed-after-retirement.edu`, is_active: true, name });
+  const update = untimed(cloudEvent(TYPES.updated, user('Copy')));
+  const late = { ...structured(update, id), timestamp: at('2026-06-10T00:00:06Z') };
+  const early = { ...structured(update, id), timestamp: at('2026-06-10T00:00:04Z') };
+  const send = sender(topicOf(1), 0);
+  await handled(await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time: '2026-06-10T00:00:05Z' }), id)));
+  await handled(await send(late));
+  await handled(await send(structured(cloudEvent(TYPES.login, user('Between'), { time: '2026-06-10T00:00:05Z' }), id)));
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'Copy' });
+  await handled(await sender(topicOf(0), 0)(early));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'Between', membership: { group: { id: group.id } } });
+}, 60000);
