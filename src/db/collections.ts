@@ -138,6 +138,8 @@ export interface LogEntry {
   e?: string;
   /** The identities (eventKey) of the events the entry stands for (a repeat folded in adds its own); none on entries written before they were kept. */
   i?: string[];
+  /** Its event has no `time`: the entry may move (activation-log.ts `withEntryMoved`), so no repeat folds into it. */
+  u?: true;
 }
 
 /** Read model filled from LMS events. `_id` is `String(id)`. */

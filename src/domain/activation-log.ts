@@ -26,10 +26,14 @@ export type ActivationState = Pick<UserDoc, 'act_log' | 'log_n' | 'removed_v' | 
  */
 export const LOG_LIMIT = 64;
 
-/** The entry user event `id` adds at version `v`, or null (an update showing the learner active). */
-export function logEntry(facts: { is_active: boolean; email: string }, activates: boolean, v: string, id: string): LogEntry | null {
-  if (activates) return { v, k: 'a', e: facts.email, i: [id] };
-  return facts.is_active ? null : { v, k: 'd', i: [id] };
+/**
+ * The entry user event `id` adds at version `v`, or null (an update showing the learner active).
+ * `untimed`: the event has no `time`, so its entry may move (`withEntryMoved`).
+ */
+export function logEntry(facts: { is_active: boolean; email: string }, activates: boolean, v: string, id: string, untimed = false): LogEntry | null {
+  const u = untimed ? { u: true as const } : {};
+  if (activates) return { v, k: 'a', e: facts.email, i: [id], ...u };
+  return facts.is_active ? null : { v, k: 'd', i: [id], ...u };
 }
 
 /** Whether the log already has an entry of one of `entry`'s events: a redelivery, whatever version it comes with now. */
@@ -125,7 +129,9 @@ export function folded(state: ActivationState): Partial<ActivationState> {
   const log: LogEntry[] = [];
   for (const e of state.act_log ?? []) {
     const last = log.at(-1);
-    if (!last || last.k !== e.k || timeOf(last.v) !== timeOf(e.v)) log.push(e);
+    // An entry that may move (its event has no `time`) takes no repeat: moved, it would leave the
+    // repeat with its version, email and group, not the repeat's own.
+    if (!last || last.k !== e.k || timeOf(last.v) !== timeOf(e.v) || last.u || e.u) log.push(e);
     // The repeat's identities stay named, so its redelivery is still recognised.
     else if (e.i) log[log.length - 1] = { ...last, i: [...new Set([...(last.i ?? []), ...e.i])] };
   }

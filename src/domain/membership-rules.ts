@@ -173,7 +173,7 @@ async function matchedLog(tenant: Tenant, user: UserDoc): Promise<Partial<UserDo
   const act_log = (user.act_log ?? []).map((entry) => {
     if (entry.e === undefined) return entry;
     const g = groups.get(entry);
-    return { v: entry.v, k: entry.k, ...(entry.i ? { i: entry.i } : {}), ...(g === undefined ? {} : { g }) };
+    return { v: entry.v, k: entry.k, ...(entry.i ? { i: entry.i } : {}), ...(g === undefined ? {} : { g }), ...(entry.u ? { u: entry.u } : {}) };
   });
   return folded({ ...user, act_log });
 }

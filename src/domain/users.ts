@@ -95,9 +95,9 @@ export function userRecord(facts: UserFacts, time: string): { doc: Omit<UserDoc,
  * gives a floor; one written now must never get it. (A count, not an empty log: FerretDB v1
  * drops an empty array from `$setOnInsert`.)
  */
-export function activationFields(facts: Pick<UserFacts, 'is_active' | 'email'>, activates: boolean, id: string) {
+export function activationFields(facts: Pick<UserFacts, 'is_active' | 'email'>, activates: boolean, id: string, untimed = false) {
   return (v: string, after: EventVersion | null): VersionFields => {
-    const entry = logEntry(facts, activates, v, id);
+    const entry = logEntry(facts, activates, v, id, untimed);
     // The events of the removal's time stay named (activation-log.ts `withRemoval`); FerretDB v1 drops an empty array here.
     const removed = after === null ? {} : { removed_v: recordVersion(after), ...(after.event_ids?.length ? { removed_i: after.event_ids } : {}) };
     const onInsert = { ...(entry ? {} : { log_n: 0 }), ...removed };
@@ -122,7 +122,7 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
     set,
     at: stamp,
     ...userRef(tenant.db, facts.id),
-    fields: activationFields(facts, activates, stamp.id),
+    fields: activationFields(facts, activates, stamp.id, stamp.provisional),
     ...(activates ? { kept: { act: true as const } } : {}),
   });
   // A stale event still has its place in event time: its entry, or, naming another organization
@@ -134,7 +134,7 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
     const change = moved
       ? (u: UserDoc) => withRemoval(u, late(u), stamp.id)
       : (u: UserDoc) => {
-          const entry = logEntry(facts, activates, late(u), stamp.id);
+          const entry = logEntry(facts, activates, late(u), stamp.id, stamp.provisional);
           return entry && withEntry(u, entry);
         };
     if (moved || logEntry(facts, activates, result.version, stamp.id)) {

@@ -494,3 +494,25 @@ test('a retirement, an update without time after it, a login of the retirementâ€
 
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'Between', membership: { group: { id: group.id } } });
 }, 60000);
+
+// An activation without time, applied after a retirement (a newer event then: it made the
+// learner again, and its rule a membership), moves back below that retirement: in event time the
+// retirement takes the learner and the membership, and the registration after it makes the
+// learner anew. Found by an exploring model run (seed 1795778687, history 45).
+test('a retirement of 11, an activation without time stamped 12 (its rule makes a membership), a registration of 12, then the activation stamped 10: no membership is left', async () => {
+  const { org, api } = await orgWithRule(service, 'untimed-below-retirement.edu');
+  const id = newUserId();
+  const user = (email: string, name: string) => userData(org, { id, email, is_active: true, name });
+  const activation = untimed(cloudEvent(TYPES.activated, user(`learner${id}@untimed-below-retirement.edu`, 'Twin')));
+  const late = { ...structured(activation, id), timestamp: at('2026-06-11T00:00:12Z') };
+  const early = { ...structured(activation, id), timestamp: at('2026-06-11T00:00:10Z') };
+  const send = sender(topicOf(1), 1);
+  await handled(await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time: '2026-06-11T00:00:11Z' }), id)));
+  await handled(await sender(topicOf(0), 1)(late));
+  expect((await api.get(`users/${id}/`)).body.membership).not.toBeNull();
+  await handled(await send(structured(cloudEvent(TYPES.registered, user(`learner${id}@elsewhere.com`, 'Racer'), { time: '2026-06-11T00:00:12Z' }), id)));
+  await handled(await send(early));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'Racer', membership: null });
+  expect((await api.get(`memberships/?user=${id}`)).body.results).toEqual([]);
+}, 60000);

@@ -4,7 +4,7 @@
  */
 import type { LogEntry } from '../../src/db/collections';
 import { lateVersion } from '../../src/db/versioned-writes';
-import { type ActivationState, LOG_LIMIT, logEntry, membershipPlan, ruleTarget, withEntry, withRemoval } from '../../src/domain/activation-log';
+import { type ActivationState, LOG_LIMIT, logEntry, membershipPlan, ruleTarget, withEntry, withEntryMoved, withRemoval } from '../../src/domain/activation-log';
 
 const v = (t: number, n = 1) => `2026-01-${String(t).padStart(2, '0')}T00:00:00.000Z#${String(n).padStart(4, '0')}`;
 const act = (t: number, g?: number, n = 1): LogEntry => ({ v: v(t, n), k: 'a', ...(g === undefined ? {} : { g }) });
@@ -143,4 +143,17 @@ test('a late removal names what it came after: a redelivery of the entry it took
   expect(withRemoval(s, late(10, 5), 'retirement')).toBeNull();
   // A removal of a newer time forgets the names: its time alone refuses what came before.
   expect(withRemoval(s, v(11), 'move')).toMatchObject({ removed_v: v(11), removed_i: ['move'] });
+});
+
+test("an entry of an event without time takes no repeat: moved back below a removal, it leaves the repeat with the repeat's own version and email", () => {
+  const untimed = logEntry({ is_active: true, email: 'twin@uni.edu' }, true, v(12, 1), 'twin', true)!;
+  const timed = logEntry({ is_active: true, email: 'racer@corp.com' }, true, v(12, 2), 'racer')!;
+  const state = added([untimed, timed], { removed_v: v(11), removed_i: ['retirement'] });
+  expect(state.act_log).toEqual([untimed, timed]);
+  // The untimed event's earlier record places it at 10, below the removal of 11: it adds nothing there.
+  const moved = { ...state, ...withEntryMoved(state, 'twin', lateVersion(v(10).slice(0, -5), state.log_n ?? 0)) };
+  expect(moved.act_log).toEqual([timed]);
+  expect(ruleTarget({ ...moved, act_log: [{ ...timed, g: 2 }] })).toEqual({ v: v(12, 2), g: 2 });
+  // A timed repeat still folds into the timed entry before it.
+  expect(added([timed, { ...timed, v: v(12, 3), i: ['again'] }]).act_log).toEqual([{ ...timed, i: ['racer', 'again'] }]);
 });
