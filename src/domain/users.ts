@@ -108,6 +108,9 @@ export function activationFields(facts: Pick<UserFacts, 'is_active' | 'email'>, 
   };
 }
 
+/** Whether the learner's newest event was an activation: its log has an activation at the record's version. */
+const wasActivation = (u: UserDoc) => (u.act_log ?? []).some((e) => e.k === 'a' && e.v === recordVersion(u));
+
 /**
  * Records a user in the tenant's organization as of `at` (docs/events.md), unless the record
  * already reflects it or a newer event. `activates`: the event is activation-capable and shows
@@ -124,6 +127,7 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
     ...userRef(tenant.db, facts.id),
     fields: activationFields(facts, activates, stamp.id, stamp.provisional),
     ...(activates ? { kept: { act: true as const } } : {}),
+    keptOf: (u) => (wasActivation(u) ? { act: true as const } : {}),
   });
   // A stale event still has its place in event time: its entry, or, naming another organization
   // (the learner was elsewhere then: a move and a move back), a removal.

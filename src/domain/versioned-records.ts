@@ -53,6 +53,8 @@ export interface VersionedUpsert<T extends VersionedDoc> extends VersionedRecord
   fields?(v: string, after: EventVersion | null): VersionFields;
   /** What a kept event (refused beside a record whose newest event has no `time`) says of itself beyond its fields. */
   kept?: Pick<PriorEvent, 'act'>;
+  /** The same of the record's newest event, when an event without `time` overwrites the record and keeps it. */
+  keptOf?(record: T): Pick<PriorEvent, 'act'>;
 }
 
 export interface VersionedResult<T> {
@@ -92,13 +94,12 @@ export const PRIOR_LIMIT = 16;
 /** The fields `set` names, as `record` has them (what an event without `time` overwrote). */
 const valuesOf = (record: Document, set: Document) => Object.fromEntries(Object.keys(set).flatMap((k) => (k in record ? [[k, record[k]]] : [])));
 
-/** What the record was, kept by an event without `time` that overwrites it. */
-const priorOf = (record: VersionedDoc & Document, set: Document): PriorEvent => ({
+/** What the record was, kept by an event without `time` that overwrites it (`about`: what its newest event says of itself). */
+const priorOf = <T extends VersionedDoc>(record: T, set: Document, about?: (record: T) => Pick<PriorEvent, 'act'>): PriorEvent => ({
   v: { event_time: record.event_time, event_n: record.event_n ?? 1, event_ids: record.event_ids ?? [] },
   org: record.org,
   set: valuesOf(record, set),
-  // A learner whose newest event was an activation (its log's entry at the record's version).
-  ...((record.act_log as { v: string; k: string }[] | undefined)?.some((e) => e.k === 'a' && e.v === versionOf(record)) ? { act: true as const } : {}),
+  ...about?.(record),
 });
 
 /**
@@ -171,7 +172,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
             first,
             firstExtra,
             onInsert,
-            at.provisional ? { id: at.id, prior: [before ?? left].flatMap((r) => (r ? [priorOf(r, set)] : [])) } : null,
+            at.provisional ? { id: at.id, prior: [before ?? left].flatMap((r) => (r ? [priorOf(r, set, op.keptOf)] : [])) } : null,
           ) as UpdateFilter<T>,
         );
         if (!inserted) return { outcome: 'applied', current: doc, version: versionOf(first) };
@@ -199,7 +200,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
       const next = nextVersion(existing, at);
       const doc = await records.findOneAndUpdate(
         { _id: id, event_time: at.time, event_n: existing.event_n } as Filter<T>,
-        update(set, next, extraFor(next, null), {}, at.provisional ? { id: at.id, prior: [priorOf(existing, set)] } : null) as UpdateFilter<T>,
+        update(set, next, extraFor(next, null), {}, at.provisional ? { id: at.id, prior: [priorOf(existing, set, op.keptOf)] } : null) as UpdateFilter<T>,
       );
       if (doc) return { outcome: 'applied', current: doc as T, version: versionOf(next) };
       continue;
