@@ -345,7 +345,9 @@ case "${1:-}" in
     if external; then say "MONGO_URL and KAFKA_BROKERS are set: using them, starting nothing"; exit 0; fi
     install_kafka; install_ferretdb; install_registry; start_ferretdb; start_kafka; start_registry ;;
   stop)
-    if external; then exit 0; fi
+    # A test run against servers of its own (test.sh stops the stack when done) must not stop a
+    # stack someone else started here; a person who sourced those variables is told.
+    if external; then say "MONGO_URL and KAFKA_BROKERS are set: stopping nothing (unset them to stop the stack in $STACK_DIR)"; exit 0; fi
     stop_one registry; stop_one kafka; stop_one ferretdb ;;
   stop-db) stop_one ferretdb ;;
   start-db) start_ferretdb ;;
