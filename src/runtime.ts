@@ -20,6 +20,9 @@ import type { Logger } from './log';
 import { createMetrics, type Metrics } from './metrics';
 import { type RetryPolicy, retry, within } from './retry';
 
+/** How long an idle HTTP connection stays open (see `keepAliveTimeout` below). */
+const KEEP_ALIVE_MS = 65_000;
+
 export interface Running {
   db: Db;
   client: MongoClient;
@@ -200,6 +203,11 @@ export async function startService(
   const deps = { config, log, db, metrics, notReady, notReadyReasons, isDraining: () => draining, notServing: () => storedData };
   const app = config.SERVICE_ROLE === 'consumer' ? createOperationsApp(deps) : createApp(deps);
   const server = app.listen(config.PORT, '0.0.0.0');
+  // An idle connection stays open longer than a proxy in front keeps one (60 s for nginx's
+  // upstream keepalive and AWS's load balancers): closed by us first, a proxy's request sent at
+  // that moment fails (a 502). Node's default is 5 s. Headers may take as long.
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.headersTimeout = KEEP_ALIVE_MS + 1000;
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);

@@ -19,7 +19,11 @@ export function client(baseUrl: string, bearer?: string) {
       payload = typeof body === 'string' ? body : JSON.stringify(body);
       h['Content-Type'] ??= 'application/json';
     }
-    const res = await fetch(baseUrl + (path.startsWith('/') ? path : `${API}/${path}`), { method, headers: h, body: payload });
+    const res = await fetch(baseUrl + (path.startsWith('/') ? path : `${API}/${path}`), { method, headers: h, body: payload }).catch((err: Error) => {
+      // fetch says only "fetch failed"; its cause says what (a reset, a refused connection).
+      const cause = err.cause as (Error & { code?: string }) | undefined;
+      throw new Error(`${method} ${path}: ${err.message}${cause ? ` (${cause.code ?? cause.message})` : ''}`, { cause: err });
+    });
     const text = await res.text();
     let parsed: unknown = text;
     try {

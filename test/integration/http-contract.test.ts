@@ -77,3 +77,18 @@ describe.each(endpoints)('%s %s', (method, _name, path) => {
     expect([200, 400]).toContain(res.status);
   });
 });
+
+test('an idle connection is kept 65 s, longer than a proxy in front keeps one (60 s), so the proxy closes it first', async () => {
+  const { request, Agent } = await import('node:http');
+  const agent = new Agent({ keepAlive: true });
+  const header = await new Promise<string | undefined>((resolve, reject) => {
+    const req = request(`${service.baseUrl}/healthz`, { agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.headers['keep-alive']));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  agent.destroy();
+  expect(header).toBe('timeout=65');
+});
