@@ -213,6 +213,11 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     if (!there) continue;
     const cmp = compare(there, at);
     if (cmp === 'duplicate') await oldRecords.announce([id]);
+    // Kept there too (a move in the record's past): an earlier record of its newest event may
+    // still move that event below this one, which then moves the record here.
+    if (cmp === 'stale' && there.prov && !(await keepPrior(old, op.collection, there, { v: nextVersion(null, at), org: tenant.org, set, ...op.kept }))) {
+      continue;
+    }
     if (cmp !== 'newer') return notApplied(cmp, there);
     // The record moved organization: what hangs off it there goes once the record has left (a
     // newer event that wrote it meanwhile keeps it there, with its dependents). The old

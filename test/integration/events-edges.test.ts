@@ -516,3 +516,43 @@ test('a retirement of 11, an activation without time stamped 12 (its rule makes 
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'Racer', membership: null });
   expect((await api.get(`memberships/?user=${id}`)).body.results).toEqual([]);
 }, 60000);
+
+// Kept beside a login without time: a retirement of an earlier time and a login of that time
+// naming another organization. The login without time moved back below both: they apply again in
+// the order they arrived, so the learner is retired, then comes back in the other organization.
+// Found by an exploring model run (seed 1795779816, history 3).
+test('a login without time stamped 3 in B, a retirement of 2, a login of 2 in A, then the login without time stamped 1: the learner is in A, with its rule’s membership', async () => {
+  const { org: a, api, group } = await orgWithRule(service, 'untimed-retired-a.edu');
+  const { org: b } = await orgWithRule(service, 'untimed-retired-b.edu');
+  const id = newUserId();
+  const login = untimed(cloudEvent(TYPES.login, userData(b, { id, email: `learner${id}@untimed-retired-b.edu`, is_active: true, name: 'Twin' })));
+  const late = { ...structured(login, id), timestamp: at('2026-06-12T00:00:03Z') };
+  const early = { ...structured(login, id), timestamp: at('2026-06-12T00:00:01Z') };
+  const send = sender(topicOf(1), 2);
+  await handled(await send(late));
+  await handled(await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: b }, { time: '2026-06-12T00:00:02Z' }), id)));
+  const inA = userData(a, { id, email: `learner${id}@untimed-retired-a.edu`, is_active: true, name: 'In A' });
+  await handled(await send(structured(cloudEvent(TYPES.login, inA, { time: '2026-06-12T00:00:02Z' }), id)));
+  await handled(await sender(topicOf(0), 2)(early));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'In A', membership: { group: { id: group.id } } });
+}, 60000);
+
+test('a catalog change without time stamped 5 in B, a deletion of 4, a change of 4 in A, then the change without time stamped 3: the course is in A', async () => {
+  const { org: a } = await orgWithRule(service, 'untimed-deleted-a.edu');
+  const { org: b } = await orgWithRule(service, 'untimed-deleted-b.edu');
+  const key = `course-v1:UNTIMED+C6+${newUserId()}`;
+  const catalog = (org: string, name: string, time?: string) =>
+    cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
+  const copy = untimed(catalog(b, 'Copy'));
+  const late = { ...structured(copy, key), timestamp: at('2026-06-13T00:00:05Z') };
+  const early = { ...structured(copy, key), timestamp: at('2026-06-13T00:00:03Z') };
+  const send = sender(topicOf(2), 2);
+  await handled(await send(late));
+  await handled(await send(structured(cloudEvent(TYPES.courseDeleted, { course_key: key }, { time: '2026-06-13T00:00:04Z' }), key)));
+  await handled(await send(structured(catalog(a, 'In A', '2026-06-13T00:00:04Z'), key)));
+  await handled(await sender(topicOf(0), 2)(early));
+
+  const course = (org: string) => new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+  expect({ a: (await course(a))?.name ?? null, b: (await course(b))?.name ?? null }).toEqual({ a: 'In A', b: null });
+}, 60000);

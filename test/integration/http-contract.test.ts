@@ -84,7 +84,7 @@ test('an idle connection is kept 65 s, longer than a proxy in front keeps one (6
   const header = await new Promise<string | undefined>((resolve, reject) => {
     const req = request(`${service.baseUrl}/healthz`, { agent }, (res) => {
       res.resume();
-      res.on('end', () => resolve(res.headers['keep-alive']));
+      res.on('end', () => resolve(String(res.headers['keep-alive'])));
     });
     req.on('error', reject);
     req.end();
