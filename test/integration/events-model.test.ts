@@ -481,8 +481,7 @@ class Run {
 
   /**
    * For a failure report: each offset no process logged as handled, the group's committed offset
-   * of its partition, and the last lines each process logged about that partition (a rare stall
-   * after a SIGKILL and rebalance, seen once in 28 histories and gone on replay, left no more).
+   * of its partition, and the last lines each process logged about that partition.
    */
   private async behind(highs: { topic: string; partition: number; high: number }[]): Promise<string> {
     const committed = await this.committedOffsets().catch(() => new Map<string, number>());
