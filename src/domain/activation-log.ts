@@ -158,6 +158,10 @@ export function ruleTarget(state: ActivationState): { v: string; g: number } | n
   const from = base(state);
   let open = state.floor_open ?? false;
   for (const e of state.act_log ?? []) {
+    // Before the last removal: gone with it (withRemoval). Only an event applied while the
+    // record stood below its removal (placed back by an event without time, its kept events
+    // applied again) writes one there, and the membership it would make the removal deletes.
+    if (state.removed_v !== undefined && e.v < state.removed_v) continue;
     if (e.k === 'd') open = false;
     else if (!open) {
       open = true;

@@ -4,7 +4,7 @@
 // as instants whatever their offset, and a valid time the service cannot represent goes to the
 // DLQ with its reason, never misordered".
 import { dlqTopic } from '../../consumers/consumer';
-import { COLLECTIONS, type CourseDoc } from '../../src/db/collections';
+import { COLLECTIONS, type CourseDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import {
   closeProducer,
@@ -555,4 +555,31 @@ test('a catalog change without time stamped 5 in B, a deletion of 4, a change of
 
   const course = (org: string) => new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
   expect({ a: (await course(a))?.name ?? null, b: (await course(b))?.name ?? null }).toEqual({ a: 'In A', b: null });
+}, 60000);
+
+// An activation without time moved the learner here from C after a timed event of C of its time;
+// a login here of an earlier time was kept beside it. The activation moved back below both: the
+// kept events apply again in order, the login first, while the record still names the move from
+// C as its removal (newer than the login). The login's entry then lay below that removal: the
+// membership plan asked for its rule's membership and for the deletion of a membership begun
+// before the removal, round after round, until the event went to the DLQ. Found by an exploring
+// model run (seed 1795781132, history 100).
+test('an update of 4 in C, an activation without time stamped 4 here, a login of 3 here, then the activation stamped 2: the learner ends in C, the event applied once', async () => {
+  const { org: a, api } = await orgWithRule(service, 'untimed-below-move-a.edu');
+  const { org: c } = await orgWithRule(service, 'untimed-below-move-c.edu');
+  const id = newUserId();
+  const user = (org: string, name: string, is_active: boolean) => userData(org, { id, email: `learner${id}@untimed-below-move-a.edu`, is_active, name });
+  const activation = untimed(cloudEvent(TYPES.activated, user(a, 'Twin', true)));
+  const late = { ...structured(activation, id), timestamp: at('2026-06-14T00:00:04Z') };
+  const early = { ...structured(activation, id), timestamp: at('2026-06-14T00:00:02Z') };
+  const send = sender(topicOf(1), 0);
+  await handled(await send(structured(cloudEvent(TYPES.updated, user(c, 'In C', false), { time: '2026-06-14T00:00:04Z' }), id)));
+  await handled(await sender(topicOf(0), 0)(late));
+  await handled(await send(structured(cloudEvent(TYPES.login, user(a, 'Between', true), { time: '2026-06-14T00:00:03Z' }), id)));
+  await handled(await send(early));
+
+  expect((await api.get(`users/${id}/`)).status).toBe(404);
+  const inC = await new Tenant(service.db, c).collection<UserDoc>(COLLECTIONS.users).findById(String(id));
+  expect({ name: inC?.name, active: inC?.is_active }).toEqual({ name: 'In C', active: false });
+  expect((await api.get(`memberships/?user=${id}`)).body.results).toEqual([]);
 }, 60000);

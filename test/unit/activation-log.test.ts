@@ -157,3 +157,12 @@ test("an entry of an event without time takes no repeat: moved back below a remo
   // A timed repeat still folds into the timed entry before it.
   expect(added([timed, { ...timed, v: v(12, 3), i: ['again'] }]).act_log).toEqual([{ ...timed, i: ['racer', 'again'] }]);
 });
+
+test('an entry below the last removal (applied while the record stood below it) asks for no membership: the plan settles', () => {
+  const state: ActivationState = { act_log: [{ ...act(3, 7), i: ['login'] }], removed_v: v(4, 2) };
+  expect(ruleTarget(state)).toBeNull();
+  expect(membershipPlan(state, null)).toEqual({ do: 'keep' });
+  expect(membershipPlan(state, { rule_v: v(3), born_v: v(3) })).toEqual({ do: 'delete' });
+  // An activation after the removal is the period's first again.
+  expect(ruleTarget({ ...state, act_log: [...state.act_log!, act(5, 8)] })).toEqual({ v: v(5), g: 8 });
+});
