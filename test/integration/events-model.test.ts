@@ -493,7 +493,11 @@ class Run {
       lines.push(`${topic}[${partition}]: offsets ${missing.join(', ')} not handled; committed ${committed.get(`${topic}|${partition}`) ?? 'none'}`);
       const about = new RegExp(`"topic":"${topic.replace(/[.]/g, '\\.')}","partition":${partition}\\b`);
       for (const [i, p] of this.outputs.entries()) {
-        const tail = p.output().split('\n').filter((l) => about.test(l)).slice(-5);
+        const tail = p
+          .output()
+          .split('\n')
+          .filter((l) => about.test(l))
+          .slice(-5);
         for (const l of tail) lines.push(`  [process ${i + 1}] ${l.slice(0, 400)}`);
       }
     }
