@@ -505,6 +505,35 @@ class Run {
   }
 
   /** The warnings and errors the consumer processes logged, for a failure report. */
+  /**
+   * For a failure report: per record, the events the service handled, in the order its processes
+   * logged them (by log time; a SIGKILL may lose a last line), each with its outcome and place,
+   * to set beside the model's arrival order when the state differs only in some orders.
+   */
+  serviceOrder(): string {
+    const handled: { time: number; record: string; line: string }[] = [];
+    for (const [i, p] of this.outputs.entries()) {
+      for (const line of p.output().split('\n')) {
+        if (!line.includes('"msg":"event handled"')) continue;
+        let e: Record<string, string | number>;
+        try {
+          e = JSON.parse(line);
+        } catch {
+          continue; // a line cut short by a SIGKILL
+        }
+        const record = e.user_id !== undefined ? `user ${e.user_id}` : `course ${e.course_key}`;
+        handled.push({
+          time: Number(e.time),
+          record,
+          line: `${e.event_id} ${e.outcome} (p${i + 1} ${String(e.topic).split('.').at(-1)}[${e.partition}]@${e.offset})`,
+        });
+      }
+    }
+    const byRecord = new Map<string, string[]>();
+    for (const h of handled.sort((a, b) => a.time - b.time)) byRecord.set(h.record, [...(byRecord.get(h.record) ?? []), h.line]);
+    return [...byRecord].map(([record, lines]) => `${record}: ${lines.join(', ')}`).join('\n');
+  }
+
   consumerTrouble(): string {
     const lines = this.outputs.flatMap((p, i) =>
       p
@@ -771,7 +800,8 @@ async function runHistory(h: History): Promise<void> {
       .join('\n');
     (err as Error).message =
       `${(err as Error).message}\n\nhistory (step -> model outcome or HTTP status):\n${run.log.join('\n')}\n\n` +
-      `per record, in the model's arrival order (source/id outcome version; the first of its possible states):\n${traces}\n\nconsumer warnings and errors:\n${run.consumerTrouble()}`;
+      `per record, in the model's arrival order (source/id outcome version; the first of its possible states):\n${traces}\n\n` +
+      `per record, as the service handled them (id outcome, process and place; batched runs not shown):\n${run.serviceOrder()}\n\nconsumer warnings and errors:\n${run.consumerTrouble()}`;
     // Shrinking on the real stack can take as long as the run: the first failure is shown at once.
     if (!failureShown) {
       failureShown = true;
