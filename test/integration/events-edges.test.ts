@@ -173,6 +173,10 @@ const untimed = (event: ReturnType<typeof cloudEvent>) => {
   return rest as ReturnType<typeof cloudEvent>;
 };
 const at = (iso: string) => String(Date.parse(iso));
+/** `event` as a Kafka record stamped at `iso` (an event without `time` takes it). */
+const stampedAt = (event: ReturnType<typeof cloudEvent>, key: string | number, iso: string) => ({ ...structured(event, key), timestamp: at(iso) });
+/** The course `key` as organization `org` holds it (null: not there). */
+const courseIn = (org: string, key: string) => new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
 
 test.each([
   ['the earlier copy first', true],
@@ -184,8 +188,8 @@ test.each([
     const id = newUserId();
     const user = { id, email: `learner${id}@untimed.edu` };
     const registration = untimed(cloudEvent(TYPES.registered, userData(org, { ...user, is_active: true, name: 'Copy' })));
-    const early = { ...structured(registration, id), timestamp: at('2026-06-01T00:00:01Z') };
-    const late = { ...structured(registration, id), timestamp: at('2026-06-01T00:00:03Z') };
+    const early = stampedAt(registration, id, '2026-06-01T00:00:01Z');
+    const late = stampedAt(registration, id, '2026-06-01T00:00:03Z');
     const [first, second] = earlierFirst ? [early, late] : [late, early];
     const deactivation = structured(
       cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false, name: 'Between' }), { time: '2026-06-01T00:00:02Z' }),
@@ -214,8 +218,8 @@ test.each([
     const catalog = (name: string, time?: string) =>
       cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
     const copy = untimed(catalog('Copy'));
-    const early = { ...structured(copy, key), timestamp: at('2026-06-02T00:00:01Z') };
-    const late = { ...structured(copy, key), timestamp: at('2026-06-02T00:00:03Z') };
+    const early = stampedAt(copy, key, '2026-06-02T00:00:01Z');
+    const late = stampedAt(copy, key, '2026-06-02T00:00:03Z');
     const [first, second] = earlierFirst ? [early, late] : [late, early];
     await handled(await sender(topicOf(0), 0)(first));
     const between = deletion
@@ -224,7 +228,7 @@ test.each([
     await handled(await sender(topicOf(1), 0)(structured(between, key)));
     await handled(await sender(topicOf(1), 0)(second));
 
-    const course = await new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+    const course = await courseIn(org, key);
     expect(course?.name ?? 'deleted').toBe(deletion ? 'deleted' : 'Between');
   },
   60000,
@@ -245,8 +249,8 @@ test.each([
     const member = (await api.get(`users/${id}/`)).body.membership;
     expect((await api.delete(`memberships/${member.id}/`)).status).toBe(204);
     const deactivation = untimed(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false })));
-    const early = { ...structured(deactivation, id), timestamp: at('2026-06-03T00:00:01Z') };
-    const late = { ...structured(deactivation, id), timestamp: at('2026-06-03T00:00:03Z') };
+    const early = stampedAt(deactivation, id, '2026-06-03T00:00:01Z');
+    const late = stampedAt(deactivation, id, '2026-06-03T00:00:03Z');
     const [first, second] = earlierFirst ? [early, late] : [late, early];
     await handled(await sender(topicOf(0), 0)(first));
     await handled(
@@ -360,13 +364,13 @@ test.each([
     }
     await handled(await send(structured(catalog('Newer', '2026-06-04T00:00:05Z'), key)));
     const copy = untimed(catalog('Copy'));
-    const late = { ...structured(copy, key), timestamp: at('2026-06-04T00:00:05Z') };
-    const early = { ...structured(copy, key), timestamp: at('2026-06-04T00:00:03Z') };
+    const late = stampedAt(copy, key, '2026-06-04T00:00:05Z');
+    const early = stampedAt(copy, key, '2026-06-04T00:00:03Z');
     await handled(await send(late));
     await handled(await send(deletedFirst ? structured(catalog('Older', '2026-06-04T00:00:04Z'), key) : deletion));
     await handled(await sender(topicOf(0), 0)(early));
 
-    const course = await new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+    const course = await courseIn(org, key);
     expect(course?.name ?? 'deleted').toBe('Newer');
   },
   60000,
@@ -381,8 +385,8 @@ test('an update without time, a login of an earlier time (its rule makes a membe
   const id = newUserId();
   const user = { id, email: `learner${id}@untimed-late-entry.edu` };
   const update = untimed(cloudEvent(TYPES.updated, userData(org, { ...user, is_active: false, name: 'Untimed' })));
-  const first = { ...structured(update, id), timestamp: at('2026-06-05T00:00:06Z') };
-  const earlier = { ...structured(update, id), timestamp: at('2026-06-05T00:00:04Z') };
+  const first = stampedAt(update, id, '2026-06-05T00:00:06Z');
+  const earlier = stampedAt(update, id, '2026-06-05T00:00:04Z');
   const send = sender(topicOf(1), 2);
   await handled(await send(first));
   await handled(await send(structured(cloudEvent(TYPES.login, userData(org, { ...user, is_active: true }), { time: '2026-06-05T00:00:05Z' }), id)));
@@ -401,15 +405,15 @@ test('a catalog change without time, then a deletion and a catalog change of one
   const catalog = (name: string, time?: string) =>
     cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
   const copy = untimed(catalog('Copy'));
-  const late = { ...structured(copy, key), timestamp: at('2026-06-06T00:00:05Z') };
-  const early = { ...structured(copy, key), timestamp: at('2026-06-06T00:00:03Z') };
+  const late = stampedAt(copy, key, '2026-06-06T00:00:05Z');
+  const early = stampedAt(copy, key, '2026-06-06T00:00:03Z');
   const deletion = structured(cloudEvent(TYPES.courseDeleted, { course_key: key }, { time: '2026-06-06T00:00:04Z' }), key);
   const send = sender(topicOf(2), 1);
   await handled(await send(late));
   await handled(await send(deletion));
   await handled(await send(structured(catalog('Again', '2026-06-06T00:00:04Z'), key)));
   await handled(await sender(topicOf(0), 1)(early));
-  const course = () => new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+  const course = () => courseIn(org, key);
   expect((await course())?.name ?? 'deleted').toBe('Again');
   await handled(await send(deletion));
   expect((await course())?.name ?? 'deleted').toBe('Again');
@@ -425,15 +429,15 @@ test('a catalog change of organization A, a change without time naming B just af
   const catalog = (org: string, name: string, time?: string) =>
     cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
   const copy = untimed(catalog(b, 'Copy'));
-  const late = { ...structured(copy, key), timestamp: at('2026-06-07T00:00:05Z') };
-  const early = { ...structured(copy, key), timestamp: at('2026-06-07T00:00:02Z') };
+  const late = stampedAt(copy, key, '2026-06-07T00:00:05Z');
+  const early = stampedAt(copy, key, '2026-06-07T00:00:02Z');
   const send = sender(topicOf(2), 2);
   await handled(await send(structured(catalog(a, 'In A', '2026-06-07T00:00:04Z'), key)));
   await handled(await send(late));
   await handled(await send(structured(catalog(b, 'Older in B', '2026-06-07T00:00:03Z'), key)));
   await handled(await sender(topicOf(0), 2)(early));
 
-  const course = (org: string) => new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+  const course = (org: string) => courseIn(org, key);
   expect({ a: (await course(a))?.name ?? null, b: (await course(b))?.name ?? null }).toEqual({ a: 'In A', b: null });
 }, 60000);
 
@@ -443,8 +447,8 @@ test('a login in organization A, an update without time naming B just after it, 
   const id = newUserId();
   const user = (org: string, name: string) => userData(org, { id, email: `learner${id}@untimed-user-move-a.edu`, is_active: true, name });
   const update = untimed(cloudEvent(TYPES.updated, user(b, 'Copy')));
-  const late = { ...structured(update, id), timestamp: at('2026-06-08T00:00:05Z') };
-  const early = { ...structured(update, id), timestamp: at('2026-06-08T00:00:02Z') };
+  const late = stampedAt(update, id, '2026-06-08T00:00:05Z');
+  const early = stampedAt(update, id, '2026-06-08T00:00:02Z');
   const send = sender(topicOf(1), 2);
   await handled(await send(structured(cloudEvent(TYPES.login, user(a, 'In A'), { time: '2026-06-08T00:00:04Z' }), id)));
   await handled(await send(late));
@@ -465,13 +469,13 @@ test('a deletion, a catalog change without time after it, a change of the deleti
   const catalog = (name: string, time?: string) =>
     cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
   const copy = untimed(catalog('Copy'));
-  const late = { ...structured(copy, key), timestamp: at('2026-06-09T00:00:06Z') };
-  const early = { ...structured(copy, key), timestamp: at('2026-06-09T00:00:04Z') };
+  const late = stampedAt(copy, key, '2026-06-09T00:00:06Z');
+  const early = stampedAt(copy, key, '2026-06-09T00:00:04Z');
   const send = sender(topicOf(2), 0);
   await handled(await send(structured(cloudEvent(TYPES.courseDeleted, { course_key: key }, { time: '2026-06-09T00:00:05Z' }), key)));
   await handled(await send(late));
   await handled(await send(structured(catalog('Between', '2026-06-09T00:00:05Z'), key)));
-  const course = () => new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+  const course = () => courseIn(org, key);
   expect((await course())?.name ?? 'deleted').toBe('Copy');
   await handled(await sender(topicOf(0), 0)(early));
 
@@ -483,8 +487,8 @@ test('a retirement, an update without time after it, a login of the retirementâ€
   const id = newUserId();
   const user = (name: string) => userData(org, { id, email: `learner${id}@untimed-after-retirement.edu`, is_active: true, name });
   const update = untimed(cloudEvent(TYPES.updated, user('Copy')));
-  const late = { ...structured(update, id), timestamp: at('2026-06-10T00:00:06Z') };
-  const early = { ...structured(update, id), timestamp: at('2026-06-10T00:00:04Z') };
+  const late = stampedAt(update, id, '2026-06-10T00:00:06Z');
+  const early = stampedAt(update, id, '2026-06-10T00:00:04Z');
   const send = sender(topicOf(1), 0);
   await handled(await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time: '2026-06-10T00:00:05Z' }), id)));
   await handled(await send(late));
@@ -504,8 +508,8 @@ test('a retirement of 11, an activation without time stamped 12 (its rule makes 
   const id = newUserId();
   const user = (email: string, name: string) => userData(org, { id, email, is_active: true, name });
   const activation = untimed(cloudEvent(TYPES.activated, user(`learner${id}@untimed-below-retirement.edu`, 'Twin')));
-  const late = { ...structured(activation, id), timestamp: at('2026-06-11T00:00:12Z') };
-  const early = { ...structured(activation, id), timestamp: at('2026-06-11T00:00:10Z') };
+  const late = stampedAt(activation, id, '2026-06-11T00:00:12Z');
+  const early = stampedAt(activation, id, '2026-06-11T00:00:10Z');
   const send = sender(topicOf(1), 1);
   await handled(await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time: '2026-06-11T00:00:11Z' }), id)));
   await handled(await sender(topicOf(0), 1)(late));
@@ -526,8 +530,8 @@ test('a login without time stamped 3 in B, a retirement of 2, a login of 2 in A,
   const { org: b } = await orgWithRule(service, 'untimed-retired-b.edu');
   const id = newUserId();
   const login = untimed(cloudEvent(TYPES.login, userData(b, { id, email: `learner${id}@untimed-retired-b.edu`, is_active: true, name: 'Twin' })));
-  const late = { ...structured(login, id), timestamp: at('2026-06-12T00:00:03Z') };
-  const early = { ...structured(login, id), timestamp: at('2026-06-12T00:00:01Z') };
+  const late = stampedAt(login, id, '2026-06-12T00:00:03Z');
+  const early = stampedAt(login, id, '2026-06-12T00:00:01Z');
   const send = sender(topicOf(1), 2);
   await handled(await send(late));
   await handled(await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: b }, { time: '2026-06-12T00:00:02Z' }), id)));
@@ -545,15 +549,15 @@ test('a catalog change without time stamped 5 in B, a deletion of 4, a change of
   const catalog = (org: string, name: string, time?: string) =>
     cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name }, organization: org }, time === undefined ? {} : { time });
   const copy = untimed(catalog(b, 'Copy'));
-  const late = { ...structured(copy, key), timestamp: at('2026-06-13T00:00:05Z') };
-  const early = { ...structured(copy, key), timestamp: at('2026-06-13T00:00:03Z') };
+  const late = stampedAt(copy, key, '2026-06-13T00:00:05Z');
+  const early = stampedAt(copy, key, '2026-06-13T00:00:03Z');
   const send = sender(topicOf(2), 2);
   await handled(await send(late));
   await handled(await send(structured(cloudEvent(TYPES.courseDeleted, { course_key: key }, { time: '2026-06-13T00:00:04Z' }), key)));
   await handled(await send(structured(catalog(a, 'In A', '2026-06-13T00:00:04Z'), key)));
   await handled(await sender(topicOf(0), 2)(early));
 
-  const course = (org: string) => new Tenant(service.db, org).collection<CourseDoc>(COLLECTIONS.courses).findById(key);
+  const course = (org: string) => courseIn(org, key);
   expect({ a: (await course(a))?.name ?? null, b: (await course(b))?.name ?? null }).toEqual({ a: 'In A', b: null });
 }, 60000);
 
@@ -570,8 +574,8 @@ test('an update of 4 in C, an activation without time stamped 4 here, a login of
   const id = newUserId();
   const user = (org: string, name: string, is_active: boolean) => userData(org, { id, email: `learner${id}@untimed-below-move-a.edu`, is_active, name });
   const activation = untimed(cloudEvent(TYPES.activated, user(a, 'Twin', true)));
-  const late = { ...structured(activation, id), timestamp: at('2026-06-14T00:00:04Z') };
-  const early = { ...structured(activation, id), timestamp: at('2026-06-14T00:00:02Z') };
+  const late = stampedAt(activation, id, '2026-06-14T00:00:04Z');
+  const early = stampedAt(activation, id, '2026-06-14T00:00:02Z');
   const send = sender(topicOf(1), 0);
   await handled(await send(structured(cloudEvent(TYPES.updated, user(c, 'In C', false), { time: '2026-06-14T00:00:04Z' }), id)));
   await handled(await sender(topicOf(0), 0)(late));
