@@ -313,9 +313,14 @@ start_registry() {
   mkdir -p "$STACK_DIR/data/registry" "$RUN_DIR" "$LOG_DIR"
   # Its H2 database in a file beside Kafka's data (the default is in memory): the schema ids
   # that messages kept in Kafka name must survive a restart of the stack. Loopback only.
+  # One request at a time (max-threads=1): Apicurio 2.4's SQL storage takes ids from its sequences
+  # table without serializing, so concurrent registrations answered 500 (lock timeouts, duplicate
+  # ids) or 409 "already exists" for a subject nobody else registered (its own retry after a half
+  # commit): two Open edX producers starting together met it. One connection instead deadlocks
+  # (a nested storage call takes a second one). Test: events-avro.test.ts, "many subjects at once".
   nohup java -Xms64m -Xmx256m -XX:+UseSerialGC -Djava.awt.headless=true \
     -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$REGISTRY_PORT" \
-    -Dquarkus.datasource.jdbc.url="jdbc:h2:file:$STACK_DIR/data/registry/registry" \
+    -Dquarkus.datasource.jdbc.url="jdbc:h2:file:$STACK_DIR/data/registry/registry" -Dquarkus.thread-pool.max-threads=1 \
     -Dquarkus.log.level=WARN -Dquarkus.log.category.\"io.apicurio\".level=WARN \
     -jar "$REGISTRY_HOME/quarkus-run.jar" >>"$LOG_DIR/registry.log" 2>&1 &
   echo $! >"$RUN_DIR/registry.pid"

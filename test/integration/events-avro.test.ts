@@ -9,7 +9,7 @@ import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { dlqTopic } from '../../consumers/consumer';
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { eventBusHeaders, registerActivationSchema } from '../helpers/avro';
+import { activationAvroSchema, eventBusHeaders, registerActivationSchema } from '../helpers/avro';
 import {
   closeProducer,
   cloudEvent,
@@ -175,3 +175,26 @@ test('while the registry cannot be reached an Avro event is retried, never dead-
     await proxy.close();
   }
 }, 60000);
+
+test('the registry takes one schema under many subjects at once, as Open edX producers starting together register it', async () => {
+  // Each LMS producer registers its schema on its first event, one subject per topic; several start
+  // together after a deploy. Apicurio 2.4 on H2 with a pool of connections answered 500 or 409
+  // "already exists" to most such registrations (scripts/stack.sh gives it one connection). Plain
+  // fetch: the registry's own answer, no client retry hiding it.
+  const body = JSON.stringify({ schema: JSON.stringify(activationAvroSchema) });
+  const register = async (subject: string) => {
+    const res = await fetch(`${SCHEMA_REGISTRY_URL}/subjects/${encodeURIComponent(subject)}/versions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body,
+    });
+    return { subject, status: res.status, body: await res.text() };
+  };
+  const prefix = uniqueName('many');
+  const answers = [];
+  for (let round = 0; round < 4; round++) {
+    answers.push(...(await Promise.all(Array.from({ length: 6 }, (_, i) => register(`${prefix}-${round}-${i}-${activationAvroSchema.namespace}.CloudEvent`)))));
+  }
+  expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+  for (const a of answers) expect(JSON.parse(a.body)).toEqual({ id: expect.any(Number) });
+});
