@@ -141,19 +141,31 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
   const notApplied = (outcome: ApplyOutcome, current: T | null): VersionedResult<T> => ({ outcome, current, version: version(at.time, 0) });
   // A deletion at least as new as the event refuses it; a record older than its tombstone (a
   // deletion that lost a race or died half-way) is deleted first, so nothing extends it.
-  const { stone, leaving } = await tombstones(tenant.db).withMoves(op.tombstone);
-  for (const org of leaving) await finishMove(tenant.db, op, op.doc._id, org, undefined);
+  const { stone, leaving, left: moving } = await tombstones(tenant.db).withMoves(op.tombstone);
+  // What began up to the version that left goes (a record created there again since keeps its own).
+  for (const org of leaving) await finishMove(tenant.db, op, op.doc._id, org, moving ? versionOf(moving) : undefined);
   if (stone) {
     await finishDeletion(tenant.db, op, stone);
     const cmp = compare(stone, at);
     if (cmp !== 'newer') return notApplied(cmp, null);
   }
+  // A record on its way to another organization (deleted where it was, not yet written where it
+  // goes) is nowhere for a moment, or longer when its process died in between: an event older
+  // than the version that left must not create it as if it had never been. It waits for the
+  // record to stand again and is compared with it; when none comes, it is older all the same.
+  const vsMoving = moving ? compare(moving, at) : 'newer';
+  /** The moves a record written by this event ends: their mark goes once the record stands. */
+  const ended = [...leaving];
+  const stands = async (result: VersionedResult<T>) => {
+    if (result.current) await tombstones(tenant.db).clearMoves(op.tombstone, ended);
+    return result;
+  };
   /**
    * What a record created here follows: the tombstone read (so the record names the deletion's
    * identities from its first write, and no redelivery or retry takes it for a record older than
    * its tombstone), or the record a move left behind when that is newer.
    */
-  let follows: EventVersion | null = stone;
+  let follows: EventVersion | null = newest(stone, vsMoving === 'newer' ? moving : null);
   /** The record a move of this event left behind in another organization (kept by an event without `time`, as what it overwrote). */
   let left: T | null = null;
   for (let round = 0; round < ROUNDS; round++) {
@@ -163,7 +175,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     // An event without `time` keeps what it overwrites (the record as read, written on that
     // condition), so the record can be that again if an earlier record of the event moves it back.
     const before = at.provisional ? await records.findById(id) : null;
-    if (!before || before.event_time < at.time) {
+    if (vsMoving === 'newer' && (!before || before.event_time < at.time)) {
       try {
         const { doc, inserted } = await records.upsertOne(
           { _id: id, event_time: { $lt: at.time }, ...(before ? atVersion(before) : {}) } as Filter<T>,
@@ -175,8 +187,8 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
             at.provisional ? { id: at.id, prior: [before ?? left].flatMap((r) => (r ? [priorOf(r, set, op.keptOf)] : [])) } : null,
           ) as UpdateFilter<T>,
         );
-        if (!inserted) return { outcome: 'applied', current: doc, version: versionOf(first) };
-        return await afterInsert(tenant, op, doc, first, follows);
+        if (!inserted) return await stands({ outcome: 'applied', current: doc, version: versionOf(first) });
+        return await stands(await afterInsert(tenant, op, doc, first, follows));
       } catch (err) {
         if (!isDuplicateKey(err)) throw err;
       }
@@ -206,6 +218,11 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
       continue;
     }
     const owner = await op.ownerOrg();
+    if (owner === null && vsMoving !== 'newer') {
+      if (round === ROUNDS - 1) return notApplied(vsMoving, null);
+      await pause(round);
+      continue;
+    }
     if (owner === null || owner === tenant.org) continue; // deleted meanwhile: insert again
     const old = new Tenant(tenant.db, owner);
     const oldRecords = old.collection<T>(op.collection);
@@ -223,9 +240,10 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     // newer event that wrote it meanwhile keeps it there, with its dependents). The old
     // organization is marked first, so a process killed between the two leaves work that the
     // next event of the record (its redelivery) finishes: finishMove.
-    await tombstones(tenant.db).markMove(op.tombstone, owner);
+    await tombstones(tenant.db).markMove(op.tombstone, owner, there);
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
     await finishMove(tenant.db, op, id, owner, versionOf(there));
+    ended.push(owner);
     if (!follows || versionOf(there) > versionOf(follows)) follows = there;
     left = there;
   }
@@ -448,7 +466,8 @@ const VERSION_ONLY = { projection: { event_time: 1, event_n: 1, event_ids: 1, pr
  */
 export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<DeletionResult> {
   // A move of the record a process left half done: its old organization's dependents go first.
-  for (const org of (await tombstones(db).withMoves(op.tombstone)).leaving) await finishMove(db, op, op.id, org, undefined);
+  const { leaving, left } = await tombstones(db).withMoves(op.tombstone);
+  for (const org of leaving) await finishMove(db, op, op.id, org, left ? versionOf(left) : undefined);
   let recorded: ApplyOutcome | null = null;
   for (let round = 0; round < ROUNDS; round++) {
     const owner = await op.ownerOrg();
@@ -501,14 +520,20 @@ async function deleteDependentsOfGone(home: Tenant, ref: VersionedRecordRef, id:
 
 /**
  * Deletes what hangs off record `id` in `org`, which a move took it out of, unless the record is
- * there (again), then forgets the move's mark. `upTo`: the version of the record that left; unknown
- * (undefined) when finishing a move a killed process left half done, which deletes them all. Published as a cascade (docs/events-published.md):
- * the move, not the event, removes them.
+ * there (again). `upTo`: the version of the record that left (a mark written before this version
+ * names none: then all of them go). Published as a cascade
+ * (docs/events-published.md): the move, not the event, removes them. The move's mark stays until
+ * a record stands again (upsertIfNewer): until then it holds the version that left.
  */
 async function finishMove(db: Db, ref: VersionedRecordRef, id: string, org: string, upTo: string | undefined): Promise<void> {
   await withCause('cascade', () => deleteDependentsOfGone(new Tenant(db, org), ref, id, upTo));
-  await tombstones(db).clearMove(ref.tombstone, org);
 }
+
+/** The newer of two versions (null: neither). */
+const newest = (a: EventVersion | null, b: EventVersion | null) => (!a || (b && versionOf(b) > versionOf(a)) ? b : a);
+
+/** A short wait before reading again, longer each round (a move in flight takes a few writes). */
+const pause = (round: number) => new Promise((resolve) => setTimeout(resolve, 5 * 2 ** round));
 
 /**
  * Finishes the deletion `stone` records of a record no organization holds any more: what hung

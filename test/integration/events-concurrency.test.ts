@@ -447,3 +447,75 @@ test('a change without time moving back loses its race to a stale change kept me
   );
   expect(await courseOf(tenant, key)).toMatchObject({ name: 'Between', event_time: at(1, 'between').time });
 });
+
+/** The database calls a point is placed after (a `find` cursor is not one: the points around it are those of the calls before and after). */
+const CALLS = [
+  'findOne',
+  'insertOne',
+  'insertMany',
+  'updateOne',
+  'updateMany',
+  'deleteOne',
+  'deleteMany',
+  'findOneAndUpdate',
+  'findOneAndDelete',
+  'bulkWrite',
+] as const;
+
+/**
+ * Runs `apply`, and `meanwhile` right after its k-th database call (whatever the collection, the
+ * call answered or failed): all of what another process does at that moment. False when `apply`
+ * made fewer than k calls, so k = 1, 2, … walks every point between two of its calls.
+ */
+async function afterCall(k: number, apply: () => Promise<unknown>, meanwhile: () => Promise<unknown>): Promise<boolean> {
+  let calls = 0;
+  let ran = false;
+  const spies = CALLS.map((method) => {
+    const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
+    return jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
+      if (ran || ++calls !== k) return original.apply(this, args);
+      ran = true;
+      try {
+        return await original.apply(this, args);
+      } finally {
+        await meanwhile();
+      }
+    } as never);
+  });
+  try {
+    await apply();
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+  return ran;
+}
+
+// A move takes a learner out of one organization (its record deleted there) before it writes them
+// into the next: in between the record is nowhere. An older activation of the new organization
+// that ran then created the learner there as if they had never left; the move's write then
+// updated that record instead of creating it after the move, so the learner's activation seemed
+// to continue from the old one and the rule of the move's registration applied nothing. Found by
+// an exploring model run (seed 1795784002, history 126). Every point between two database calls
+// of either event, in both orders.
+test('a registration moving a learner back from another organization and an older activation of that organization, interleaved at every database call: the registration’s rule membership stays', async () => {
+  const { org, tenant } = await orgWithRule();
+  const { org: other } = await orgWithRule();
+  const elsewhere = (id: number): UserEventData => ({ user: { ...learner(id).user, pii: { ...learner(id).user.pii, email: `u${id}@mail.net` } } });
+  const failures: string[] = [];
+  let id = 7000;
+  for (const first of ['activation', 'registration'] as const) {
+    for (let k = 1; ; k++) {
+      id++;
+      await applyUserData(db, elsewhere(id), at(7, `login${id}`), 'update', org);
+      await applyUserData(db, learner(id), at(8, `away${id}`), 'update', other);
+      const activation = () => applyUserData(db, elsewhere(id), at(6, `late${id}`), 'activation', org);
+      const registration = () => applyUserData(db, learner(id), at(9, `back${id}`), 'registration', org);
+      const ran = first === 'activation' ? await afterCall(k, activation, registration) : await afterCall(k, registration, activation);
+      if (!ran) break;
+      const state = { here: (await userOf(tenant, id))?.event_time, member: (await membershipOf(tenant, id)) !== null };
+      if (state.here !== at(9, '').time || !state.member) failures.push(`${first} first, the other after its call ${k}: ${JSON.stringify(state)}`);
+    }
+  }
+  expect(id - 7000).toBeGreaterThan(40); // both orders, each through every call
+  expect(failures).toEqual([]);
+}, 300000);
