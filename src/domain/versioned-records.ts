@@ -484,10 +484,11 @@ export async function deleteIfNewer(db: Db, op: VersionedDeletion): Promise<Dele
     const outcome = await recordDeletion(db, op.tombstone, owner ?? op.org, op.at, record);
     recorded ??= outcome;
     if (!home || !records || !record) {
-      // An insert that read no tombstone before ours was written has its record in place by now:
+      // An insert that read no tombstone before ours was written has its record in place by now,
+      // and so has a move that took the record from where we read it to another organization:
       // read the owner again after the tombstone (as the insert reads the tombstone after its
       // record), so one of the two sees the other.
-      if (!home && (await op.ownerOrg()) !== null) continue;
+      if ((await op.ownerOrg()) !== null) continue;
       // Gone already: what hung off it may not be, when the process that deleted it died before.
       const stone = await tombstones(db).get(op.tombstone);
       if (stone?.org) await deleteDependentsOfGone(new Tenant(db, stone.org), op, op.id, versionOf(stone));

@@ -1,0 +1,99 @@
+import { Collection } from 'mongodb';
+
+/**
+ * Interleavings of two processes at the points between database calls: what two consumers
+ * applying two events of one record at the same moment can do. The calls a point is placed after
+ * (a `find` cursor is not one: the points around it are those of the calls before and after).
+ */
+const CALLS = [
+  'findOne',
+  'insertOne',
+  'insertMany',
+  'updateOne',
+  'updateMany',
+  'deleteOne',
+  'deleteMany',
+  'findOneAndUpdate',
+  'findOneAndDelete',
+  'bulkWrite',
+] as const;
+
+/**
+ * Runs `apply`, and `meanwhile` right after its k-th database call (whatever the collection, the
+ * call answered or failed): all of what another process does at that moment. False when `apply`
+ * made fewer than k calls, so k = 1, 2, … walks every point between two of its calls.
+ */
+export async function afterCall(k: number, apply: () => Promise<unknown>, meanwhile: () => Promise<unknown>): Promise<boolean> {
+  let calls = 0;
+  let ran = false;
+  const spies = CALLS.map((method) => {
+    const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
+    return jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
+      if (ran || ++calls !== k) return original.apply(this, args);
+      ran = true;
+      try {
+        return await original.apply(this, args);
+      } finally {
+        await meanwhile();
+      }
+    } as never);
+  });
+  try {
+    await apply();
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+  return ran;
+}
+
+/**
+ * Events `x` and `y` of one record, applied one after the other in both orders and then
+ * interleaved at every point between two database calls of either, each on a record `fresh()`
+ * makes: the interleavings whose end state (`state`, as text) neither order gives, and whether
+ * the two orders agree (events of different times must: SPEC §5). How many runs it made.
+ */
+export async function everyInterleaving<R>(
+  fresh: () => Promise<R>,
+  x: (record: R) => Promise<unknown>,
+  y: (record: R) => Promise<unknown>,
+  state: (record: R) => Promise<string>,
+): Promise<{ orders: string[]; failures: string[]; runs: number }> {
+  const orders: string[] = [];
+  for (const [a, b] of [
+    [x, y],
+    [y, x],
+  ] as const) {
+    const r = await fresh();
+    await a(r);
+    await b(r);
+    orders.push(await state(r));
+  }
+  const failures: string[] = [];
+  let runs = 2;
+  for (const [first, a, b] of [
+    ['x', x, y],
+    ['y', y, x],
+  ] as const) {
+    for (let k = 1; ; k++) {
+      const r = await fresh();
+      runs++;
+      let error: unknown;
+      const failed = (e: unknown) => {
+        error = e;
+      };
+      const ran = await afterCall(
+        k,
+        () => a(r),
+        () => b(r).catch(failed),
+      ).catch((e: unknown) => {
+        failed(e);
+        return true;
+      });
+      if (!ran) break;
+      const end = await state(r);
+      if (error || !orders.includes(end))
+        failures.push(`${first} first, the other after its call ${k}: ${end}${error ? ` (${(error as Error).message})` : ''}`);
+    }
+  }
+  return { orders, failures, runs };
+}
