@@ -325,17 +325,20 @@ export async function replaceEarlier<T extends VersionedDoc>(
     // Kept events naming another organization (a move, in event time) cannot be written back
     // here: then the record is left at `to` and every kept event newer than it goes back to the
     // caller (`elsewhere`), to be applied again in the order kept, each as the event it was.
-    const newerKept = mark.prior.filter((p) => p.v.event_time > to);
+    // The tombstone the record was created again after, when newer than the event now, is such a
+    // deletion too: it came before the record, so no mark kept it, but in event time it follows
+    // the event (first among events of its time: they all arrived after it).
+    const stone = await tombstones(db).get(ref.tombstone);
+    const newerKept = withTombstone(mark.prior, stone, owner).filter((p) => p.v.event_time > to);
     const reapply = newerKept.some((p) => p.org !== owner && !p.deleted);
     const after = reapply ? [] : newerKept.filter((p) => p.org === owner);
     const cut = after.map((p) => p.deleted === true).lastIndexOf(true);
     const newer = after.slice(cut + 1);
-    const deletion = cut < 0 ? null : { time: after[cut]!.v.event_time, id: after[cut]!.v.event_ids![0]! };
+    const deletion = cut < 0 ? null : { time: after[cut]!.v.event_time, id: after[cut]!.v.event_ids?.[0] ?? `t:${after[cut]!.v.event_time}` };
     const top = newer.at(-1);
     // The record's version names every kept event of its time, the deletion too (a tie: it came
     // before the events that created the record again), so a redelivery of one is a duplicate.
     // So does the tombstone the record was created after: every kept event arrived after it.
-    const stone = top ? await tombstones(db).get(ref.tombstone) : null;
     const v: EventVersion = top
       ? (merged([stone, ...(cut < 0 ? [] : [after[cut]!.v]), ...newer.map((p) => p.v)], top.v.event_time) ?? top.v)
       : { event_time: to, event_n: 1, event_ids: [eventId] };
@@ -352,6 +355,18 @@ export async function replaceEarlier<T extends VersionedDoc>(
     if (moved) return { home, record: moved as T, deletion, deletionInPast: deletion !== null && top !== undefined, elsewhere };
   }
   throw new Error(`record ${ref.collection}/${id} kept changing while an event was placed again`);
+}
+
+/**
+ * Kept events `prior` (in version order) with the tombstone `stone` among them as a deletion
+ * when no kept deletion names it, placed before the kept events of its version (it came first).
+ */
+function withTombstone(prior: PriorEvent[], stone: TombstoneDoc | null, org: string): PriorEvent[] {
+  if (!stone || prior.some((p) => p.deleted && p.v.event_time === stone.event_time && p.v.event_ids?.some((i) => stone.event_ids?.includes(i)))) return prior;
+  const v = { event_time: stone.event_time, event_n: stone.event_n ?? 1, event_ids: stone.event_ids ?? [] };
+  const at = prior.findIndex((p) => versionOf(p.v) >= versionOf(v));
+  const kept: PriorEvent = { v, org, set: {}, deleted: true };
+  return at < 0 ? [...prior, kept] : [...prior.slice(0, at), kept, ...prior.slice(at)];
 }
 
 /**

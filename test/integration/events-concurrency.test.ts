@@ -7,11 +7,12 @@
 import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type MembershipDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
+import { earliestTimeOf } from '../../src/db/event-times';
 import { tombstones } from '../../src/db/tombstones';
 import { applyCatalogInfo } from '../../src/domain/course-event-data';
 import { deleteCourse, replaceCourseEvent } from '../../src/domain/courses';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
-import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
+import { applyUserData, applyUserRetired, replaceUserData, type UserEventData } from '../../src/domain/user-event-data';
 import { userRecord, userTombstone } from '../../src/domain/users';
 import { recordDeletion } from '../../src/domain/versioned-records';
 import { courseOf, groupWithRule, link, membershipOf, newGroup, userOf } from '../helpers/domain';
@@ -447,6 +448,30 @@ test('a change without time moving back loses its race to a stale change kept me
     () => applyCatalogInfo(db, { catalog_info: { course_key: key, name: 'Between' } }, at(1, 'between'), org),
   );
   expect(await courseOf(tenant, key)).toMatchObject({ name: 'Between', event_time: at(1, 'between').time });
+});
+
+// Two records of one activation without time, read by two processes at once (consumers/dispatch.ts
+// applyUntimed, step by step): the later record's process takes its timestamp as the earliest
+// known; the earlier record's process lowers it, finds nothing to place again yet, and is refused
+// by the retirement between the two; then the later one creates the learner after the retirement
+// and places its event again at the earlier timestamp, below the retirement. The retirement was
+// not among the events the record kept (it came before the record), so the learner stayed.
+// Found by an exploring model run (seed 496607489, history 3).
+test('an activation without time whose two records are read at once, on either side of a retirement: the learner ends retired', async () => {
+  const { org, tenant } = await orgWithRule();
+  const id = 5700;
+  const [early, late] = [at(3, 'untimed-5700').time, at(5, 'untimed-5700').time];
+  const activation = (time: string) => applyUserData(db, learner(id, false), { time, id: 'untimed-5700', provisional: true }, 'activation', org);
+  await applyUserData(db, learner(id), at(3, 'update'), 'update', org);
+  await applyUserRetired(db, id, at(4, 'retire'), org);
+  expect(await earliestTimeOf(db, 'untimed-5700', late)).toEqual({ time: late, was: null }); // the later record's process
+  expect(await earliestTimeOf(db, 'untimed-5700', early)).toEqual({ time: early, was: late }); // the earlier record's process
+  await replaceUserData(db, id, 'untimed-5700', late, early);
+  expect(await activation(early)).toBe('stale');
+  expect(await activation(late)).toBe('applied'); // the later record's process goes on
+  await replaceUserData(db, id, 'untimed-5700', late, early); // it sees the time lowered meanwhile
+
+  expect({ user: await userOf(tenant, id), member: await membershipOf(tenant, id) }).toEqual({ user: null, member: null });
 });
 
 /** Learner `id`'s state in each of `orgs` (by index), as text: record time, email, activity, membership. */

@@ -499,6 +499,27 @@ test('a retirement, an update without time after it, a login of the retirementâ€
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'Between', membership: { group: { id: group.id } } });
 }, 60000);
 
+// An activation without time read first at its later record (a newer event than the retirement
+// then: it made the learner again after the tombstone), then its earlier record, older than the
+// retirement: in event time the retirement came after it and takes the learner. One after the
+// other, as here, the earlier record's own write finishes the retirement; two processes reading
+// the two records at once left the learner (seed 496607489, history 3: events-concurrency.test.ts).
+test('an update of 3, a retirement of 4, an activation without time stamped 5, then the activation stamped 3: the learner is retired', async () => {
+  const { org, api } = await orgWithRule(service, 'untimed-below-tombstone.edu');
+  const id = newUserId();
+  const user = (name: string, is_active: boolean) => userData(org, { id, email: `learner${id}@untimed-below-tombstone.edu`, is_active, name });
+  const activation = untimed(cloudEvent(TYPES.activated, user('Twin', false)));
+  const send = sender(topicOf(1), 1);
+  await handled(await send(structured(cloudEvent(TYPES.updated, user('Cy', true), { time: '2026-06-15T00:00:03Z' }), id)));
+  await handled(await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, { time: '2026-06-15T00:00:04Z' }), id)));
+  await handled(await sender(topicOf(0), 1)(stampedAt(activation, id, '2026-06-15T00:00:05Z')));
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, name: 'Twin' });
+  await handled(await send(stampedAt(activation, id, '2026-06-15T00:00:03Z')));
+
+  expect((await api.get(`users/${id}/`)).status).toBe(404);
+  expect((await api.get(`memberships/?user=${id}`)).body.results).toEqual([]);
+}, 60000);
+
 // An activation without time, applied after a retirement (a newer event then: it made the
 // learner again, and its rule a membership), moves back below that retirement: in event time the
 // retirement takes the learner and the membership, and the registration after it makes the
