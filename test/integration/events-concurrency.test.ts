@@ -6,8 +6,8 @@
 // time", is the invariant these check.
 import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type MembershipDoc, type UserDoc } from '../../src/db/collections';
-import { Tenant } from '../../src/db/tenant';
 import { earliestTimeOf } from '../../src/db/event-times';
+import { Tenant } from '../../src/db/tenant';
 import { tombstones } from '../../src/db/tombstones';
 import { applyCatalogInfo } from '../../src/domain/course-event-data';
 import { deleteCourse, replaceCourseEvent } from '../../src/domain/courses';
