@@ -244,7 +244,7 @@ export async function upsertIfNewer<T extends VersionedDoc>(tenant: Tenant, op: 
     if ((await oldRecords.deleteOne(recordAtVersion(id, there) as Filter<T>)).deletedCount === 0) continue; // it changed meanwhile: read again
     await finishMove(tenant.db, op, id, owner, versionOf(there));
     ended.push(owner);
-    if (!follows || versionOf(there) > versionOf(follows)) follows = there;
+    follows = newest(follows, there);
     left = there;
   }
   throw new Error(`record ${op.collection}/${id} kept changing while an event was applied`);
