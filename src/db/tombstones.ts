@@ -2,7 +2,7 @@ import type { Db, Filter } from 'mongodb';
 import { COLLECTIONS, type EventVersion, type TombstoneDoc } from './collections';
 import { readInPieces } from './dialect';
 import { isDuplicateKey } from './driver-errors';
-import { recordAtVersion, versionOf } from './versioned-writes';
+import { recordAtVersion, versionOf, versionTime } from './versioned-writes';
 
 /**
  * Tombstones, read and written by `_id` alone. Like the owner lookup (tenant.ts), they answer a
@@ -30,8 +30,8 @@ interface MoveMarkDoc {
 /** The version a mark's `left_v` (`<time>#<n>`, versioned-writes.ts) and `left_ids` name. */
 function leftVersion(mark: MoveMarkDoc | undefined): EventVersion | null {
   if (!mark?.left_v) return null;
-  const cut = mark.left_v.lastIndexOf('#');
-  return { event_time: mark.left_v.slice(0, cut), event_n: Number(mark.left_v.slice(cut + 1)), event_ids: mark.left_ids ?? [] };
+  const event_time = versionTime(mark.left_v);
+  return { event_time, event_n: Number(mark.left_v.slice(event_time.length + 1)), event_ids: mark.left_ids ?? [] };
 }
 
 export function tombstones(db: Db) {

@@ -25,6 +25,9 @@ export const version = (time: string, n: number) => `${time}#${String(Math.min(n
  */
 export const lateVersion = (time: string, arrival?: number) => `${time}#~${arrival === undefined ? '' : String(arrival).padStart(10, '0')}`;
 
+/** The time part of a version (`version` or `lateVersion`). */
+export const versionTime = (v: string) => v.slice(0, v.lastIndexOf('#'));
+
 /** Whether `v` is a late event's version (lateVersion). */
 export const isLate = (v: string) => v.includes('#~');
 

@@ -1,5 +1,5 @@
 import type { LogEntry, MembershipDoc, UserDoc } from '../db/collections';
-import { isLate, version } from '../db/versioned-writes';
+import { isLate, versionTime as timeOf, version } from '../db/versioned-writes';
 
 export type { LogEntry };
 
@@ -38,9 +38,6 @@ export function logEntry(facts: { is_active: boolean; email: string }, activates
 
 /** Whether the log already has an entry of one of `entry`'s events: a redelivery, whatever version it comes with now. */
 const logged = (log: readonly LogEntry[], entry: LogEntry) => entry.i !== undefined && log.some((e) => e.i?.some((id) => entry.i!.includes(id)));
-
-/** The time part of a version (`time#n`). */
-const timeOf = (v: string) => v.slice(0, v.lastIndexOf('#'));
 
 /** Whether the log's floor covers `entry`: older, or (a late entry) of the floor's time, whose events the fold forgot. */
 const underFloor = (state: ActivationState, entry: LogEntry) =>

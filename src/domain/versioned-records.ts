@@ -286,8 +286,8 @@ export interface PlacedAgain<T> {
   elsewhere: PriorEvent[];
 }
 
-/** The stamp of a kept event, to apply it again. */
-export const keptStamp = (p: PriorEvent): EventStamp => ({ time: p.v.event_time, id: p.v.event_ids![0]! });
+/** The stamp of a kept event, to apply it again (a tombstone written before identities were kept names none: its time stands in). */
+export const keptStamp = (p: PriorEvent): EventStamp => ({ time: p.v.event_time, id: p.v.event_ids?.[0] ?? `t:${p.v.event_time}` });
 
 /**
  * Places again event `eventId`, which has no `time`, at `to`: an earlier Kafka record of it
@@ -334,7 +334,7 @@ export async function replaceEarlier<T extends VersionedDoc>(
     const after = reapply ? [] : newerKept.filter((p) => p.org === owner);
     const cut = after.map((p) => p.deleted === true).lastIndexOf(true);
     const newer = after.slice(cut + 1);
-    const deletion = cut < 0 ? null : { time: after[cut]!.v.event_time, id: after[cut]!.v.event_ids?.[0] ?? `t:${after[cut]!.v.event_time}` };
+    const deletion = cut < 0 ? null : keptStamp(after[cut]!);
     const top = newer.at(-1);
     // The record's version names every kept event of its time, the deletion too (a tie: it came
     // before the events that created the record again), so a redelivery of one is a duplicate.
