@@ -1,0 +1,115 @@
+import { type EntryBase, type Fold, foldHistory, type History, type Place } from './record-history';
+
+/**
+ * A learner's state as one pure function of its history (docs/event-core.md "The fold"): every
+ * path that applies a user event, a retirement or an administrator's membership change folds
+ * through here.
+ */
+
+/** What a user event says of the learner; a flag it does not carry is absent. */
+export interface LearnerFacts {
+  username: string;
+  email: string;
+  name: string;
+  is_active: boolean;
+  is_staff?: boolean;
+  is_site_admin?: boolean;
+}
+
+export type LearnerEntry = EntryBase &
+  (
+    | {
+        kind: 'user';
+        org: string;
+        facts: LearnerFacts;
+        /** The event's type can be an activation (account activated, registration, login; never an update). */
+        capable: boolean;
+        /** The group of the rule its email's domain matched when it arrived, or null. */
+        rule: number | null;
+      }
+    | { kind: 'retired' }
+    /** An administrator's change of the membership: the group set, or null for a removal. */
+    | { kind: 'admin'; group: number | null }
+  );
+
+export interface LearnerRecord {
+  org: string;
+  username: string;
+  email: string;
+  name: string;
+  is_active: boolean;
+  is_staff: boolean;
+  is_site_admin: boolean;
+}
+
+export interface LearnerMembership {
+  group: number;
+  by: 'rule' | 'admin';
+  /** The entry that made it. */
+  born: Place;
+}
+
+export interface LearnerState {
+  /** null: never seen, or retired. */
+  record: LearnerRecord | null;
+  membership: LearnerMembership | null;
+  /** Where the current incarnation (in the current organization) began. */
+  since: Place | null;
+  /** No activation yet since the incarnation began or the last deactivation. */
+  periodOpen: boolean;
+}
+
+export const NO_LEARNER: LearnerState = { record: null, membership: null, since: null, periodOpen: true };
+
+/** Group ids are never reused: a group that is not live was deleted, and names no group any more. */
+export type IsLiveGroup = (group: number) => boolean;
+
+function userStep(s: LearnerState, e: Extract<LearnerEntry, { kind: 'user' }>, isLive: IsLiveGroup): LearnerState {
+  const old = s.record;
+  const fresh = old === null || old.org !== e.org;
+  // A move keeps the platform-wide flag; site administration is of an organization and starts again.
+  const is_staff = e.facts.is_staff ?? old?.is_staff ?? false;
+  const is_site_admin = e.facts.is_site_admin ?? (fresh ? false : old.is_site_admin);
+  const record: LearnerRecord = {
+    org: e.org,
+    username: e.facts.username,
+    email: e.facts.email,
+    name: e.facts.name,
+    is_active: e.facts.is_active,
+    is_staff,
+    is_site_admin,
+  };
+  let { membership, since, periodOpen } = fresh ? { membership: null, since: { at: e.at, seq: e.seq }, periodOpen: true } : s;
+  if (!e.facts.is_active) periodOpen = true;
+  else if (e.capable && periodOpen) {
+    // The period's one activation: its rule applies, once, and only to a learner with no group.
+    periodOpen = false;
+    if (membership === null && e.rule !== null && isLive(e.rule)) membership = { group: e.rule, by: 'rule', born: { at: e.at, seq: e.seq } };
+  }
+  return { record, membership, since, periodOpen };
+}
+
+/** The fold of a learner's entries; `isLive` tells which groups still exist. */
+export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerState> {
+  return {
+    initial: NO_LEARNER,
+    resets: (e) => e.kind === 'retired',
+    step(s, e) {
+      switch (e.kind) {
+        case 'user':
+          return userStep(s, e, isLive);
+        case 'retired':
+          return NO_LEARNER;
+        case 'admin':
+          if (s.record === null) return s;
+          return { ...s, membership: e.group !== null && isLive(e.group) ? { group: e.group, by: 'admin', born: { at: e.at, seq: e.seq } } : null };
+      }
+    },
+  };
+}
+
+/** The learner's state: the fold of its history, with a membership whose group was deleted since left out. */
+export function foldLearner(h: History<LearnerEntry, LearnerState>, isLive: IsLiveGroup): LearnerState {
+  const s = foldHistory(h, learnerFold(isLive));
+  return s.membership && !isLive(s.membership.group) ? { ...s, membership: null } : s;
+}

@@ -1,0 +1,141 @@
+/**
+ * A record's history: the entries (events, administrators' changes) it has received, in the one
+ * order the event core knows (docs/event-core.md): by instant, then by arrival. Pure: no database,
+ * no Kafka, no HTTP. A learner's and a course's state are folds over it (learner-fold.ts,
+ * course-fold.ts).
+ */
+
+/** Where an entry stands: its normalized instant (event-time.ts), then its arrival on the record. */
+export interface Place {
+  at: string;
+  seq: number;
+}
+
+/** Negative when `a` comes first. Instants are normalized strings, so string order is instant order. */
+export const placeOrder = (a: Place, b: Place): number => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.seq - b.seq);
+
+/** What every entry has: its exact identity, its place, and whether `at` came from the event's `time`. */
+export interface EntryBase extends Place {
+  source: string;
+  id: string;
+  /** false: `at` is the earliest Kafka timestamp known for the event, lowered when an earlier one arrives. */
+  timed: boolean;
+}
+
+/** The state below the entries kept: what the entries compacted away folded to, and where the last of them stood. */
+export interface Floor<S> {
+  place: Place;
+  state: S;
+}
+
+export interface History<E extends EntryBase, S> {
+  /** Arrivals so far: the next entry's `seq` is one more. */
+  seq: number;
+  /** In place order. */
+  entries: E[];
+  floor: Floor<S> | null;
+}
+
+/**
+ * What an arrival was: `applied` (now the newest entry), `late` (placed before another entry),
+ * `duplicate` (its identity was there; an event without `time` may have moved earlier), `stale`
+ * (placed below the floor: it changes nothing, docs/event-core.md "Bounds").
+ */
+export type Arrival = 'applied' | 'late' | 'duplicate' | 'stale';
+
+/** A fold: the state before any entry, one entry's effect, and which entries make everything before them irrelevant. */
+export interface Fold<E extends EntryBase, S> {
+  initial: S;
+  step(state: S, entry: E): S;
+  /** An entry after which the state depends on nothing before it (a retirement, a course's deletion). */
+  resets(entry: E): boolean;
+}
+
+/** An entry as it arrives, before the history gives it its `seq` (distributed over a union of entry kinds). */
+export type Arriving<E extends EntryBase> = E extends unknown ? Omit<E, 'seq'> : never;
+
+export const emptyHistory = <E extends EntryBase, S>(): History<E, S> => ({ seq: 0, entries: [], floor: null });
+
+const sameIdentity = (a: EntryBase, b: Pick<EntryBase, 'source' | 'id'>) => a.source === b.source && a.id === b.id;
+
+const sorted = <E extends EntryBase>(entries: E[]): E[] => [...entries].sort(placeOrder);
+
+/** The newest entry's place, or the floor's when none is kept. */
+export function newestPlace(h: History<EntryBase, unknown>): Place | null {
+  return h.entries.at(-1) ?? h.floor?.place ?? null;
+}
+
+/**
+ * Where something made now (an administrator's change, a child written under the record) stands
+ * in the record's order: after every entry it holds, before any that arrives later.
+ */
+export function placeNow(h: History<EntryBase, unknown>): Place {
+  return { at: newestPlace(h)?.at ?? '', seq: h.seq };
+}
+
+/**
+ * The one way into a history. A known identity is a duplicate (an event without `time` takes the
+ * earlier `at`, which may move it); a new one takes the next `seq` and its place.
+ */
+export function arrive<E extends EntryBase, S>(h: History<E, S>, entry: Arriving<E>): { history: History<E, S>; arrival: Arrival } {
+  const known = h.entries.find((e) => sameIdentity(e, entry));
+  if (known) {
+    if (known.timed || entry.timed || entry.at >= known.at) return { history: h, arrival: 'duplicate' };
+    const lowered = h.entries.map((e) => (e === known ? { ...e, at: entry.at } : e));
+    const floorOk = !h.floor || placeOrder({ at: entry.at, seq: known.seq }, h.floor.place) > 0;
+    return { history: floorOk ? { ...h, entries: sorted(lowered) } : h, arrival: 'duplicate' };
+  }
+  const placed = { ...entry, seq: h.seq + 1 } as unknown as E;
+  if (h.floor && placeOrder(placed, h.floor.place) < 0) return { history: { ...h, seq: placed.seq }, arrival: 'stale' };
+  const entries = sorted([...h.entries, placed]);
+  return { history: { ...h, seq: placed.seq, entries }, arrival: entries.at(-1) === placed ? 'applied' : 'late' };
+}
+
+/** The state the history folds to. */
+export function foldHistory<E extends EntryBase, S>(h: History<E, S>, fold: Fold<E, S>): S {
+  return h.entries.reduce(fold.step, h.floor?.state ?? fold.initial);
+}
+
+export interface Compaction {
+  /** Entries whose instant is this far behind the newest one are folded into the floor. */
+  horizonMs: number;
+  /** At most this many entries are kept; older ones are folded into the floor. */
+  maxEntries: number;
+}
+
+const instantMs = (at: string) => Date.parse(`${at.slice(0, 23)}Z`);
+
+/**
+ * Folds into the floor what can no longer change the result: every entry before the newest
+ * reset (exactly: a reset makes the state independent of them), then entries past the bounds
+ * (the bounds of docs/event-core.md, where a new event below the floor is counted stale).
+ */
+export function compact<E extends EntryBase, S>(h: History<E, S>, fold: Fold<E, S>, bounds: Compaction): History<E, S> {
+  let lastReset = h.entries.length - 1;
+  while (lastReset >= 0 && !fold.resets(h.entries[lastReset]!)) lastReset--;
+  let cut = Math.max(0, lastReset);
+  const newest = h.entries.at(-1);
+  if (newest) {
+    const oldest = instantMs(newest.at) - bounds.horizonMs;
+    while (cut < h.entries.length - 1 && (h.entries.length - cut > bounds.maxEntries || instantMs(h.entries[cut]!.at) < oldest)) cut++;
+  }
+  if (cut === 0) return h;
+  // Before a reset nothing counts, so the floor folds only from the reset on.
+  const from = Math.max(0, lastReset);
+  const folded = h.entries.slice(from, cut);
+  const start = from === 0 ? (h.floor?.state ?? fold.initial) : fold.initial;
+  return {
+    seq: h.seq,
+    entries: h.entries.slice(cut),
+    floor: { place: h.entries[cut - 1]!, state: folded.reduce(fold.step, start) },
+  };
+}
+
+/**
+ * Whether a child made at `born` in `org` (a link or public record under a course, a membership
+ * under a learner) still hangs off the record: the record stands in `org` and its current
+ * incarnation began no later than the child (docs/event-core.md "What hangs off a record").
+ */
+export function holdsChild(state: { record: { org: string } | null; since: Place | null }, org: string, born: Place): boolean {
+  return state.record !== null && state.record.org === org && state.since !== null && placeOrder(born, state.since) >= 0;
+}

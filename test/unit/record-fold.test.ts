@@ -1,0 +1,475 @@
+// The event core's one definition (docs/event-core.md): a record's state is a pure fold of the
+// set of its entries, ordered by instant then first arrival. Proven by permutation (fast-check,
+// seeded, shrinking), and against the reference model written apart from src/
+// (test/helpers/event-model.ts), so the fold is never checked against itself.
+import fc from 'fast-check';
+import { type CourseEntry, foldCourse, type NO_COURSE } from '../../src/domain/course-fold';
+import { foldLearner, type LearnerEntry, type LearnerState, learnerFold } from '../../src/domain/learner-fold';
+import { type Arriving, arrive, compact, emptyHistory, foldHistory, type History, holdsChild, placeNow, placeOrder } from '../../src/domain/record-history';
+import { EventModel, type ModelEvent } from '../helpers/event-model';
+
+const SEED = Number(process.env.FOLD_SEED ?? 4471);
+const RUNS = Number(process.env.FOLD_RUNS ?? 400);
+const options = { seed: SEED, numRuns: RUNS };
+
+/** Second `s` of a fixed minute, as event-time.ts normalizes it: equal numbers are equal instants. */
+const instant = (s: number) => `2026-01-01T00:${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}.000000000Z`;
+
+type Learner = History<LearnerEntry, LearnerState>;
+type Incoming = Arriving<LearnerEntry>;
+const allLive = () => true;
+
+/** The observable part of a learner's state (what lists, decisions and the membership show). */
+const seen = (s: LearnerState) => ({ record: s.record, group: s.membership?.group ?? null });
+
+const deliverAll = (messages: Incoming[]): Learner => messages.reduce<Learner>((h, m) => arrive(h, m).history, emptyHistory());
+
+// ---- generators: one learner's events -------------------------------------------------------
+
+const facts = fc.record({
+  username: fc.constantFrom('ann', 'bo'),
+  email: fc.constantFrom('ann@a.org', 'ann@b.org', 'x@c.org'),
+  name: fc.constantFrom('Ann', 'Bo'),
+  is_active: fc.boolean(),
+  is_staff: fc.option(fc.boolean(), { nil: undefined }),
+  is_site_admin: fc.option(fc.boolean(), { nil: undefined }),
+});
+const userEntry = fc.record({
+  kind: fc.constant('user' as const),
+  org: fc.constantFrom('A', 'B'),
+  facts,
+  capable: fc.boolean(),
+  rule: fc.constantFrom(null, 1, 2),
+});
+const body = fc.oneof(
+  { weight: 6, arbitrary: userEntry },
+  { weight: 1, arbitrary: fc.constant({ kind: 'retired' as const }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('admin' as const), group: fc.constantFrom(null, 1, 2, 3) }),
+  },
+);
+
+/** Distinct events: an identity, an instant (few, so ties are common), and for events without `time` several Kafka timestamps. */
+const events = fc
+  .array(fc.record({ body, second: fc.integer({ min: 0, max: 6 }), timed: fc.boolean(), later: fc.array(fc.integer({ min: 0, max: 6 }), { maxLength: 2 }) }), {
+    minLength: 1,
+    maxLength: 10,
+  })
+  .map((list) => list.map((e, i) => ({ ...e, id: `e${i}`, stamps: e.timed ? [e.second] : [e.second, ...e.later] })));
+type Event = typeof events extends fc.Arbitrary<(infer T)[]> ? T : never;
+
+const message = (e: Event, stamp: number): Incoming => ({ ...e.body, source: 'lms', id: e.id, at: instant(stamp), timed: e.timed }) as Incoming;
+
+/** Every Kafka record of every event, each event's records in a random order, all interleaved at random. */
+const arrivals = events.chain((list) =>
+  fc
+    .shuffledSubarray(
+      list.flatMap((e) => e.stamps.map((stamp, k) => ({ e, stamp, k }))),
+      { minLength: list.reduce((n, e) => n + e.stamps.length, 0) },
+    )
+    .map((order) => ({ list, order: order.map(({ e, stamp }) => message(e, stamp)) })),
+);
+
+/** The reference order: the distinct events, each at its earliest stamp, then by first arrival. */
+function referenceOrder(order: Incoming[]): LearnerEntry[] {
+  const byId = new Map<string, LearnerEntry>();
+  order.forEach((m, i) => {
+    const known = byId.get(m.id);
+    if (!known) byId.set(m.id, { ...m, seq: i } as LearnerEntry);
+    else if (m.at < known.at) known.at = m.at;
+  });
+  return [...byId.values()].sort((a, b) => (a.at === b.at ? a.seq - b.seq : a.at < b.at ? -1 : 1));
+}
+
+describe('a record history', () => {
+  test('folds to the fold of its distinct events, each at its earliest time, ties in first arrival (duplicates and later Kafka records change nothing)', () => {
+    fc.assert(
+      fc.property(arrivals, ({ order }) => {
+        const got = foldLearner(deliverAll(order), allLive);
+        const want = referenceOrder(order).reduce(learnerFold(allLive).step, learnerFold(allLive).initial);
+        expect(seen(got)).toEqual(seen(want));
+      }),
+      options,
+    );
+  });
+
+  test('gives the same state in every arrival order that keeps the order of each instant’s first arrivals', () => {
+    const twoOrders = events.chain((list) => {
+      const timed = list.map((e) => ({ ...e, timed: true, stamps: [e.second] }));
+      // Order B interleaves the instants differently but keeps each instant's events in A's order.
+      return fc
+        .tuple(
+          fc.shuffledSubarray(timed, { minLength: timed.length }),
+          fc.array(fc.nat(), { minLength: timed.length, maxLength: timed.length }),
+          fc.array(fc.nat(timed.length - 1), { maxLength: 4 }),
+        )
+        .map(([a, picks, repeats]) => {
+          const queues = new Map<number, Event[]>();
+          for (const e of a) queues.set(e.second, [...(queues.get(e.second) ?? []), e]);
+          const b: Event[] = [];
+          for (const pick of picks) {
+            const open = [...queues.values()].filter((q) => q.length > 0);
+            b.push(open[pick % open.length]!.shift()!);
+          }
+          // Redeliveries of any event, after it, anywhere.
+          const redelivered = [...b, ...repeats.map((i) => a[i]!)];
+          return { a: a.map((e) => message(e, e.second)), b: redelivered.map((e) => message(e, e.second)) };
+        });
+    });
+    fc.assert(
+      fc.property(twoOrders, ({ a, b }) => {
+        expect(seen(foldLearner(deliverAll(b), allLive))).toEqual(seen(foldLearner(deliverAll(a), allLive)));
+      }),
+      options,
+    );
+  });
+
+  test('says applied for the newest, late for an older place, duplicate for a known identity', () => {
+    let h: Learner = emptyHistory();
+    const at = (s: number, id: string): Incoming => ({ kind: 'retired', source: 'lms', id, at: instant(s), timed: true });
+    const steps = [at(5, 'x'), at(3, 'y'), at(5, 'z'), at(5, 'x'), at(9, 'w')].map((m) => {
+      const r = arrive(h, m);
+      h = r.history;
+      return r.arrival;
+    });
+    expect(steps).toEqual(['applied', 'late', 'applied', 'duplicate', 'applied']);
+    expect(h.entries.map((e) => e.id)).toEqual(['y', 'x', 'z', 'w']);
+  });
+
+  test('moves an event without time to an earlier Kafka timestamp, never to a later one', () => {
+    const untimed = (s: number): Incoming => ({ kind: 'retired', source: 'lms', id: 'u', at: instant(s), timed: false });
+    const other: Incoming = { kind: 'retired', source: 'lms', id: 'o', at: instant(4), timed: true };
+    const h = deliverAll([untimed(6), other, untimed(2), untimed(8)]);
+    expect(h.entries.map((e) => [e.id, e.at])).toEqual([
+      ['u', instant(2)],
+      ['o', instant(4)],
+    ]);
+  });
+
+  test('compacted at its newest retirement, folds and takes every later arrival exactly as before', () => {
+    const exactOnly = { horizonMs: Number.POSITIVE_INFINITY, maxEntries: Number.POSITIVE_INFINITY };
+    fc.assert(
+      fc.property(arrivals, events, ({ order }, more) => {
+        const fold = learnerFold(allLive);
+        const whole = deliverAll(order);
+        const small = compact(whole, fold, exactOnly);
+        expect(seen(foldHistory(small, fold))).toEqual(seen(foldHistory(whole, fold)));
+        const next = more.map((e) => message({ ...e, id: `n${e.id}` }, e.second));
+        const [a, b] = [next.reduce((h, m) => arrive(h, m).history, whole), next.reduce((h, m) => arrive(h, m).history, small)];
+        expect(seen(foldHistory(b, fold))).toEqual(seen(foldHistory(a, fold)));
+      }),
+      options,
+    );
+  });
+
+  test('compacted past its bounds keeps the newest entries and the state they fold to', () => {
+    const fold = learnerFold(allLive);
+    const logins: Incoming[] = Array.from({ length: 30 }, (_, i) => ({
+      kind: 'user',
+      source: 'lms',
+      id: `l${i}`,
+      at: instant(i),
+      timed: true,
+      org: 'A',
+      facts: { username: 'ann', email: 'ann@a.org', name: 'Ann', is_active: i % 7 !== 3 },
+      capable: true,
+      rule: i === 0 ? 1 : 2,
+    }));
+    const whole = deliverAll(logins);
+    const small = compact(whole, fold, { horizonMs: 10_000, maxEntries: 8 });
+    expect(small.entries.map((e) => e.id)).toEqual(whole.entries.slice(-8).map((e) => e.id));
+    expect(foldHistory(small, fold)).toEqual(foldHistory(whole, fold));
+    // Below the floor a new event is stale and changes nothing.
+    const late = arrive(small, { ...logins[0]!, id: 'older', at: instant(1) });
+    expect(late.arrival).toBe('stale');
+    expect(late.history.entries).toEqual(small.entries);
+  });
+});
+
+// ---- the learner's rules, one by one ---------------------------------------------------------
+
+describe('a learner', () => {
+  let n = 0;
+  const user = (
+    s: number,
+    o: Partial<{ org: string; active: boolean; capable: boolean; rule: number | null; staff: boolean; admin: boolean; email: string }> = {},
+  ): Incoming => ({
+    kind: 'user',
+    source: 'lms',
+    id: `u${++n}`,
+    at: instant(s),
+    timed: true,
+    org: o.org ?? 'A',
+    facts: {
+      username: 'ann',
+      email: o.email ?? 'ann@a.org',
+      name: 'Ann',
+      is_active: o.active ?? true,
+      ...(o.staff === undefined ? {} : { is_staff: o.staff }),
+      ...(o.admin === undefined ? {} : { is_site_admin: o.admin }),
+    },
+    capable: o.capable ?? true,
+    rule: o.rule === undefined ? 1 : o.rule,
+  });
+  const retired = (s: number): Incoming => ({ kind: 'retired', source: 'lms', id: `r${++n}`, at: instant(s), timed: true });
+  const fold = (messages: Incoming[], isLive: (g: number) => boolean = allLive) => foldLearner(deliverAll(messages), isLive);
+
+  test('keeps a flag an event does not carry from the events before it in time, whichever arrives first', () => {
+    const older = user(1, { staff: true });
+    const newer = user(2);
+    expect(fold([older, newer]).record?.is_staff).toBe(true);
+    expect(fold([newer, older]).record?.is_staff).toBe(true);
+  });
+
+  test('applies a rule once per activation period: a later activation of the same period makes nothing after an administrator’s removal', () => {
+    const first = user(1);
+    const removal = (h: Learner): Incoming => ({ kind: 'admin', source: 'cag:admin', id: 'x', ...placeNow(h), timed: true, group: null });
+    let h = deliverAll([first]);
+    expect(foldLearner(h, allLive).membership?.group).toBe(1);
+    h = arrive(h, removal(h)).history;
+    h = arrive(h, user(3)).history;
+    h = arrive(h, user(0)).history; // an older activation of the same period, arriving late
+    expect(foldLearner(h, allLive).membership).toBeNull();
+    h = arrive(h, user(4, { active: false })).history;
+    h = arrive(h, user(5, { rule: 2 })).history;
+    expect(foldLearner(h, allLive).membership).toMatchObject({ group: 2, by: 'rule' });
+  });
+
+  test('an administrator’s change stands against an older event arriving later, and a newer one acts after it', () => {
+    let h = deliverAll([user(5, { rule: null })]);
+    h = arrive(h, { kind: 'admin', source: 'cag:admin', id: 'a', ...placeNow(h), timed: true, group: 3 }).history;
+    h = arrive(h, user(4, { rule: 1 })).history;
+    expect(foldLearner(h, allLive).membership).toMatchObject({ group: 3, by: 'admin' });
+    h = arrive(h, retired(6)).history;
+    expect(foldLearner(h, allLive)).toMatchObject({ record: null, membership: null });
+  });
+
+  test('a move leaves the membership behind, keeps is_staff and starts site administration again', () => {
+    const s = fold([user(1, { staff: true, admin: true }), user(2, { org: 'B', rule: null })]);
+    expect(s.record).toMatchObject({ org: 'B', is_staff: true, is_site_admin: false });
+    expect(s.membership).toBeNull();
+    expect(s.since).toMatchObject({ at: instant(2) });
+  });
+
+  test('a retirement older than the record, arriving late, takes what began before it, and the learner’s next activation applies its rule again', () => {
+    const s = fold([user(1), user(5, { capable: false }), retired(3)]);
+    expect(s.record).toMatchObject({ org: 'A' });
+    expect(s.membership).toBeNull();
+    expect(fold([user(1), user(5), retired(3)]).membership).toMatchObject({ group: 1, born: { at: instant(5) } });
+  });
+
+  test('a rule whose group is gone names no group, and a membership in a deleted group is none', () => {
+    expect(fold([user(1, { rule: 2 }), user(2, { active: false }), user(3, { rule: 1 })], (g) => g !== 2).membership?.group).toBe(1);
+    expect(fold([user(1, { rule: 2 })], (g) => g !== 2).membership).toBeNull();
+  });
+
+  test('what hangs off a record is held only by its incarnation in its organization', () => {
+    const h = deliverAll([user(1), user(4)]);
+    const born = placeNow(h);
+    const s = foldLearner(h, allLive);
+    expect(holdsChild(s, 'A', born)).toBe(true);
+    expect(holdsChild(s, 'B', born)).toBe(false);
+    // A retirement between, arriving late: the incarnation began again after it, so a child born before is gone.
+    const later = foldLearner(arrive(arrive(h, retired(2)).history, user(3)).history, allLive);
+    expect(holdsChild(later, 'A', born)).toBe(true);
+    expect(holdsChild(later, 'A', { at: instant(1), seq: 1 })).toBe(false);
+  });
+});
+
+describe('a course', () => {
+  const catalog = (id: string, s: number, org = 'A', name = 'C'): Arriving<CourseEntry> => ({
+    kind: 'catalog',
+    source: 'studio',
+    id,
+    at: instant(s),
+    timed: true,
+    org,
+    name,
+  });
+  const deleted = (id: string, s: number): Arriving<CourseEntry> => ({ kind: 'deleted', source: 'studio', id, at: instant(s), timed: true });
+  const fold = (list: Arriving<CourseEntry>[]) => foldCourse(list.reduce((h, m) => arrive(h, m).history, emptyHistory<CourseEntry, typeof NO_COURSE>()));
+
+  test('stays deleted against older events, and a deletion of a tie arriving later takes the links made at that time', () => {
+    expect(fold([deleted('d', 5), catalog('c', 3)]).record).toBeNull();
+    const h = [catalog('c', 3)].reduce((x, m) => arrive(x, m).history, emptyHistory<CourseEntry, typeof NO_COURSE>());
+    const born = placeNow(h);
+    const after = foldCourse(arrive(arrive(h, deleted('d', 3)).history, catalog('c2', 4)).history);
+    expect(after.record).toMatchObject({ org: 'A' });
+    expect(holdsChild(after, 'A', born)).toBe(false);
+  });
+
+  test('a move and a move back, arriving after the newer event, take what was hung on the course before', () => {
+    const h = [catalog('c1', 1), catalog('c3', 3)].reduce((x, m) => arrive(x, m).history, emptyHistory<CourseEntry, typeof NO_COURSE>());
+    const born = placeNow(h);
+    const later = foldCourse(arrive(h, catalog('c2', 2, 'B')).history);
+    expect(later.record).toMatchObject({ org: 'A' });
+    expect(placeOrder(later.since!, { at: instant(3), seq: 0 }) > 0).toBe(true);
+    expect(holdsChild(later, 'A', born)).toBe(true);
+    expect(holdsChild(later, 'A', { at: instant(1), seq: 1 })).toBe(false);
+  });
+});
+
+// ---- against the reference model ---------------------------------------------------------------
+
+/**
+ * Random histories of user events (several learners, two organizations, moves, retirements,
+ * duplicates, older and equal times) and administrators' membership writes and rule and group
+ * changes, delivered to the reference model and, entry by entry, to the fold; every admin write's
+ * status and the final users and memberships must agree.
+ */
+describe('the fold against the reference model', () => {
+  const userIds = [1, 2];
+  const orgs = ['A', 'B'];
+  const step = fc.oneof(
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        t: fc.constant('user' as const),
+        uid: fc.constantFrom(...userIds),
+        kind: fc.constantFrom('activated', 'registered', 'login', 'updated', 'retired'),
+        org: fc.constantFrom(...orgs),
+        active: fc.boolean(),
+        domain: fc.constantFrom('a.org', 'b.org'),
+        time: fc.integer({ min: 0, max: 8 }),
+      }),
+    },
+    { weight: 2, arbitrary: fc.record({ t: fc.constant('again' as const), pick: fc.nat() }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        t: fc.constantFrom('create' as const, 'move' as const, 'remove' as const),
+        uid: fc.constantFrom(...userIds),
+        org: fc.constantFrom(...orgs),
+        group: fc.integer({ min: 0, max: 3 }),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ t: fc.constantFrom('deleteGroup' as const, 'deleteRule' as const), group: fc.integer({ min: 0, max: 3 }) }) },
+  );
+
+  test('agree on every status, user and membership', () => {
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 24 }), (steps) => {
+        const model = new EventModel();
+        // Groups 0-3: 0 and 1 in A, 2 and 3 in B; a rule per (organization, domain).
+        const groups = [model.createGroup('A', 'g0'), model.createGroup('A', 'g1'), model.createGroup('B', 'g2'), model.createGroup('B', 'g3')];
+        const groupOrg = (g: number) => (g < 2 ? 'A' : 'B');
+        const live = new Set(groups);
+        const rules = new Map<string, number>([
+          ['A a.org', groups[0]!],
+          ['A b.org', groups[1]!],
+          ['B a.org', groups[2]!],
+        ]);
+        for (const [k, g] of rules) model.createRule(k.split(' ')[0]!, k.split(' ')[1]!, g);
+        const isLive = (g: number) => live.has(g);
+        const histories = new Map<number, Learner>(userIds.map((id) => [id, emptyHistory()]));
+        const sent: ModelEvent[] = [];
+        const deliver = (e: ModelEvent, uid: number) => {
+          model.deliver(e);
+          const at = instant(e.time);
+          const base = { source: e.source, id: e.id, at, timed: true };
+          let entry: Incoming;
+          if (e.kind === 'retired') entry = { ...base, kind: 'retired' };
+          else if (e.kind === 'activated' || e.kind === 'registered' || e.kind === 'login' || e.kind === 'updated') {
+            const active = e.kind === 'activated' || e.user.is_active;
+            const capable = e.kind !== 'updated';
+            const rule = capable && active ? (rules.get(`${e.organization} ${e.user.email.split('@')[1]}`) ?? null) : null;
+            entry = {
+              ...base,
+              kind: 'user',
+              org: e.organization!,
+              facts: { username: e.user.username, email: e.user.email, name: e.user.name, is_active: active },
+              capable,
+              rule,
+            };
+          } else return;
+          histories.set(uid, arrive(histories.get(uid)!, entry).history);
+        };
+        let admins = 0;
+        const admin = (uid: number, group: number | null) => {
+          const h = histories.get(uid)!;
+          histories.set(uid, arrive(h, { kind: 'admin', source: 'cag:admin', id: `a${++admins}`, ...placeNow(h), timed: true, group }).history);
+        };
+        steps.forEach((s, i) => {
+          switch (s.t) {
+            case 'user': {
+              const e: ModelEvent =
+                s.kind === 'retired'
+                  ? { kind: 'retired', source: 'lms', id: `e${i}`, time: s.time, organization: s.org, userId: s.uid }
+                  : {
+                      kind: s.kind,
+                      source: 'lms',
+                      id: `e${i}`,
+                      time: s.time,
+                      organization: s.org,
+                      user: { id: s.uid, is_active: s.active, username: `u${s.uid}`, email: `u${s.uid}@${s.domain}`, name: 'N' },
+                    };
+              sent.push(e);
+              deliver(e, s.uid);
+              break;
+            }
+            case 'again': {
+              const e = sent[s.pick % Math.max(1, sent.length)];
+              if (e) deliver(e, e.kind === 'retired' ? e.userId : (e as Extract<ModelEvent, { user: unknown }>).user.id);
+              break;
+            }
+            case 'create':
+            case 'move':
+            case 'remove': {
+              const g = groups[s.group]!;
+              const state = foldLearner(histories.get(s.uid)!, isLive);
+              const here = state.record?.org === s.org;
+              const has = here && state.membership !== null;
+              let want: number;
+              if (s.t === 'create') {
+                want = model.createMembership(s.org, s.uid, g);
+                const ok = here && live.has(g) && groupOrg(s.group) === s.org && !has;
+                expect([s.t, ok ? 201 : 400]).toEqual([s.t, want]);
+                if (ok) admin(s.uid, g);
+              } else if (s.t === 'move') {
+                want = model.moveMembership(s.org, s.uid, g);
+                const status = !has ? 404 : live.has(g) && groupOrg(s.group) === s.org ? 200 : 400;
+                expect([s.t, status]).toEqual([s.t, want]);
+                if (status === 200) admin(s.uid, g);
+              } else {
+                want = model.deleteMembership(s.org, s.uid);
+                expect([s.t, has ? 204 : 404]).toEqual([s.t, want]);
+                if (has) admin(s.uid, null);
+              }
+              break;
+            }
+            case 'deleteGroup': {
+              const g = groups[s.group]!;
+              model.deleteGroup(groupOrg(s.group), g);
+              live.delete(g);
+              for (const [k, v] of rules) if (v === g) rules.delete(k);
+              // The model reconciles a learner's membership at its next event: give each one.
+              for (const e of sent) model.deliver(e);
+              break;
+            }
+            case 'deleteRule': {
+              const key = `${groupOrg(s.group)} ${s.group % 2 === 0 ? 'a.org' : 'b.org'}`;
+              model.deleteRule(groupOrg(s.group), key.split(' ')[1]!);
+              rules.delete(key);
+              break;
+            }
+          }
+        });
+        for (const uid of userIds) {
+          const state = foldLearner(histories.get(uid)!, isLive);
+          for (const org of orgs) {
+            const want = model.user(org, uid);
+            const got = state.record?.org === org ? state.record : null;
+            expect([uid, org, got && { username: got.username, email: got.email, is_active: got.is_active }]).toEqual([
+              uid,
+              org,
+              want && { username: want.username, email: want.email, is_active: want.is_active },
+            ]);
+            expect([uid, org, got ? (state.membership?.group ?? null) : null]).toEqual([uid, org, model.membership(org, uid)]);
+          }
+        }
+      }),
+      options,
+    );
+  });
+});
