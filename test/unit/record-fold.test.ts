@@ -473,3 +473,151 @@ describe('the fold against the reference model', () => {
     );
   });
 });
+
+/**
+ * Courses the same way: catalog events (moves between two organizations), deletions, duplicates,
+ * older and equal times, and administrators' links and public records, each made at the course's
+ * place (`placeNow`) and kept while `holdsChild` holds; statuses, courses, links and public
+ * records must agree with the reference model.
+ */
+describe('the course fold against the reference model', () => {
+  const keys = ['course-v1:A+1+1', 'course-v1:A+2+1'];
+  const orgs = ['A', 'B'];
+  const step = fc.oneof(
+    {
+      weight: 5,
+      arbitrary: fc.record({
+        t: fc.constantFrom('catalog' as const, 'catalog' as const, 'deleted' as const),
+        key: fc.constantFrom(0, 0, 0, 1),
+        org: fc.constantFrom('A', 'A', 'B'),
+        name: fc.constantFrom('X', 'Y'),
+        time: fc.integer({ min: 0, max: 5 }),
+      }),
+    },
+    { weight: 2, arbitrary: fc.record({ t: fc.constant('again' as const), pick: fc.nat() }) },
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        t: fc.constantFrom('link' as const, 'link' as const, 'unlink' as const, 'public' as const, 'private' as const),
+        key: fc.constantFrom(0, 0, 0, 1),
+        org: fc.constantFrom('A', 'A', 'B'),
+        // Mostly one of the organization's own groups, so most links are made.
+        group: fc.nat(4),
+      }),
+    },
+    // Groups 1 and 3 may go; 0 and 2 stay, so links can still be made.
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteGroup' as const), group: fc.constantFrom(1, 3) }) },
+  );
+  type Course = History<CourseEntry, typeof NO_COURSE>;
+  interface Child {
+    org: string;
+    key: string;
+    group: number | null;
+    born: { at: string; seq: number };
+  }
+
+  test('agree on every status, course, link and public record', () => {
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 24, size: 'medium' }), (steps) => {
+        const model = new EventModel();
+        const groups = [model.createGroup('A', 'g0'), model.createGroup('A', 'g1'), model.createGroup('B', 'g2'), model.createGroup('B', 'g3')];
+        const groupOrg = (i: number) => (i < 2 ? 'A' : 'B');
+        const live = new Set(groups);
+        const histories = new Map<string, Course>(keys.map((k) => [k, emptyHistory()]));
+        let children: Child[] = [];
+        const sent: ModelEvent[] = [];
+        const prune = () => {
+          children = children.filter((c) => holdsChild(foldCourse(histories.get(c.key)!), c.org, c.born) && (c.group === null || live.has(c.group)));
+        };
+        const deliver = (e: ModelEvent) => {
+          if (e.kind !== 'catalog' && e.kind !== 'courseDeleted') return;
+          model.deliver(e);
+          const base = { source: e.source, id: e.id, at: instant(e.time), timed: true };
+          const entry: Arriving<CourseEntry> =
+            e.kind === 'catalog' ? { ...base, kind: 'catalog', org: e.organization!, name: e.name } : { ...base, kind: 'deleted' };
+          histories.set(e.key, arrive(histories.get(e.key)!, entry).history);
+          prune();
+        };
+        steps.forEach((s, i) => {
+          const key = 'key' in s ? keys[s.key]! : '';
+          const here = (org: string) => foldCourse(histories.get(key)!).record?.org === org;
+          switch (s.t) {
+            case 'catalog':
+            case 'deleted': {
+              const e: ModelEvent =
+                s.t === 'catalog'
+                  ? { kind: 'catalog', source: 'studio', id: `e${i}`, time: s.time, organization: s.org, key, name: s.name }
+                  : { kind: 'courseDeleted', source: 'studio', id: `e${i}`, time: s.time, key };
+              sent.push(e);
+              deliver(e);
+              break;
+            }
+            case 'again': {
+              const e = sent[s.pick % Math.max(1, sent.length)];
+              if (e) deliver(e);
+              break;
+            }
+            case 'link': {
+              const index = s.group === 4 ? 2 : (s.org === 'A' ? 0 : 2) + (s.group % 2);
+              const g = groups[index]!;
+              const ok = here(s.org) && live.has(g) && groupOrg(index) === s.org && !children.some((c) => c.key === key && c.group === g);
+              expect(['link', ok ? 201 : 400]).toEqual(['link', model.link(s.org, key, g)]);
+              if (ok) children.push({ org: s.org, key, group: g, born: placeNow(histories.get(key)!) });
+              break;
+            }
+            case 'unlink': {
+              const g = groups[(s.org === 'A' ? 0 : 2) + (s.group % 2)]!;
+              const at = children.findIndex((c) => c.org === s.org && c.key === key && c.group === g);
+              expect(['unlink', at >= 0 ? 204 : 404]).toEqual(['unlink', model.unlink(s.org, key, g)]);
+              if (at >= 0) children.splice(at, 1);
+              break;
+            }
+            case 'public': {
+              const ok = here(s.org) && !children.some((c) => c.key === key && c.group === null);
+              expect(['public', ok ? 201 : 400]).toEqual(['public', model.makePublic(s.org, key)]);
+              if (ok) children.push({ org: s.org, key, group: null, born: placeNow(histories.get(key)!) });
+              break;
+            }
+            case 'private': {
+              const at = children.findIndex((c) => c.org === s.org && c.key === key && c.group === null);
+              expect(['private', at >= 0 ? 204 : 404]).toEqual(['private', model.makePrivate(s.org, key)]);
+              if (at >= 0) children.splice(at, 1);
+              break;
+            }
+            case 'deleteGroup':
+              model.deleteGroup(groupOrg(s.group), groups[s.group]!);
+              live.delete(groups[s.group]!);
+              prune();
+              break;
+          }
+        });
+        for (const org of orgs) {
+          const view = model.view(org);
+          const courses = keys.flatMap((k) => {
+            const s = foldCourse(histories.get(k)!);
+            return s.record?.org === org ? [{ id: k, name: s.record.name }] : [];
+          });
+          expect([org, courses]).toEqual([org, view.courses.map((c) => ({ id: c.id, name: c.name }))]);
+          const links = children.filter((c) => c.org === org && c.group !== null).map((c) => `${c.key}|${c.group}`);
+          expect([org, links.sort()]).toEqual([org, view.links.map((l) => `${l.course}|${l.group}`).sort()]);
+          const publics = children.filter((c) => c.org === org && c.group === null).map((c) => c.key);
+          expect([org, publics.sort()]).toEqual([org, [...view.publics].sort()]);
+        }
+      }),
+      {
+        ...options,
+        // A link made, then a newer event, then an older move away arriving last: in event time the move took the link.
+        examples: [
+          [
+            [
+              { t: 'catalog', key: 0, org: 'A', name: 'X', time: 0 },
+              { t: 'link', key: 0, org: 'A', group: 0 },
+              { t: 'catalog', key: 0, org: 'A', name: 'X', time: 2 },
+              { t: 'catalog', key: 0, org: 'B', name: 'X', time: 1 },
+            ],
+          ],
+        ],
+      },
+    );
+  });
+});
