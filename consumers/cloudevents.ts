@@ -87,7 +87,7 @@ function toCloudEvent(envelope: unknown, mode: CloudEvent['mode'], timestamp: st
     if (err instanceof UnrepresentableTime) throw new InvalidMessage(`time ${JSON.stringify(event.time?.slice(0, 64))}: ${err.message}`);
     throw new InvalidMessage('not a CloudEvent: time is not a usable RFC 3339 date-time');
   }
-  return { ...event, eventTime, stamp: { time: eventTime, id: eventKey(event.source, event.id) }, mode };
+  return { ...event, eventTime, stamp: { time: eventTime, id: eventKey(event.source, event.id), identity: { source: event.source, id: event.id } }, mode };
 }
 
 type Message = Pick<KafkaMessage, 'value' | 'headers' | 'timestamp'>;

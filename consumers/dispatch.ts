@@ -63,6 +63,12 @@ async function applyUntimed(db: Db, handler: EventHandler, ctx: HandlerContext<u
   return outcome;
 }
 
+/** An event without `time`: at its record's Kafka timestamp, which its history keeps the earliest of, or through the earliest time known (applyUntimed). */
+function applyWithoutTime(db: Db, handler: EventHandler, ctx: HandlerContext<unknown>): Promise<ApplyOutcome> {
+  if (handler.ordersItself) return handler.apply({ ...ctx, event: atTime(ctx.event, ctx.event.eventTime) });
+  return applyUntimed(db, handler, ctx);
+}
+
 /**
  * The service's message handler: decode the CloudEvent (JSON in either binding, or the Open edX
  * event bus's Avro through the schema registry: consumers/avro.ts), pick the handler by
@@ -111,7 +117,7 @@ export function createDispatcher(deps: {
       // What the event changes is the LMS's doing (not audited); the event id traces it.
       const ctx = { db, event, data: parsed.data, defaultOrganization };
       outcome = await runInChangeContext({ cause: 'event', actor: { type: 'lms' }, requestId: event.id, audit: false }, () =>
-        event.time === undefined ? applyUntimed(db, handler, ctx) : handler.apply(ctx),
+        event.time === undefined ? applyWithoutTime(db, handler, ctx) : handler.apply(ctx),
       );
     } catch (err) {
       if (err instanceof InvalidMessage || err instanceof Invalid) {

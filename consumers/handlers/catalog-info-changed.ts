@@ -1,4 +1,4 @@
-import { applyCatalogInfo, catalogInfoChangedDataSchema, replaceCatalogInfo } from '../../src/domain/course-event-data';
+import { applyCatalogInfo, catalogInfoChangedDataSchema } from '../../src/domain/course-event-data';
 import { eventOrganization } from '../../src/domain/organization';
 import { defineHandler } from './handler';
 
@@ -7,7 +7,7 @@ export const catalogInfoChanged = defineHandler({
   type: 'org.openedx.content_authoring.course.catalog_info.changed.v1',
   schema: catalogInfoChangedDataSchema,
   subject: (data) => ({ course_key: data.catalog_info.course_key }),
+  ordersItself: true,
   apply: ({ db, event, data, defaultOrganization }) =>
     applyCatalogInfo(db, data, event.stamp, eventOrganization(data.organization, { courseKey: data.catalog_info.course_key, defaultOrganization })),
-  replace: ({ db, event, data }, from) => replaceCatalogInfo(db, data, event.stamp.id, from, event.stamp.time),
 });

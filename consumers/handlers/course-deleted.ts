@@ -1,4 +1,4 @@
-import { deleteCourse, orgFromCourseKey } from '../../src/domain/courses';
+import { deleteCourse } from '../../src/domain/courses';
 import { defineHandler } from './handler';
 
 export const courseDeletedDataSchema = {
@@ -9,11 +9,12 @@ export const courseDeletedDataSchema = {
 
 /**
  * The course, its group links and its public record are deleted, in whichever organization holds
- * it: a deletion needs no organization (its tombstone is keyed by the course key alone).
+ * it: a deletion needs no organization (the course's record is keyed by the course key alone).
  */
 export const courseDeleted = defineHandler({
   type: 'org.openedx.content_authoring.course.deleted.v1',
   schema: courseDeletedDataSchema,
   subject: (data) => ({ course_key: data.course_key }),
-  apply: ({ db, event, data, defaultOrganization }) => deleteCourse(db, data.course_key, event.stamp, orgFromCourseKey(data.course_key) ?? defaultOrganization),
+  ordersItself: true,
+  apply: ({ db, event, data }) => deleteCourse(db, data.course_key, event.stamp),
 });

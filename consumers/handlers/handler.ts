@@ -22,6 +22,12 @@ export interface EventHandler {
   parse(data: unknown): { data: unknown; subject: Subject };
   apply(ctx: HandlerContext<unknown>): Promise<ApplyOutcome>;
   /**
+   * The type's records keep their history (docs/event-core.md): an event without `time` is
+   * applied at its record's Kafka timestamp, and its history keeps the earliest one; no
+   * `replace` is needed.
+   */
+  ordersItself?: boolean;
+  /**
    * Places the event (one without `time`) again at its `stamp.time`, an earlier Kafka timestamp
    * than `from`, which it may have been applied at (docs/events.md). Absent: the type's effects
    * are not placed again (deletions: docs/decisions.md).
@@ -39,6 +45,7 @@ export function defineHandler<const S extends JSONSchema, D = Infer<S>>(def: {
   schema: S;
   subject(data: D): Subject;
   apply(ctx: HandlerContext<D>): Promise<ApplyOutcome>;
+  ordersItself?: boolean;
   replace?(ctx: HandlerContext<D>, from: string): Promise<void>;
 }): EventHandler {
   const validate = ajv.compile(def.schema as object);
@@ -51,6 +58,7 @@ export function defineHandler<const S extends JSONSchema, D = Infer<S>>(def: {
       return { data: copy, subject: def.subject(copy as D) };
     },
     apply: (ctx) => def.apply(ctx as HandlerContext<D>),
+    ...(def.ordersItself ? { ordersItself: true } : {}),
     ...(def.replace ? { replace: (ctx, from) => def.replace!(ctx as HandlerContext<D>, from) } : {}),
   };
 }

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type TenantDoc } from '../db/collections';
 import { Tenant } from '../db/tenant';
-import { courseVersion } from '../domain/courses';
+import { courseBirth } from '../domain/courses';
 import { createGroupCourse } from '../domain/group-courses';
 import { createGroup } from '../domain/groups';
 import { createRule } from '../domain/membership-rules';
@@ -89,7 +89,7 @@ export async function importConfiguration(db: Db, org: string, path: string, opt
 
   const courseKnown = async (key: string) => {
     if (missingCourses.has(key)) return false;
-    const known = (await courseVersion(tenant, key)) !== null;
+    const known = (await courseBirth(tenant, key)) !== null;
     if (!known) missingCourses.add(key);
     return known;
   };

@@ -74,8 +74,8 @@ export interface GroupCourseDoc extends TenantDoc {
   id: number;
   course: string;
   group: number;
-  /** The course's version when the link was made: where it began in event time (docs/events.md, moves and deletions in the past). */
-  born_v?: string;
+  /** Where the link began in the course's history (placeKey; absent or '': before the history was kept): a deletion or move in its past takes it. */
+  born?: string;
 }
 
 /** `_id` is the course key: a course has at most one public record. */
@@ -83,7 +83,7 @@ export interface PublicCourseDoc extends TenantDoc {
   id: number;
   course: string;
   /** As on a link. */
-  born_v?: string;
+  born?: string;
 }
 
 /**
@@ -194,11 +194,29 @@ export interface UserDoc extends TenantDoc, EventVersion {
 }
 
 /** Read model filled from LMS events. `_id` and `id` are the course key. */
-export interface CourseDoc extends TenantDoc, EventVersion {
-  /** Set while the newest event is one without `time` (ProvisionalMark). */
-  prov?: ProvisionalMark;
+export interface CourseDoc extends TenantDoc {
   id: string;
   name: string;
+  /**
+   * The course's history (src/domain/record-history.ts) and its revision: every write of it is a
+   * compare-and-set on `rev` (src/db/course-records.ts). A deleted course keeps its record, in no
+   * organization (`org: null` on CourseRecordDoc): no tenant reads it. Absent on a record stored
+   * before histories were kept, or seeded: read as course-records.ts `legacyCourseHistory`.
+   */
+  h?: StoredHistory;
+  rev?: number;
+  /** Where the course's current incarnation began (placeKey; absent: ''): a link or public record born before it is gone. */
+  since?: string;
+  /**
+   * Organizations the course left whose links and public record are still to be deleted: those
+   * born up to `upTo` (placeKey), the course's place when it left (one made there after it came
+   * back is newer).
+   */
+  left?: { org: string; upTo: string }[];
+  /** Identities (hashed, as before the history) of the newest events of a record upgraded from the earlier shape. */
+  legacy_ids?: string[];
+  /** The newest instant the course has reflected, never lowered: the search grams' `t`. */
+  event_time: string;
   /**
    * Derived from the public record and the group links (src/domain/list-facts.ts), so
    * `is_public`/`no_group` are index equalities on the course; `facts_v` as on users.
@@ -207,6 +225,19 @@ export interface CourseDoc extends TenantDoc, EventVersion {
   linked: 0 | 1;
   facts_v: number;
 }
+
+/**
+ * A record's history as stored: what src/domain/record-history.ts folds (the domain owns its
+ * entries' shape; storage keeps them as they are).
+ */
+export interface StoredHistory {
+  seq: number;
+  entries: Document[];
+  floor: { place: { at: string; seq: number }; state: Document; ids: string[] } | null;
+}
+
+/** A course record as the event core reads it, whatever organization holds it: none when deleted. */
+export type CourseRecordDoc = Omit<CourseDoc, 'org'> & { org: string | null };
 
 /**
  * One search n-gram of one record (src/domain/search-index.ts): `g` is a lowercased trigram

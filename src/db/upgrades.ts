@@ -3,7 +3,8 @@ import { hostname } from 'node:os';
 import type { AnyBulkWriteOperation, Db, Document } from 'mongodb';
 import type { Logger } from '../log';
 import { pause } from '../retry';
-import { COLLECTIONS, type UserDoc } from './collections';
+import { COLLECTIONS, type CourseRecordDoc, type UserDoc } from './collections';
+import { legacyCourseHistory } from './course-records';
 import { UPDATES_PER_COMMAND } from './dialect';
 import { acquireLease, releaseLease, renewLease } from './lease';
 import { versionOf } from './versioned-writes';
@@ -33,6 +34,8 @@ import { versionOf } from './versioned-writes';
 export interface Upgrade {
   name: string;
   collection: string;
+  /** The collection its writes go to, when not the one it reads. */
+  target?: string;
   /** What its records are called in progress reports ("users"). */
   unit: string;
   /** The fields a pass reads of each record: what `isOld` and `upgrade` need. */
@@ -71,8 +74,79 @@ export const ACTIVATION_LOG: Upgrade = {
   }),
 };
 
+/**
+ * A course deleted before courses kept their history left a tombstone (`course:<key>`) and no
+ * record: it becomes a record in no organization whose history is the deletion (its floor), so
+ * that an older or redelivered event still finds the course deleted (docs/event-core.md). A
+ * record there (the course created again after the tombstone) stays as it is.
+ */
+export const COURSE_TOMBSTONES: Upgrade = {
+  name: 'course-tombstones',
+  collection: COLLECTIONS.tombstones,
+  target: COLLECTIONS.courses,
+  unit: 'tombstones',
+  projection: { _id: 1, event_time: 1, event_ids: 1 },
+  isOld: (stone) => typeof stone._id === 'string' && stone._id.startsWith('course:'),
+  upgrade: (stone) => {
+    const key = (stone._id as string).slice('course:'.length);
+    const record = { _id: key, id: key, org: null, name: '', event_time: stone.event_time as string };
+    return {
+      updateOne: {
+        filter: { _id: key },
+        update: {
+          $setOnInsert: {
+            ...record,
+            h: legacyCourseHistory(record),
+            rev: 1,
+            since: '',
+            legacy_ids: stone.event_ids ?? [],
+            is_public: 0,
+            linked: 0,
+            facts_v: 0,
+          },
+        },
+        upsert: true,
+      },
+    } as unknown as AnyBulkWriteOperation<Document>;
+  },
+};
+
+/** A course stored before courses kept their history: its version becomes its history's floor (course-records.ts `legacyCourseHistory`). */
+export const COURSE_HISTORIES: Upgrade = {
+  name: 'course-histories',
+  collection: COLLECTIONS.courses,
+  unit: 'courses',
+  projection: { _id: 1, org: 1, name: 1, event_time: 1, event_ids: 1, h: 1 },
+  isOld: (course) => course.h === undefined,
+  upgrade: (course) => ({
+    updateOne: {
+      filter: { _id: course._id, h: { $exists: false } },
+      update: {
+        $set: { h: legacyCourseHistory(course as CourseRecordDoc), rev: 1, since: '', legacy_ids: course.event_ids ?? [] },
+        $unset: { event_n: '', event_ids: '', prov: '' },
+      },
+    },
+  }),
+};
+
+/** A link or public record made before courses kept their history began before any incarnation the history knows (`born` ''). */
+const childBirths = (name: string, collection: string): Upgrade => ({
+  name,
+  collection,
+  unit: 'records',
+  projection: { _id: 1, born: 1 },
+  isOld: (child) => child.born === undefined,
+  upgrade: (child) => ({ updateOne: { filter: { _id: child._id, born: { $exists: false } }, update: { $set: { born: '' }, $unset: { born_v: '' } } } }),
+});
+
 /** This version's upgrades, in order; the shape of a database that has been through them all is their count. */
-export const UPGRADES: readonly Upgrade[] = [ACTIVATION_LOG];
+export const UPGRADES: readonly Upgrade[] = [
+  ACTIVATION_LOG,
+  COURSE_TOMBSTONES,
+  COURSE_HISTORIES,
+  childBirths('link-births', COLLECTIONS.groupCourses),
+  childBirths('public-course-births', COLLECTIONS.publicCourses),
+];
 
 export const UPGRADE_LEASE = 'upgrades';
 const SHAPE = 'shape';
@@ -295,6 +369,7 @@ async function runPass(
 ): Promise<number> {
   const { db, log } = opts;
   const records = db.collection(upgrade.collection);
+  const target = db.collection(upgrade.target ?? upgrade.collection);
   const progress: ProgressDoc = {
     _id: PROGRESS,
     upgrade: upgrade.name,
@@ -320,7 +395,7 @@ async function runPass(
       holding(); // no write after the lease is lost or a stop came
       const old = batch.filter((d) => upgrade.isOld(d)).map((d) => upgrade.upgrade(d));
       for (let i = 0; i < old.length; i += UPDATES_PER_COMMAND) {
-        const result = await records.bulkWrite(old.slice(i, i + UPDATES_PER_COMMAND), { ordered: false });
+        const result = await target.bulkWrite(old.slice(i, i + UPDATES_PER_COMMAND), { ordered: false });
         progress.upgraded += result.modifiedCount;
       }
       progress.scanned += batch.length;

@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import { Tenant } from '../db/tenant';
 import type { Infer } from '../validation';
-import { replaceCourseEvent, upsertCourse } from './courses';
+import { upsertCourse } from './courses';
 import type { EventStamp } from './event-time';
 
 /** `data` of the catalog-info event (a courses line of `cag import` too). */
@@ -30,9 +30,4 @@ export type CatalogInfoData = Infer<typeof catalogInfoChangedDataSchema>;
 export function applyCatalogInfo(db: Db, data: CatalogInfoData, at: string | EventStamp, org: string) {
   const { course_key: key, name } = data.catalog_info;
   return upsertCourse(new Tenant(db, org), { key, name }, at);
-}
-
-/** A catalog event without `time` whose earliest Kafka timestamp moved back from `from` to `to`: placed again there. */
-export function replaceCatalogInfo(db: Db, data: CatalogInfoData, eventId: string, from: string, to: string) {
-  return replaceCourseEvent(db, data.catalog_info.course_key, eventId, from, to);
 }

@@ -1,22 +1,20 @@
 import type { Db, Filter } from 'mongodb';
 import { withCause } from '../db/change-context';
-import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type PublicCourseDoc } from '../db/collections';
-import { ownerLookup } from '../db/owners';
+import { recordAfterWrite } from '../db/change-log';
+import { COLLECTIONS, type CourseRecordDoc, type GroupCourseDoc, type PublicCourseDoc } from '../db/collections';
+import { courseRecords, legacyCourseHistory } from '../db/course-records';
 import { indexCourse, unindexCourse } from '../db/search-index';
 import { Tenant } from '../db/tenant';
-import { versionOf } from '../db/versioned-writes';
-import { type ApplyOutcome, asStamp, type EventStamp, lateVersion } from './event-time';
+import { type CourseEntry, type CourseState, courseFold, foldCourse } from './course-fold';
+import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import {
-  announceDeletion,
-  bornUpTo,
-  deleteIfNewer,
-  keptStamp,
-  namedByTombstone,
-  replaceEarlier,
-  upsertIfNewer,
-  type VersionedRecordRef,
-} from './versioned-records';
+import { type Arrival, type Arriving, arrive, compact, emptyHistory, HISTORY_BOUNDS, type History, newestPlace, placeKey, placeNow } from './record-history';
+
+/**
+ * Courses from events (docs/event-core.md): a course's record holds its history, and what the
+ * course is follows from `foldCourse`; this file only reads, folds, writes on the condition that
+ * nobody wrote first, and brings what hangs off the course in line with the result.
+ */
 
 /** The ORG part of `course-v1:ORG+NUM+RUN`, or null for a key of another shape. */
 export function orgFromCourseKey(courseKey: string): string | null {
@@ -24,128 +22,140 @@ export function orgFromCourseKey(courseKey: string): string | null {
   return m ? m[1]! : null;
 }
 
-const courseTombstone = (courseKey: string) => `course:${courseKey}`;
+type CourseHistory = History<CourseEntry, CourseState>;
 
-/**
- * The version of course `key` in the organization, or null when it has none (a reference a link
- * or public record makes must exist). A link or public record made now begins there in event
- * time (`born_v`): a deletion or move of the course older than it, arriving late, leaves it.
- */
-export async function courseVersion(tenant: Tenant, key: string): Promise<string | null> {
-  const course = await tenant.collection<CourseDoc>(COLLECTIONS.courses).findById(key, { projection: { event_time: 1, event_n: 1 } });
-  return course ? versionOf(course) : null;
+const historyOf = (doc: CourseRecordDoc | null): CourseHistory =>
+  doc === null ? emptyHistory() : ((doc.h ?? legacyCourseHistory(doc)) as unknown as CourseHistory);
+
+/** An event's identity and place, from its stamp: the exact `source` and `id` of a CloudEvent; a bare time (the import) is its own identity. */
+function entryOf(at: string | EventStamp) {
+  const stamp = asStamp(at);
+  const identity = stamp.identity ?? { source: 'stamp', id: stamp.id };
+  return { stamp, base: { ...identity, at: stamp.time, timed: !stamp.provisional } };
+}
+
+/** A record upgraded from the shape before histories remembers its newest events by hashed identity only. */
+const isLegacyDuplicate = (doc: CourseRecordDoc | null, stamp: EventStamp) => !!doc?.legacy_ids?.includes(stamp.id) && doc.h?.floor?.place.at === stamp.time;
+
+const OUTCOME: Record<Arrival, ApplyOutcome> = { applied: 'applied', late: 'stale', duplicate: 'duplicate', stale: 'stale' };
+
+/** The record a history folds to, after `doc` (null: the course's first event). */
+function recordOf(key: string, doc: CourseRecordDoc | null, h: CourseHistory): CourseRecordDoc {
+  const state = foldCourse(h);
+  const org = state.record?.org ?? null;
+  const left = [...(doc?.left ?? [])];
+  if (doc?.org && doc.org !== org) left.push({ org: doc.org, upTo: placeKey(placeNow(h)) });
+  return {
+    _id: key,
+    id: key,
+    org,
+    name: state.record?.name ?? doc?.name ?? '',
+    h: h as unknown as CourseRecordDoc['h'],
+    rev: (doc?.rev ?? 0) + 1,
+    since: placeKey(state.since),
+    left,
+    ...(doc?.legacy_ids ? { legacy_ids: doc.legacy_ids } : {}),
+    event_time: newestPlace(h)?.at ?? '',
+    is_public: doc?.is_public ?? 0,
+    linked: doc?.linked ?? 0,
+    facts_v: doc?.facts_v ?? 0,
+  };
 }
 
 /**
- * Deletes what an administrator hung on course `key` (links, the public record) before version
- * `v`: a deletion or a move of the course at `v`, arriving after a newer event of it, took them
- * in event time.
+ * The one way an event reaches a course: read its record, let the entry arrive, fold, write on
+ * the condition that nobody wrote first (else read and fold again), then bring what hangs off the
+ * course in line (`project`). A duplicate writes nothing but projects again, finishing what a
+ * process that died after its write left undone.
  */
-async function takeBackDependentsBefore(tenant: Tenant, key: string, v: string): Promise<void> {
-  const before = { $lt: v };
-  const [links, publicRecord] = await withCause('cascade', () =>
-    Promise.all([
-      tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: key, born_v: before } as Filter<GroupCourseDoc>),
-      tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: key, born_v: before } as Filter<PublicCourseDoc>),
-    ]),
-  );
-  if (links.deletedCount + publicRecord.deletedCount > 0) await syncCourseFacts(tenant, [key]);
+async function applyCourseEntry(db: Db, key: string, at: string | EventStamp, body: { kind: 'catalog'; org: string; name: string } | { kind: 'deleted' }) {
+  const records = courseRecords(db);
+  const { stamp, base } = entryOf(at);
+  for (;;) {
+    const doc = await records.read(key);
+    const before = historyOf(doc);
+    const { history, arrival } = isLegacyDuplicate(doc, stamp)
+      ? { history: before, arrival: 'duplicate' as const }
+      : arrive(before, { ...base, ...body } as Arriving<CourseEntry>);
+    if (history === before || arrival === 'stale') {
+      if (doc) await project(db, doc);
+      return OUTCOME[arrival];
+    }
+    const next = recordOf(key, doc, compact(history, courseFold, HISTORY_BOUNDS));
+    if (!(await records.writeIfUnchanged(doc, next))) continue;
+    await project(db, next);
+    return OUTCOME[arrival];
+  }
 }
 
-/** Deletes a course's group links and public record begun up to version `upTo` (bornUpTo): what hangs off a course in its organization. */
-async function deleteCourseDependents(tenant: Tenant, courseKey: string, upTo: string | undefined): Promise<number> {
+/**
+ * Deletes a course's links and public record in the tenant's organization born before `bound`
+ * (`$lt`: before its incarnation began) or up to it (`$lte`: up to when it left). A child without
+ * `born` began before the history was kept: both take it.
+ */
+async function deleteCourseChildren(tenant: Tenant, key: string, bound: { $lt: string } | { $lte: string }): Promise<number> {
+  const born = { $or: [{ born: bound }, { born: { $exists: false } }] };
   const [links, publicRecord] = await withCause('cascade', () =>
     Promise.all([
-      tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: courseKey, ...bornUpTo(upTo) } as Filter<GroupCourseDoc>),
-      tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: courseKey, ...bornUpTo(upTo) } as Filter<PublicCourseDoc>),
+      tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: key, ...born } as Filter<GroupCourseDoc>),
+      tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: key, ...born } as Filter<PublicCourseDoc>),
     ]),
   );
   return links.deletedCount + publicRecord.deletedCount;
 }
 
-/** Where course `key` is and what hangs off it: links and the public record point at its organization's groups, so they neither travel nor outlive it. */
-function courseRef(db: Db, key: string): VersionedRecordRef {
-  return {
-    collection: COLLECTIONS.courses,
-    tombstone: courseTombstone(key),
-    ownerOrg: () => ownerLookup(db).courseOrg(key),
-    deleteDependents: async (home, upTo) => {
-      await deleteCourseDependents(home, key, upTo);
-      await unindexCourse(home, key);
-    },
-    rederive: async (home, record) => {
-      await syncCourseFacts(home, [key]);
-      await indexCourse(home, record as CourseDoc);
-    },
-  };
+/**
+ * What follows from the record (docs/event-core.md, "What hangs off a record"): nothing of the
+ * course stays in an organization it left, nothing born before its current incarnation stays in
+ * its own, and its list facts and search grams follow its name. Idempotent: run after every
+ * write, and again by any later event of the course.
+ */
+async function project(db: Db, doc: CourseRecordDoc): Promise<void> {
+  const key = doc._id;
+  for (const { org, upTo } of doc.left ?? []) {
+    const away = new Tenant(db, org);
+    await deleteCourseChildren(away, key, { $lte: upTo });
+    // Grams up to its time when it left: a course back there since has newer ones.
+    if (org !== doc.org) await unindexCourse(away, key, upTo.slice(0, upTo.indexOf('#')));
+    await recordAfterWrite(db, COLLECTIONS.courses, [{ k: key, o: org }]);
+  }
+  if (doc.left?.length) await courseRecords(db).leftDone(key, doc.rev!);
+  if (doc.org === null) return;
+  const home = new Tenant(db, doc.org);
+  if (doc.since) await deleteCourseChildren(home, key, { $lt: doc.since });
+  await syncCourseFacts(home, [key]);
+  await indexCourse(home, doc);
+  await recordAfterWrite(db, COLLECTIONS.courses, [{ k: key, o: doc.org }]);
 }
 
-/** Records a course in the tenant's organization as of `at`, unless it already reflects it or a newer event. */
-export async function upsertCourse(tenant: Tenant, course: { key: string; name: string }, at: string | EventStamp): Promise<ApplyOutcome> {
-  const stamp = asStamp(at);
-  const {
-    outcome,
-    current,
-    version: v,
-  } = await upsertIfNewer<CourseDoc>(tenant, {
-    // A new course has no link and no public record yet: its list facts are derived after the write.
-    doc: { _id: course.key, id: course.key, name: course.name, event_time: stamp.time, is_public: 0, linked: 0, facts_v: 0 },
-    set: { id: course.key, name: course.name, event_time: stamp.time },
-    at: stamp,
-    ...courseRef(tenant.db, course.key),
-  });
-  // Derived again on every event, a duplicate or stale one too (repairs what a crash left undone).
-  if (current) {
-    const home = current.org === tenant.org ? tenant : new Tenant(tenant.db, current.org);
-    // A stale event of another organization: in event time the course was there then (a move and a move back).
-    if (outcome === 'stale' && home !== tenant) await takeBackDependentsBefore(home, current._id, v);
-    await syncCourseFacts(home, [current._id]);
-    await indexCourse(home, current);
-  }
-  return outcome;
+/** Records a course in the tenant's organization as the event `at` (docs/event-core.md). */
+export function upsertCourse(tenant: Tenant, course: { key: string; name: string }, at: string | EventStamp): Promise<ApplyOutcome> {
+  return applyCourseEntry(tenant.db, course.key, at, { kind: 'catalog', org: tenant.org, name: course.name });
 }
 
 /**
- * Places again catalog event `eventId`, which has no `time`, at `to` (its earliest Kafka timestamp
- * moved back from `from`: src/db/event-times.ts): the course becomes what event time gives
- * (versioned-records.ts `replaceEarlier`), and what it derives follows.
+ * Deletes a course, with its links and public record, in whichever organization holds it; its
+ * record stays, in no organization, so that no older or redelivered event brings it back.
  */
-export async function replaceCourseEvent(db: Db, courseKey: string, eventId: string, from: string, to: string): Promise<void> {
-  const placed = await replaceEarlier<CourseDoc>(db, courseRef(db, courseKey), courseKey, eventId, from, to);
-  if (!placed) return;
-  // A deletion refused meanwhile, newer than the event now: the course is deleted after all, or,
-  // created again by newer events, loses what hung on it before the deletion.
-  if (placed.deletion && placed.deletionInPast) await takeBackDependentsBefore(placed.home, courseKey, lateVersion(placed.deletion.time));
-  else if (placed.deletion && (await deleteCourse(db, courseKey, placed.deletion, placed.home.org)) !== 'stale') return;
-  await syncCourseFacts(placed.home, [courseKey]);
-  await indexCourse(placed.home, placed.record);
-  // The kept events, applied again in their order, now that the course is older (one named another organization).
-  for (const p of placed.elsewhere) {
-    if (p.deleted) await deleteCourse(db, courseKey, keptStamp(p), p.org);
-    else await upsertCourse(new Tenant(db, p.org), { key: courseKey, name: String(p.set.name) }, keptStamp(p));
-  }
+export function deleteCourse(db: Db, courseKey: string, at: string | EventStamp): Promise<ApplyOutcome> {
+  return applyCourseEntry(db, courseKey, at, { kind: 'deleted' });
 }
 
 /**
- * Deletes a course with its links and public record (docs/events.md), in whichever organization
- * holds it, and leaves a tombstone by course key alone, so that no older or redelivered event,
- * whatever organization it names, brings it back. Dependents go first, so a crash leaves the
- * course and a redelivery finishes the job. `org`: where the course would be if no organization
- * holds it (recorded on the tombstone, for people reading the data).
+ * Where a link or public record made now under course `key` begins (placeKey), or null when the
+ * tenant's organization has no such course: after everything the course has received.
  */
-export async function deleteCourse(
-  db: Db,
-  courseKey: string,
-  at: string | EventStamp,
-  org: string | null = orgFromCourseKey(courseKey),
-): Promise<ApplyOutcome> {
-  const stamp = asStamp(at);
-  const { outcome, survivor } = await deleteIfNewer(db, { ...courseRef(db, courseKey), id: courseKey, at: stamp, org });
-  // A deletion older than the course (created again after it) took what hung on it then.
-  // After the events of its time the course applied (the tie rule), unless it is one of them, delivered again.
-  if (outcome === 'stale' && survivor && !(await namedByTombstone(db, courseTombstone(courseKey), stamp))) {
-    await takeBackDependentsBefore(survivor.home, courseKey, lateVersion(stamp.time));
-  }
-  if (outcome === 'duplicate') await announceDeletion(db, courseTombstone(courseKey), COLLECTIONS.courses, courseKey);
-  return outcome;
+export async function courseBirth(tenant: Tenant, key: string): Promise<string | null> {
+  const doc = await courseRecords(tenant.db).read(key);
+  return doc?.org === tenant.org ? placeKey(placeNow(historyOf(doc))) : null;
+}
+
+/**
+ * The other half of the parent/child protocol: a child is written, then its course read again.
+ * False when the course was deleted, moved or began again since `born`; the caller then removes
+ * the child (a deletion or move that ran meanwhile may have deleted the children before it).
+ */
+export async function courseHolds(tenant: Tenant, key: string, born: string): Promise<boolean> {
+  const doc = await courseRecords(tenant.db).read(key);
+  return doc?.org === tenant.org && born >= (doc.since ?? '');
 }

@@ -61,6 +61,8 @@ export type ApplyOutcome =
 export interface EventStamp {
   time: string;
   id: string;
+  /** The event's exact identity (a CloudEvent's `source` and `id`), where the event core keeps it whole. */
+  identity?: { source: string; id: string };
   /** The event has no `time`: `time` is the earliest Kafka timestamp known for it so far, which an earlier record of it may lower. */
   provisional?: boolean;
 }

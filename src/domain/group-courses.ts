@@ -2,7 +2,7 @@ import { COLLECTIONS, type GroupCourseDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../errors';
-import { courseVersion } from './courses';
+import { courseBirth, courseHolds } from './courses';
 import { groupExists } from './groups';
 import { syncCourseFacts } from './list-facts';
 
@@ -18,12 +18,12 @@ const links = (tenant: Tenant) => tenant.collection<GroupCourseDoc>(COLLECTIONS.
 
 /**
  * Invalid on `course` and/or `group` when they are given and unknown in this organization;
- * else the course's version (courses.ts `courseVersion`), when given.
+ * else where a link to the course made now begins (courses.ts `courseBirth`), when given.
  */
 async function checkReferences(tenant: Tenant, input: { course?: string; group?: number }): Promise<string | undefined> {
   const errors: FieldErrors = {};
   const [course, groupOk] = await Promise.all([
-    input.course === undefined ? undefined : courseVersion(tenant, input.course),
+    input.course === undefined ? undefined : courseBirth(tenant, input.course),
     input.group === undefined || groupExists(tenant, input.group),
   ]);
   if (course === null) errors.course = [doesNotExist(input.course)];
@@ -32,23 +32,34 @@ async function checkReferences(tenant: Tenant, input: { course?: string; group?:
   return course ?? undefined;
 }
 
-/** Inserts a link, refusing an existing (course, group) pair with DRF's unique-together message. */
-async function insert(tenant: Tenant, doc: Omit<GroupCourseDoc, 'org'>): Promise<GroupCourseDoc> {
+/**
+ * Inserts a link, refusing an existing (course, group) pair with DRF's unique-together message;
+ * then reads the course again (the child's half of docs/event-core.md's parent/child protocol):
+ * a deletion or move of the course that ran meanwhile may have deleted its links before this one
+ * was written, so the link removes itself and the course is, for this request, one that does
+ * not exist.
+ */
+async function insert(tenant: Tenant, doc: Omit<GroupCourseDoc, 'org'> & { born: string }): Promise<GroupCourseDoc> {
+  let inserted: GroupCourseDoc;
   try {
-    return await links(tenant).insertOne(doc);
+    inserted = await links(tenant).insertOne(doc);
   } catch (err) {
     if (isDuplicateKey(err)) throw notUnique();
     throw err;
   }
+  if (await courseHolds(tenant, doc.course, doc.born)) return inserted;
+  await links(tenant).deleteMany({ _id: doc._id, born: doc.born });
+  await syncCourseFacts(tenant, [doc.course]);
+  throw new Invalid({ course: [doesNotExist(doc.course)] });
 }
 
 export async function createGroupCourse(tenant: Tenant, input: { course: string; group: number }): Promise<GroupCourseDoc> {
-  const born_v = await checkReferences(tenant, input);
+  const born = (await checkReferences(tenant, input))!;
   const _id = linkKey(input.course, input.group);
   // Checked first so that a refused request claims no id.
   if (await links(tenant).has({ _id })) throw notUnique();
   const id = await tenant.nextId('group_courses');
-  const doc = await insert(tenant, { _id, id, course: input.course, group: input.group, ...(born_v === undefined ? {} : { born_v }) });
+  const doc = await insert(tenant, { _id, id, course: input.course, group: input.group, born });
   await syncCourseFacts(tenant, [doc.course]);
   return doc;
 }
@@ -66,9 +77,10 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
   const group = patch.group ?? old.group;
   const _id = linkKey(course, group);
   if (_id === old._id) return old;
-  // A new link: it begins now in event time (the course's version), as a created one does.
-  const born_v = await courseVersion(tenant, course);
-  const doc = await insert(tenant, { _id, id, course, group, ...(born_v === null ? {} : { born_v }) });
+  // A new link: it begins now in the course's history, as a created one does.
+  const born = await courseBirth(tenant, course);
+  if (born === null) throw new Invalid({ course: [doesNotExist(course)] });
+  const doc = await insert(tenant, { _id, id, course, group, born });
   await links(tenant).deleteMany({ id, _id: { $ne: _id } });
   await syncCourseFacts(tenant, [old.course, course]);
   return doc;

@@ -28,8 +28,8 @@ export type LearnerEntry = EntryBase &
         rule: number | null;
       }
     | { kind: 'retired' }
-    /** An administrator's change of the membership: the group set, or null for a removal. */
-    | { kind: 'admin'; group: number | null }
+    /** An administrator's change of the membership in `org`: the group set, or null for a removal. */
+    | { kind: 'admin'; org: string; group: number | null }
   );
 
 export interface LearnerRecord {
@@ -101,7 +101,8 @@ export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerStat
         case 'retired':
           return NO_LEARNER;
         case 'admin':
-          if (s.record === null) return s;
+          // Made in the organization that held the learner then: moved since (a late event), it concerns the learner no more.
+          if (s.record?.org !== e.org) return s;
           return { ...s, membership: e.group !== null && isLive(e.group) ? { group: e.group, by: 'admin', born: { at: e.at, seq: e.seq } } : null };
       }
     },

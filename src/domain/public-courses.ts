@@ -2,7 +2,7 @@ import { COLLECTIONS, type PublicCourseDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, fieldError } from '../errors';
-import { courseVersion } from './courses';
+import { courseBirth, courseHolds } from './courses';
 import { syncCourseFacts } from './list-facts';
 
 /**
@@ -15,17 +15,23 @@ const alreadyPublic = () => new Conflict({ course: ['This course is already publ
 const records = (tenant: Tenant) => tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);
 
 export async function createPublicCourse(tenant: Tenant, input: { course: string }): Promise<PublicCourseDoc> {
-  const born_v = await courseVersion(tenant, input.course);
-  if (born_v === null) throw fieldError('course', doesNotExist(input.course));
+  const born = await courseBirth(tenant, input.course);
+  if (born === null) throw fieldError('course', doesNotExist(input.course));
   // Checked first so that a refused request claims no id.
   if (await records(tenant).has({ _id: input.course })) throw alreadyPublic();
   const id = await tenant.nextId('public_courses');
   let doc: PublicCourseDoc;
   try {
-    doc = await records(tenant).insertOne({ _id: input.course, id, course: input.course, born_v });
+    doc = await records(tenant).insertOne({ _id: input.course, id, course: input.course, born });
   } catch (err) {
     if (isDuplicateKey(err)) throw alreadyPublic();
     throw err;
+  }
+  // The course read again (docs/event-core.md's parent/child protocol): deleted or moved meanwhile, the record removes itself.
+  if (!(await courseHolds(tenant, input.course, born))) {
+    await records(tenant).deleteOne({ _id: input.course, born });
+    await syncCourseFacts(tenant, [input.course]);
+    throw fieldError('course', doesNotExist(input.course));
   }
   await syncCourseFacts(tenant, [doc.course]);
   return doc;

@@ -14,6 +14,12 @@ export interface Place {
 /** Negative when `a` comes first. Instants are normalized strings, so string order is instant order. */
 export const placeOrder = (a: Place, b: Place): number => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.seq - b.seq);
 
+/**
+ * A place as one string that sorts as the place does (instants are fixed-width), for the
+ * database's comparisons: '' for none, before every place.
+ */
+export const placeKey = (p: Place | null): string => (p === null || p.at === '' ? '' : `${p.at}#${String(p.seq).padStart(10, '0')}`);
+
 /** What every entry has: its exact identity, its place, and whether `at` came from the event's `time`. */
 export interface EntryBase extends Place {
   source: string;
@@ -22,10 +28,15 @@ export interface EntryBase extends Place {
   timed: boolean;
 }
 
-/** The state below the entries kept: what the entries compacted away folded to, and where the last of them stood. */
+/**
+ * The state below the entries kept: what the entries compacted away folded to, where the last of
+ * them stood, and the identities of every entry compacted away or refused as stale (identityKey),
+ * so that none of them is taken for a new event when it comes again.
+ */
 export interface Floor<S> {
   place: Place;
   state: S;
+  ids: string[];
 }
 
 export interface History<E extends EntryBase, S> {
@@ -58,6 +69,14 @@ export const emptyHistory = <E extends EntryBase, S>(): History<E, S> => ({ seq:
 
 const sameIdentity = (a: EntryBase, b: Pick<EntryBase, 'source' | 'id'>) => a.source === b.source && a.id === b.id;
 
+/** An identity as one string: exact, and no two (source, id) pairs meet. */
+export const identityKey = (e: Pick<EntryBase, 'source' | 'id'>): string => JSON.stringify([e.source, e.id]);
+
+/** How many identities a floor remembers (the newest): past them a redelivery counts as a new event (docs/event-core.md "Bounds"). */
+export const FLOOR_IDS = 4096;
+
+const remember = (ids: string[], more: string[]) => [...ids, ...more].slice(-FLOOR_IDS);
+
 const sorted = <E extends EntryBase>(entries: E[]): E[] => [...entries].sort(placeOrder);
 
 /** The newest entry's place, or the floor's when none is kept. */
@@ -78,15 +97,20 @@ export function placeNow(h: History<EntryBase, unknown>): Place {
  * earlier `at`, which may move it); a new one takes the next `seq` and its place.
  */
 export function arrive<E extends EntryBase, S>(h: History<E, S>, entry: Arriving<E>): { history: History<E, S>; arrival: Arrival } {
+  if (h.floor?.ids.includes(identityKey(entry))) return { history: h, arrival: 'duplicate' };
   const known = h.entries.find((e) => sameIdentity(e, entry));
   if (known) {
+    // The first record of an identity says whether it has a `time`; an earlier Kafka timestamp moves one without.
     if (known.timed || entry.timed || entry.at >= known.at) return { history: h, arrival: 'duplicate' };
-    const lowered = h.entries.map((e) => (e === known ? { ...e, at: entry.at } : e));
     const floorOk = !h.floor || placeOrder({ at: entry.at, seq: known.seq }, h.floor.place) > 0;
-    return { history: floorOk ? { ...h, entries: sorted(lowered) } : h, arrival: 'duplicate' };
+    if (!floorOk) return { history: h, arrival: 'duplicate' }; // a bound: it keeps its place above the floor
+    const lowered = h.entries.map((e) => (e === known ? { ...e, at: entry.at } : e));
+    return { history: { ...h, entries: sorted(lowered) }, arrival: 'duplicate' };
   }
   const placed = { ...entry, seq: h.seq + 1 } as unknown as E;
-  if (h.floor && placeOrder(placed, h.floor.place) < 0) return { history: { ...h, seq: placed.seq }, arrival: 'stale' };
+  if (h.floor && placeOrder(placed, h.floor.place) < 0) {
+    return { history: { ...h, seq: placed.seq, floor: { ...h.floor, ids: remember(h.floor.ids, [identityKey(entry)]) } }, arrival: 'stale' };
+  }
   const entries = sorted([...h.entries, placed]);
   return { history: { ...h, seq: placed.seq, entries }, arrival: entries.at(-1) === placed ? 'applied' : 'late' };
 }
@@ -102,6 +126,12 @@ export interface Compaction {
   /** At most this many entries are kept; older ones are folded into the floor. */
   maxEntries: number;
 }
+
+/**
+ * The bounds a history keeps (docs/event-core.md "Bounds"): seven days, Kafka's default
+ * retention, past which no redelivery comes; and 256 entries, a few tens of KiB per record.
+ */
+export const HISTORY_BOUNDS: Compaction = { horizonMs: 7 * 24 * 3600 * 1000, maxEntries: 256 };
 
 const instantMs = (at: string) => Date.parse(`${at.slice(0, 23)}Z`);
 
@@ -124,10 +154,11 @@ export function compact<E extends EntryBase, S>(h: History<E, S>, fold: Fold<E, 
   const from = Math.max(0, lastReset);
   const folded = h.entries.slice(from, cut);
   const start = from === 0 ? (h.floor?.state ?? fold.initial) : fold.initial;
+  const gone = h.entries.slice(0, cut).map(identityKey);
   return {
     seq: h.seq,
     entries: h.entries.slice(cut),
-    floor: { place: h.entries[cut - 1]!, state: folded.reduce(fold.step, start) },
+    floor: { place: h.entries[cut - 1]!, state: folded.reduce(fold.step, start), ids: remember(h.floor?.ids ?? [], gone) },
   };
 }
 

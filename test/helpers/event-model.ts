@@ -205,7 +205,9 @@ export class EventModel {
     switch (e.kind) {
       case 'catalog':
         if (applied) this.putCourse(track as CourseTrack, { key: e.key, org, name: e.name });
-        else if ((track as CourseTrack).record && (track as CourseTrack).record!.org !== org) this.dropBornBefore((track as CourseTrack).record!, version);
+        // Stale, naming another organization: in event time the course was there then (a move and a move back), after the events of its time that arrived before it.
+        else if ((track as CourseTrack).record && (track as CourseTrack).record!.org !== org)
+          this.dropBornBefore((track as CourseTrack).record!, late(version));
         break;
       case 'courseDeleted':
         if (applied) this.dropCourse(track as CourseTrack);

@@ -305,7 +305,7 @@ async function courseOutcomes(steps: CourseStep[]) {
     await createGroupCourse(tenant, { course: key, group: groups.corp });
     await createPublicCourse(tenant, { course: key });
     for (const { s, i } of order) {
-      if (s.kind === 'deleted') await deleteCourse(db, key, at(s.t, i), tenant.org);
+      if (s.kind === 'deleted') await deleteCourse(db, key, at(s.t, i));
       else await catalog(s.t, i, s.org === 'elsewhere' ? `${tenant.org}-elsewhere` : tenant.org);
     }
     const linked = await tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).has({ course: key });

@@ -10,7 +10,7 @@ import { earliestTimeOf } from '../../src/db/event-times';
 import { Tenant } from '../../src/db/tenant';
 import { tombstones } from '../../src/db/tombstones';
 import { applyCatalogInfo } from '../../src/domain/course-event-data';
-import { deleteCourse, replaceCourseEvent } from '../../src/domain/courses';
+import { deleteCourse } from '../../src/domain/courses';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { applyUserData, applyUserRetired, replaceUserData, type UserEventData } from '../../src/domain/user-event-data';
 import { userRecord, userTombstone } from '../../src/domain/users';
@@ -47,7 +47,7 @@ const ids = (from: number) => Array.from({ length: RACERS }, (_, i) => from + i)
  * another process does then, or, when `meanwhile` throws, a kill.
  */
 async function atCall<T>(
-  method: 'findOne' | 'insertOne' | 'findOneAndDelete',
+  method: 'findOne' | 'insertOne' | 'findOneAndDelete' | 'deleteMany',
   collection: string,
   when: () => Promise<boolean>,
   apply: () => Promise<T>,
@@ -68,9 +68,11 @@ async function atCall<T>(
     }
   };
   const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
-    if (method === 'findOneAndDelete') await interrupt(this);
+    // A delete is interrupted before it runs (what it would delete is the point), a read or an insert after.
+    const before = method === 'findOneAndDelete' || method === 'deleteMany';
+    if (before) await interrupt(this);
     const result = await original.apply(this, args);
-    if (method !== 'findOneAndDelete') await interrupt(this);
+    if (!before) await interrupt(this);
     return result;
   } as never);
   try {
@@ -373,10 +375,11 @@ test('a course deletion whose links delete comes right after a newer catalog cha
   const catalog = (second: number, name: string) => applyCatalogInfo(db, { catalog_info: { course_key: key, name }, organization: org }, at(second, name), org);
   await catalog(1, 'first');
   await link(tenant, key, group);
-  const deleted = async () => (await tombstones(db).get(`course:${key}`)) !== null && (await courseOf(tenant, key)) === null;
+  // Right after the deletion wrote the course's record (in no organization), before it deletes the links.
+  const deleted = async () => (await db.collection(COLLECTIONS.courses).findOne({ _id: key } as never))?.org === null;
   await atCall(
-    'findOne',
-    COLLECTIONS.courses,
+    'deleteMany',
+    COLLECTIONS.groupCourses,
     deleted,
     () => deleteCourse(db, key, at(10, 'del')),
     async () => {
@@ -410,10 +413,12 @@ test.each([
   expect((await membershipOf(tenant, id)) !== null).toBe(member);
 });
 
-// Issue 38, found by the event-history model: a stale catalog change is kept beside a course
-// whose newest change has no `time`, as that change may move back below it. When it does right
-// between the stale change's read and its keeping, the keeping fails (the course moved on) and
-// the change, newer now, is applied after all; it was lost before.
+// Issue 38, found by the event-history model: a change without `time` moves back below an older
+// change when an earlier Kafka record of it arrives. When that happens right between the older
+// change's read and its write, the older change, newer now, is applied after all (it was lost
+// before). Today the two meet in the course's compare-and-set (docs/event-core.md).
+const secondRecordOfUntimed = (org: string, key: string) =>
+  applyCatalogInfo(db, { catalog_info: { course_key: key, name: 'Untimed' } }, { ...at(0, 'untimed'), provisional: true }, org);
 test('a stale catalog change whose keeping loses its race to the change without time moving back below it is applied after all', async () => {
   const { org, tenant } = await orgWithRule();
   const key = `course-v1:RACE+C1+${uniqueName('r')}`;
@@ -422,14 +427,14 @@ test('a stale catalog change whose keeping loses its race to the change without 
   await atCall(
     'findOne',
     COLLECTIONS.courses,
-    // The stale change's read of the course (its insert collided with the course's key).
+    // The older change's read of the course.
     async () => {
       const now = first;
       first = false;
       return now;
     },
     () => applyCatalogInfo(db, { catalog_info: { course_key: key, name: 'Between' } }, at(1, 'between'), org),
-    () => replaceCourseEvent(db, key, 'untimed', at(2, 'untimed').time, at(0, 'untimed').time),
+    () => secondRecordOfUntimed(org, key),
   );
   expect(await courseOf(tenant, key)).toMatchObject({ name: 'Between', event_time: at(1, 'between').time });
 });
@@ -442,9 +447,9 @@ test('a change without time moving back loses its race to a stale change kept me
   await atCall(
     'findOne',
     COLLECTIONS.courses,
-    // The placing again's read of the course, with its mark as it was (after its owner lookup's).
-    async () => ++reads === 2,
-    () => replaceCourseEvent(db, key, 'untimed', at(2, 'untimed').time, at(0, 'untimed').time),
+    // The second record's read of the course.
+    async () => ++reads === 1,
+    () => secondRecordOfUntimed(org, key),
     () => applyCatalogInfo(db, { catalog_info: { course_key: key, name: 'Between' } }, at(1, 'between'), org),
   );
   expect(await courseOf(tenant, key)).toMatchObject({ name: 'Between', event_time: at(1, 'between').time });

@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import { type Db, MongoClient } from 'mongodb';
 import { parseAllDocuments } from 'yaml';
 import { COLLECTIONS } from '../../src/db/collections';
+import { UPGRADES } from '../../src/db/upgrades';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 const run = promisify(execFile);
@@ -154,7 +155,7 @@ test('the rendered Job on a database without the upgrade mark: exit 0, the mark 
     expect(res.stderr).not.toContain(MONGO_URL);
 
     expect(await db.collection(COLLECTIONS.upgrades).findOne({ _id: 'activation-log' } as never)).not.toBeNull();
-    expect(await db.collection(COLLECTIONS.upgrades).findOne({ _id: 'shape' } as never)).toMatchObject({ v: 1 });
+    expect(await db.collection(COLLECTIONS.upgrades).findOne({ _id: 'shape' } as never)).toMatchObject({ v: UPGRADES.length });
     expect(await oldShapeLeft(db)).toBe(0);
 
     // The Job again (a retry, or the next release's with no new upgrade): nothing to do, exit 0.
@@ -170,16 +171,18 @@ test('the rendered Job (an LMS-only release) on a database a newer version has m
   const db = client.db(name);
   try {
     await oldShapeUsers(db, 10);
-    await db.collection(COLLECTIONS.upgrades).insertOne({ _id: 'shape', v: 2, at: new Date() } as never);
+    await db.collection(COLLECTIONS.upgrades).insertOne({ _id: 'shape', v: UPGRADES.length + 1, at: new Date() } as never);
     const { argv, env } = jobContainer(await renderRelease('lms-only-values.yaml', name));
     expect(env.JWT_SECRET).toBeUndefined();
     expect(env.LMS_JWT_ISSUERS).toBeDefined();
 
     const res = await runJob(argv, env);
     expect(res.code).toBe(4);
-    expect(res.stderr).toContain("stored data is of shape 2, newer than this version knows (1): a newer version has upgraded it; run the newer version's cag");
+    expect(res.stderr).toContain(
+      `stored data is of shape ${UPGRADES.length + 1}, newer than this version knows (${UPGRADES.length}): a newer version has upgraded it; run the newer version's cag`,
+    );
     expect(await oldShapeLeft(db)).toBe(10);
-    expect(await db.collection(COLLECTIONS.upgrades).find({}).toArray()).toEqual([{ _id: 'shape', v: 2, at: expect.any(Date) }]);
+    expect(await db.collection(COLLECTIONS.upgrades).find({}).toArray()).toEqual([{ _id: 'shape', v: UPGRADES.length + 1, at: expect.any(Date) }]);
   } finally {
     await db.dropDatabase();
   }

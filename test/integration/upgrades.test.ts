@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { ACTIVATION_LOG, bringStoredDataCurrent, type Upgrade } from '../../src/db/upgrades';
+import { bringStoredDataCurrent, UPGRADES, type Upgrade } from '../../src/db/upgrades';
+import { deleteCourse, upsertCourse } from '../../src/domain/courses';
 import { applyUserData, type UserEventKind } from '../../src/domain/user-event-data';
 import { createLogger } from '../../src/log';
 import { type Running, startService, type UpgradeOptions } from '../../src/runtime';
@@ -139,6 +140,52 @@ test('a user the current version writes (created by an active `user.updated`, no
 // --- Once per database, under a lease ----------------------------------------------------------
 
 /** `n` users as a version before the activation log stored them (no `act_log`), from id `from`. */
+// Courses before they kept their history (docs/event-core.md): a course's version, its tombstone
+// once deleted, and its links' `born_v`. The upgrade turns each into the history's floor.
+test('courses stored before their history: a deleted one stays deleted against an older event, a redelivered event of a kept one is a duplicate, links follow the course', async () => {
+  const target = client.db(uniqueName('upgrades-courses'));
+  await ensureIndexes(target);
+  const t = new Tenant(target, 'org-a');
+  const raw = (name: string) => target.collection(name);
+  const [kept, gone] = ['course-v1:org-a+KEPT+1', 'course-v1:org-a+GONE+1'];
+  await raw(COLLECTIONS.courses).insertOne({
+    _id: kept,
+    org: 'org-a',
+    id: kept,
+    name: 'Kept',
+    event_time: day(2),
+    event_n: 1,
+    event_ids: ['hash-of-c2'],
+    is_public: 0,
+    linked: 1,
+    facts_v: 1,
+  } as never);
+  await raw(COLLECTIONS.tombstones).insertOne({ _id: `course:${gone}`, org: 'org-a', event_time: day(3), event_n: 1, event_ids: ['hash-of-d3'] } as never);
+  await raw(COLLECTIONS.groupCourses).insertOne({ _id: `${kept}|1`, org: 'org-a', id: 901, course: kept, group: 1, born_v: `${day(2)}#0001` } as never);
+  await upgradeStoredRecords(target);
+
+  expect(await raw(COLLECTIONS.courses).findOne({ _id: kept } as never)).toMatchObject({
+    org: 'org-a',
+    name: 'Kept',
+    rev: 1,
+    since: '',
+    legacy_ids: ['hash-of-c2'],
+  });
+  expect((await raw(COLLECTIONS.courses).findOne({ _id: kept } as never))?.event_ids).toBeUndefined();
+  expect(await raw(COLLECTIONS.groupCourses).findOne({ _id: `${kept}|1` } as never)).toMatchObject({ born: '' });
+  // The tombstone's course: in no organization; an older catalog event does not bring it back.
+  expect((await raw(COLLECTIONS.courses).findOne({ _id: gone } as never))?.org ?? null).toBeNull();
+  expect(await upsertCourse(t, { key: gone, name: 'Back?' }, { time: day(1), id: 'older' })).toBe('stale');
+  expect(await t.collection(COLLECTIONS.courses).findById(gone)).toBeNull();
+  // The course's own newest event again, known by its hashed identity: nothing changes.
+  expect(await upsertCourse(t, { key: kept, name: 'Renamed?' }, { time: day(2), id: 'hash-of-c2' })).toBe('duplicate');
+  expect(await t.collection(COLLECTIONS.courses).findById(kept)).toMatchObject({ name: 'Kept' });
+  // A deletion now takes the link made before the history.
+  expect(await deleteCourse(target, kept, { time: day(4), id: 'd4' })).toBe('applied');
+  expect(await raw(COLLECTIONS.groupCourses).countDocuments({ course: kept })).toBe(0);
+  await target.dropDatabase();
+});
+
 async function insertOldShapeUsers(target: Db, n: number, from = 1, shape: 'old' | 'current' = 'old') {
   for (let i = 0; i < n; i += 5000) {
     const docs = Array.from({ length: Math.min(5000, n - i) }, (_, j) => {
@@ -318,6 +365,9 @@ const LATER: Upgrade = {
   upgrade: (u) => ({ updateOne: { filter: { _id: u._id, later: { $exists: false } }, update: { $set: { later: true } } } }),
 };
 
+/** The shape a newer version's one more upgrade gives. */
+const NEWER = UPGRADES.length + 1;
+
 test('the stored shape: a process of an older version refuses to serve or consume once a newer version upgrades (not ready, saying why), and one started on a newer database never starts', async () => {
   const name = uniqueName('upgrades-shape');
   const target = client.db(name);
@@ -331,13 +381,15 @@ test('the stored shape: a process of an older version refuses to serve or consum
     expect((await http(current.url, token).get('course-access-groups/')).status).toBe(200);
 
     // A newer version upgrades: the running process stops before the upgrade's confirming pass.
-    await upgradeStoredRecords(target, { upgrades: [ACTIVATION_LOG, LATER], settleMs: 500 });
+    await upgradeStoredRecords(target, { upgrades: [...UPGRADES, LATER], settleMs: 500 });
     const refused = await waitFor(
       () => http(current.url).get('/readyz'),
       (r) => r.status === 503,
       10000,
     );
-    expect(refused.body.failing).toContain('stored data is of shape 2, newer than this version knows (1): a newer version has upgraded it');
+    expect(refused.body.failing).toContain(
+      `stored data is of shape ${NEWER}, newer than this version knows (${UPGRADES.length}): a newer version has upgraded it`,
+    );
     const write = await http(current.url, token).post('course-access-groups/', { name: 'late', description: '' });
     expect(write.status).toBe(503);
     expect(current.running.relay.isLeader()).toBe(false);
@@ -347,7 +399,7 @@ test('the stored shape: a process of an older version refuses to serve or consum
     started.push(older);
     const probe = await waitFor(
       () => http(older.url).get('/readyz'),
-      (r) => r.status === 503 && r.body.failing.some((f: string) => f.startsWith('stored data is of shape 2')),
+      (r) => r.status === 503 && r.body.failing.some((f: string) => f.startsWith(`stored data is of shape ${NEWER}`)),
       10000,
     );
     expect(probe.body.failing).not.toContain('database');
@@ -379,10 +431,10 @@ test('`cag upgrade` runs the upgrades as a job: exit 0 with what it did, exit 0 
     expect(first.stderr).toMatch(/upgrade activation-log: [\d,]+ of 100 users/);
     expect(await oldShapeLeft(target)).toBe(0);
     expect(await cag(name)).toEqual({ code: 0, stderr: 'stored data is current; nothing to upgrade\n' });
-    await upgradeStoredRecords(target, { upgrades: [ACTIVATION_LOG, LATER] });
+    await upgradeStoredRecords(target, { upgrades: [...UPGRADES, LATER] });
     const newer = await cag(name);
     expect(newer.code).toBe(4);
-    expect(newer.stderr).toContain('stored data is of shape 2, newer than this version knows (1)');
+    expect(newer.stderr).toContain(`stored data is of shape ${NEWER}, newer than this version knows (${UPGRADES.length})`);
   } finally {
     await target.dropDatabase();
   }
