@@ -102,8 +102,11 @@ export function arrive<E extends EntryBase, S>(h: History<E, S>, entry: Arriving
   if (known) {
     // The first record of an identity says whether it has a `time`; an earlier Kafka timestamp moves one without.
     if (known.timed || entry.timed || entry.at >= known.at) return { history: h, arrival: 'duplicate' };
-    const floorOk = !h.floor || placeOrder({ at: entry.at, seq: known.seq }, h.floor.place) > 0;
-    if (!floorOk) return { history: h, arrival: 'duplicate' }; // a bound: it keeps its place above the floor
+    if (h.floor && placeOrder({ at: entry.at, seq: known.seq }, h.floor.place) < 0) {
+      // Below the floor, as a new event there would be: it leaves the history (exactly right under a reset).
+      const entries = h.entries.filter((e) => e !== known);
+      return { history: { ...h, entries, floor: { ...h.floor, ids: remember(h.floor.ids, [identityKey(known)]) } }, arrival: 'duplicate' };
+    }
     const lowered = h.entries.map((e) => (e === known ? { ...e, at: entry.at } : e));
     return { history: { ...h, entries: sorted(lowered) }, arrival: 'duplicate' };
   }

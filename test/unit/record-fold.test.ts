@@ -183,6 +183,27 @@ describe('a record history', () => {
     );
   });
 
+  test('an event without time moved below a retirement the history was compacted at leaves it: the retirement stands, as in event time', () => {
+    const fold = learnerFold(allLive);
+    const login = (id: string, s: number, timed = true): Incoming => ({
+      kind: 'user',
+      source: 'lms',
+      id,
+      at: instant(s),
+      timed,
+      org: 'A',
+      facts: { username: 'ann', email: 'ann@a.org', name: 'Ann', is_active: true },
+      capable: true,
+      rule: 1,
+    });
+    const whole = deliverAll([login('t', 1), { kind: 'retired', source: 'lms', id: 'r', at: instant(3), timed: true }, login('u', 5, false)]);
+    const small = compact(whole, fold, { horizonMs: Number.POSITIVE_INFINITY, maxEntries: Number.POSITIVE_INFINITY });
+    expect(foldHistory(small, fold).record).toMatchObject({ org: 'A' });
+    const earlier = login('u', 0, false);
+    expect(foldHistory(arrive(whole, earlier).history, fold).record).toBeNull();
+    expect(foldHistory(arrive(small, earlier).history, fold).record).toBeNull();
+  });
+
   test('compacted past its bounds keeps the newest entries and the state they fold to', () => {
     const fold = learnerFold(allLive);
     const logins: Incoming[] = Array.from({ length: 30 }, (_, i) => ({
