@@ -190,14 +190,16 @@ export async function startService(
     // (with the database away, "database" says why already).
     if (storedData !== null && dbOk) failing.push(storedData);
     // Not yet started means waiting for the database or the broker; once started, a message
-    // being retried shows in the metrics and the error log, never here (SPEC §5).
-    if (consumer && !started) failing.push('consumer');
+    // being retried shows in the metrics and the error log, never here (SPEC §5), but a consumer
+    // that crashed does (it consumes nothing until its restart fetches again).
+    if (consumer && (!started || consumer.crashed() !== null)) failing.push('consumer');
     return failing;
   };
   // Why the broker is failing, when it says (a setting to fix), for /readyz's detail.
   const notReadyReasons = (): Record<string, string> => {
     const why = consumer ? broker.why() : null;
-    return why?.setting ? { broker: why.reason } : {};
+    const crashed = consumer?.crashed();
+    return { ...(why?.setting ? { broker: why.reason } : {}), ...(crashed ? { consumer: crashed } : {}) };
   };
 
   const deps = { config, log, db, metrics, notReady, notReadyReasons, isDraining: () => draining, notServing: () => storedData };
