@@ -18,7 +18,7 @@ import { DependencyUnavailable } from './errors';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
 import { createMetrics, type Metrics } from './metrics';
-import { type RetryPolicy, retry, within } from './retry';
+import { type RetryPolicy, retry, STARTUP_RETRY, within } from './retry';
 
 /** How long an idle HTTP connection stays open (see `keepAliveTimeout` below). */
 const KEEP_ALIVE_MS = 65_000;
@@ -39,8 +39,6 @@ export interface Running {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
-/** Start-up waits for the database and the broker from 0.5 s up to 10 s between tries. */
-const STARTUP_RETRY: RetryPolicy = { initialMs: 500, maxMs: 10000 };
 
 /** How long connections already open may still bring a request after shutdown begins. */
 const DRAIN_GRACE_MS = 1000;

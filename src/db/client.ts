@@ -1,4 +1,7 @@
 import { type Db, MongoClient } from 'mongodb';
+import type { Logger } from '../log';
+import { retry, STARTUP_RETRY } from '../retry';
+import { isDatabaseUnavailable } from './driver-errors';
 
 /**
  * Short server-selection and socket timeouts make a query against an unreachable database
@@ -17,4 +20,23 @@ export function createMongoClient(url: string): MongoClient {
 
 export async function ping(db: Db): Promise<void> {
   await db.command({ ping: 1 }, { timeoutMS: 2000 });
+}
+
+/**
+ * Connects, waiting up to `waitMs` for a database that does not answer yet (each try about 2 s,
+ * the server-selection timeout, then the backoff): a job started with the database, as a fresh
+ * GitOps install starts them, succeeds once it is up. After `waitMs` the last error is thrown;
+ * any other failure (a refused password, a bad URL) at once.
+ */
+export async function connectWithin(client: MongoClient, waitMs: number, log: Logger): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  await retry(() => client.connect().then(() => undefined), {
+    policy: STARTUP_RETRY,
+    // A timer that keeps the process alive: in `cag` nothing else does while it waits.
+    wait: (ms) => new Promise((resolve) => setTimeout(() => resolve(true), ms)),
+    onFailure: (err, attempt, delayMs) => {
+      if (!isDatabaseUnavailable(err) || Date.now() + delayMs > deadline) return false;
+      log.warn({ attempt, delay_ms: delayMs, err: { name: (err as Error).name, message: (err as Error).message } }, 'database not reachable yet; retrying');
+    },
+  });
 }
