@@ -115,7 +115,9 @@ test('the broker stops allowing READ on the consumer group: /readyz 503 within s
   // The heartbeat's refusal, or the next join's (kafkajs keeps no reason for that one: see
   // describeConsumerCrash); both name the group and what the ACLs lack.
   expect(refused.body.detail).toMatch(
-    new RegExp(`consumer \\(Kafka (refused|gave no coordinator for) the consumer group ${group} .*the broker's ACLs must allow READ on group ${group} to KAFKA_SASL_USERNAME's user\\)`),
+    new RegExp(
+      `consumer \\(Kafka (refused|gave no coordinator for) the consumer group ${group} .*the broker's ACLs must allow READ on group ${group} to KAFKA_SASL_USERNAME's user\\)`,
+    ),
   );
   // The heartbeat (every 3 s with the default 30 s session) meets the refusal.
   expect(noticedMs).toBeLessThan(15000);
