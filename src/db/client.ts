@@ -1,21 +1,33 @@
-import { type Db, MongoClient } from 'mongodb';
+import { type Db, MongoClient, type MongoClientOptions } from 'mongodb';
+import { ConnectionString } from 'mongodb-connection-string-url';
 import type { Logger } from '../log';
 import { retry, STARTUP_RETRY } from '../retry';
 import { isDatabaseUnavailable } from './driver-errors';
 
 /**
- * Short server-selection and socket timeouts make a query against an unreachable database
- * fail in about two seconds, so the API can answer 503 within the 3 s docs/operations.md promises;
- * the driver reconnects by itself when the server returns.
+ * The service's defaults, each used only when MONGO_URL does not name the option (the driver lets
+ * an option given in code beat the URL's). Short server-selection and connect timeouts make a
+ * query against an unreachable database fail in about two seconds, so the API can answer 503
+ * within the 3 s docs/operations.md promises; the driver reconnects by itself when the server
+ * returns.
  */
+export const MONGO_DEFAULTS = {
+  serverSelectionTimeoutMS: 2000,
+  connectTimeoutMS: 2000,
+  socketTimeoutMS: 10000,
+  maxPoolSize: 50,
+  appName: 'course-access-groups',
+} as const satisfies MongoClientOptions;
+
+/** The options MONGO_URL names, lower-cased (the driver reads them case-insensitively), parsed as the driver parses the URL. */
+function optionsNamedIn(url: string): Set<string> {
+  return new Set([...new ConnectionString(url).searchParams.keys()].map((name) => name.toLowerCase()));
+}
+
 export function createMongoClient(url: string): MongoClient {
-  return new MongoClient(url, {
-    serverSelectionTimeoutMS: 2000,
-    connectTimeoutMS: 2000,
-    socketTimeoutMS: 10000,
-    maxPoolSize: 50,
-    appName: 'course-access-groups',
-  });
+  const named = optionsNamedIn(url);
+  const defaults = Object.entries(MONGO_DEFAULTS).filter(([name]) => !named.has(name.toLowerCase()));
+  return new MongoClient(url, Object.fromEntries(defaults));
 }
 
 export async function ping(db: Db): Promise<void> {
