@@ -89,10 +89,12 @@ interface PartitionState {
  * SASL refusal, reaches `onCrash` from `Runner.start` (runner.js) without `run()` throwing, and a
  * failure while fetching from `scheduleFetchManager`'s catch. kafkajs's own restart is turned off
  * (`restartOnFailure`): every crash is said (`crashed()`, so /readyz), and the consumer is made
- * again with the service's backoff until it fetches again.
+ * again, from a new Kafka client (TLS files and the SASL password read again: a rotated secret is
+ * taken up), with the service's backoff until it fetches again.
  */
 export function createEventConsumer(opts: {
-  kafka: Kafka;
+  /** Makes a Kafka client; each start (and restart) makes one, so TLS files and the SASL password are read again. */
+  kafka: () => Kafka;
   config: Config;
   log: Logger;
   handle: MessageHandler;
@@ -102,7 +104,7 @@ export function createEventConsumer(opts: {
   retry?: RetryPolicy;
   partitionsConsumedConcurrently?: number;
 }): EventConsumer {
-  const { kafka, config, log, handle, metrics } = opts;
+  const { config, log, handle, metrics } = opts;
   const policy = opts.retry ?? DEFAULT_RETRY;
   const maxAttempts = config.EVENT_MAX_ATTEMPTS;
   const batchSize = opts.handleBatch ? config.EVENT_BATCH_SIZE : 1;
@@ -304,6 +306,7 @@ export function createEventConsumer(opts: {
   }
 
   async function start(signal: AbortSignal) {
+    const kafka = opts.kafka();
     const c = kafka.consumer({
       groupId: config.KAFKA_GROUP_ID,
       // kafkajs's default retries (5); no restart of its own: restartAfterCrash does it, for any crash.
@@ -434,10 +437,9 @@ export function createEventConsumer(opts: {
         policy,
         signal: stopping.signal,
         onFailure: (failure, attempt, delay) => {
-          log.warn(
-            { group: config.KAFKA_GROUP_ID, attempt, delay_ms: delay, reason: crash ?? describeError(failure).message },
-            'consumer not restarted yet; retrying',
-          );
+          // Why this restart failed (a refused connection throws; a refused join crashes): /readyz says the latest.
+          crash = describeConsumerCrash(failure, config);
+          log.warn({ group: config.KAFKA_GROUP_ID, attempt, delay_ms: delay, reason: crash }, 'consumer not restarted yet; retrying');
         },
       });
     })()

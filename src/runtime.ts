@@ -123,7 +123,8 @@ export async function startService(
   const metrics = createMetrics();
   const client = createMongoClient(config.MONGO_URL);
   const db = client.db(config.MONGO_DB);
-  const kafka = createKafka(config, log);
+  // A new client for each consumer start and relay producer: TLS files and the SASL password are read again.
+  const newKafka = () => createKafka(config, log);
   const broker = brokerProbe(config, log, { timeoutMs: PROBE_MS });
   const stopping = new AbortController();
   opts.signal?.addEventListener('abort', () => stopping.abort());
@@ -148,7 +149,7 @@ export async function startService(
     // A test's own handler gets every message alone.
     const handle: MessageHandler = opts.handle ?? createDispatcher(door);
     const handleBatch = opts.handle ? undefined : createBatchHandler(door);
-    consumer = createEventConsumer({ kafka, config, log, handle, handleBatch, metrics, retry: opts.retry });
+    consumer = createEventConsumer({ kafka: newKafka, config, log, handle, handleBatch, metrics, retry: opts.retry });
   }
 
   const events = config.CHANGES_TOPIC !== '';
@@ -156,7 +157,7 @@ export async function startService(
   configureChanges(db, { events, audit });
   const relay = createChangeRelay({
     db,
-    kafka: events ? kafka : null,
+    kafka: events ? newKafka : null,
     topic: events ? config.CHANGES_TOPIC : null,
     audit,
     log: log.child({ component: 'change-relay' }),

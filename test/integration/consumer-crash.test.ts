@@ -1,3 +1,5 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, type Admin, Kafka, logLevel, ResourcePatternTypes } from 'kafkajs';
 import { COLLECTIONS, type MembershipDoc } from '../../src/db/collections';
@@ -58,11 +60,17 @@ afterAll(async () => {
   await broker.remove();
 }, 60000);
 
-const allow = (resourceType: AclResourceTypes, resourceName: string, operation: AclOperationTypes, resourcePatternType = ResourcePatternTypes.LITERAL) => ({
+const allow = (
+  resourceType: AclResourceTypes,
+  resourceName: string,
+  operation: AclOperationTypes,
+  resourcePatternType = ResourcePatternTypes.LITERAL,
+  user = USER,
+) => ({
   resourceType,
   resourceName,
   resourcePatternType,
-  principal: `User:${USER}`,
+  principal: `User:${user}`,
   host: '*',
   operation,
   permissionType: AclPermissionTypes.ALLOW,
@@ -153,4 +161,69 @@ test('the broker stops allowing READ on the consumer group: /readyz 503 within s
   expect(crashes).toHaveLength(1);
   expect(crashes[0]).toContain(`Kafka refused the consumer group ${group} (GROUP_AUTHORIZATION_FAILED)`);
   expect(logs).not.toContain(PASSWORD);
+}, 240000);
+
+test('a SASL password rotated in KAFKA_SASL_PASSWORD_FILE is read again when the consumer restarts: after a crash it comes back with the new password, without a process restart', async () => {
+  // cagrotated's password on the broker is cagrotated-secret (scripts/stack.sh).
+  const user = 'cagrotated';
+  const dir = mkdtempSync(path.join(tmpdir(), 'cag-rotated-'));
+  const passwordFile = path.join(dir, 'password');
+  writeFileSync(passwordFile, 'cagrotated-secret\n');
+  const group = uniqueName('g');
+  const topic = uniqueName('activated');
+  const groupRead = allow(AclResourceTypes.GROUP, group, AclOperationTypes.READ, ResourcePatternTypes.LITERAL, user);
+  await admin.createAcls({ acl: [allow(AclResourceTypes.TOPIC, topic, AclOperationTypes.ALL, ResourcePatternTypes.PREFIXED, user), groupRead] });
+  await untilBrokerKnows(() => admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true }));
+  const rotated = await startEventService({
+    KAFKA_BROKERS: SASL_SSL,
+    KAFKA_SSL: 'on',
+    KAFKA_SSL_CA_FILE: `${TLS}/ca.pem`,
+    KAFKA_SASL_MECHANISM: 'scram-sha-512',
+    KAFKA_SASL_USERNAME: user,
+    KAFKA_SASL_PASSWORD_FILE: passwordFile,
+    KAFKA_GROUP_ID: group,
+    KAFKA_TOPICS: topic,
+    LOG_LEVEL: 'info',
+  });
+  try {
+    const domain = `${uniqueName('d').replace(/_/g, '-')}.example`;
+    const { org } = await orgWithRule(rotated, domain);
+    const tenant = new Tenant(rotated.db, org);
+    const activate = (id: number) =>
+      untilBrokerKnows(() =>
+        producer.send({ topic, acks: -1, messages: [structured(cloudEvent(TYPES.activated, userData(org, { id, email: `u${id}@${domain}` })), id)] }),
+      );
+    const member = (id: number) => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ user: id });
+    const before = newUserId();
+    await activate(before);
+    await waitFor(() => member(before));
+
+    // The operator rotates the password: on the broker (kafka-configs), then in the mounted file.
+    // Connections already authenticated stay; any new one needs the new password.
+    await broker.command('scram-user', user, 'cagrotated-next', 'SCRAM-SHA-512');
+    writeFileSync(passwordFile, 'cagrotated-next\n');
+    // A crash (READ on the group revoked, then granted again) makes the consumer connect anew.
+    await admin.deleteAcls({ filters: [groupRead] });
+    await waitFor(
+      () => readyz(rotated.baseUrl),
+      (r) => r.status === 503,
+      30000,
+    );
+    const meanwhile = newUserId();
+    await activate(meanwhile);
+    await admin.createAcls({ acl: [groupRead] });
+    const ready = await waitFor(
+      () => readyz(rotated.baseUrl),
+      (r) => r.status === 200,
+      60000,
+    );
+    expect(ready.body).toEqual({ status: 'ready' });
+    await waitFor(() => member(meanwhile), Boolean, 30000);
+    const logs = rotated.logs.join('\n');
+    expect(logs).not.toContain('cagrotated-next');
+    expect(logs).not.toContain('cagrotated-secret');
+  } finally {
+    await rotated.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }, 240000);
