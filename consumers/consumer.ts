@@ -2,9 +2,10 @@ import { type Consumer, type EachMessagePayload, type IHeaders, type Kafka, type
 import type { Config } from '../src/config';
 import { DependencyUnavailable } from '../src/errors';
 import { isTooLarge } from '../src/kafka';
+import { describeConsumerCrash } from '../src/kafka-security';
 import type { Logger } from '../src/log';
 import type { Metrics, PartitionProgress } from '../src/metrics';
-import { backoffDelay, DEFAULT_RETRY, type RetryPolicy } from '../src/retry';
+import { backoffDelay, DEFAULT_RETRY, type RetryPolicy, retry } from '../src/retry';
 import type { BatchHandler } from './batch';
 import { InvalidMessage } from './cloudevents';
 import { HandlerFailure, type MessageHandler } from './dispatch';
@@ -15,6 +16,8 @@ export type { MessageHandler };
 export interface EventConsumer {
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** Why it does not consume since it crashed, until it fetches again (null: no crash since). */
+  crashed(): string | null;
 }
 
 export type { RetryPolicy };
@@ -79,9 +82,19 @@ interface PartitionState {
  * `EVENT_MAX_ATTEMPTS` attempts (retriable ones not counted), then the DLQ. The copy keeps key,
  * value and headers and adds `x-dlq-*` headers (a copy too large for the broker is cut); a copy
  * that cannot be written is a dependency failure of the message, retried like the database.
+ *
+ * A crash restarts it. kafkajs reports a consumer that stopped for good with its CRASH event
+ * (node_modules/kafkajs/src/consumer/index.js, `onCrash`: it disconnects the consumer, then restarts
+ * it only for a retriable error): a failed group join, such as GROUP_AUTHORIZATION_FAILED or a
+ * SASL refusal, reaches `onCrash` from `Runner.start` (runner.js) without `run()` throwing, and a
+ * failure while fetching from `scheduleFetchManager`'s catch. kafkajs's own restart is turned off
+ * (`restartOnFailure`): every crash is said (`crashed()`, so /readyz), and the consumer is made
+ * again, from a new Kafka client (TLS files and the SASL password read again: a rotated secret is
+ * taken up), with the service's backoff until it fetches again.
  */
 export function createEventConsumer(opts: {
-  kafka: Kafka;
+  /** Makes a Kafka client; each start (and restart) makes one, so TLS files and the SASL password are read again. */
+  kafka: () => Kafka;
   config: Config;
   log: Logger;
   handle: MessageHandler;
@@ -91,7 +104,7 @@ export function createEventConsumer(opts: {
   retry?: RetryPolicy;
   partitionsConsumedConcurrently?: number;
 }): EventConsumer {
-  const { kafka, config, log, handle, metrics } = opts;
+  const { config, log, handle, metrics } = opts;
   const policy = opts.retry ?? DEFAULT_RETRY;
   const maxAttempts = config.EVENT_MAX_ATTEMPTS;
   const batchSize = opts.handleBatch ? config.EVENT_BATCH_SIZE : 1;
@@ -102,6 +115,10 @@ export function createEventConsumer(opts: {
   let starting: Promise<void> | null = null;
   /** The partitions this consumer holds, by `topic/partition`. */
   const partitions = new Map<string, PartitionState>();
+  /** Why it does not consume since the last crash; cleared by its next fetch. */
+  let crash: string | null = null;
+  /** The restart after a crash under way, which stop() waits for. */
+  let restarting: Promise<void> | null = null;
 
   metrics?.reportConsumerProgress(() =>
     [...partitions.values()].map(
@@ -289,8 +306,11 @@ export function createEventConsumer(opts: {
   }
 
   async function start(signal: AbortSignal) {
+    const kafka = opts.kafka();
     const c = kafka.consumer({
       groupId: config.KAFKA_GROUP_ID,
+      // kafkajs's default retries (5); no restart of its own: restartAfterCrash does it, for any crash.
+      retry: { retries: 5, restartOnFailure: async () => false },
       allowAutoTopicCreation: true,
       maxWaitTimeInMs: FETCH_WAIT_MS,
       sessionTimeout: config.KAFKA_SESSION_TIMEOUT_MS,
@@ -301,6 +321,15 @@ export function createEventConsumer(opts: {
     // retried with its partition paused, rather than a send holding up the batch.
     const p = kafka.producer({ allowAutoTopicCreation: true, createPartitioner: Partitioners.DefaultPartitioner, retry: { retries: 2 } });
     c.on(c.events.GROUP_JOIN, ({ payload }) => keepOnly(payload.memberAssignment));
+    let crashedWhileStarting: Error | null = null;
+    c.on(c.events.CRASH, ({ payload }) => {
+      crash = describeConsumerCrash(payload.error, config);
+      if (consumer === c) restartAfterCrash(payload.error);
+      else crashedWhileStarting = payload.error; // run() returns all the same: thrown below
+    });
+    c.on(c.events.FETCH, () => {
+      crash = null;
+    });
     try {
       await Promise.all([c.connect(), p.connect()]);
       await c.subscribe({ topics: [...config.KAFKA_TOPICS], fromBeginning: true });
@@ -371,6 +400,7 @@ export function createEventConsumer(opts: {
           }
         },
       });
+      if (crashedWhileStarting) throw crashedWhileStarting;
     } catch (err) {
       await Promise.allSettled([c.disconnect(), p.disconnect()]);
       throw err;
@@ -389,6 +419,36 @@ export function createEventConsumer(opts: {
     partitions.clear();
   };
 
+  /**
+   * After a crash of the running consumer: its clients are closed and new ones started with the
+   * service's backoff until one starts (a stop ends the retries). Partitions paused for a retry
+   * are forgotten: their messages, not committed, are fetched again.
+   */
+  function restartAfterCrash(err: Error) {
+    if (stopping.signal.aborted) return; // stopping: nothing to restart
+    log.error({ group: config.KAFKA_GROUP_ID, err: describeError(err) }, `consumer crashed; restarting it: ${crash}`);
+    const crashed = { c: consumer, p: producer };
+    consumer = null;
+    producer = null;
+    forgetAll();
+    restarting = (async () => {
+      await Promise.allSettled([crashed.c?.disconnect(), crashed.p?.disconnect()]);
+      await retry(() => start(stopping.signal), {
+        policy,
+        signal: stopping.signal,
+        onFailure: (failure, attempt, delay) => {
+          // Why this restart failed (a refused connection throws; a refused join crashes): /readyz says the latest.
+          crash = describeConsumerCrash(failure, config);
+          log.warn({ group: config.KAFKA_GROUP_ID, attempt, delay_ms: delay, reason: crash }, 'consumer not restarted yet; retrying');
+        },
+      });
+    })()
+      .catch(() => undefined) // stopped meanwhile
+      .finally(() => {
+        restarting = null;
+      });
+  }
+
   return {
     async start() {
       stopping = new AbortController();
@@ -399,9 +459,11 @@ export function createEventConsumer(opts: {
         starting = null;
       }
     },
+    crashed: () => crash,
     async stop() {
       stopping.abort();
       await starting?.catch(() => undefined);
+      await restarting;
       forgetAll(); // no resume may reach a consumer being disconnected
       if (!consumer) return;
       // disconnect() waits for the running eachBatch calls, which return at their next message,

@@ -19,6 +19,9 @@
 #   STACK_KAFKA_SASL_SSL_PORT   Kafka SASL_SSL: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 users
 #   STACK_KAFKA_SSL_PORT        Kafka SSL with a client certificate required (mutual TLS)
 #   STACK_MONGO_TLS_PORT        FerretDB over TLS (it then requires a client certificate too)
+#   STACK_KAFKA_ACLS=on         Kafka authorizes with ACLs (KRaft's StandardAuthorizer): a user
+#                               without an ACL is refused; the PLAINTEXT and controller
+#                               listeners' principal (User:ANONYMOUS) is a super user
 # Their CA, server and client certificates are made once in $STACK_TLS_DIR (default
 # $STACK_DIR/tls) with openssl: ca.pem, client.pem + client.key (and client-bundle.pem, both in
 # one file as the MongoDB driver's tlsCertificateKeyFile wants).
@@ -39,6 +42,7 @@ REGISTRY_PORT="${STACK_REGISTRY_PORT:-8081}"
 SASL_SSL_PORT="${STACK_KAFKA_SASL_SSL_PORT:-}"
 SSL_PORT="${STACK_KAFKA_SSL_PORT:-}"
 MONGO_TLS_PORT="${STACK_MONGO_TLS_PORT:-}"
+KAFKA_ACLS="${STACK_KAFKA_ACLS:-off}"
 
 STACK_CACHE="${STACK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/course-access-groups/stack}"
 KAFKA_HOME="$STACK_CACHE/kafka-$KAFKA_VERSION"
@@ -238,6 +242,14 @@ sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$plain_users;
 listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
+  fi
+  # ACLs as a production cluster has them: nothing allowed without one, except to the broker
+  # itself and to the PLAINTEXT listener's clients (tests grant and revoke through it).
+  if [[ $KAFKA_ACLS == on ]]; then
+    secured+="
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=false
+super.users=User:ANONYMOUS"
   fi
   cat >"$conf" <<PROPS
 process.roles=broker,controller

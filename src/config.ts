@@ -319,9 +319,11 @@ export const cliConfigSchema = {
     MONGO_URL: configSchema.properties.MONGO_URL,
     MONGO_DB: configSchema.properties.MONGO_DB,
     LOG_LEVEL: configSchema.properties.LOG_LEVEL,
+    /** How long `cag upgrade` waits for a database that does not answer yet (a fresh install); 0: it does not wait. */
+    CAG_UPGRADE_WAIT_SECONDS: { type: 'integer', minimum: 0, maximum: 3600, default: 120 },
   },
   additionalProperties: false,
-  required: ['MONGO_URL', 'MONGO_DB', 'LOG_LEVEL'],
+  required: ['MONGO_URL', 'MONGO_DB', 'LOG_LEVEL', 'CAG_UPGRADE_WAIT_SECONDS'],
 } as const;
 
 export type CliConfig = Readonly<FromSchema<typeof cliConfigSchema>>;
@@ -331,11 +333,12 @@ export type CliConfig = Readonly<FromSchema<typeof cliConfigSchema>>;
  * needs: a backfill or an export on an operator's shell must not require the JWT key or brokers.
  */
 export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
-  const raw: Record<string, string> = {};
+  const raw: Record<string, unknown> = {};
   for (const key of Object.keys(cliConfigSchema.properties)) {
     const value = env[key];
     if (value !== undefined && value !== '') raw[key] = value;
   }
+  fromEnvironmentStrings(cliConfigSchema, raw);
   const validate = ajv.compile(cliConfigSchema);
   if (!validate(raw)) {
     const problems = (validate.errors ?? []).map((e) => `${e.instancePath.replace(/^\//, '')}: ${e.message}`);

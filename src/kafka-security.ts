@@ -195,3 +195,32 @@ export function describeKafkaFailure(
   }
   return { reason: `Kafka broker ${broker} not reachable (KAFKA_BROKERS): ${last}`, setting: null };
 }
+
+/**
+ * One line saying why the consumer stopped (kafkajs's CRASH): a refusal by the broker's ACLs
+ * names the resource and the permission it lacks; a refused connection is said as
+ * describeKafkaFailure says it. Never a credential, nor the SASL user's name.
+ */
+export function describeConsumerCrash(
+  err: unknown,
+  settings: KafkaSecuritySettings & { readonly KAFKA_BROKERS: readonly string[]; readonly KAFKA_GROUP_ID: string },
+): string {
+  const errors = chain(err);
+  const types = errors.map((e) => (e as { type?: unknown }).type);
+  const who = settings.KAFKA_SASL_MECHANISM ? "KAFKA_SASL_USERNAME's user" : "this service's principal";
+  if (types.includes('GROUP_AUTHORIZATION_FAILED')) {
+    return `Kafka refused the consumer group ${settings.KAFKA_GROUP_ID} (GROUP_AUTHORIZATION_FAILED): the broker's ACLs must allow READ on group ${settings.KAFKA_GROUP_ID} to ${who}`;
+  }
+  // kafkajs drops the broker's answer to FindCoordinator (Cluster.findGroupCoordinatorMetadata),
+  // and retries the answers that pass by themselves: what is left is most often a refusal.
+  if (errors.some((e) => e.name === 'KafkaJSGroupCoordinatorNotFound')) {
+    return `Kafka gave no coordinator for the consumer group ${settings.KAFKA_GROUP_ID} (kafkajs does not say why; most often GROUP_AUTHORIZATION_FAILED): the broker's ACLs must allow READ on group ${settings.KAFKA_GROUP_ID} to ${who}`;
+  }
+  if (types.includes('TOPIC_AUTHORIZATION_FAILED')) {
+    return `Kafka refused reading KAFKA_TOPICS (TOPIC_AUTHORIZATION_FAILED): the broker's ACLs must allow READ and DESCRIBE on each topic to ${who}`;
+  }
+  const described = describeKafkaFailure(err, settings);
+  if (described.setting) return described.reason;
+  const last = errors.at(-1)?.message.replace(/\s+/g, ' ').trim() ?? String(err);
+  return `the consumer stopped: ${errors[0]?.name ?? 'Error'}: ${last}`;
+}

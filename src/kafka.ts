@@ -1,4 +1,4 @@
-import { Kafka, type LogEntry, logLevel } from 'kafkajs';
+import { type Admin, Kafka, type LogEntry, logLevel } from 'kafkajs';
 import type { Config } from './config';
 import { describeKafkaFailure, kafkaSecurityOptions } from './kafka-security';
 import type { Logger } from './log';
@@ -45,20 +45,23 @@ export function createKafka(config: Config, log: Logger, clientId = 'course-acce
  */
 export function brokerProbe(config: Config, log: Logger, opts: { cacheMs?: number; timeoutMs?: number } = {}) {
   const { cacheMs = 2000, timeoutMs = 2000 } = opts;
-  const admin = createKafka(config, log.child({}, { level: 'silent' }), 'course-access-groups-probe', 0).admin({ retry: { retries: 0 } });
+  // A new client at each connection, so TLS files and the SASL password are read again.
+  const newAdmin = () => createKafka(config, log.child({}, { level: 'silent' }), 'course-access-groups-probe', 0).admin({ retry: { retries: 0 } });
+  let admin: Admin | null = null;
   let connected = false;
   let last: { at: number; ok: boolean; error?: Error } = { at: 0, ok: false };
   let probing: Promise<boolean> | null = null;
   const probe = async (): Promise<boolean> => {
     try {
       if (!connected) {
+        admin = newAdmin();
         await admin.connect();
         connected = true;
       }
-      await admin.describeCluster();
+      await admin!.describeCluster();
       last = { at: Date.now(), ok: true };
     } catch (err) {
-      if (connected) await admin.disconnect().catch(() => undefined);
+      await admin?.disconnect().catch(() => undefined);
       connected = false;
       last = { at: Date.now(), ok: false, error: err as Error };
     }
@@ -78,7 +81,7 @@ export function brokerProbe(config: Config, log: Logger, opts: { cacheMs?: numbe
     why: () => (last.ok || !last.error ? null : describeKafkaFailure(last.error, config)),
     async close() {
       if (probing) await within(probing, timeoutMs, false);
-      if (connected) await admin.disconnect().catch(() => undefined);
+      if (connected) await admin?.disconnect().catch(() => undefined);
       connected = false;
     },
   };

@@ -13,6 +13,9 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { initialMs: 200, maxMs: 10000 };
 
+/** A database or broker that is not up yet (start-up, `cag upgrade`) is waited for from 0.5 s up to 10 s between tries. */
+export const STARTUP_RETRY: RetryPolicy = { initialMs: 500, maxMs: 10000 };
+
 export const backoffDelay = (attempt: number, policy: RetryPolicy): number => Math.min(policy.initialMs * 2 ** (attempt - 1), policy.maxMs);
 
 /** Waits `ms`, or less when `signal` aborts; resolves false when aborted. Does not keep the process alive. */

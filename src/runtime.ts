@@ -18,7 +18,7 @@ import { DependencyUnavailable } from './errors';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
 import { createMetrics, type Metrics } from './metrics';
-import { type RetryPolicy, retry, within } from './retry';
+import { type RetryPolicy, retry, STARTUP_RETRY, within } from './retry';
 
 /** How long an idle HTTP connection stays open (see `keepAliveTimeout` below). */
 const KEEP_ALIVE_MS = 65_000;
@@ -39,8 +39,6 @@ export interface Running {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
-/** Start-up waits for the database and the broker from 0.5 s up to 10 s between tries. */
-const STARTUP_RETRY: RetryPolicy = { initialMs: 500, maxMs: 10000 };
 
 /** How long connections already open may still bring a request after shutdown begins. */
 const DRAIN_GRACE_MS = 1000;
@@ -125,7 +123,8 @@ export async function startService(
   const metrics = createMetrics();
   const client = createMongoClient(config.MONGO_URL);
   const db = client.db(config.MONGO_DB);
-  const kafka = createKafka(config, log);
+  // A new client for each consumer start and relay producer: TLS files and the SASL password are read again.
+  const newKafka = () => createKafka(config, log);
   const broker = brokerProbe(config, log, { timeoutMs: PROBE_MS });
   const stopping = new AbortController();
   opts.signal?.addEventListener('abort', () => stopping.abort());
@@ -150,7 +149,7 @@ export async function startService(
     // A test's own handler gets every message alone.
     const handle: MessageHandler = opts.handle ?? createDispatcher(door);
     const handleBatch = opts.handle ? undefined : createBatchHandler(door);
-    consumer = createEventConsumer({ kafka, config, log, handle, handleBatch, metrics, retry: opts.retry });
+    consumer = createEventConsumer({ kafka: newKafka, config, log, handle, handleBatch, metrics, retry: opts.retry });
   }
 
   const events = config.CHANGES_TOPIC !== '';
@@ -158,7 +157,7 @@ export async function startService(
   configureChanges(db, { events, audit });
   const relay = createChangeRelay({
     db,
-    kafka: events ? kafka : null,
+    kafka: events ? newKafka : null,
     topic: events ? config.CHANGES_TOPIC : null,
     audit,
     log: log.child({ component: 'change-relay' }),
@@ -190,14 +189,16 @@ export async function startService(
     // (with the database away, "database" says why already).
     if (storedData !== null && dbOk) failing.push(storedData);
     // Not yet started means waiting for the database or the broker; once started, a message
-    // being retried shows in the metrics and the error log, never here (SPEC §5).
-    if (consumer && !started) failing.push('consumer');
+    // being retried shows in the metrics and the error log, never here (SPEC §5), but a consumer
+    // that crashed does (it consumes nothing until its restart fetches again).
+    if (consumer && (!started || consumer.crashed() !== null)) failing.push('consumer');
     return failing;
   };
   // Why the broker is failing, when it says (a setting to fix), for /readyz's detail.
   const notReadyReasons = (): Record<string, string> => {
     const why = consumer ? broker.why() : null;
-    return why?.setting ? { broker: why.reason } : {};
+    const crashed = consumer?.crashed();
+    return { ...(why?.setting ? { broker: why.reason } : {}), ...(crashed ? { consumer: crashed } : {}) };
   };
 
   const deps = { config, log, db, metrics, notReady, notReadyReasons, isDraining: () => draining, notServing: () => storedData };

@@ -58,8 +58,11 @@ export function sendChunks<T extends { message: Sendable }>(items: T[], maxMessa
 
 export interface RelayOptions {
   db: Db;
-  /** The broker and topic change events go to; null: change events are off. */
-  kafka: Kafka | null;
+  /**
+   * Makes the Kafka client of the broker change events go to (null: change events are off): each
+   * new producer gets a new client, so TLS files and the SASL password are read again.
+   */
+  kafka: (() => Kafka) | null;
   topic: string | null;
   /** Whether to write audit records for audited intents (AUDIT_LOG). */
   audit: boolean;
@@ -119,7 +122,7 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
   const retry = opts.retry ?? DEFAULT_RETRY;
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const newProducer = (): Producer | null =>
-    opts.kafka && topic ? opts.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true }) : null;
+    opts.kafka && topic ? opts.kafka().producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true }) : null;
   let producer = newProducer();
   let producerConnected = false;
   /** Whether this relay can do all that `entry` asks for (see above). */

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import type { Db } from 'mongodb';
 import { ConfigError, loadCliConfig } from '../config';
 import { runInChangeContext } from '../db/change-context';
-import { createMongoClient } from '../db/client';
+import { connectWithin, createMongoClient } from '../db/client';
 import { ensureIndexes } from '../db/collections';
 import { Tenant } from '../db/tenant';
 import { bringStoredDataCurrent, NewerStoredShape } from '../db/upgrades';
@@ -19,7 +19,8 @@ const USAGE = `usage:
   cag import-config --org ORG [--merge] config.json
   cag reindex --org ORG     (derive the list fields and search entries of every user and course again)
   cag upgrade               (run the pending upgrades of stored data, or wait for the process running them)
-environment: MONGO_URL, MONGO_DB, LOG_LEVEL (as the service reads them); CAG_OPERATOR (else USER) names you in the audit log`;
+environment: MONGO_URL, MONGO_DB, LOG_LEVEL (as the service reads them); CAG_OPERATOR (else USER) names you in the audit log;
+  CAG_UPGRADE_WAIT_SECONDS (120): how long \`cag upgrade\` waits for a database that does not answer yet`;
 
 /** Who runs `cag`, for the audit log: CAG_OPERATOR, else the login name; printable, bounded. */
 function operatorName(env: NodeJS.ProcessEnv): string {
@@ -93,6 +94,8 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
   const context = { cause: 'import' as const, actor: { type: 'cag' as const, operator: operatorName(io.env) }, requestId: `cag-${randomUUID()}`, audit: true };
   try {
     const db = client.db(config.MONGO_DB);
+    // A Job started with the database (a fresh install) waits for it; an operator's command does not.
+    if (command === 'upgrade') await connectWithin(client, config.CAG_UPGRADE_WAIT_SECONDS * 1000, log);
     await ensureIndexes(db);
     // Every command works on data of this version's shape: `upgrade` is only this step, reported.
     const ran = await bringStoredDataCurrent({ db, log, onWaiting: progressTo(io.stderr) });

@@ -1,4 +1,4 @@
-import type { Db, Document, IndexDescription } from 'mongodb';
+import type { Db, Document, IndexDescription, WriteConcernSettings } from 'mongodb';
 import type { Actor, Cause } from './change-context';
 
 /**
@@ -29,6 +29,13 @@ export const COLLECTIONS = {
   courseGrams: 'course_grams',
   upgrades: 'upgrades',
 } as const;
+
+/**
+ * The write concern of the writes that coordinate processes (leases) or must never be lost (the
+ * outbox's intents): acknowledged by a majority of a replica set, so a failover cannot roll back
+ * a lease another process already saw as taken, or an intent whose write then happened.
+ */
+export const MAJORITY: Readonly<{ writeConcern: WriteConcernSettings }> = { writeConcern: { w: 'majority' } };
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];
 

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, type LeaseDoc } from './collections';
+import { COLLECTIONS, type LeaseDoc, MAJORITY } from './collections';
 import { isDuplicateKey } from './driver-errors';
 
 /**
@@ -8,7 +8,7 @@ import { isDuplicateKey } from './driver-errors';
  * `seq` is a counter only the holder moves, in the same atomic update that proves it still holds
  * the lease: the change relay numbers its events from it, so numbers never go back, whoever holds.
  */
-const leases = (db: Db) => db.collection<LeaseDoc>(COLLECTIONS.leases);
+const leases = (db: Db) => db.collection<LeaseDoc>(COLLECTIONS.leases, MAJORITY);
 
 /** Takes the lease if it is free, expired or already ours; false when another holds it. */
 export async function acquireLease(db: Db, name: string, owner: string, ttlMs: number): Promise<boolean> {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Db, Document } from 'mongodb';
 import { currentChangeContext } from './change-context';
-import { COLLECTIONS, type CollectionName, type OutboxDoc } from './collections';
+import { COLLECTIONS, type CollectionName, MAJORITY, type OutboxDoc } from './collections';
 
 /**
  * The outbox: the intent of every write of a tracked collection, written BEFORE the write from
@@ -96,7 +96,7 @@ export interface Intent {
   doc: OutboxDoc;
 }
 
-const outbox = (db: Db) => db.collection<OutboxDoc>(COLLECTIONS.outbox);
+const outbox = (db: Db) => db.collection<OutboxDoc>(COLLECTIONS.outbox, MAJORITY);
 
 /** Writes the intent of a write that may change `keys` of `collection` (step 1 above). */
 export async function openIntent(db: Db, collection: CollectionName, org: string, keys: string[], before: (Document | null)[] | undefined): Promise<Intent> {

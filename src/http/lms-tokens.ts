@@ -12,8 +12,10 @@ import { forbidden, unauthorized } from './error-responses';
  *   issuer's `AUDIENCE`; no leeway on `exp` in that pass.
  * - `_decode_and_verify_token`: `exp` and `iat` required; `iss` one of the list's `ISSUER`s.
  * - `_set_token_defaults`: a `version` whose major part is above 1 (`JWT_SUPPORTED_VERSION`
- *   1.2.0) is refused; no `version` counts as 1.0.0.
- * - `NotJwtRestrictedApplication`: a restricted application's token is refused (403, as DRF).
+ *   1.2.0) is refused; no `version` counts as 1.0.0, but a `version` of null is refused
+ *   (`_get_and_set_version` defaults only an absent claim; `Version(None)` then raises).
+ * - `NotJwtRestrictedApplication`: a restricted application's token is refused (403, as DRF);
+ *   `JwtRestrictedApplication` tests the claim as a Python condition, so any truthy value restricts.
  */
 const SUPPORTED_MAJOR_VERSION = 1;
 /** The decoder's signature pass calls PyJWT without leeway; its `JWT_LEEWAY` (1 s) never widens what that pass refused. */
@@ -50,11 +52,20 @@ async function verified(token: string, keySet: LmsKeySet, options: JWTVerifyOpti
   if (!payload) throw unauthorized('Invalid token.');
   // jose checks a future `iat` only with maxTokenAge; PyJWT refuses one (ImmatureSignatureError).
   if (typeof payload.iat !== 'number' || payload.iat > Math.floor(Date.now() / 1000) + LEEWAY_SECONDS) throw unauthorized('Invalid token.');
-  const version = payload.version ?? '1.0.0';
+  const version = Object.hasOwn(payload, 'version') ? payload.version : '1.0.0';
   const parts = typeof version === 'string' ? SEMVER.exec(version) : null;
   if (!parts || Number(parts[1]) > SUPPORTED_MAJOR_VERSION) throw unauthorized('Unsupported token version.');
-  if (payload.is_restricted === true) throw forbidden("A restricted application's token cannot use this service.");
+  if (pythonTruthy(payload.is_restricted)) throw forbidden("A restricted application's token cannot use this service.");
   return payload;
+}
+
+/** Whether Python takes a JSON value as true in a condition: not None, False, 0, "", [] nor {}. */
+function pythonTruthy(value: unknown): boolean {
+  if (value === undefined || value === null || value === false) return false;
+  if (typeof value === 'number') return value !== 0;
+  if (typeof value === 'string' || Array.isArray(value)) return value.length > 0;
+  if (typeof value === 'object') return Object.keys(value).length > 0;
+  return true;
 }
 
 /**

@@ -119,6 +119,23 @@ def public_pem():
     return key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
+IS_RESTRICTED_VALUES = [
+    ('"true"', "true"),
+    ('"false" (a non-empty string)', "false"),
+    ("1", 1),
+    ("0.5", 0.5),
+    ("[0] (a non-empty list)", [0]),
+    ('{"a": 1} (a non-empty object)', {"a": 1}),
+    ("false", False),
+    ("0", 0),
+    ("0.0", 0.0),
+    ('"" (an empty string)', ""),
+    ("[] (an empty list)", []),
+    ("{} (an empty object)", {}),
+    ("null", None),
+]
+
+
 def cases():
     admin = {"id": 7, "username": "ada", "email": "ada@example.org", "is_staff": False, "is_superuser": False}
     multi = {"id": 8, "username": "bo", "email": "bo@example.org", "is_staff": False, "is_superuser": False}
@@ -158,6 +175,13 @@ def cases():
     yield "version 2.0.0", encode_and_sign(create_jwt_payload(admin, roles=org_a, version="2.0.0"))
     yield "version 1.9.0 (a newer minor)", encode_and_sign(create_jwt_payload(admin, roles=org_a, version="1.9.0"))
     yield "no version (1.0.0 assumed)", encode_and_sign(create_jwt_payload(admin, roles=org_a, version=...))
+    # decoder.py _set_token_defaults: only an absent version is defaulted; null reaches Version(None).
+    yield "version null", encode_and_sign(create_jwt_payload(admin, roles=org_a, version=None))
+    yield "version 1 (a number)", encode_and_sign(create_jwt_payload(admin, roles=org_a, version=1))
+    # permissions.py JwtRestrictedApplication: `decode_jwt_is_restricted(...)` as a condition, so
+    # Python's truthiness decides, whatever the claim's type.
+    for label, value in IS_RESTRICTED_VALUES:
+        yield f"is_restricted {label}", encode_and_sign(create_jwt_payload(admin, roles=org_a, is_restricted=value))
     # The LMS's own symmetric token: the LMS takes it (its JWT_ISSUERS SECRET_KEY); the service, never.
     yield "HS256 with the LMS's secret", jwt.encode(create_jwt_payload(admin, roles=org_a), SECRET_KEY, algorithm="HS256")
 

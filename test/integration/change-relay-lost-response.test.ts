@@ -55,7 +55,7 @@ test('a send whose answer was lost, then failed for good: the relay publishes ev
   const metrics = createMetrics();
   relay = createChangeRelay({
     db,
-    kafka,
+    kafka: () => kafka,
     topic,
     audit: true,
     log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),

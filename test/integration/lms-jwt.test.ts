@@ -80,6 +80,36 @@ test('every token the oracle decides, the service decides alike, through JWT and
   });
 });
 
+/** The oracle's cases whose names begin with `prefix`: each verdict as the LMS's status, beside the service's, through `Authorization: JWT`. */
+async function alike(prefix: string) {
+  const cases = oracle.cases.filter((c) => c.name.startsWith(prefix));
+  const expected = cases.map((c) => `${c.name}: ${STATUS[c.verdict]}`);
+  const actual = await Promise.all(cases.map(async (c) => `${c.name}: ${await call(lmsOnly, 'JWT', c.token)}`));
+  return { cases, expected, actual };
+}
+
+// edx_rest_framework_extensions/permissions.py, JwtRestrictedApplication.has_permission:
+// `is_jwt_authenticated(request) and decode_jwt_is_restricted(request.auth)` is the condition
+// NotJwtRestrictedApplication negates, so the claim's Python truthiness decides.
+test('is_restricted: any value Python takes as true (a non-empty string, even "false", a non-zero number, a non-empty list or object) is refused, 403, as upstream refuses it; false, 0, "", [], {} and null are not', async () => {
+  const { cases, expected, actual } = await alike('is_restricted ');
+  expect(cases).toHaveLength(13);
+  expect(actual).toEqual(expected);
+  const verdicts = Object.fromEntries(cases.map((c) => [c.name, c.verdict]));
+  expect(verdicts).toMatchObject({ 'is_restricted "false" (a non-empty string)': 'restricted', 'is_restricted 1': 'restricted', 'is_restricted null': 'ok' });
+});
+
+// edx_rest_framework_extensions/auth/jwt/decoder.py, _set_token_defaults._get_and_set_version:
+// only a token without `version` gets '1.0.0'; `version: null` reaches semantic_version's
+// Version(None), which raises, and the LMS refuses the token (the oracle: "invalid").
+test('version null (or a number) is refused, 401, as upstream refuses it; only an absent version counts as 1.0.0', async () => {
+  const { cases, expected, actual } = await alike('version ');
+  expect(cases.map((c) => c.name)).toEqual(expect.arrayContaining(['version null', 'version 1 (a number)']));
+  expect(actual).toEqual(expected);
+  expect(Object.fromEntries(cases.map((c) => [c.name, c.verdict]))).toMatchObject({ 'version null': 'invalid', 'version 1 (a number)': 'invalid' });
+  expect(oracle.cases.find((c) => c.name === 'no version (1.0.0 assumed)')?.verdict).toBe('ok');
+});
+
 test("the LMS's own HS256 token: the LMS takes it, the service never does", async () => {
   const hs256 = oracle.cases.find((c) => c.name === NEVER_THE_LMS_SECRET)!;
   expect(hs256.verdict).toBe('ok');

@@ -166,13 +166,14 @@ test('the rendered Job on a database without the upgrade mark: exit 0, the mark 
   }
 }, 60000);
 
-test('the rendered Job (an LMS-only release) on a database a newer version has marked: exit 4, saying why, and nothing written', async () => {
+test("the rendered Job (an LMS-only release) on a database a newer version has marked: exit 4, saying why, nothing written, and the Job's podFailurePolicy fails the Job on that exit code instead of retrying", async () => {
   const name = uniqueName('upgrade_job_newer');
   const db = client.db(name);
   try {
     await oldShapeUsers(db, 10);
     await db.collection(COLLECTIONS.upgrades).insertOne({ _id: 'shape', v: UPGRADES.length + 1, at: new Date() } as never);
-    const { argv, env } = jobContainer(await renderRelease('lms-only-values.yaml', name));
+    const objects = await renderRelease('lms-only-values.yaml', name);
+    const { argv, env, pod } = jobContainer(objects);
     expect(env.JWT_SECRET).toBeUndefined();
     expect(env.LMS_JWT_ISSUERS).toBeDefined();
 
@@ -183,6 +184,15 @@ test('the rendered Job (an LMS-only release) on a database a newer version has m
     );
     expect(await oldShapeLeft(db)).toBe(10);
     expect(await db.collection(COLLECTIONS.upgrades).find({}).toArray()).toEqual([{ _id: 'shape', v: UPGRADES.length + 1, at: expect.any(Date) }]);
+    // Running the same image again cannot change that: the Job controller fails the Job on this
+    // exit code of this container (a podFailurePolicy needs the pod's restartPolicy Never).
+    const job = objects.find((o) => o.kind === 'Job')!;
+    expect(pod.restartPolicy).toBe('Never');
+    expect(job.spec.podFailurePolicy.rules).toContainEqual({
+      action: 'FailJob',
+      onExitCodes: { containerName: pod.containers[0].name, operator: 'In', values: [res.code] },
+      onPodConditions: [],
+    });
   } finally {
     await db.dropDatabase();
   }

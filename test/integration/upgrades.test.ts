@@ -1,7 +1,7 @@
 // src/db/upgrades.ts against the real local MongoDB-protocol server: users stored before
 // activations were recorded keep the rules they were given (docs/events.md, Activations), and
 // upgrades run once per database, under a lease, while other processes wait (docs/operations.md).
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
@@ -15,6 +15,7 @@ import { day, groupWithRule, membershipOf, userOf } from '../helpers/domain';
 import { waitFor } from '../helpers/events';
 import { client as http } from '../helpers/http';
 import { MONGO_URL, testConfig, uniqueName } from '../helpers/stack';
+import { freePort, tcpProxy } from '../helpers/tcp-proxy';
 import { siteAdminToken } from '../helpers/tokens';
 
 const silent = createLogger('silent');
@@ -436,6 +437,47 @@ test('`cag upgrade` runs the upgrades as a job: exit 0 with what it did, exit 0 
     expect(newer.code).toBe(4);
     expect(newer.stderr).toContain(`stored data is of shape ${NEWER}, newer than this version knows (${UPGRADES.length})`);
   } finally {
+    await target.dropDatabase();
+  }
+}, 90000);
+
+test('`cag upgrade` started before the database answers (a fresh install) waits for it with backoff and succeeds once it is up; with CAG_UPGRADE_WAIT_SECONDS=0 it gives up at once with exit 1', async () => {
+  const name = uniqueName('upgrades-wait');
+  const target = client.db(name);
+  // The stack's FerretDB behind a forwarder that listens only once `cag upgrade` has found nothing there.
+  const ferret = new URL(MONGO_URL);
+  const proxy = tcpProxy({ host: ferret.hostname, port: Number(ferret.port || 27017) }, await freePort());
+  /** `cag upgrade` against the forwarder's port; `onStderr` sees its output as it comes. */
+  const cag = (waitSeconds: string, onStderr: (all: string) => void = () => undefined) =>
+    new Promise<{ code: number; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [join(__dirname, '../../bin/cag.js'), 'upgrade'], {
+        env: { ...process.env, MONGO_URL: `mongodb://127.0.0.1:${proxy.port}/`, MONGO_DB: name, LOG_LEVEL: 'warn', CAG_UPGRADE_WAIT_SECONDS: waitSeconds },
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        onStderr(stderr);
+      });
+      child.on('close', (code) => resolve({ code: code ?? -1, stderr }));
+    });
+  try {
+    await ensureIndexes(target);
+    await insertOldShapeUsers(target, 20);
+    const gaveUp = await cag('0');
+    expect(gaveUp.code).toBe(1);
+    expect(gaveUp.stderr).toContain('upgrade failed');
+    expect(gaveUp.stderr).not.toContain('database not reachable yet; retrying');
+
+    // The database comes up after the first try failed (before this change, that try was the last).
+    let opening: Promise<void> | null = null;
+    const done = await cag('60', (stderr) => {
+      if (stderr.includes('database not reachable yet; retrying')) opening ??= proxy.open();
+    });
+    expect(opening).not.toBeNull();
+    expect({ code: done.code, last: done.stderr.trimEnd().split('\n').at(-1) }).toEqual({ code: 0, last: 'stored data upgraded; it is current' });
+    expect(await oldShapeLeft(target)).toBe(0);
+  } finally {
+    await proxy.cut();
     await target.dropDatabase();
   }
 }, 90000);

@@ -388,6 +388,10 @@ describe('issue 36: production values', () => {
     expect(job.metadata.name).toMatch(/^cag-course-access-groups-upgrade-[0-9a-f]{8}$/);
     const pod = job.spec.template.spec;
     expect(pod.restartPolicy).toBe('Never');
+    // Exit 4 (a newer version's shape) fails the Job at once: retrying the same image cannot help.
+    expect(job.spec.podFailurePolicy).toEqual({
+      rules: [{ action: 'FailJob', onExitCodes: { containerName: 'upgrade', operator: 'In', values: [4] }, onPodConditions: [] }],
+    });
     expect(pod.containers[0]).toMatchObject({
       image: `registry.example.internal/course-access-groups:${APP_VERSION}`,
       command: ['node', 'dist/src/cli/main.js', 'upgrade'],

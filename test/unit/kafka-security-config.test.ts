@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config';
-import { describeKafkaFailure, kafkaSecurityOptions } from '../../src/kafka-security';
+import { describeConsumerCrash, describeKafkaFailure, kafkaSecurityOptions } from '../../src/kafka-security';
 
 const base = { JWT_SECRET: 'a-secret-of-sixteen-chars' };
 let dir = '';
@@ -177,5 +177,54 @@ describe('a refused connection in one line naming the setting and the broker', (
   test('a broker that is simply down names no setting (it is retried and logged as before)', () => {
     const err = named('KafkaJSConnectionError', 'Connection error: connect ECONNREFUSED 127.0.0.1:9092', { broker: '127.0.0.1:9092', code: 'ECONNREFUSED' });
     expect(describeKafkaFailure(err, settings)).toEqual({ reason: expect.stringMatching(/^Kafka broker 127\.0\.0\.1:9092 not reachable/), setting: null });
+  });
+});
+
+describe("why the consumer crashed (kafkajs's CRASH), as /readyz says it", () => {
+  const settings = {
+    ...loadConfig({
+      ...base,
+      KAFKA_GROUP_ID: 'cag-prod',
+      KAFKA_SASL_MECHANISM: 'scram-sha-512',
+      KAFKA_SASL_USERNAME: 'svc-user',
+      KAFKA_SASL_PASSWORD: 'hunter2-secret',
+    }),
+  };
+  /** As kafkajs reports it: its retrier wraps the broker's protocol error (src/retry/index.js). */
+  const wrapped = (type: string, message: string) => {
+    const protocol = Object.assign(new Error(message), { name: 'KafkaJSProtocolError', type, retriable: false });
+    return Object.assign(new Error(message, { cause: protocol }), { name: 'KafkaJSNonRetriableError' });
+  };
+
+  test.each([
+    [
+      'GROUP_AUTHORIZATION_FAILED',
+      wrapped('GROUP_AUTHORIZATION_FAILED', 'Not authorized to access group: Group authorization failed'),
+      /^Kafka refused the consumer group cag-prod \(GROUP_AUTHORIZATION_FAILED\): the broker's ACLs must allow READ on group cag-prod to KAFKA_SASL_USERNAME's user$/,
+    ],
+    [
+      'TOPIC_AUTHORIZATION_FAILED',
+      wrapped('TOPIC_AUTHORIZATION_FAILED', 'Not authorized to access topics: [Topic authorization failed]'),
+      /^Kafka refused reading KAFKA_TOPICS \(TOPIC_AUTHORIZATION_FAILED\): the broker's ACLs must allow READ and DESCRIBE on each topic/,
+    ],
+    [
+      'no coordinator (kafkajs drops the reason)',
+      Object.assign(new Error('Failed to find group coordinator'), { name: 'KafkaJSGroupCoordinatorNotFound' }),
+      /^Kafka gave no coordinator for the consumer group cag-prod .*must allow READ on group cag-prod/,
+    ],
+    [
+      'a refused password',
+      Object.assign(new Error('SASL SCRAM SHA512 authentication failed: invalid credentials'), { name: 'KafkaJSSASLAuthenticationError' }),
+      /refused the SASL credentials: check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD/,
+    ],
+    [
+      'anything else: its name and message',
+      wrapped('UNKNOWN_SERVER_ERROR', 'The server experienced an unexpected error'),
+      /^the consumer stopped: KafkaJSNonRetriableError: The server experienced an unexpected error$/,
+    ],
+  ])('%s', (_name, err, reason) => {
+    const said = describeConsumerCrash(err, settings);
+    expect(said).toMatch(reason);
+    expect(said).not.toMatch(/svc-user|hunter2-secret/);
   });
 });
