@@ -30,7 +30,7 @@ const EXPECTED = [
   'test_the_own_kafkas_data_folder_is_made_writable_by_tutors_permissions_service',
   'test_studio_sends_catalog_events_on_teak_and_init_brings_existing_courses_and_learners',
   'test_installing_the_wheel_beside_this_tutor_changes_no_tutor',
-  'test_config_save_without_an_organization_fails_and_says_which_setting',
+  'test_a_missing_organization_stops_rendering_with_one_line_and_no_other_command',
   'test_compose_waits_for_healthy_services_routes_a_host_and_keeps_dollar_signs',
   'test_the_rendered_settings_leave_the_lms_on_kafka_with_the_services_topics_and_filters_first',
   'test_the_service_trusts_the_lmss_own_tokens_and_the_lms_holds_no_service_token',
@@ -48,7 +48,7 @@ const EVERY_TUTOR = [
   'test_the_own_kafkas_data_folder_is_made_writable_by_tutors_permissions_service',
   'test_studio_sends_catalog_events_on_teak_and_init_brings_existing_courses_and_learners',
   'test_installing_the_wheel_beside_this_tutor_changes_no_tutor',
-  'test_config_save_without_an_organization_fails_and_says_which_setting',
+  'test_a_missing_organization_stops_rendering_with_one_line_and_no_other_command',
   'test_the_service_trusts_the_lmss_own_tokens_and_the_lms_holds_no_service_token',
   'test_the_init_task_registers_the_consoles_oauth2_application_at_the_callback_the_service_sends',
 ].map((t) => `tests/test_tutor_plugin.py::${t}`);

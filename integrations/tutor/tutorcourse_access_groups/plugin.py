@@ -51,7 +51,7 @@ hooks.Filters.CONFIG_DEFAULTS.add_items([
     # Extra requirements pip installs into the openedx image beside the carried LMS plugin.
     ("COURSE_ACCESS_GROUPS_CONFLUENT_KAFKA", "confluent-kafka[avro,schemaregistry]>=2.0,<3"),
     # Required: the organization of every learner of a single-site platform (the service's
-    # DEFAULT_ORGANIZATION, the LMS plugin's ORGANIZATION). Empty stops `tutor config save`.
+    # DEFAULT_ORGANIZATION, the LMS plugin's ORGANIZATION). Empty stops rendering (`tutor config save`).
     ("COURSE_ACCESS_GROUPS_ORGANIZATION", ""),
     # The host Caddy routes to the service's API and admin console.
     ("COURSE_ACCESS_GROUPS_HOST", "course-access-groups.{{ LMS_HOST }}"),
@@ -94,6 +94,7 @@ ORGANIZATION_REQUIRED = (
     "COURSE_ACCESS_GROUPS_ORGANIZATION is required: the organization of this platform's learners and courses in "
     "Course Access Groups, e.g. `tutor config save --set COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX`"
 )
+_ALERTED = []
 
 
 def _enabling_plugins():
@@ -106,15 +107,24 @@ def _enabling_plugins():
     return False
 
 
-@hooks.Actions.CONFIG_LOADED.add()
-def _require_organization(config):
-    """A plain launch would publish no activation and give the service no organization: every command refuses."""
-    if str(config.get("COURSE_ACCESS_GROUPS_ORGANIZATION") or "").strip():
-        return
-    if _enabling_plugins():
+def required_organization(organization):
+    """The organization, for the templates that render it (the service's and the LMS plugin's settings).
+
+    Only rendering needs it, so only rendering stops without it (`config save`, `launch`): every other
+    command (`config printvalue`, `images printtag`, `local status`...) loads the configuration as it
+    is. It stops with SystemExit, whose message Python prints as one line: a TutorError raised here
+    would come after Tutor's dump of the whole patch being rendered and the template's name, and
+    anything raised from a hook (CONFIG_LOADED) after a line with the callback's repr. `plugins
+    enable` renders before a setting can be given: it says so once and renders it empty.
+    """
+    if str(organization or "").strip():
+        return organization
+    if not _enabling_plugins():
+        raise SystemExit(f"Error: {ORGANIZATION_REQUIRED}")
+    if not _ALERTED:
+        _ALERTED.append(True)
         fmt.echo_alert(ORGANIZATION_REQUIRED)
-        return
-    raise exceptions.TutorError(ORGANIZATION_REQUIRED)
+    return ""
 
 
 hooks.Filters.ENV_TEMPLATE_ROOTS.add_item(TEMPLATES)
@@ -230,6 +240,7 @@ hooks.Filters.ENV_TEMPLATE_FILTERS.add_items([
     ("course_access_groups_compose", compose_value),
     ("course_access_groups_shell", shell_word),
     ("course_access_groups_git_dockerfile", git_dockerfile),
+    ("course_access_groups_organization", required_organization),
 ])
 
 for path in sorted(glob(os.path.join(PATCHES, "*"))):
