@@ -260,7 +260,7 @@ test("docs/install-tutor.md's steps 1 to 3 run as written, from the release's fi
   expect(readFileSync(path.join(env, 'build/openedx/Dockerfile'), 'utf8')).toContain('COPY course-access-groups-openedx /tmp/course-access-groups-openedx');
   const tutor = path.join(venv, 'bin', 'tutor');
   expect((await sh(tutor, ['config', 'printvalue', 'COURSE_ACCESS_GROUPS_ORGANIZATION'], { env: operator })).trim()).toBe('AcmeX');
-  expect((await sh(tutor, ['images', 'printtag', 'course-access-groups'], { env: operator })).trim()).toBe(`course-access-groups:${version}`);
+  expect((await sh(tutor, ['images', 'printtag', 'course-access-groups'], { env: operator })).trim()).toBe(`docker.io/library/course-access-groups:${version}`);
   // Installed from the release's file, not from the repository.
   const where = await sh(path.join(venv, 'bin', 'python'), ['-I', '-c', 'import tutorcourse_access_groups as p; print(p.__file__)']);
   expect(where.trim().startsWith(venv)).toBe(true);
