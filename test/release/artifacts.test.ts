@@ -44,7 +44,7 @@ const sh = async (file: string, args: string[], opts: { cwd?: string; env?: Reco
 };
 
 const EXPECTED = [
-  `course-access-groups-${version}.oci.tar`,
+  `course-access-groups-${version}.docker.tar`,
   `course-access-groups-${version}.tgz`,
   `course_access_groups_openedx-${version}-py3-none-any.whl`,
   `course-access-groups-openedx-${version}.tar.gz`,
@@ -122,7 +122,7 @@ test("the chart archive is helm's package of the chart, its version and appVersi
 });
 
 test('the image archive holds one image, tagged course-access-groups:<version>, in the form `docker load` reads', async () => {
-  const archive = released(`course-access-groups-${version}.oci.tar`);
+  const archive = released(`course-access-groups-${version}.docker.tar`);
   const manifest = JSON.parse(await sh('tar', ['-xOf', archive, 'manifest.json'])) as { RepoTags: string[]; Config: string; Layers: string[] }[];
   expect(manifest).toHaveLength(1);
   expect(manifest[0]!.RepoTags).toEqual([`course-access-groups:${version}`]);

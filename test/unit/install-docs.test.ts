@@ -44,3 +44,20 @@ test("docs/install-tutor.md opens with the four commands, the steps' own, and th
   const readme = shBlocks(read('integrations/tutor/README.md').split(/^## Install$/m)[1] ?? '')[0];
   expect(readme).toEqual(four?.map((line) => line.replace(version, '<version>')));
 });
+
+// Issue 46, item 7: `course-access-groups-<version>.oci.tar` was `docker save`'s Docker archive (no
+// index.json from the Docker 20.10 that builds it here): the name now says what it is, everywhere.
+test('the image archive the release writes with docker save is named .docker.tar, and every doc and script says so', () => {
+  const release = read('scripts/release/release.sh');
+  expect(release).toMatch(/^docker save -o "\$WORK\/course-access-groups-\$version\.docker\.tar" "\$image"$/m);
+  const files = [
+    ...docs,
+    '.github/workflows/release.yml',
+    'scripts/container/test.sh',
+    'scripts/k8s/node.sh',
+    'deploy/helm/course-access-groups/templates/_helpers.tpl',
+  ];
+  const named = files.flatMap((file) => [...read(file).matchAll(/course-access-groups-[^\s/"`]*\.(\w+)\.tar\b/g)].map((m) => `${file}: ${m[0]}`));
+  expect(named.length).toBeGreaterThanOrEqual(8);
+  expect(named.filter((n) => !n.endsWith('.docker.tar'))).toEqual([]);
+});
