@@ -126,8 +126,11 @@ test('the image archive holds one image, tagged course-access-groups:<version>, 
   const manifest = JSON.parse(await sh('tar', ['-xOf', archive, 'manifest.json'])) as { RepoTags: string[]; Config: string; Layers: string[] }[];
   expect(manifest).toHaveLength(1);
   expect(manifest[0]!.RepoTags).toEqual([`course-access-groups:${version}`]);
-  const config = JSON.parse(await sh('tar', ['-xOf', archive, manifest[0]!.Config])) as { config: { User: string; Cmd: string[]; Healthcheck?: unknown } };
+  const config = JSON.parse(await sh('tar', ['-xOf', archive, manifest[0]!.Config])) as {
+    config: { User: string; Entrypoint: string[]; Cmd: string[]; Healthcheck?: unknown };
+  };
   expect(config.config.User).toBe('node');
+  expect(config.config.Entrypoint).toEqual(['cag-entrypoint']);
   expect(config.config.Cmd).toEqual(['node', 'dist/src/main.js']);
   expect(config.config.Healthcheck).toBeDefined();
 });
