@@ -91,7 +91,7 @@ if [[ -n ${RELEASE_DIR:-} ]]; then
   # The release's own archive (scripts/release/release.sh), not a build of ours: whatever the
   # engine holds under its tag is removed first, so what runs is what `docker load` read.
   version="$(node -p "require('./package.json').version")"
-  archive="$RELEASE_DIR/course-access-groups-$version.oci.tar"
+  archive="$RELEASE_DIR/course-access-groups-$version.docker.tar"
   [[ -f $archive ]] || { say "RELEASE_DIR names no image archive: $archive is missing"; exit 1; }
   IMAGE="course-access-groups:$version"
   docker image rm -f "$IMAGE" >/dev/null 2>&1 || true

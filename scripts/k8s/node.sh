@@ -8,7 +8,7 @@
 #   K8S_DIR=DIR bash scripts/k8s/node.sh start   make the node; exit 77 (saying why) where it cannot
 #   K8S_DIR=DIR bash scripts/k8s/node.sh stop    stop what `start` started, remove its pods' cgroups
 #
-# The service's image: the release's archive (RELEASE_DIR's course-access-groups-<version>.oci.tar,
+# The service's image: the release's archive (RELEASE_DIR's course-access-groups-<version>.docker.tar,
 # as `docker save` wrote it), else one layer made from this clone's build (dist/, the production
 # node_modules and this machine's node). Its name in the node: docker.io/library/course-access-groups:<version>.
 # Ports: K8S_KUBELET_PORT (10250), K8S_KUBELET_HEALTHZ_PORT (10248), K8S_SCHEDULER_PORT (10259).
@@ -61,7 +61,7 @@ source "$ROOT/scripts/lib/wait-until.sh"
 service_image() {
   local version archive
   version="$(node -p "require('$ROOT/package.json').version")"
-  archive="${RELEASE_DIR:+$RELEASE_DIR/course-access-groups-$version.oci.tar}"
+  archive="${RELEASE_DIR:+$RELEASE_DIR/course-access-groups-$version.docker.tar}"
   if [[ -n $archive && -f $archive ]]; then
     say "the service's image: the release's $archive"
   else

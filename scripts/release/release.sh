@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run release`: every artifact of one version, written into release/<version>/ (git-ignored),
 # the version being package.json's (scripts/release/versions.cjs keeps every other place equal):
-#   course-access-groups-<version>.oci.tar            the service's image, for `docker load`
+#   course-access-groups-<version>.docker.tar            the service's image, for `docker load`
 #   course-access-groups-<version>.tgz                the Helm chart (`helm package`)
 #   course_access_groups_openedx-<version>-*.whl, course-access-groups-openedx-<version>.tar.gz
 #                                                     the LMS plugin's wheel and sdist
@@ -90,11 +90,11 @@ else
   node_base_image
 fi
 build_service_image "$image"
-docker save -o "$WORK/course-access-groups-$version.oci.tar" "$image"
-chmod 644 "$WORK/course-access-groups-$version.oci.tar" # docker save writes 0600
+docker save -o "$WORK/course-access-groups-$version.docker.tar" "$image"
+chmod 644 "$WORK/course-access-groups-$version.docker.tar" # docker save writes 0600
 
 phase "checksums"
-(cd "$WORK" && sha256sum -- *.oci.tar *.tgz *.whl *.tar.gz CHANGELOG.md >SHA256SUMS)
+(cd "$WORK" && sha256sum -- *.docker.tar *.tgz *.whl *.tar.gz CHANGELOG.md >SHA256SUMS)
 rm -rf "$OUT"
 mv "$WORK" "$OUT"
 phase "written to $OUT:"

@@ -41,6 +41,11 @@ export interface CliIo {
  */
 export async function runCli(argv: string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
   const [command, ...rest] = argv;
+  // Asked for (as `docker run IMAGE --help` asks through the image's entrypoint): the usage, success.
+  if (command === '--help' || command === '-h' || command === 'help') {
+    io.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   let parsed;
   try {
     parsed = parseArgs({

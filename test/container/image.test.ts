@@ -293,6 +293,18 @@ test('a bad setting stops the container with exit code 2 and one line naming it'
   expect(res.stderr).toMatch(/^Invalid configuration: MONGO_URL: [^\n]+\n$/);
 });
 
+// Issue 46, item 7: `docker run IMAGE --help` failed with "executable file not found" (no entrypoint).
+// The entrypoint hands options to cag, `cag` is on the PATH, and no arguments still run CMD (the
+// service: every test above runs the image without a command).
+test('docker run IMAGE --help and IMAGE cag --help print cag usage; CMD is still the service', async () => {
+  const help = await docker('run', '--rm', '--network', 'none', '--read-only', IMAGE, '--help');
+  expect(help).toMatch(/^usage:\n {2}cag import /);
+  expect(await docker('run', '--rm', '--network', 'none', '--read-only', IMAGE, 'cag', '--help')).toBe(help);
+  const { Config } = JSON.parse(await docker('image', 'inspect', IMAGE))[0];
+  expect(Config.Entrypoint).toEqual(['cag-entrypoint']);
+  expect(Config.Cmd).toEqual(['node', 'dist/src/main.js']);
+});
+
 test("docker-compose.yml is valid for Debian's docker-compose (config -q)", async () => {
   await run('docker-compose', ['--file', path.join(ROOT, 'docker-compose.yml'), 'config', '--quiet'], {
     env: { ...process.env, JWT_SECRET: TEST_JWT_SECRET },

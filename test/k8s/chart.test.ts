@@ -466,7 +466,7 @@ describe('issue 36: production values', () => {
     const r = await render({ files: minimal, set: { 'image.repository': 'null' } });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('image.repository is required');
-    expect(r.stderr).toContain(`docker load -i course-access-groups-${APP_VERSION}.oci.tar`);
+    expect(r.stderr).toContain(`docker load -i course-access-groups-${APP_VERSION}.docker.tar`);
     expect(r.stderr).toContain(`docker push REGISTRY/course-access-groups:${APP_VERSION}`);
   });
 });

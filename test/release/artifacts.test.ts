@@ -44,7 +44,7 @@ const sh = async (file: string, args: string[], opts: { cwd?: string; env?: Reco
 };
 
 const EXPECTED = [
-  `course-access-groups-${version}.oci.tar`,
+  `course-access-groups-${version}.docker.tar`,
   `course-access-groups-${version}.tgz`,
   `course_access_groups_openedx-${version}-py3-none-any.whl`,
   `course-access-groups-openedx-${version}.tar.gz`,
@@ -122,12 +122,15 @@ test("the chart archive is helm's package of the chart, its version and appVersi
 });
 
 test('the image archive holds one image, tagged course-access-groups:<version>, in the form `docker load` reads', async () => {
-  const archive = released(`course-access-groups-${version}.oci.tar`);
+  const archive = released(`course-access-groups-${version}.docker.tar`);
   const manifest = JSON.parse(await sh('tar', ['-xOf', archive, 'manifest.json'])) as { RepoTags: string[]; Config: string; Layers: string[] }[];
   expect(manifest).toHaveLength(1);
   expect(manifest[0]!.RepoTags).toEqual([`course-access-groups:${version}`]);
-  const config = JSON.parse(await sh('tar', ['-xOf', archive, manifest[0]!.Config])) as { config: { User: string; Cmd: string[]; Healthcheck?: unknown } };
+  const config = JSON.parse(await sh('tar', ['-xOf', archive, manifest[0]!.Config])) as {
+    config: { User: string; Entrypoint: string[]; Cmd: string[]; Healthcheck?: unknown };
+  };
   expect(config.config.User).toBe('node');
+  expect(config.config.Entrypoint).toEqual(['cag-entrypoint']);
   expect(config.config.Cmd).toEqual(['node', 'dist/src/main.js']);
   expect(config.config.Healthcheck).toBeDefined();
 });
@@ -260,7 +263,7 @@ test("docs/install-tutor.md's steps 1 to 3 run as written, from the release's fi
   expect(readFileSync(path.join(env, 'build/openedx/Dockerfile'), 'utf8')).toContain('COPY course-access-groups-openedx /tmp/course-access-groups-openedx');
   const tutor = path.join(venv, 'bin', 'tutor');
   expect((await sh(tutor, ['config', 'printvalue', 'COURSE_ACCESS_GROUPS_ORGANIZATION'], { env: operator })).trim()).toBe('AcmeX');
-  expect((await sh(tutor, ['images', 'printtag', 'course-access-groups'], { env: operator })).trim()).toBe(`course-access-groups:${version}`);
+  expect((await sh(tutor, ['images', 'printtag', 'course-access-groups'], { env: operator })).trim()).toBe(`docker.io/library/course-access-groups:${version}`);
   // Installed from the release's file, not from the repository.
   const where = await sh(path.join(venv, 'bin', 'python'), ['-I', '-c', 'import tutorcourse_access_groups as p; print(p.__file__)']);
   expect(where.trim().startsWith(venv)).toBe(true);

@@ -20,6 +20,8 @@ from types import SimpleNamespace
 import kubernetes_validate
 import pytest
 import yaml
+# The Tutor of this environment (the test's Python), whose version the openedx image's name carries.
+from tutor.__about__ import __version__ as TUTOR_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 REPO = ROOT.parent.parent
@@ -27,18 +29,21 @@ REPO = ROOT.parent.parent
 KUBERNETES = "1.30"
 
 
-def run_tutor(root, *args):
+def run_tutor(root, *args, python=sys.executable, site=None):
+    """`tutor` with this environment's Tutor and plugin, or another Python's Tutor (`python`) with the plugin in `site`."""
     env = {**os.environ, "TUTOR_ROOT": str(root), "TUTOR_PLUGINS_ROOT": str(root / "plugins")}
+    if site:
+        env["PYTHONPATH"] = str(site)
     # The `tutor` command's entry point (the package has no __main__; the environment's cached
     # console script names the folder it was made in).
     command = "import sys; from tutor.commands.cli import main; sys.argv[0] = 'tutor'; sys.exit(main())"
     # Run outside the source tree: `python -c` puts its folder first on sys.path, where the plugin's
     # source would shadow the wheel's.
-    return subprocess.run([sys.executable, "-c", command, *args], env=env, capture_output=True, text=True, cwd=root.parent)
+    return subprocess.run([python, "-c", command, *args], env=env, capture_output=True, text=True, cwd=root.parent)
 
 
-def tutor(root, *args):
-    done = run_tutor(root, *args)
+def tutor(root, *args, **kwargs):
+    done = run_tutor(root, *args, **kwargs)
     assert done.returncode == 0, f"tutor {' '.join(args)}: {done.stderr}"
     return done.stdout
 
@@ -233,10 +238,13 @@ def test_the_openedx_image_installs_the_lms_plugin_it_carries_and_confluent_kafk
 # image, which has a name of the plugin's own.
 def test_tutor_builds_the_service_image_from_the_context_it_renders_and_names_the_openedx_image(installed, tmp_path):
     root = saved(installed, tmp_path)
-    assert tutor(root, "images", "printtag", "course-access-groups").strip() == "course-access-groups:0.1.0"
-    openedx = tutor(root, "images", "printtag", "openedx").strip()
     version = plugin_version(installed)
-    assert openedx.startswith("course-access-groups-openedx:") and openedx.endswith(f"-{version}")
+    # Under Tutor's DOCKER_REGISTRY, named from this Tutor's and this plugin's versions, as each load
+    # renders them: not written into config.yml, where an upgrade would not move them (issue 46).
+    assert tutor(root, "images", "printtag", "course-access-groups").strip() == f"docker.io/library/course-access-groups:{version}"
+    openedx = tutor(root, "images", "printtag", "openedx").strip()
+    assert openedx == f"docker.io/library/course-access-groups-openedx:{TUTOR_VERSION}-{version}"
+    assert not {"DOCKER_IMAGE_OPENEDX", "COURSE_ACCESS_GROUPS_DOCKER_IMAGE"} & set(config(root))
     services = yaml.safe_load((root / "env" / "local" / "docker-compose.yml").read_text())["services"]
     assert services["lms"]["image"] == services["cms"]["image"] == openedx
     hooks = json.loads(python_in_tutor(root, """
@@ -299,13 +307,27 @@ def test_installing_the_wheel_beside_this_tutor_changes_no_tutor(installed, tmp_
     assert names == ["tutor-contrib-course-access-groups"]
 
 
-# Finding 6: no silent empty organization.
-def test_config_save_without_an_organization_fails_and_says_which_setting(installed, tmp_path):
+# Finding 6: no silent empty organization; and (issue 46, item 5) a missing one stops only rendering,
+# with one line naming the setting, never every command with a function's repr.
+def test_a_missing_organization_stops_rendering_with_one_line_and_no_other_command(installed, tmp_path):
     root = tmp_path / "tutor"
-    tutor(root, "plugins", "enable", "course-access-groups")
+    enabled = run_tutor(root, "plugins", "enable", "course-access-groups")
+    assert enabled.returncode == 0, enabled.stderr
+    assert (enabled.stdout + enabled.stderr).count("COURSE_ACCESS_GROUPS_ORGANIZATION is required") == 1
+    # Commands that render nothing work: the issue's examples, with what Tutor knows.
+    from tutor.config import load_defaults
+    assert tutor(root, "config", "printvalue", "LMS_HOST").strip() == load_defaults()["LMS_HOST"]
+    assert tutor(root, "images", "printtag", "openedx").strip()
+    assert tutor(root, "images", "printtag", "course-access-groups").strip()
+    assert tutor(root, "config", "printvalue", "COURSE_ACCESS_GROUPS_ORGANIZATION").strip() == ""
+    # Rendering stops: exit 1, one line naming the setting (beside Tutor's own lines: config.yml saved
+    # first, and the warning about running as root).
     done = run_tutor(root, "config", "save")
-    assert done.returncode != 0
-    assert "COURSE_ACCESS_GROUPS_ORGANIZATION is required" in done.stderr + done.stdout
+    assert done.returncode == 1
+    lines = [line for line in (done.stdout + done.stderr).splitlines()
+             if line and "running Tutor as root" not in line and not line.startswith("Configuration saved to ")]
+    assert lines == ["Error: COURSE_ACCESS_GROUPS_ORGANIZATION is required: the organization of this platform's learners and "
+                     "courses in Course Access Groups, e.g. `tutor config save --set COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX`"]
     tutor(root, "config", "save", "--set", "COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX")
     lms = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
     assert '"ORGANIZATION": "AcmeX",' in lms
@@ -682,3 +704,59 @@ def test_the_service_image_is_built_from_a_git_repository_and_version_the_operat
     done = run_tutor(root, "config", "save", "--set", "COURSE_ACCESS_GROUPS_REPOSITORY_VERSION=v1 main")
     assert done.returncode != 0
     assert "COURSE_ACCESS_GROUPS_REPOSITORY_VERSION must be one word" in done.stderr + done.stdout
+
+
+# Issue 46, items 1 and 2: an upgrade moves the images. A root saved by release 0.1.0's plugin (built
+# from commit PREVIOUS_RELEASE, as the release builds it) with Tutor 21 (TUTOR_21_PYTHON), then this
+# plugin with this Tutor (22) and `tutor config save`: the frozen openedx image name 0.1.0 wrote
+# into config.yml is gone, both images follow this Tutor's and this plugin's versions and
+# DOCKER_REGISTRY, in `images printtag` and the compose file; a name the operator set is kept.
+PREVIOUS_RELEASE = "191efc6"  # the last commit whose plugin wrote DOCKER_IMAGE_OPENEDX into config.yml
+
+
+def test_an_upgrade_from_tutor_21_and_the_previous_release_moves_the_images_and_keeps_an_operators_name(installed, tmp_path):
+    tutor_21 = os.environ["TUTOR_21_PYTHON"]
+    assert TUTOR_VERSION.startswith("22.")
+    # A checkout (the staging script lists what git tracks), sharing this repository's objects.
+    source = tmp_path / "previous"
+    subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(REPO), str(source)], check=True, capture_output=True)
+    subprocess.run(["git", "-C", str(source), "checkout", "--quiet", PREVIOUS_RELEASE], check=True, capture_output=True)
+    wheel = subprocess.run(["bash", str(source / "scripts" / "tutor-plugin-wheel.sh"), tutor_21, str(tmp_path / "wheel")],
+                           check=True, capture_output=True, text=True).stdout.strip()
+    old_site = tmp_path / "old-site"
+    subprocess.run([tutor_21, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--no-index",
+                    "--target", str(old_site), wheel], check=True, capture_output=True, text=True)
+
+    def old(root, *args):
+        return tutor(root, *args, python=tutor_21, site=old_site)
+
+    default, operators = tmp_path / "default", tmp_path / "operators"
+    old(default, "plugins", "enable", "course-access-groups")
+    old(default, "config", "save", "--set", "COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX")
+    shutil.copytree(default, operators)
+    old(operators, "config", "save", "--set", "DOCKER_IMAGE_OPENEDX=registry.acme.org/openedx-cag:v3",
+        "--set", "COURSE_ACCESS_GROUPS_DOCKER_IMAGE=registry.acme.org/cag:v3")
+    # What the issue saw: 0.1.0 froze the openedx image's name, with Tutor 21's version, in config.yml.
+    assert config(default)["DOCKER_IMAGE_OPENEDX"] == "course-access-groups-openedx:21.0.9-0.1.0"
+
+    version = plugin_version(installed)
+    for root in (default, operators):
+        saved_output = tutor(root, "config", "save")
+        images = {name: tutor(root, "images", "printtag", name).strip() for name in ("openedx", "course-access-groups")}
+        services = yaml.safe_load((root / "env" / "local" / "docker-compose.yml").read_text())["services"]
+        assert services["lms"]["image"] == services["cms"]["image"] == images["openedx"]
+        assert services["course-access-groups-api"]["image"] == services["course-access-groups-consumer"]["image"] == images["course-access-groups"]
+        if root == default:
+            assert "removing DOCKER_IMAGE_OPENEDX=course-access-groups-openedx:21.0.9-0.1.0" in saved_output
+            assert "DOCKER_IMAGE_OPENEDX" not in config(root)
+            assert images == {"openedx": f"docker.io/library/course-access-groups-openedx:{TUTOR_VERSION}-{version}",
+                              "course-access-groups": f"docker.io/library/course-access-groups:{version}"}
+        else:
+            assert config(root)["DOCKER_IMAGE_OPENEDX"] == "registry.acme.org/openedx-cag:v3"
+            assert images == {"openedx": "registry.acme.org/openedx-cag:v3", "course-access-groups": "registry.acme.org/cag:v3"}
+    # Both follow DOCKER_REGISTRY, as Tutor's own images do; without the plugin, Tutor's openedx image is back.
+    tutor(default, "config", "save", "--set", "DOCKER_REGISTRY=registry.example.org/")
+    assert tutor(default, "images", "printtag", "openedx").strip() == f"registry.example.org/library/course-access-groups-openedx:{TUTOR_VERSION}-{version}"
+    assert tutor(default, "images", "printtag", "course-access-groups").strip() == f"registry.example.org/library/course-access-groups:{version}"
+    tutor(default, "plugins", "disable", "course-access-groups")
+    assert tutor(default, "images", "printtag", "openedx").strip() == f"registry.example.org/overhangio/openedx:{TUTOR_VERSION}"

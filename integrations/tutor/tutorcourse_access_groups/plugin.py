@@ -23,6 +23,7 @@ from glob import glob
 from urllib.parse import quote
 
 import click
+from tutor import config as tutor_config
 from tutor import exceptions, fmt, hooks, utils
 
 from . import __version__
@@ -36,13 +37,27 @@ TEMPLATES = os.path.join(HERE, "templates")
 SERVICE_CONTEXT = "course-access-groups/build/course-access-groups/"
 LMS_PLUGIN_CONTEXT = "build/openedx/course-access-groups-openedx/"
 UNRENDERED = (SERVICE_CONTEXT, LMS_PLUGIN_CONTEXT)
+# The images' namespace under Tutor's DOCKER_REGISTRY. Tutor's own are under overhangio/, which
+# Tutor's authors own on Docker Hub; this project owns no namespace there, and any other one could
+# be registered by someone else, whose image a pull (or compose starting a missing image) would
+# then run. library/ is Docker's own on Docker Hub (a pull fails, a push is refused) and a plain
+# path elsewhere (Harbor's default project), where DOCKER_REGISTRY moves both images with Tutor's.
+NAMESPACE = "library/"
 
 
 hooks.Filters.CONFIG_DEFAULTS.add_items([
     ("COURSE_ACCESS_GROUPS_VERSION", __version__),
+    # The images' names are defaults, as tutor-notes names NOTES_DOCKER_IMAGE: Tutor renders them at
+    # each load and never writes them to config.yml, so they follow DOCKER_REGISTRY and an upgrade of
+    # Tutor or of this plugin, and a name an operator sets (`config save --set`) stays theirs.
     # The service's image, built by `tutor images build course-access-groups` (and by `tutor local
-    # launch`) from the build context this package carries; a registry's name to pull it instead.
-    ("COURSE_ACCESS_GROUPS_DOCKER_IMAGE", "course-access-groups:{{ COURSE_ACCESS_GROUPS_VERSION }}"),
+    # launch`) from the build context this package carries; pushed and pulled under DOCKER_REGISTRY.
+    ("COURSE_ACCESS_GROUPS_DOCKER_IMAGE", "{{ DOCKER_REGISTRY }}" + NAMESPACE + "course-access-groups:{{ COURSE_ACCESS_GROUPS_VERSION }}"),
+    # The openedx image gets a name of its own: it is built here (with the LMS plugin this package
+    # carries, hence this package's version), so neither `tutor images pull` nor `tutor local launch
+    # -p` may put the stock overhangio/openedx back. Tutor's own default of the same name comes
+    # first (config.get_defaults is a dict of the filter's items: the last one wins).
+    ("DOCKER_IMAGE_OPENEDX", "{{ DOCKER_REGISTRY }}" + NAMESPACE + "course-access-groups-openedx:{{ TUTOR_VERSION }}-" + __version__),
     # Empty: the image is built from the build context this package carries. A git repository (and
     # a branch, tag or commit of it) instead: its sources fetched by BuildKit (`ADD <repo>#<version>`),
     # as Tutor's openedx image takes EDX_PLATFORM_REPOSITORY and EDX_PLATFORM_VERSION.
@@ -51,7 +66,7 @@ hooks.Filters.CONFIG_DEFAULTS.add_items([
     # Extra requirements pip installs into the openedx image beside the carried LMS plugin.
     ("COURSE_ACCESS_GROUPS_CONFLUENT_KAFKA", "confluent-kafka[avro,schemaregistry]>=2.0,<3"),
     # Required: the organization of every learner of a single-site platform (the service's
-    # DEFAULT_ORGANIZATION, the LMS plugin's ORGANIZATION). Empty stops `tutor config save`.
+    # DEFAULT_ORGANIZATION, the LMS plugin's ORGANIZATION). Empty stops rendering (`tutor config save`).
     ("COURSE_ACCESS_GROUPS_ORGANIZATION", ""),
     # The host Caddy routes to the service's API and admin console.
     ("COURSE_ACCESS_GROUPS_HOST", "course-access-groups.{{ LMS_HOST }}"),
@@ -82,18 +97,36 @@ hooks.Filters.CONFIG_UNIQUE.add_items([
     ("COURSE_ACCESS_GROUPS_OAUTH2_SECRET_SSO", "{{ 48|random_string }}"),
 ])
 
-# The openedx image gets a name of its own: it is built here (with the LMS plugin), so neither
-# `tutor images pull` nor `tutor local launch -p` may put the stock overhangio/openedx back.
-# Overrides are rendered with the base settings only (no defaults): the version is written in.
-hooks.Filters.CONFIG_OVERRIDES.add_items([
-    ("DOCKER_IMAGE_OPENEDX", "course-access-groups-openedx:{{ TUTOR_VERSION }}-" + __version__),
-])
+# Release 0.1.0 wrote the openedx image's name into config.yml (a CONFIG_OVERRIDES item, which Tutor
+# renders and saves), where it outlived upgrades. A value of exactly the form it wrote,
+# `course-access-groups-openedx:<Tutor X.Y.Z>-<plugin X.Y.Z>`, is taken as that release's, not the
+# operator's, and removed from config.yml, so the default above applies; any other value is kept.
+FROZEN_OPENEDX_IMAGE = re.compile(r"course-access-groups-openedx:\d+\.\d+\.\d+-\d+\.\d+\.\d+")
+
+
+# Low priority: this module is imported by Tutor's own PROJECT_ROOT_READY callback (which loads the
+# enabled plugins), and a callback added after it runs in the same pass, before any command loads
+# the configuration.
+@hooks.Actions.PROJECT_ROOT_READY.add(priority=hooks.priorities.LOW)
+def _forget_the_openedx_image_name_an_earlier_release_wrote(root):
+    path = tutor_config.config_path(root)
+    if not os.path.exists(path):
+        return
+    saved = tutor_config.get_yaml_file(path)
+    value = saved.get("DOCKER_IMAGE_OPENEDX")
+    if not isinstance(value, str) or not FROZEN_OPENEDX_IMAGE.fullmatch(value):
+        return
+    del saved["DOCKER_IMAGE_OPENEDX"]
+    fmt.echo_info(f"Course Access Groups: removing DOCKER_IMAGE_OPENEDX={value} from config.yml, written there by "
+                  "release 0.1.0; the openedx image's name now follows Tutor's and the plugin's versions")
+    tutor_config.save_config_file(root, saved)
 
 
 ORGANIZATION_REQUIRED = (
     "COURSE_ACCESS_GROUPS_ORGANIZATION is required: the organization of this platform's learners and courses in "
     "Course Access Groups, e.g. `tutor config save --set COURSE_ACCESS_GROUPS_ORGANIZATION=AcmeX`"
 )
+_ALERTED = []
 
 
 def _enabling_plugins():
@@ -106,15 +139,24 @@ def _enabling_plugins():
     return False
 
 
-@hooks.Actions.CONFIG_LOADED.add()
-def _require_organization(config):
-    """A plain launch would publish no activation and give the service no organization: every command refuses."""
-    if str(config.get("COURSE_ACCESS_GROUPS_ORGANIZATION") or "").strip():
-        return
-    if _enabling_plugins():
+def required_organization(organization):
+    """The organization, for the templates that render it (the service's and the LMS plugin's settings).
+
+    Only rendering needs it, so only rendering stops without it (`config save`, `launch`): every other
+    command (`config printvalue`, `images printtag`, `local status`...) loads the configuration as it
+    is. It stops with SystemExit, whose message Python prints as one line: a TutorError raised here
+    would come after Tutor's dump of the whole patch being rendered and the template's name, and
+    anything raised from a hook (CONFIG_LOADED) after a line with the callback's repr. `plugins
+    enable` renders before a setting can be given: it says so once and renders it empty.
+    """
+    if str(organization or "").strip():
+        return organization
+    if not _enabling_plugins():
+        raise SystemExit(f"Error: {ORGANIZATION_REQUIRED}")
+    if not _ALERTED:
+        _ALERTED.append(True)
         fmt.echo_alert(ORGANIZATION_REQUIRED)
-        return
-    raise exceptions.TutorError(ORGANIZATION_REQUIRED)
+    return ""
 
 
 hooks.Filters.ENV_TEMPLATE_ROOTS.add_item(TEMPLATES)
@@ -230,6 +272,7 @@ hooks.Filters.ENV_TEMPLATE_FILTERS.add_items([
     ("course_access_groups_compose", compose_value),
     ("course_access_groups_shell", shell_word),
     ("course_access_groups_git_dockerfile", git_dockerfile),
+    ("course_access_groups_organization", required_organization),
 ])
 
 for path in sorted(glob(os.path.join(PATCHES, "*"))):

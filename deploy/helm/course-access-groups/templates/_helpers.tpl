@@ -41,7 +41,7 @@ app.kubernetes.io/component: {{ .role }}
 {{- if not .Values.image.repository -}}
 {{- $v := .Values.image.tag | default .Chart.AppVersion -}}
 {{- fail (printf `image.repository is required: no public registry carries the image. Load the release's image and push it to a registry your cluster pulls from, then install with --set image.repository=REGISTRY/course-access-groups:
-  docker load -i course-access-groups-%s.oci.tar
+  docker load -i course-access-groups-%s.docker.tar
   docker tag course-access-groups:%s REGISTRY/course-access-groups:%s
   docker push REGISTRY/course-access-groups:%s
 (from a clone instead: docker build -t REGISTRY/course-access-groups:%s . then docker push)` $v $v $v $v $v) -}}
