@@ -76,6 +76,19 @@ const allow = (
   permissionType: AclPermissionTypes.ALLOW,
 });
 
+/** An organization with a rule, and activations of its learners sent on `topic` (retried until the broker knows the topic). */
+async function learnersOf(service: Parameters<typeof orgWithRule>[0], topic: string) {
+  const domain = `${uniqueName('d').replace(/_/g, '-')}.example`;
+  const { org, group: accessGroup } = await orgWithRule(service, domain);
+  const tenant = new Tenant(service.db, org);
+  const activate = (id: number) =>
+    untilBrokerKnows(() =>
+      producer.send({ topic, acks: -1, messages: [structured(cloudEvent(TYPES.activated, userData(org, { id, email: `u${id}@${domain}` })), id)] }),
+    );
+  const member = (id: number) => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ user: id });
+  return { tenant, accessGroup, activate, member };
+}
+
 type Readyz = { status: number; body: { detail?: string; failing?: string[]; status?: string } };
 const readyz = (baseUrl: string): Promise<Readyz> => client(baseUrl).get<Readyz['body']>('/readyz');
 
@@ -96,14 +109,7 @@ test('the broker stops allowing READ on the consumer group: /readyz 503 within s
     KAFKA_TOPICS: topic,
     LOG_LEVEL: 'info',
   });
-  const domain = `${uniqueName('d').replace(/_/g, '-')}.example`;
-  const { org, group: accessGroup } = await orgWithRule(service, domain);
-  const tenant = new Tenant(service.db, org);
-  const activate = (id: number) =>
-    untilBrokerKnows(() =>
-      producer.send({ topic, acks: -1, messages: [structured(cloudEvent(TYPES.activated, userData(org, { id, email: `u${id}@${domain}` })), id)] }),
-    );
-  const member = (id: number) => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ user: id });
+  const { tenant, accessGroup, activate, member } = await learnersOf(service, topic);
 
   const before = newUserId();
   await activate(before);
@@ -186,14 +192,7 @@ test('a SASL password rotated in KAFKA_SASL_PASSWORD_FILE is read again when the
     LOG_LEVEL: 'info',
   });
   try {
-    const domain = `${uniqueName('d').replace(/_/g, '-')}.example`;
-    const { org } = await orgWithRule(rotated, domain);
-    const tenant = new Tenant(rotated.db, org);
-    const activate = (id: number) =>
-      untilBrokerKnows(() =>
-        producer.send({ topic, acks: -1, messages: [structured(cloudEvent(TYPES.activated, userData(org, { id, email: `u${id}@${domain}` })), id)] }),
-      );
-    const member = (id: number) => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ user: id });
+    const { activate, member } = await learnersOf(rotated, topic);
     const before = newUserId();
     await activate(before);
     await waitFor(() => member(before));

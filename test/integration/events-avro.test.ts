@@ -3,8 +3,6 @@
 // what an unknown schema id, bytes that do not decode and a registry outage do. The real
 // producer's own messages: openedx-producer.test.ts.
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { connect, createServer, type Server, type Socket } from 'node:net';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { dlqTopic } from '../../consumers/consumer';
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../src/db/collections';
@@ -28,6 +26,7 @@ import {
 } from '../helpers/events';
 import { client } from '../helpers/http';
 import { SCHEMA_REGISTRY_URL, uniqueName } from '../helpers/stack';
+import { tcpProxy } from '../helpers/tcp-proxy';
 
 let service: EventTestService;
 let topic: string;
@@ -108,30 +107,9 @@ test('a schema id the registry does not know and bytes that do not decode go to 
 /** A TCP proxy to the registry that the test can cut and restore: the registry "goes away" without touching the shared stack. */
 async function registryProxy() {
   const target = new URL(SCHEMA_REGISTRY_URL);
-  const sockets = new Set<Socket>();
-  let server: Server | null = null;
-  let port = 0;
-  const open = async () => {
-    server = createServer((inbound) => {
-      const outbound = connect(Number(target.port), target.hostname);
-      for (const s of [inbound, outbound]) {
-        sockets.add(s);
-        s.on('close', () => sockets.delete(s));
-        s.on('error', () => undefined);
-      }
-      inbound.pipe(outbound).pipe(inbound);
-    });
-    server.listen(port, '127.0.0.1');
-    await once(server, 'listening');
-    port = (server.address() as { port: number }).port;
-  };
-  const cut = async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise((r) => server?.close(r));
-    server = null;
-  };
-  await open();
-  return { url: `http://127.0.0.1:${port}${target.pathname}`, cut, restore: open, close: cut };
+  const proxy = tcpProxy({ host: target.hostname, port: Number(target.port) });
+  await proxy.open();
+  return { url: `http://127.0.0.1:${proxy.port}${target.pathname}`, cut: proxy.cut, restore: proxy.open, close: proxy.cut };
 }
 
 test('while the registry cannot be reached an Avro event is retried, never dead-lettered, and /readyz names it; applied once it is back', async () => {
