@@ -15,7 +15,10 @@ KEY="$(cat "$ROOT"/scripts/k8s/kube/go.{mod,sum} "$ROOT"/scripts/k8s/kube/etcd/m
 BIN="$CACHE/$KUBE_VERSION-helm-$HELM_VERSION-$KEY"
 say() { echo "[k8s-tools] $*" >&2; }
 
-if [[ ! -x "$BIN/helm" ]]; then
+# Built only when all five are there: a folder holding some of them (a build stopped half-way, or
+# a helm put there by hand) is built again.
+built() { local b; for b in etcd kube-apiserver kube-controller-manager kubectl helm; do [[ -x "$BIN/$b" ]] || return 1; done; }
+if ! built; then
   command -v go >/dev/null || { say "Go is needed to build the Kubernetes tools"; exit 1; }
   tmp="$BIN.tmp"
   rm -rf "$tmp" && mkdir -p "$tmp"
