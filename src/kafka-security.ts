@@ -178,16 +178,18 @@ export function describeKafkaFailure(
       setting: 'KAFKA_SSL_CERT_FILE',
     };
   }
-  if (settings.KAFKA_SSL === 'on' && has(/before secure TLS connection was established|wrong version number|packet length too long|ECONNRESET/i)) {
+  // A reset alone (ECONNRESET) is the network's or a restarting broker's, never a setting: only
+  // a handshake that never completed says TLS met a plaintext listener.
+  if (settings.KAFKA_SSL === 'on' && has(/before secure TLS connection was established|wrong version number|packet length too long/i)) {
     return { reason: `Kafka broker ${broker} did not complete a TLS handshake: is it a plaintext listener? (KAFKA_SSL is on): ${last}`, setting: 'KAFKA_SSL' };
   }
-  if (settings.KAFKA_SSL === 'off' && has(/Closed connection|Connection closed|ECONNRESET|timed out|Request .* timed out/i)) {
+  if (settings.KAFKA_SSL === 'off' && !has(/ECONNRESET/) && has(/Closed connection|Connection closed|timed out|Request .* timed out/i)) {
     return {
       reason: `Kafka broker ${broker} closed the connection or did not answer: if it is a TLS listener, set KAFKA_SSL=on (KAFKA_SSL is off): ${last}`,
       setting: 'KAFKA_SSL',
     };
   }
-  if (settings.KAFKA_SASL_MECHANISM === undefined && has(/Closed connection|Connection closed|timed out/i)) {
+  if (settings.KAFKA_SASL_MECHANISM === undefined && !has(/ECONNRESET/) && has(/Closed connection|Connection closed|timed out/i)) {
     return {
       reason: `Kafka broker ${broker} closed the connection or did not answer: if its listener requires SASL, set KAFKA_SASL_MECHANISM: ${last}`,
       setting: 'KAFKA_SASL_MECHANISM',
