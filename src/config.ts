@@ -7,6 +7,7 @@ import { KafkaSettingError, kafkaSecurityOptions } from './kafka-security';
 import { dlqTopic } from './kafka-topics';
 import { type LmsIssuer, type LmsKeySet, LmsSettingError, parseLmsIssuers, parseLmsKeySet } from './lms-jwt-settings';
 import { LmsOauthSettingError, type LmsOauthSettings, parseLmsOauth } from './lms-oauth-settings';
+import { RegistrySettingError, registryClientSettings } from './registry-settings';
 import { ajv, fromEnvironmentStrings } from './validation';
 
 /** The environment the service reads (docs/operations.md and the README's configuration table). One schema: validation and the type. */
@@ -80,8 +81,13 @@ export const configSchema = {
     DEFAULT_ORGANIZATION: { type: 'string', minLength: 1, maxLength: 255 },
     /** The Confluent-compatible API of the schema registry the Open edX event bus's Avro names (consumers/avro.ts). */
     SCHEMA_REGISTRY_URL: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    /** Basic auth (https only) and TLS of the registry client, as Kafka's (src/registry-settings.ts): files are read again when they change. */
     SCHEMA_REGISTRY_USERNAME: { type: 'string', minLength: 1 },
     SCHEMA_REGISTRY_PASSWORD: { type: 'string', minLength: 1 },
+    SCHEMA_REGISTRY_PASSWORD_FILE: { type: 'string', minLength: 1 },
+    SCHEMA_REGISTRY_CA_FILE: { type: 'string', minLength: 1 },
+    SCHEMA_REGISTRY_CERT_FILE: { type: 'string', minLength: 1 },
+    SCHEMA_REGISTRY_KEY_FILE: { type: 'string', minLength: 1 },
   },
   additionalProperties: false,
   required: [
@@ -198,11 +204,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('Invalid configuration: JWT_ISSUER is also an issuer of LMS_JWT_ISSUERS; the two trust paths need different issuers');
   }
   jwtAlgorithm(result); // refuses a key and algorithm that do not go together
-  if ((result.SCHEMA_REGISTRY_USERNAME === undefined) !== (result.SCHEMA_REGISTRY_PASSWORD === undefined)) {
-    throw new ConfigError('Invalid configuration: set both SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD (basic auth), or neither');
-  }
-  if (result.SCHEMA_REGISTRY_USERNAME !== undefined && result.SCHEMA_REGISTRY_URL === undefined) {
-    throw new ConfigError('Invalid configuration: SCHEMA_REGISTRY_USERNAME is set but SCHEMA_REGISTRY_URL is not');
+  try {
+    registryClientSettings(result); // reads and checks the files now, as Kafka's below
+  } catch (err) {
+    if (err instanceof RegistrySettingError) throw new ConfigError(`Invalid configuration: ${err.message}`);
+    throw err;
   }
   try {
     kafkaSecurityOptions(result); // reads and checks the files now: a bad one stops start-up, not the first connection

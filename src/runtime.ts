@@ -19,6 +19,7 @@ import { type DescribeFailure, failureReporter } from './failure-report';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
 import { createMetrics, type Metrics } from './metrics';
+import { registryClientSettings } from './registry-settings';
 import { type RetryPolicy, retry, STARTUP_RETRY, within } from './retry';
 
 /** How long an idle HTTP connection stays open (see `keepAliveTimeout` below). */
@@ -120,9 +121,9 @@ export async function startService(
   // Only a consumer reads Avro, and only it depends on the registry (for /readyz too).
   let avro: AvroDecoder | null = null;
   if (config.SERVICE_ROLE !== 'api') {
-    if (config.SCHEMA_REGISTRY_URL) {
-      avro = createAvroDecoder({ url: config.SCHEMA_REGISTRY_URL, username: config.SCHEMA_REGISTRY_USERNAME, password: config.SCHEMA_REGISTRY_PASSWORD });
-    }
+    // TLS files and the password file are read again when they change (src/registry-settings.ts).
+    const registry = registryClientSettings(config);
+    if (registry) avro = createAvroDecoder(registry);
     const door = { db, log, metrics, defaultOrganization: config.DEFAULT_ORGANIZATION ?? null, avro };
     // A test's own handler gets every message alone.
     const handle: MessageHandler = opts.handle ?? createDispatcher(door);
