@@ -24,10 +24,12 @@ export const configSchema = {
     KAFKA_SSL_CERT_FILE: { type: 'string', minLength: 1 },
     KAFKA_SSL_KEY_FILE: { type: 'string', minLength: 1 },
     /** SASL to the brokers: the mechanism (case-insensitive), the user, and the password or a file holding it. */
-    KAFKA_SASL_MECHANISM: { type: 'string', enum: ['plain', 'scram-sha-256', 'scram-sha-512'] },
+    KAFKA_SASL_MECHANISM: { type: 'string', enum: ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'] },
     KAFKA_SASL_USERNAME: { type: 'string', minLength: 1 },
     KAFKA_SASL_PASSWORD: { type: 'string', minLength: 1 },
     KAFKA_SASL_PASSWORD_FILE: { type: 'string', minLength: 1 },
+    /** OAUTHBEARER's token, in a file its issuer keeps fresh (read at each authentication). */
+    KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: { type: 'string', minLength: 1 },
     KAFKA_GROUP_ID: { type: 'string', minLength: 1, default: 'course-access-groups' },
     KAFKA_TOPICS: {
       type: 'string',
@@ -383,6 +385,7 @@ const KAFKA_CLI_KEYS = [
   'KAFKA_SASL_USERNAME',
   'KAFKA_SASL_PASSWORD',
   'KAFKA_SASL_PASSWORD_FILE',
+  'KAFKA_SASL_OAUTHBEARER_TOKEN_FILE',
   'KAFKA_GROUP_ID',
   'KAFKA_TOPICS',
   'KAFKA_DLQ_PREFIX',

@@ -228,3 +228,21 @@ describe("why the consumer crashed (kafkajs's CRASH), as /readyz says it", () =>
     expect(said).not.toMatch(/svc-user|hunter2-secret/);
   });
 });
+
+test('OAUTHBEARER: a token file, read again at each authentication; refused without it, with a user or password, or the file without the mechanism', async () => {
+  writeFileSync(file('token'), 'first.token.\n');
+  const c = loadConfig({ ...base, KAFKA_SSL: 'on', KAFKA_SASL_MECHANISM: 'OAUTHBEARER', KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: file('token') });
+  const sasl = kafkaSecurityOptions(c).sasl as { mechanism: string; oauthBearerProvider: () => Promise<{ value: string }> };
+  expect(sasl.mechanism).toBe('oauthbearer');
+  expect(await sasl.oauthBearerProvider()).toEqual({ value: 'first.token.' });
+  writeFileSync(file('token'), 'renewed.token.\n');
+  expect(await sasl.oauthBearerProvider()).toEqual({ value: 'renewed.token.' });
+  expect(() => loadConfig({ ...base, KAFKA_SASL_MECHANISM: 'oauthbearer' })).toThrow(
+    /KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: required with KAFKA_SASL_MECHANISM=oauthbearer/,
+  );
+  expect(() =>
+    loadConfig({ ...base, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: file('token'), KAFKA_SASL_USERNAME: 'u' }),
+  ).toThrow(/KAFKA_SASL_USERNAME: not used with KAFKA_SASL_MECHANISM=oauthbearer/);
+  expect(() => loadConfig({ ...base, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: file('empty') })).toThrow(/is empty/);
+  expect(() => loadConfig({ ...base, KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: file('token') })).toThrow(/set, but KAFKA_SASL_MECHANISM is not/);
+});

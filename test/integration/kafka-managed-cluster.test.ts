@@ -1,3 +1,5 @@
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, type Admin, Kafka, logLevel, ResourcePatternTypes } from 'kafkajs';
@@ -10,11 +12,13 @@ import { privateKafka } from '../helpers/private-stack';
 import { uniqueName } from '../helpers/stack';
 
 /**
- * `cag topics` on a cluster that creates nothing by itself and authorizes with ACLs, as
- * Confluent Cloud and MSK are set up: what it prints is what the service needs, and all it needs.
+ * A cluster set up as Confluent Cloud, MSK or an OIDC-secured Kafka are: it creates nothing by
+ * itself and authorizes with ACLs. `cag topics`: what it prints is what the service needs, and
+ * all it needs. OAUTHBEARER: a token from a file its issuer renews, read at each authentication.
  * A private broker with ACLs on (scripts/stack.sh, STACK_KAFKA_ACLS=on); the service and `cag` on
- * its SASL_SSL listener as the PLAIN user cagplain; the test grants through the PLAINTEXT
- * listener, whose principal is a super user.
+ * its SASL_SSL listener as the PLAIN user cagplain, or with an OAUTHBEARER token (the listener's
+ * validator is Kafka's unsecured one: an unsigned token's `sub` is the principal); the test
+ * grants through the PLAINTEXT listener, whose principal is a super user.
  */
 const ROOT = path.resolve(__dirname, '../..');
 const TLS = path.join(ROOT, '.stack/tls');
@@ -70,11 +74,11 @@ async function cag(...argv: string[]) {
 }
 
 /** The plan's ACLs as the broker takes them (the test's admin is a super user). */
-const asBrokerAcl = (a: NeededAcl) => ({
+const asBrokerAcl = (a: NeededAcl, user = USER) => ({
   resourceType: { Group: AclResourceTypes.GROUP, Topic: AclResourceTypes.TOPIC, Cluster: AclResourceTypes.CLUSTER }[a.resource],
   resourceName: a.name,
   resourcePatternType: ResourcePatternTypes.LITERAL,
-  principal: `User:${USER}`,
+  principal: `User:${user}`,
   host: '*',
   operation: {
     Read: AclOperationTypes.READ,
@@ -110,13 +114,15 @@ test("`cag topics --create` without Create: exit 1, each topic named as refused;
   expect(refused.stderr).toContain('5 topic(s) not created');
   expect(await admin.listTopics()).not.toContain(changes);
 
-  await admin.createAcls({ acl: neededAcls(loadKafkaCliConfig(env)).map(asBrokerAcl) });
-  const created = await waitFor(
-    () => cag('topics', '--create', '--partitions', '2'),
+  await admin.createAcls({ acl: neededAcls(loadKafkaCliConfig(env)).map((a) => asBrokerAcl(a)) });
+  // ACLs reach the broker's authorizer a moment after they are added: a run may create some only.
+  let said = '';
+  await waitFor(
+    () => cag('topics', '--create', '--partitions', '2').then((r) => ((said += r.stderr), r)),
     (r) => r.code === 0,
     30000,
   );
-  expect(created.stderr).toContain(`${changes}: created`);
+  for (const t of [activated, lifecycle, `${prefix}${activated}.dlq`, `${prefix}${lifecycle}.dlq`, changes]) expect(said).toContain(`${t}: created`);
   const listed = await admin.fetchTopicMetadata({ topics: [changes, `${prefix}${lifecycle}.dlq`] });
   expect(listed.topics.map((t) => t.partitions.length)).toEqual([2, 2]);
   const again = await cag('topics', '--create');
@@ -131,7 +137,7 @@ test('the ACLs the plan always needs are enough (no Create, no IdempotentWrite o
   await admin.deleteAcls({
     filters: neededAcls(loadKafkaCliConfig(env))
       .filter((a) => a.when !== null)
-      .map(asBrokerAcl),
+      .map((a) => asBrokerAcl(a)),
   });
   service = await startEventService({ ...env, LOG_LEVEL: 'info' });
   const readyz = await waitFor(
@@ -158,4 +164,67 @@ test('the ACLs the plan always needs are enough (no Create, no IdempotentWrite o
   expect((await admin.listTopics()).filter((t) => t.includes(prefix) || t === changes).sort()).toEqual(
     [`${prefix}${activated}.dlq`, `${prefix}${lifecycle}.dlq`, changes].sort(),
   );
+}, 120000);
+
+/** An unsigned JWT as Kafka's unsecured OAUTHBEARER validator takes it: `sub` is the principal. */
+const unsignedToken = (sub: string, expiresInS: number) => {
+  const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const now = Math.floor(Date.now() / 1000);
+  return `${part({ alg: 'none' })}.${part({ sub, iat: now - 60, exp: now + expiresInS })}.`;
+};
+
+test('OAUTHBEARER with the token in a file: an expired token is refused (not ready, naming KAFKA_SASL_OAUTHBEARER_TOKEN_FILE, never the token); the file renewed, the service connects and consumes without a restart', async () => {
+  const subject = 'cagoauth';
+  const oauthGroup = uniqueName('g');
+  const topic = uniqueName('activated');
+  const dir = mkdtempSync(path.join(tmpdir(), 'cag-oauth-'));
+  const tokenFile = path.join(dir, 'token');
+  const expired = unsignedToken(subject, -600);
+  writeFileSync(tokenFile, `${expired}\n`);
+  const plan = neededAcls(loadKafkaCliConfig({ ...env, KAFKA_GROUP_ID: oauthGroup, KAFKA_TOPICS: topic, CHANGES_TOPIC: '' }));
+  await admin.createAcls({ acl: plan.map((a) => asBrokerAcl(a, subject)) });
+  await untilBrokerKnows(() => admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true }));
+  const oauth = await startEventService(
+    {
+      ...env,
+      KAFKA_SASL_MECHANISM: 'oauthbearer',
+      KAFKA_SASL_USERNAME: undefined,
+      KAFKA_SASL_PASSWORD: undefined,
+      KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: tokenFile,
+      KAFKA_GROUP_ID: oauthGroup,
+      KAFKA_TOPICS: topic,
+      CHANGES_TOPIC: '',
+      LOG_LEVEL: 'info',
+    },
+    { waitReady: false },
+  );
+  try {
+    const refused = await waitFor(
+      () => client(oauth.baseUrl).get<{ detail?: string }>('/readyz'),
+      (r) => r.status === 503 && /OAUTHBEARER token/.test(r.body.detail ?? ''),
+      30000,
+    );
+    expect(refused.body.detail).toMatch(/closed the connection after the OAUTHBEARER token .*check the token in KAFKA_SASL_OAUTHBEARER_TOKEN_FILE/);
+
+    // Its issuer renews the token (a new file renamed over the old, as a mounted Secret changes).
+    writeFileSync(`${tokenFile}.new`, unsignedToken(subject, 3600));
+    renameSync(`${tokenFile}.new`, tokenFile);
+    await oauth.ready;
+    const ready = await waitFor(
+      () => client(oauth.baseUrl).get('/readyz'),
+      (r) => r.status === 200,
+      30000,
+    );
+    expect(ready.status).toBe(200);
+    await untilBrokerKnows(() => producer.send({ topic, acks: -1, messages: [{ value: 'not a CloudEvent' }] }));
+    await waitFor(
+      () => messagesIn(`${prefix}${topic}.dlq`),
+      (n) => n === 1,
+      30000,
+    );
+    expect(oauth.logs.join('\n')).not.toContain(expired.split('.')[1]!);
+  } finally {
+    await oauth.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }, 120000);
