@@ -24,12 +24,14 @@ export const configSchema = {
     KAFKA_SSL_CERT_FILE: { type: 'string', minLength: 1 },
     KAFKA_SSL_KEY_FILE: { type: 'string', minLength: 1 },
     /** SASL to the brokers: the mechanism (case-insensitive), the user, and the password or a file holding it. */
-    KAFKA_SASL_MECHANISM: { type: 'string', enum: ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'] },
+    KAFKA_SASL_MECHANISM: { type: 'string', enum: ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer', 'aws-msk-iam'] },
     KAFKA_SASL_USERNAME: { type: 'string', minLength: 1 },
     KAFKA_SASL_PASSWORD: { type: 'string', minLength: 1 },
     KAFKA_SASL_PASSWORD_FILE: { type: 'string', minLength: 1 },
     /** OAUTHBEARER's token, in a file its issuer keeps fresh (read at each authentication). */
     KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: { type: 'string', minLength: 1 },
+    /** aws-msk-iam (MSK's IAM access control): the cluster's region; credentials from the AWS SDK's default chain. */
+    KAFKA_SASL_AWS_REGION: { type: 'string', pattern: '^[a-z]{2}(-[a-z]+)+-\\d$' },
     KAFKA_GROUP_ID: { type: 'string', minLength: 1, default: 'course-access-groups' },
     KAFKA_TOPICS: {
       type: 'string',
@@ -386,6 +388,7 @@ const KAFKA_CLI_KEYS = [
   'KAFKA_SASL_PASSWORD',
   'KAFKA_SASL_PASSWORD_FILE',
   'KAFKA_SASL_OAUTHBEARER_TOKEN_FILE',
+  'KAFKA_SASL_AWS_REGION',
   'KAFKA_GROUP_ID',
   'KAFKA_TOPICS',
   'KAFKA_DLQ_PREFIX',

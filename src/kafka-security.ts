@@ -9,12 +9,14 @@ export interface KafkaSecuritySettings {
   readonly KAFKA_SSL_CA_FILE?: string;
   readonly KAFKA_SSL_CERT_FILE?: string;
   readonly KAFKA_SSL_KEY_FILE?: string;
-  readonly KAFKA_SASL_MECHANISM?: 'plain' | 'scram-sha-256' | 'scram-sha-512' | 'oauthbearer';
+  readonly KAFKA_SASL_MECHANISM?: 'plain' | 'scram-sha-256' | 'scram-sha-512' | 'oauthbearer' | 'aws-msk-iam';
   readonly KAFKA_SASL_USERNAME?: string;
   readonly KAFKA_SASL_PASSWORD?: string;
   readonly KAFKA_SASL_PASSWORD_FILE?: string;
   /** OAUTHBEARER: a file holding the token, read at each authentication (a sidecar or the platform renews it). */
   readonly KAFKA_SASL_OAUTHBEARER_TOKEN_FILE?: string;
+  /** aws-msk-iam: the cluster's AWS region (the token is signed for it). */
+  readonly KAFKA_SASL_AWS_REGION?: string;
 }
 
 /** A Kafka security setting that cannot be used as it is: the message names it. */
@@ -98,12 +100,19 @@ export function kafkaSecurityOptions(settings: KafkaSecuritySettings): KafkaSecu
       throw new KafkaSettingError(`${given.join(', ')}: set, but KAFKA_SASL_MECHANISM is not (plain, scram-sha-256, scram-sha-512 or oauthbearer)`);
     return options;
   }
+  if (mechanism !== 'aws-msk-iam' && settings.KAFKA_SASL_AWS_REGION !== undefined) {
+    throw new KafkaSettingError(`KAFKA_SASL_AWS_REGION: set, but KAFKA_SASL_MECHANISM is ${mechanism} (the region is aws-msk-iam's)`);
+  }
   if (mechanism === 'oauthbearer') {
     options.sasl = oauthBearer(settings, credentials);
     return options;
   }
   if (settings.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE !== undefined) {
     throw new KafkaSettingError(`KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: set, but KAFKA_SASL_MECHANISM is ${mechanism} (oauthbearer takes a token)`);
+  }
+  if (mechanism === 'aws-msk-iam') {
+    options.sasl = mskIam(settings, credentials);
+    return options;
   }
   if (settings.KAFKA_SASL_USERNAME === undefined) throw new KafkaSettingError(`KAFKA_SASL_USERNAME: required with KAFKA_SASL_MECHANISM=${mechanism}`);
   if ((settings.KAFKA_SASL_PASSWORD === undefined) === (settings.KAFKA_SASL_PASSWORD_FILE === undefined)) {
@@ -144,6 +153,29 @@ function oauthBearer(settings: KafkaSecuritySettings, credentials: readonly stri
   };
   token();
   return { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: token() }) };
+}
+
+/**
+ * Amazon MSK's IAM access control: OAUTHBEARER whose token is a request signed with the pod's AWS
+ * credentials (IRSA, EKS Pod Identity, an instance role, AWS_* variables: the AWS SDK's default
+ * chain), made by AWS's own signer (aws-msk-iam-sasl-signer-js) at each authentication. The
+ * library is loaded only when this mechanism is used.
+ */
+function mskIam(settings: KafkaSecuritySettings, credentials: readonly string[]): SASLOptions {
+  if (credentials.length > 0)
+    throw new KafkaSettingError(`${credentials.join(', ')}: not used with KAFKA_SASL_MECHANISM=aws-msk-iam (it signs with the pod's AWS credentials)`);
+  const region = settings.KAFKA_SASL_AWS_REGION;
+  if (region === undefined)
+    throw new KafkaSettingError("KAFKA_SASL_AWS_REGION: required with KAFKA_SASL_MECHANISM=aws-msk-iam (the cluster's region, e.g. eu-west-1)");
+  if (settings.KAFKA_SSL !== 'on') throw new KafkaSettingError('KAFKA_SSL: MSK takes IAM only over TLS (port 9098): set KAFKA_SSL=on');
+  return {
+    mechanism: 'oauthbearer',
+    oauthBearerProvider: async () => {
+      const { generateAuthToken } = await import('aws-msk-iam-sasl-signer-js');
+      const { token } = await generateAuthToken({ region });
+      return { value: token };
+    },
+  };
 }
 
 const UNTRUSTED = new Set([
@@ -202,6 +234,16 @@ export function describeKafkaFailure(
   // kafkajs takes any answer to its OAUTHBEARER token as success (it does not read the broker's
   // {"status":"invalid_token"}); the broker then closes the connection. Closed right after
   // authenticating, with the broker up (not ECONNREFUSED): the token.
+  if (
+    settings.KAFKA_SASL_MECHANISM === 'aws-msk-iam' &&
+    !has(/ECONNREFUSED|ECONNRESET/) &&
+    has(/No brokers in the broker pool|Closed connection|Connection closed|credentials/i)
+  ) {
+    return {
+      reason: `Kafka broker ${broker} refused the IAM token or none could be signed: check the pod's AWS credentials (IRSA, Pod Identity), their kafka-cluster:Connect permission on the cluster and KAFKA_SASL_AWS_REGION: ${last}`,
+      setting: 'KAFKA_SASL_AWS_REGION',
+    };
+  }
   if (
     settings.KAFKA_SASL_MECHANISM === 'oauthbearer' &&
     !has(/ECONNREFUSED|ECONNRESET/) &&
