@@ -118,7 +118,11 @@ test("`cag topics --create` without Create: exit 1, each topic named as refused;
   // ACLs reach the broker's authorizer a moment after they are added: a run may create some only.
   let said = '';
   await waitFor(
-    () => cag('topics', '--create', '--partitions', '2').then((r) => ((said += r.stderr), r)),
+    async () => {
+      const run = await cag('topics', '--create', '--partitions', '2');
+      said += run.stderr;
+      return run;
+    },
     (r) => r.code === 0,
     30000,
   );
