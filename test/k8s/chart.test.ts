@@ -441,7 +441,11 @@ describe('issue 36: production values', () => {
       ],
     });
     const policies = byKind(objects, 'NetworkPolicy');
-    expect(policies.map((p) => p.metadata.name)).toEqual(['cag-course-access-groups-api', 'cag-course-access-groups-consumer']);
+    expect(policies.map((p) => p.metadata.name)).toEqual([
+      'cag-course-access-groups-api',
+      'cag-course-access-groups-consumer',
+      'cag-course-access-groups-egress',
+    ]);
     const [api, consumer] = policies;
     expect(api!.spec.podSelector.matchLabels['app.kubernetes.io/component']).toBe('api');
     expect(api!.spec.policyTypes).toEqual(['Ingress']);
@@ -639,6 +643,11 @@ describe('values refused at render time, with a message', () => {
       'a client certificate Secret without its keys',
       { 'kafka.tls.enabled': 'true', 'kafka.tls.certSecret': 'user' },
       'kafka.tls.certSecret is set: name its certificate and key',
+    ],
+    [
+      'registry basic auth over http://',
+      { 'config.schemaRegistryUrl': 'http://registry:8080/apis/ccompat/v7', 'secrets.schemaRegistryUsername': 'u', 'secrets.schemaRegistryPassword': 'p' },
+      'basic auth over an http:// config.schemaRegistryUrl would send the password in clear',
     ],
     ['OAUTHBEARER without its token file', { 'kafka.sasl.mechanism': 'oauthbearer' }, 'kafka.sasl.oauthbearerTokenFile is required'],
     ['MSK IAM without its region', { 'kafka.tls.enabled': 'true', 'kafka.sasl.mechanism': 'aws-msk-iam' }, 'kafka.sasl.awsRegion is required'],

@@ -233,6 +233,9 @@ issuers with its key set), and the settings without a default.
 {{- if gt (add .Values.preStopSleepSeconds 10) (int .Values.terminationGracePeriodSeconds) -}}
 {{- fail (printf "terminationGracePeriodSeconds (%d) must leave the service its 10 s to drain after preStopSleepSeconds (%d): at least %d" (int .Values.terminationGracePeriodSeconds) (int .Values.preStopSleepSeconds) (add .Values.preStopSleepSeconds 10)) -}}
 {{- end -}}
+{{- if and .Values.secrets.schemaRegistryUsername (hasPrefix "http://" .Values.config.schemaRegistryUrl) -}}
+{{- fail "secrets.schemaRegistryUsername: basic auth over an http:// config.schemaRegistryUrl would send the password in clear (the service refuses it at start-up): use the https:// URL of the registry" -}}
+{{- end -}}
 {{- include "cag.validateKafka" . -}}
 {{- if and .Values.ingress.enabled (not .Values.ingress.hosts) -}}
 {{- fail "ingress.enabled: give ingress.hosts (the host names browsers use, e.g. lms.example.org)" -}}
