@@ -22,7 +22,7 @@ import { uniqueName } from '../helpers/stack';
  */
 const ROOT = path.resolve(__dirname, '../..');
 const TLS = path.join(ROOT, '.stack/tls');
-const BASE = Number(process.env.KAFKA_TOPICS_TEST_PORT ?? 9700);
+const BASE = Number(process.env.KAFKA_MANAGED_TEST_PORT ?? 9700);
 const PLAINTEXT = `127.0.0.1:${BASE}`;
 const SASL_SSL = `127.0.0.1:${BASE + 2}`;
 const USER = 'cagplain';
