@@ -1,7 +1,10 @@
+import http from 'node:http';
+import https from 'node:https';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import Cache from '@kafkajs/confluent-schema-registry/dist/cache';
 import type { KafkaMessage } from 'kafkajs';
 import { DependencyUnavailable } from '../src/errors';
+import type { RegistryTls } from '../src/registry-settings';
 import { type CloudEvent, cloudEventFromHeaders, decodeCloudEvent, InvalidMessage, isBinaryMode } from './cloudevents';
 
 /**
@@ -21,7 +24,10 @@ export const schemaIdOf = (value: Buffer) => value.readInt32BE(1);
 export interface SchemaRegistrySettings {
   url: string;
   username?: string;
-  password?: string;
+  /** The password, or what gives the current one (a file read again when it changes: src/registry-settings.ts). */
+  password?: string | (() => string);
+  /** The PEM material of https connections as it is now (a CA, a client certificate and key): read at each request. */
+  tls?: () => RegistryTls;
   /** Schemas kept, by id (least recently used dropped first). */
   cacheSize?: number;
   /** One registry request's limit. */
@@ -79,34 +85,66 @@ function httpStatus(err: unknown): number | undefined {
   return typeof status === 'number' ? status : undefined;
 }
 
+/**
+ * An https agent whose CA and client certificate are those of `tls()` at each request: Node's
+ * agent names its connections by them (https.Agent#getName), so a renewed file makes new
+ * connections with the new material and no connection of the old one is reused.
+ */
+function refreshingAgent(tls: (() => RegistryTls) | undefined, timeout: number) {
+  const agent = new https.Agent({ timeout });
+  return {
+    agent,
+    refresh() {
+      if (tls) Object.assign(agent.options, tls());
+    },
+  };
+}
+
 export function createAvroDecoder(settings: SchemaRegistrySettings): AvroDecoder & { registry: SchemaRegistry } {
   const url = settings.url.replace(/\/+$/, '');
-  const auth = settings.username !== undefined ? { username: settings.username, password: settings.password ?? '' } : undefined;
   const timeout = settings.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const secure = url.startsWith('https://');
+  const tls = refreshingAgent(settings.tls, timeout);
+  const password = typeof settings.password === 'function' ? settings.password : () => (settings.password as string | undefined) ?? '';
+  /** Basic auth as it is now (a rotated password file is read again): null without a user. */
+  const authorization = () => (settings.username !== undefined ? `Basic ${Buffer.from(`${settings.username}:${password()}`).toString('base64')}` : null);
   const registry = new SchemaRegistry({
     host: url,
-    auth,
     clientId: 'course-access-groups',
+    // Only for https: Node's http client refuses an https agent.
+    ...(secure ? { agent: tls.agent } : {}),
     // The consumer retries with its own backoff and logs each try; the library's retries would hide them.
     retry: { retries: 0 },
     // mappersmith sets no request timeout: a registry that accepts connections but never
-    // answers would hold the partition without a word.
-    middlewares: [() => ({ prepareRequest: (next) => next().then((request) => request.enhance({ timeout })) })],
+    // answers would hold the partition without a word. The credentials and TLS files are taken
+    // as they are at each request (the library's own basic auth is fixed at construction).
+    middlewares: [
+      () => ({
+        prepareRequest: (next) =>
+          next().then((request) => {
+            tls.refresh();
+            const auth = authorization();
+            return request.enhance({ timeout, ...(auth ? { headers: { authorization: auth } } : {}) });
+          }),
+      }),
+    ],
   });
   registry.cache = new BoundedSchemaCache(settings.cacheSize ?? DEFAULT_CACHE_SIZE);
 
-  const headers: Record<string, string> = {};
-  if (auth) headers.authorization = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
   /** The registry answers its API: the root of the Confluent API is what SCHEMA_REGISTRY_URL names. */
-  const answers = async () => {
-    try {
-      const res = await fetch(`${url}/schemas/types`, { headers, signal: AbortSignal.timeout(Math.min(timeout, 2000)) });
-      await res.arrayBuffer();
-      return res.ok;
-    } catch {
-      return false;
-    }
-  };
+  const answers = (): Promise<boolean> =>
+    new Promise((resolve) => {
+      tls.refresh();
+      const auth = authorization();
+      const options = { headers: auth ? { authorization: auth } : {}, timeout: Math.min(timeout, 2000), ...(secure ? { agent: tls.agent } : {}) };
+      const req = (secure ? https : http).get(`${url}/schemas/types`, options, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300));
+        res.on('error', () => resolve(false));
+      });
+      req.on('timeout', () => req.destroy(new Error('timed out')));
+      req.on('error', () => resolve(false));
+    });
   let probed = { at: 0, ok: false };
 
   return {

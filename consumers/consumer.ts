@@ -3,6 +3,7 @@ import type { Config } from '../src/config';
 import { DependencyUnavailable } from '../src/errors';
 import { isTooLarge } from '../src/kafka';
 import { describeConsumerCrash } from '../src/kafka-security';
+import { dlqTopic } from '../src/kafka-topics';
 import type { Logger } from '../src/log';
 import type { Metrics, PartitionProgress } from '../src/metrics';
 import { backoffDelay, DEFAULT_RETRY, type RetryPolicy, retry } from '../src/retry';
@@ -40,7 +41,7 @@ const halved = (bytes: Buffer) => bytes.subarray(0, Math.min(Math.floor(bytes.le
 /** How long one partition's batch may run before it returns, so the next fetch (other partitions' retries among it) is not held up by a backlog. */
 const BATCH_HOLD_MS = 1000;
 
-export const dlqTopic = (topic: string) => `${topic}.dlq`;
+export { dlqTopic };
 
 /** One partition this consumer holds: where it stands, and the failure its next message waits on. */
 interface PartitionState {
@@ -78,7 +79,7 @@ interface PartitionState {
  * commits nothing past the message, so it is delivered again to whoever holds the partition.
  *
  * What a failure gets (consumers/failures.ts): retriable (a dependency away) is retried until it
- * succeeds; an `InvalidMessage` goes to `<topic>.dlq` at once; anything else gets
+ * succeeds; an `InvalidMessage` goes to `<topic>.dlq` (after KAFKA_DLQ_PREFIX) at once; anything else gets
  * `EVENT_MAX_ATTEMPTS` attempts (retriable ones not counted), then the DLQ. The copy keeps key,
  * value and headers and adds `x-dlq-*` headers (a copy too large for the broker is cut); a copy
  * that cannot be written is a dependency failure of the message, retried like the database.
@@ -216,7 +217,7 @@ export function createEventConsumer(opts: {
       'x-original-offset': message.offset,
     });
     const eventType = (invalid ? err.eventType : failure?.eventType) ?? 'other';
-    if (await sendDeadLetter(dlqTopic(topic), { key: message.key, value: message.value, headers })) {
+    if (await sendDeadLetter(dlqTopic(topic, config.KAFKA_DLQ_PREFIX), { key: message.key, value: message.value, headers })) {
       metrics?.eventsHandled.inc({ type: eventType, outcome: 'dead_lettered' });
       return;
     }

@@ -16,7 +16,9 @@
 #   tls      make the private CA and the certificates (done by start when a TLS listener is on)
 #
 # Secured listeners, each off unless its port is set (docs/local-stack.md):
-#   STACK_KAFKA_SASL_SSL_PORT   Kafka SASL_SSL: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 users
+#   STACK_KAFKA_SASL_SSL_PORT   Kafka SASL_SSL: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 users, and
+#                               OAUTHBEARER with Kafka's unsecured validator (an unsigned JWT's
+#                               `sub` is the principal: for tests of the token provider only)
 #   STACK_KAFKA_SSL_PORT        Kafka SSL with a client certificate required (mutual TLS)
 #   STACK_MONGO_TLS_PORT        FerretDB over TLS (it then requires a client certificate too)
 #   STACK_KAFKA_ACLS=on         Kafka authorizes with ACLs (KRaft's StandardAuthorizer): a user
@@ -238,7 +240,8 @@ ssl.key.password=$KEYSTORE_PASSWORD
 ssl.truststore.type=PEM
 ssl.truststore.location=$TLS_DIR/ca.pem
 listener.name.ssl.ssl.client.auth=required
-sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$plain_users;
 listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"

@@ -4,8 +4,10 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { MongoClient } from 'mongodb';
 import { ServiceError } from './errors';
 import { KafkaSettingError, kafkaSecurityOptions } from './kafka-security';
+import { dlqTopic } from './kafka-topics';
 import { type LmsIssuer, type LmsKeySet, LmsSettingError, parseLmsIssuers, parseLmsKeySet } from './lms-jwt-settings';
 import { LmsOauthSettingError, type LmsOauthSettings, parseLmsOauth } from './lms-oauth-settings';
+import { RegistrySettingError, registryClientSettings } from './registry-settings';
 import { ajv, fromEnvironmentStrings } from './validation';
 
 /** The environment the service reads (docs/operations.md and the README's configuration table). One schema: validation and the type. */
@@ -22,10 +24,14 @@ export const configSchema = {
     KAFKA_SSL_CERT_FILE: { type: 'string', minLength: 1 },
     KAFKA_SSL_KEY_FILE: { type: 'string', minLength: 1 },
     /** SASL to the brokers: the mechanism (case-insensitive), the user, and the password or a file holding it. */
-    KAFKA_SASL_MECHANISM: { type: 'string', enum: ['plain', 'scram-sha-256', 'scram-sha-512'] },
+    KAFKA_SASL_MECHANISM: { type: 'string', enum: ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer', 'aws-msk-iam'] },
     KAFKA_SASL_USERNAME: { type: 'string', minLength: 1 },
     KAFKA_SASL_PASSWORD: { type: 'string', minLength: 1 },
     KAFKA_SASL_PASSWORD_FILE: { type: 'string', minLength: 1 },
+    /** OAUTHBEARER's token, in a file its issuer keeps fresh (read at each authentication). */
+    KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: { type: 'string', minLength: 1 },
+    /** aws-msk-iam (MSK's IAM access control): the cluster's region; credentials from the AWS SDK's default chain. */
+    KAFKA_SASL_AWS_REGION: { type: 'string', pattern: '^[a-z]{2}(-[a-z]+)+-\\d$' },
     KAFKA_GROUP_ID: { type: 'string', minLength: 1, default: 'course-access-groups' },
     KAFKA_TOPICS: {
       type: 'string',
@@ -66,6 +72,11 @@ export const configSchema = {
     /** Whether `X-Forwarded-Host`/`-Proto` shape links: only behind a proxy that sets them (docs/operations.md). */
     TRUST_PROXY: { type: 'string', enum: ['on', 'off'], default: 'off' },
     ACCESS_CACHE: { type: 'string', enum: ['on', 'off'], default: 'on' },
+    /**
+     * What the name of each dead-letter topic starts with: `<prefix><topic>.dlq` (src/kafka-topics.ts).
+     * The chart derives it from the release, as it does the group and the changes topic.
+     */
+    KAFKA_DLQ_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9._-]{0,200}$', default: '' },
     /** Where change events go; empty turns them off (see loadConfig: empty is not "unset" here). */
     CHANGES_TOPIC: { type: 'string', pattern: '^[A-Za-z0-9._-]{0,249}$', default: 'course-access-groups.changes' },
     AUDIT_LOG: { type: 'string', enum: ['on', 'off'], default: 'on' },
@@ -74,8 +85,13 @@ export const configSchema = {
     DEFAULT_ORGANIZATION: { type: 'string', minLength: 1, maxLength: 255 },
     /** The Confluent-compatible API of the schema registry the Open edX event bus's Avro names (consumers/avro.ts). */
     SCHEMA_REGISTRY_URL: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    /** Basic auth (https only) and TLS of the registry client, as Kafka's (src/registry-settings.ts): files are read again when they change. */
     SCHEMA_REGISTRY_USERNAME: { type: 'string', minLength: 1 },
     SCHEMA_REGISTRY_PASSWORD: { type: 'string', minLength: 1 },
+    SCHEMA_REGISTRY_PASSWORD_FILE: { type: 'string', minLength: 1 },
+    SCHEMA_REGISTRY_CA_FILE: { type: 'string', minLength: 1 },
+    SCHEMA_REGISTRY_CERT_FILE: { type: 'string', minLength: 1 },
+    SCHEMA_REGISTRY_KEY_FILE: { type: 'string', minLength: 1 },
   },
   additionalProperties: false,
   required: [
@@ -95,6 +111,7 @@ export const configSchema = {
     'TRUST_PROXY',
     'ACCESS_CACHE',
     'CHANGES_TOPIC',
+    'KAFKA_DLQ_PREFIX',
     'AUDIT_LOG',
     'AUDIT_RETENTION_DAYS',
   ],
@@ -191,11 +208,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('Invalid configuration: JWT_ISSUER is also an issuer of LMS_JWT_ISSUERS; the two trust paths need different issuers');
   }
   jwtAlgorithm(result); // refuses a key and algorithm that do not go together
-  if ((result.SCHEMA_REGISTRY_USERNAME === undefined) !== (result.SCHEMA_REGISTRY_PASSWORD === undefined)) {
-    throw new ConfigError('Invalid configuration: set both SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD (basic auth), or neither');
-  }
-  if (result.SCHEMA_REGISTRY_USERNAME !== undefined && result.SCHEMA_REGISTRY_URL === undefined) {
-    throw new ConfigError('Invalid configuration: SCHEMA_REGISTRY_USERNAME is set but SCHEMA_REGISTRY_URL is not');
+  try {
+    registryClientSettings(result); // reads and checks the files now, as Kafka's below
+  } catch (err) {
+    if (err instanceof RegistrySettingError) throw new ConfigError(`Invalid configuration: ${err.message}`);
+    throw err;
   }
   try {
     kafkaSecurityOptions(result); // reads and checks the files now: a bad one stops start-up, not the first connection
@@ -204,7 +221,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw err;
   }
   checkExtraCaCerts(env.NODE_EXTRA_CA_CERTS);
+  checkTopicNames(result);
   return result;
+}
+
+/** Kafka refuses a topic name longer than 249 characters: a dead-letter topic's name is the longest one made here. */
+function checkTopicNames(config: Pick<Config, 'KAFKA_TOPICS' | 'KAFKA_DLQ_PREFIX'>): void {
+  for (const topic of config.KAFKA_TOPICS) {
+    const dlq = dlqTopic(topic, config.KAFKA_DLQ_PREFIX);
+    if (dlq.length > 249)
+      throw new ConfigError(
+        `Invalid configuration: KAFKA_DLQ_PREFIX: the dead-letter topic of ${topic} would be ${dlq.length} characters long (Kafka allows 249)`,
+      );
+  }
 }
 
 function asConfigError<T>(parse: () => T): T {
@@ -346,4 +375,74 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
   }
   checkMongoUrl(raw.MONGO_URL as string);
   return Object.freeze(raw as unknown as CliConfig);
+}
+
+const KAFKA_CLI_KEYS = [
+  'KAFKA_BROKERS',
+  'KAFKA_SSL',
+  'KAFKA_SSL_CA_FILE',
+  'KAFKA_SSL_CERT_FILE',
+  'KAFKA_SSL_KEY_FILE',
+  'KAFKA_SASL_MECHANISM',
+  'KAFKA_SASL_USERNAME',
+  'KAFKA_SASL_PASSWORD',
+  'KAFKA_SASL_PASSWORD_FILE',
+  'KAFKA_SASL_OAUTHBEARER_TOKEN_FILE',
+  'KAFKA_SASL_AWS_REGION',
+  'KAFKA_GROUP_ID',
+  'KAFKA_TOPICS',
+  'KAFKA_DLQ_PREFIX',
+  'CHANGES_TOPIC',
+  'LOG_LEVEL',
+] as const;
+
+/** What `cag topics` reads: the service's Kafka settings (same schemas, defaults and checks), nothing else. */
+export const kafkaCliConfigSchema = {
+  type: 'object',
+  properties: Object.fromEntries(KAFKA_CLI_KEYS.map((k) => [k, configSchema.properties[k]])) as Pick<
+    typeof configSchema.properties,
+    (typeof KAFKA_CLI_KEYS)[number]
+  >,
+  additionalProperties: false,
+  required: ['KAFKA_BROKERS', 'KAFKA_SSL', 'KAFKA_GROUP_ID', 'KAFKA_TOPICS', 'KAFKA_DLQ_PREFIX', 'CHANGES_TOPIC', 'LOG_LEVEL'],
+} as const;
+
+export type KafkaCliConfig = Pick<Config, (typeof KAFKA_CLI_KEYS)[number]>;
+
+/** The service's Kafka settings as it reads them, for `cag topics` on an operator's shell or in a Job. */
+export function loadKafkaCliConfig(env: NodeJS.ProcessEnv = process.env): KafkaCliConfig {
+  const raw: Record<string, unknown> = {};
+  for (const key of KAFKA_CLI_KEYS) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  if (env.CHANGES_TOPIC === '') raw.CHANGES_TOPIC = '';
+  if (typeof raw.KAFKA_SASL_MECHANISM === 'string') raw.KAFKA_SASL_MECHANISM = raw.KAFKA_SASL_MECHANISM.toLowerCase();
+  fromEnvironmentStrings(kafkaCliConfigSchema, raw);
+  const validate = ajv.compile(kafkaCliConfigSchema);
+  if (!validate(raw)) {
+    const problems = (validate.errors ?? []).map(
+      (e) => `${e.instancePath.replace(/^\//, '') || (e.params as { missingProperty?: string }).missingProperty}: ${e.message}`,
+    );
+    throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  checkKafkaBrokers(raw.KAFKA_BROKERS as string);
+  const list = (s: string) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
+  const config = Object.freeze({
+    ...(raw as object),
+    KAFKA_BROKERS: list(raw.KAFKA_BROKERS as string),
+    KAFKA_TOPICS: list(raw.KAFKA_TOPICS as string),
+  }) as unknown as KafkaCliConfig;
+  try {
+    kafkaSecurityOptions(config);
+  } catch (err) {
+    if (err instanceof KafkaSettingError) throw new ConfigError(`Invalid configuration: ${err.message}`);
+    throw err;
+  }
+  checkTopicNames(config);
+  return config;
 }

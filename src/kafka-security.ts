@@ -9,10 +9,14 @@ export interface KafkaSecuritySettings {
   readonly KAFKA_SSL_CA_FILE?: string;
   readonly KAFKA_SSL_CERT_FILE?: string;
   readonly KAFKA_SSL_KEY_FILE?: string;
-  readonly KAFKA_SASL_MECHANISM?: 'plain' | 'scram-sha-256' | 'scram-sha-512';
+  readonly KAFKA_SASL_MECHANISM?: 'plain' | 'scram-sha-256' | 'scram-sha-512' | 'oauthbearer' | 'aws-msk-iam';
   readonly KAFKA_SASL_USERNAME?: string;
   readonly KAFKA_SASL_PASSWORD?: string;
   readonly KAFKA_SASL_PASSWORD_FILE?: string;
+  /** OAUTHBEARER: a file holding the token, read at each authentication (a sidecar or the platform renews it). */
+  readonly KAFKA_SASL_OAUTHBEARER_TOKEN_FILE?: string;
+  /** aws-msk-iam: the cluster's AWS region (the token is signed for it). */
+  readonly KAFKA_SASL_AWS_REGION?: string;
 }
 
 /** A Kafka security setting that cannot be used as it is: the message names it. */
@@ -91,8 +95,23 @@ export function kafkaSecurityOptions(settings: KafkaSecuritySettings): KafkaSecu
   const mechanism = settings.KAFKA_SASL_MECHANISM;
   const credentials = (['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'KAFKA_SASL_PASSWORD_FILE'] as const).filter((k) => settings[k] !== undefined);
   if (mechanism === undefined) {
-    if (credentials.length > 0)
-      throw new KafkaSettingError(`${credentials.join(', ')}: set, but KAFKA_SASL_MECHANISM is not (plain, scram-sha-256 or scram-sha-512)`);
+    const given = settings.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE === undefined ? credentials : [...credentials, 'KAFKA_SASL_OAUTHBEARER_TOKEN_FILE'];
+    if (given.length > 0)
+      throw new KafkaSettingError(`${given.join(', ')}: set, but KAFKA_SASL_MECHANISM is not (plain, scram-sha-256, scram-sha-512 or oauthbearer)`);
+    return options;
+  }
+  if (mechanism !== 'aws-msk-iam' && settings.KAFKA_SASL_AWS_REGION !== undefined) {
+    throw new KafkaSettingError(`KAFKA_SASL_AWS_REGION: set, but KAFKA_SASL_MECHANISM is ${mechanism} (the region is aws-msk-iam's)`);
+  }
+  if (mechanism === 'oauthbearer') {
+    options.sasl = oauthBearer(settings, credentials);
+    return options;
+  }
+  if (settings.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE !== undefined) {
+    throw new KafkaSettingError(`KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: set, but KAFKA_SASL_MECHANISM is ${mechanism} (oauthbearer takes a token)`);
+  }
+  if (mechanism === 'aws-msk-iam') {
+    options.sasl = mskIam(settings, credentials);
     return options;
   }
   if (settings.KAFKA_SASL_USERNAME === undefined) throw new KafkaSettingError(`KAFKA_SASL_USERNAME: required with KAFKA_SASL_MECHANISM=${mechanism}`);
@@ -111,6 +130,52 @@ export function kafkaSecurityOptions(settings: KafkaSecuritySettings): KafkaSecu
   }
   options.sasl = { mechanism, username: settings.KAFKA_SASL_USERNAME, password: password! } as SASLOptions;
   return options;
+}
+
+/**
+ * OAUTHBEARER with a token kept in a file by whatever renews it (a sidecar fetching it from the
+ * identity provider, a projected service-account token, a job): kafkajs asks for a token at each
+ * authentication (each new broker connection), and gets the file as it is then. The token is
+ * never logged. The file is read now too, so a missing or empty one stops start-up.
+ */
+function oauthBearer(settings: KafkaSecuritySettings, credentials: readonly string[]): SASLOptions {
+  if (credentials.length > 0) throw new KafkaSettingError(`${credentials.join(', ')}: not used with KAFKA_SASL_MECHANISM=oauthbearer (it takes a token)`);
+  const file = settings.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE;
+  if (file === undefined) {
+    throw new KafkaSettingError(
+      'KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: required with KAFKA_SASL_MECHANISM=oauthbearer (a file holding the token, kept fresh by its issuer)',
+    );
+  }
+  const token = () => {
+    const value = readSetting('KAFKA_SASL_OAUTHBEARER_TOKEN_FILE', file).trim();
+    if (value === '') throw new KafkaSettingError(`KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: ${file} is empty`);
+    return value;
+  };
+  token();
+  return { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: token() }) };
+}
+
+/**
+ * Amazon MSK's IAM access control: OAUTHBEARER whose token is a request signed with the pod's AWS
+ * credentials (IRSA, EKS Pod Identity, an instance role, AWS_* variables: the AWS SDK's default
+ * chain), made by AWS's own signer (aws-msk-iam-sasl-signer-js) at each authentication. The
+ * library is loaded only when this mechanism is used.
+ */
+function mskIam(settings: KafkaSecuritySettings, credentials: readonly string[]): SASLOptions {
+  if (credentials.length > 0)
+    throw new KafkaSettingError(`${credentials.join(', ')}: not used with KAFKA_SASL_MECHANISM=aws-msk-iam (it signs with the pod's AWS credentials)`);
+  const region = settings.KAFKA_SASL_AWS_REGION;
+  if (region === undefined)
+    throw new KafkaSettingError("KAFKA_SASL_AWS_REGION: required with KAFKA_SASL_MECHANISM=aws-msk-iam (the cluster's region, e.g. eu-west-1)");
+  if (settings.KAFKA_SSL !== 'on') throw new KafkaSettingError('KAFKA_SSL: MSK takes IAM only over TLS (port 9098): set KAFKA_SSL=on');
+  return {
+    mechanism: 'oauthbearer',
+    oauthBearerProvider: async () => {
+      const { generateAuthToken } = await import('aws-msk-iam-sasl-signer-js');
+      const { token } = await generateAuthToken({ region });
+      return { value: token };
+    },
+  };
 }
 
 const UNTRUSTED = new Set([
@@ -155,9 +220,38 @@ export function describeKafkaFailure(
   const last = (messages[messages.length - 1] ?? 'unknown error').replace(/\s+/g, ' ').trim();
   const has = (re: RegExp) => messages.some((m) => re.test(m)) || codes.some((c) => re.test(c));
   if (errors.some((e) => e.name === 'KafkaJSSASLAuthenticationError') || has(/SASL .*authentication failed|Authentication failed/i)) {
+    if (settings.KAFKA_SASL_MECHANISM === 'oauthbearer') {
+      return {
+        reason: `Kafka broker ${broker} refused the OAUTHBEARER token: check the token in KAFKA_SASL_OAUTHBEARER_TOKEN_FILE (expired? its issuer and audience?): ${last}`,
+        setting: 'KAFKA_SASL_OAUTHBEARER_TOKEN_FILE',
+      };
+    }
     return {
       reason: `Kafka broker ${broker} refused the SASL credentials: check KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD${settings.KAFKA_SASL_PASSWORD_FILE ? '_FILE' : ''} (mechanism ${settings.KAFKA_SASL_MECHANISM ?? 'none'}): ${last}`,
       setting: 'KAFKA_SASL_PASSWORD',
+    };
+  }
+  // kafkajs takes any answer to its OAUTHBEARER token as success (it does not read the broker's
+  // {"status":"invalid_token"}); the broker then closes the connection. Closed right after
+  // authenticating, with the broker up (not ECONNREFUSED): the token.
+  if (
+    settings.KAFKA_SASL_MECHANISM === 'aws-msk-iam' &&
+    !has(/ECONNREFUSED|ECONNRESET/) &&
+    has(/No brokers in the broker pool|Closed connection|Connection closed|credentials/i)
+  ) {
+    return {
+      reason: `Kafka broker ${broker} refused the IAM token or none could be signed: check the pod's AWS credentials (IRSA, Pod Identity), their kafka-cluster:Connect permission on the cluster and KAFKA_SASL_AWS_REGION: ${last}`,
+      setting: 'KAFKA_SASL_AWS_REGION',
+    };
+  }
+  if (
+    settings.KAFKA_SASL_MECHANISM === 'oauthbearer' &&
+    !has(/ECONNREFUSED|ECONNRESET/) &&
+    has(/No brokers in the broker pool|Closed connection|Connection closed/i)
+  ) {
+    return {
+      reason: `Kafka broker ${broker} closed the connection after the OAUTHBEARER token (most often a refused token: kafkajs does not read the broker's answer): check the token in KAFKA_SASL_OAUTHBEARER_TOKEN_FILE (expired? its issuer and audience?): ${last}`,
+      setting: 'KAFKA_SASL_OAUTHBEARER_TOKEN_FILE',
     };
   }
   if (has(/Unsupported SASL mechanism|UNSUPPORTED_SASL_MECHANISM|ILLEGAL_SASL_STATE/)) {
@@ -178,16 +272,18 @@ export function describeKafkaFailure(
       setting: 'KAFKA_SSL_CERT_FILE',
     };
   }
-  if (settings.KAFKA_SSL === 'on' && has(/before secure TLS connection was established|wrong version number|packet length too long|ECONNRESET/i)) {
+  // A reset alone (ECONNRESET) is the network's or a restarting broker's, never a setting: only
+  // a handshake that never completed says TLS met a plaintext listener.
+  if (settings.KAFKA_SSL === 'on' && has(/before secure TLS connection was established|wrong version number|packet length too long/i)) {
     return { reason: `Kafka broker ${broker} did not complete a TLS handshake: is it a plaintext listener? (KAFKA_SSL is on): ${last}`, setting: 'KAFKA_SSL' };
   }
-  if (settings.KAFKA_SSL === 'off' && has(/Closed connection|Connection closed|ECONNRESET|timed out|Request .* timed out/i)) {
+  if (settings.KAFKA_SSL === 'off' && !has(/ECONNRESET/) && has(/Closed connection|Connection closed|timed out|Request .* timed out/i)) {
     return {
       reason: `Kafka broker ${broker} closed the connection or did not answer: if it is a TLS listener, set KAFKA_SSL=on (KAFKA_SSL is off): ${last}`,
       setting: 'KAFKA_SSL',
     };
   }
-  if (settings.KAFKA_SASL_MECHANISM === undefined && has(/Closed connection|Connection closed|timed out/i)) {
+  if (settings.KAFKA_SASL_MECHANISM === undefined && !has(/ECONNRESET/) && has(/Closed connection|Connection closed|timed out/i)) {
     return {
       reason: `Kafka broker ${broker} closed the connection or did not answer: if its listener requires SASL, set KAFKA_SASL_MECHANISM: ${last}`,
       setting: 'KAFKA_SASL_MECHANISM',
@@ -207,7 +303,12 @@ export function describeConsumerCrash(
 ): string {
   const errors = chain(err);
   const types = errors.map((e) => (e as { type?: unknown }).type);
-  const who = settings.KAFKA_SASL_MECHANISM ? "KAFKA_SASL_USERNAME's user" : "this service's principal";
+  const who =
+    settings.KAFKA_SASL_MECHANISM === 'oauthbearer'
+      ? "the token's principal"
+      : settings.KAFKA_SASL_MECHANISM
+        ? "KAFKA_SASL_USERNAME's user"
+        : "this service's principal";
   if (types.includes('GROUP_AUTHORIZATION_FAILED')) {
     return `Kafka refused the consumer group ${settings.KAFKA_GROUP_ID} (GROUP_AUTHORIZATION_FAILED): the broker's ACLs must allow READ on group ${settings.KAFKA_GROUP_ID} to ${who}`;
   }

@@ -1,8 +1,10 @@
 import { type Admin, Kafka, type LogEntry, logLevel } from 'kafkajs';
-import type { Config } from './config';
-import { describeKafkaFailure, kafkaSecurityOptions } from './kafka-security';
+import { describeKafkaFailure, type KafkaSecuritySettings, kafkaSecurityOptions } from './kafka-security';
 import type { Logger } from './log';
 import { within } from './retry';
+
+/** What a Kafka client is made from: the brokers and the security settings. */
+export type KafkaClientSettings = KafkaSecuritySettings & { readonly KAFKA_BROKERS: readonly string[] };
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -16,7 +18,7 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
  * chatty). `retries` is how often kafkajs itself retries a connection or request. Every client of
  * the process is made here, so TLS and SASL (src/kafka-security.ts) apply to all of them alike.
  */
-export function createKafka(config: Config, log: Logger, clientId = 'course-access-groups', retries = 10): Kafka {
+export function createKafka(config: KafkaClientSettings, log: Logger, clientId = 'course-access-groups', retries = 10): Kafka {
   const kafkaLog = log.child({ component: 'kafkajs' });
   return new Kafka({
     clientId,
@@ -43,7 +45,7 @@ export function createKafka(config: Config, log: Logger, clientId = 'course-acce
  * time, and a short cache so a burst of probes costs one metadata request. Its client logs
  * nothing (a failure every few seconds while the broker is away): `failure()` says why instead.
  */
-export function brokerProbe(config: Config, log: Logger, opts: { cacheMs?: number; timeoutMs?: number } = {}) {
+export function brokerProbe(config: KafkaClientSettings, log: Logger, opts: { cacheMs?: number; timeoutMs?: number } = {}) {
   const { cacheMs = 2000, timeoutMs = 2000 } = opts;
   // A new client at each connection, so TLS files and the SASL password are read again.
   const newAdmin = () => createKafka(config, log.child({}, { level: 'silent' }), 'course-access-groups-probe', 0).admin({ retry: { retries: 0 } });

@@ -15,9 +15,11 @@ import { ensureIndexes } from './db/collections';
 import { configureChanges } from './db/outbox';
 import { bringStoredDataCurrent, NewerStoredShape, newerShapeReason, SHAPE_CHECK_MS, storedShape, UPGRADES, type Upgrade } from './db/upgrades';
 import { DependencyUnavailable } from './errors';
+import { type DescribeFailure, failureReporter } from './failure-report';
 import { brokerProbe, createKafka } from './kafka';
 import type { Logger } from './log';
 import { createMetrics, type Metrics } from './metrics';
+import { registryClientSettings } from './registry-settings';
 import { type RetryPolicy, retry, STARTUP_RETRY, within } from './retry';
 
 /** How long an idle HTTP connection stays open (see `keepAliveTimeout` below). */
@@ -82,31 +84,8 @@ export interface UpgradeOptions {
  * Runs `step` until it succeeds, with the service's backoff: a service started before its
  * database or broker waits for them (logging each try) instead of exiting.
  */
-function withRetry(
-  what: string,
-  step: () => Promise<void>,
-  log: Logger,
-  signal: AbortSignal,
-  describe?: (err: unknown) => { reason: string; setting: string | null } | null,
-): Promise<void> {
-  // A failure that names a setting to fix (a refused password, an untrusted certificate) is one
-  // error line until the reason changes: repeating it at every retry buries it.
-  let told: string | null = null;
-  return retry(step, {
-    policy: STARTUP_RETRY,
-    signal,
-    onFailure: (err, attempt, delay) => {
-      const described = describe?.(err);
-      if (described?.setting) {
-        if (described.reason !== told) log.error({ attempt, delay_ms: delay, setting: described.setting }, described.reason);
-        else log.debug({ attempt, delay_ms: delay }, `${what} not reachable yet; retrying`);
-        told = described.reason;
-        return;
-      }
-      told = null;
-      log.warn({ attempt, delay_ms: delay, err: { name: (err as Error).name, message: (err as Error).message } }, `${what} not reachable yet; retrying`);
-    },
-  });
+function withRetry(what: string, step: () => Promise<void>, log: Logger, signal: AbortSignal, describe?: DescribeFailure): Promise<void> {
+  return retry(step, { policy: STARTUP_RETRY, signal, onFailure: failureReporter(what, log, describe) });
 }
 
 /**
@@ -142,9 +121,9 @@ export async function startService(
   // Only a consumer reads Avro, and only it depends on the registry (for /readyz too).
   let avro: AvroDecoder | null = null;
   if (config.SERVICE_ROLE !== 'api') {
-    if (config.SCHEMA_REGISTRY_URL) {
-      avro = createAvroDecoder({ url: config.SCHEMA_REGISTRY_URL, username: config.SCHEMA_REGISTRY_USERNAME, password: config.SCHEMA_REGISTRY_PASSWORD });
-    }
+    // TLS files and the password file are read again when they change (src/registry-settings.ts).
+    const registry = registryClientSettings(config);
+    if (registry) avro = createAvroDecoder(registry);
     const door = { db, log, metrics, defaultOrganization: config.DEFAULT_ORGANIZATION ?? null, avro };
     // A test's own handler gets every message alone.
     const handle: MessageHandler = opts.handle ?? createDispatcher(door);

@@ -12,6 +12,7 @@ import { createLogger, type Logger } from '../log';
 import { exportConfiguration } from './export';
 import { FatalImportError, importFiles } from './import';
 import { ImportConfigError, importConfiguration } from './import-config';
+import { runTopics } from './topics';
 
 const USAGE = `usage:
   cag import [--users users.jsonl] [--courses courses.jsonl] [--concurrency N] [--strict]
@@ -19,8 +20,11 @@ const USAGE = `usage:
   cag import-config --org ORG [--merge] config.json
   cag reindex --org ORG     (derive the list fields and search entries of every user and course again)
   cag upgrade               (run the pending upgrades of stored data, or wait for the process running them)
+  cag topics [--create [--partitions N] [--replication-factor N]]
+                            (print the Kafka topics and ACLs these settings need; --create: create the missing topics)
 environment: MONGO_URL, MONGO_DB, LOG_LEVEL (as the service reads them); CAG_OPERATOR (else USER) names you in the audit log;
-  CAG_UPGRADE_WAIT_SECONDS (120): how long \`cag upgrade\` waits for a database that does not answer yet`;
+  CAG_UPGRADE_WAIT_SECONDS (120): how long \`cag upgrade\` waits for a database that does not answer yet;
+  \`cag topics\` reads the service's KAFKA_* settings and CHANGES_TOPIC instead of the database's`;
 
 /** Who runs `cag`, for the audit log: CAG_OPERATOR, else the login name; printable, bounded. */
 function operatorName(env: NodeJS.ProcessEnv): string {
@@ -58,6 +62,9 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
         strict: { type: 'boolean' },
         org: { type: 'string' },
         merge: { type: 'boolean' },
+        create: { type: 'boolean' },
+        partitions: { type: 'string' },
+        'replication-factor': { type: 'string' },
       },
     });
   } catch (err) {
@@ -65,10 +72,16 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
     return 2;
   }
   const { values, positionals } = parsed;
-  if (!command || !['import', 'export', 'import-config', 'reindex', 'upgrade'].includes(command) || (command !== 'import-config' && positionals.length > 0)) {
+  if (
+    !command ||
+    !['import', 'export', 'import-config', 'reindex', 'upgrade', 'topics'].includes(command) ||
+    (command !== 'import-config' && positionals.length > 0)
+  ) {
     io.stderr.write(`${USAGE}\n`);
     return 2;
   }
+  // Kafka only: no database, so it runs before one exists (a fresh install's Job, an operator's shell).
+  if (command === 'topics') return runTopics(values, io);
   if ((command === 'export' || command === 'import-config' || command === 'reindex') && !values.org) {
     io.stderr.write(`--org is required\n${USAGE}\n`);
     return 2;

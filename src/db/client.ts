@@ -3,6 +3,7 @@ import { ConnectionString } from 'mongodb-connection-string-url';
 import type { Logger } from '../log';
 import { retry, STARTUP_RETRY } from '../retry';
 import { isDatabaseUnavailable } from './driver-errors';
+import { refreshingSecureContext } from './tls-files';
 
 /**
  * The service's defaults, each used only when MONGO_URL does not name the option (the driver lets
@@ -27,7 +28,10 @@ function optionsNamedIn(url: string): Set<string> {
 export function createMongoClient(url: string): MongoClient {
   const named = optionsNamedIn(url);
   const defaults = Object.entries(MONGO_DEFAULTS).filter(([name]) => !named.has(name.toLowerCase()));
-  return new MongoClient(url, Object.fromEntries(defaults));
+  const client = new MongoClient(url, Object.fromEntries(defaults));
+  // TLS files read again when they change (src/db/tls-files.ts): the driver reads them once.
+  const secureContext = client.options.tls ? refreshingSecureContext(client.options) : null;
+  return secureContext ? new MongoClient(url, { ...Object.fromEntries(defaults), secureContext }) : client;
 }
 
 export async function ping(db: Db): Promise<void> {

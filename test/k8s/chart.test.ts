@@ -116,7 +116,8 @@ describe.each(CI_FILES)('rendered with ci/%s', (file) => {
       const [c] = pod.containers;
       expect(pod.containers).toHaveLength(1);
       expect(c.env).toContainEqual({ name: 'SERVICE_ROLE', value: role });
-      expect(c.startupProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 1, failureThreshold: 20 });
+      // 240 s to start: the node test needed 180 s on a 100m CPU request.
+      expect(c.startupProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 1, failureThreshold: 240 });
       expect(c.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 });
       // More than one failure: one slow database ping must not take every API pod out at once.
       expect(c.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 3 });
@@ -440,7 +441,11 @@ describe('issue 36: production values', () => {
       ],
     });
     const policies = byKind(objects, 'NetworkPolicy');
-    expect(policies.map((p) => p.metadata.name)).toEqual(['cag-course-access-groups-api', 'cag-course-access-groups-consumer']);
+    expect(policies.map((p) => p.metadata.name)).toEqual([
+      'cag-course-access-groups-api',
+      'cag-course-access-groups-consumer',
+      'cag-course-access-groups-egress',
+    ]);
     const [api, consumer] = policies;
     expect(api!.spec.podSelector.matchLabels['app.kubernetes.io/component']).toBe('api');
     expect(api!.spec.policyTypes).toEqual(['Ingress']);
@@ -453,6 +458,118 @@ describe('issue 36: production values', () => {
     // Enabled with no peers named: the API open to its own namespace, the consumer to nobody.
     const plain = byKind((await render({ files: minimal, set: { 'networkPolicy.enabled': 'true' } })).objects, 'NetworkPolicy');
     expect(plain.map((p) => p.spec.ingress)).toEqual([[{ ports: [{ port: 'http', protocol: 'TCP' }], from: [{ podSelector: {} }] }], []]);
+  });
+
+  test('egress (opt-in): every pod of the release may reach DNS, its own API and the rules given, nothing else', async () => {
+    const none = byKind((await render({ files: minimal, set: { 'networkPolicy.enabled': 'true' } })).objects, 'NetworkPolicy');
+    expect(none.map((p) => p.metadata.name)).not.toContain('cag-course-access-groups-egress');
+    const r = await render({
+      files: minimal,
+      set: {
+        'networkPolicy.enabled': 'true',
+        'networkPolicy.egress.enabled': 'true',
+        'networkPolicy.egress.to[0].to[0].ipBlock.cidr': '10.1.0.0/16',
+        'networkPolicy.egress.to[0].ports[0].port': '9096',
+      },
+    });
+    expect(r.stderr).toBe('');
+    const egress = byKind(r.objects, 'NetworkPolicy').find((p) => p.metadata.name === 'cag-course-access-groups-egress')!;
+    expect(egress.spec.policyTypes).toEqual(['Egress']);
+    expect(egress.spec.podSelector.matchLabels).toEqual({ 'app.kubernetes.io/name': 'course-access-groups', 'app.kubernetes.io/instance': 'cag' });
+    expect(egress.spec.egress).toEqual([
+      {
+        ports: [
+          { port: 53, protocol: 'UDP' },
+          { port: 53, protocol: 'TCP' },
+        ],
+      },
+      {
+        to: [
+          {
+            podSelector: {
+              matchLabels: { 'app.kubernetes.io/name': 'course-access-groups', 'app.kubernetes.io/instance': 'cag', 'app.kubernetes.io/component': 'api' },
+            },
+          },
+        ],
+        ports: [{ port: 'http', protocol: 'TCP' }],
+      },
+      { to: [{ ipBlock: { cidr: '10.1.0.0/16' } }], ports: [{ port: 9096 }] },
+    ]);
+    // Every pod the release makes is selected: both roles, the upgrade Job's and the helm test's.
+    const pods = [...byKind(r.objects, 'Deployment'), ...byKind(r.objects, 'Job')].map((o) => o.spec.template.metadata.labels);
+    for (const labels of pods) expect(labels).toMatchObject(egress.spec.podSelector.matchLabels);
+  });
+
+  test("a client certificate in its own Secret (Strimzi's KafkaUser, MSK with a public CA), the CA optional: mounted apart, the files named from it", async () => {
+    const r = await render({
+      files: minimal,
+      set: { 'kafka.tls.enabled': 'true', 'kafka.tls.certSecret': 'cag-user', 'kafka.tls.certKey': 'user.crt', 'kafka.tls.keyKey': 'user.key' },
+    });
+    expect(r.stderr).toBe('');
+    const [cm] = byKind(r.objects, 'ConfigMap');
+    expect(cm!.data).toMatchObject({
+      KAFKA_SSL: 'on',
+      KAFKA_SSL_CERT_FILE: '/etc/course-access-groups/kafka-client-tls/user.crt',
+      KAFKA_SSL_KEY_FILE: '/etc/course-access-groups/kafka-client-tls/user.key',
+    });
+    expect(cm!.data.KAFKA_SSL_CA_FILE).toBeUndefined();
+    const pod = deployment(r.objects, 'consumer')!.spec.template.spec;
+    expect(pod.volumes).toContainEqual({ name: 'kafka-client-tls', secret: { secretName: 'cag-user', defaultMode: 288 } });
+    expect(pod.volumes.map((v: { name: string }) => v.name)).not.toContain('kafka-tls');
+    expect(pod.containers[0].volumeMounts).toContainEqual({
+      name: 'kafka-client-tls',
+      mountPath: '/etc/course-access-groups/kafka-client-tls',
+      readOnly: true,
+    });
+    // With Strimzi's cluster CA in its own Secret beside it: both mounted.
+    const both = await render({
+      files: minimal,
+      set: {
+        'kafka.tls.enabled': 'true',
+        'kafka.tls.caSecret': 'my-cluster-cluster-ca-cert',
+        'kafka.tls.certSecret': 'cag-user',
+        'kafka.tls.certKey': 'user.crt',
+        'kafka.tls.keyKey': 'user.key',
+      },
+    });
+    expect(byKind(both.objects, 'ConfigMap')[0]!.data).toMatchObject({
+      KAFKA_SSL_CA_FILE: '/etc/course-access-groups/kafka-tls/ca.crt',
+      KAFKA_SSL_CERT_FILE: '/etc/course-access-groups/kafka-client-tls/user.crt',
+    });
+  });
+
+  test('replicas spread across zones, then nodes, by default; dead-letter topics named after the release unless set; MSK IAM and OAUTHBEARER reach the pods as the service reads them', async () => {
+    const r = await render({
+      files: minimal,
+      set: { 'kafka.tls.enabled': 'true', 'kafka.sasl.mechanism': 'aws-msk-iam', 'kafka.sasl.awsRegion': 'eu-west-1' },
+    });
+    expect(r.stderr).toBe('');
+    for (const role of ['api', 'consumer'] as const) {
+      const spread = deployment(r.objects, role)!.spec.template.spec.topologySpreadConstraints;
+      expect(spread.map((c: { topologyKey: string; whenUnsatisfiable: string }) => [c.topologyKey, c.whenUnsatisfiable])).toEqual([
+        ['topology.kubernetes.io/zone', 'ScheduleAnyway'],
+        ['kubernetes.io/hostname', 'ScheduleAnyway'],
+      ]);
+    }
+    const [cm] = byKind(r.objects, 'ConfigMap');
+    expect(cm!.data).toMatchObject({
+      KAFKA_DLQ_PREFIX: 'course-access-groups.lms.cag.',
+      KAFKA_SASL_MECHANISM: 'aws-msk-iam',
+      KAFKA_SASL_AWS_REGION: 'eu-west-1',
+    });
+    expect(cm!.data.KAFKA_SASL_USERNAME).toBeUndefined();
+    // The service takes what the chart renders.
+    expect(loadConfig({ ...cm!.data, JWT_SECRET: 'a-secret-of-sixteen-chars' }).KAFKA_DLQ_PREFIX).toBe('course-access-groups.lms.cag.');
+    const plain = await render({ files: minimal, set: { 'config.dlqTopicPrefix': '' } });
+    expect(byKind(plain.objects, 'ConfigMap')[0]!.data.KAFKA_DLQ_PREFIX).toBe('');
+    const oauth = await render({
+      files: minimal,
+      set: { 'kafka.sasl.mechanism': 'oauthbearer', 'kafka.sasl.oauthbearerTokenFile': '/var/run/kafka-token/token' },
+    });
+    expect(byKind(oauth.objects, 'ConfigMap')[0]!.data).toMatchObject({
+      KAFKA_SASL_MECHANISM: 'oauthbearer',
+      KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: '/var/run/kafka-token/token',
+    });
   });
 
   test('the chart refuses a cluster older than its floor, 1.27, the first with unhealthyPodEvictionPolicy on by default', async () => {
@@ -522,6 +639,24 @@ describe('values refused at render time, with a message', () => {
     ['a SASL password with no mechanism', { 'kafka.sasl.password': 'p' }, 'kafka.sasl.mechanism is empty'],
     ['a client certificate without its key', { 'kafka.tls.enabled': 'true', 'kafka.tls.caSecret': 'ca', 'kafka.tls.certKey': 'tls.crt' }, 'go together'],
     ['TLS files with TLS off', { 'kafka.tls.caSecret': 'ca' }, 'kafka.tls.enabled is false'],
+    [
+      'a client certificate Secret without its keys',
+      { 'kafka.tls.enabled': 'true', 'kafka.tls.certSecret': 'user' },
+      'kafka.tls.certSecret is set: name its certificate and key',
+    ],
+    [
+      'registry basic auth over http://',
+      { 'config.schemaRegistryUrl': 'http://registry:8080/apis/ccompat/v7', 'secrets.schemaRegistryUsername': 'u', 'secrets.schemaRegistryPassword': 'p' },
+      'basic auth over an http:// config.schemaRegistryUrl would send the password in clear',
+    ],
+    ['OAUTHBEARER without its token file', { 'kafka.sasl.mechanism': 'oauthbearer' }, 'kafka.sasl.oauthbearerTokenFile is required'],
+    ['MSK IAM without its region', { 'kafka.tls.enabled': 'true', 'kafka.sasl.mechanism': 'aws-msk-iam' }, 'kafka.sasl.awsRegion is required'],
+    ['MSK IAM without TLS', { 'kafka.sasl.mechanism': 'aws-msk-iam', 'kafka.sasl.awsRegion': 'eu-west-1' }, 'MSK takes IAM only over TLS'],
+    [
+      'MSK IAM with a password',
+      { 'kafka.tls.enabled': 'true', 'kafka.sasl.mechanism': 'aws-msk-iam', 'kafka.sasl.awsRegion': 'eu-west-1', 'kafka.sasl.password': 'p' },
+      'it takes no kafka.sasl.username nor password',
+    ],
     ['an Ingress without a host', { 'ingress.enabled': 'true' }, 'give ingress.hosts'],
     ['an HTTPRoute without a Gateway', { 'httpRoute.enabled': 'true' }, 'give httpRoute.parentRefs'],
     ['an unknown PDB eviction policy (schema)', { 'api.pdb.unhealthyPodEvictionPolicy': 'Never' }, '/api/pdb/unhealthyPodEvictionPolicy'],

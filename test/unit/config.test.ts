@@ -125,18 +125,24 @@ test.each([
   expect(res.stdout + res.stderr).not.toMatch(/\bat .*\.(ts|js):\d+/);
 });
 
-test('the schema registry is optional; its basic auth takes a user and a password together, and a URL', () => {
+test('the schema registry is optional; its basic auth takes a user and a password together, a URL, and https (never the password in clear over http://)', () => {
   expect(loadConfig(base).SCHEMA_REGISTRY_URL).toBeUndefined();
-  const url = 'http://registry:8081/apis/ccompat/v7';
+  const url = 'https://registry:8081/apis/ccompat/v7';
   expect(loadConfig({ ...base, SCHEMA_REGISTRY_URL: url, SCHEMA_REGISTRY_USERNAME: 'u', SCHEMA_REGISTRY_PASSWORD: 'p' })).toMatchObject({
     SCHEMA_REGISTRY_URL: url,
     SCHEMA_REGISTRY_USERNAME: 'u',
     SCHEMA_REGISTRY_PASSWORD: 'p',
   });
   expect(() => loadConfig({ ...base, SCHEMA_REGISTRY_URL: url, SCHEMA_REGISTRY_USERNAME: 'u' })).toThrow(
-    /SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD/,
+    /SCHEMA_REGISTRY_PASSWORD: required with SCHEMA_REGISTRY_USERNAME/,
   );
+  expect(() => loadConfig({ ...base, SCHEMA_REGISTRY_URL: url, SCHEMA_REGISTRY_PASSWORD: 'p' })).toThrow(/set without SCHEMA_REGISTRY_USERNAME/);
   expect(() => loadConfig({ ...base, SCHEMA_REGISTRY_USERNAME: 'u', SCHEMA_REGISTRY_PASSWORD: 'p' })).toThrow(/SCHEMA_REGISTRY_URL is not$/);
+  expect(() =>
+    loadConfig({ ...base, SCHEMA_REGISTRY_URL: 'http://registry:8081/apis/ccompat/v7', SCHEMA_REGISTRY_USERNAME: 'u', SCHEMA_REGISTRY_PASSWORD: 'p' }),
+  ).toThrow(
+    'Invalid configuration: SCHEMA_REGISTRY_USERNAME: basic auth over an http:// SCHEMA_REGISTRY_URL would send the password in clear: use the https:// URL of the registry',
+  );
 });
 
 test('the process exits non-zero at start-up with the message on stderr', () => {

@@ -228,3 +228,49 @@ describe("why the consumer crashed (kafkajs's CRASH), as /readyz says it", () =>
     expect(said).not.toMatch(/svc-user|hunter2-secret/);
   });
 });
+
+test('OAUTHBEARER: a token file, read again at each authentication; refused without it, with a user or password, or the file without the mechanism', async () => {
+  writeFileSync(file('token'), 'first.token.\n');
+  const c = loadConfig({ ...base, KAFKA_SSL: 'on', KAFKA_SASL_MECHANISM: 'OAUTHBEARER', KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: file('token') });
+  const sasl = kafkaSecurityOptions(c).sasl as { mechanism: string; oauthBearerProvider: () => Promise<{ value: string }> };
+  expect(sasl.mechanism).toBe('oauthbearer');
+  expect(await sasl.oauthBearerProvider()).toEqual({ value: 'first.token.' });
+  writeFileSync(file('token'), 'renewed.token.\n');
+  expect(await sasl.oauthBearerProvider()).toEqual({ value: 'renewed.token.' });
+  expect(() => loadConfig({ ...base, KAFKA_SASL_MECHANISM: 'oauthbearer' })).toThrow(
+    /KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: required with KAFKA_SASL_MECHANISM=oauthbearer/,
+  );
+  expect(() =>
+    loadConfig({ ...base, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: file('token'), KAFKA_SASL_USERNAME: 'u' }),
+  ).toThrow(/KAFKA_SASL_USERNAME: not used with KAFKA_SASL_MECHANISM=oauthbearer/);
+  expect(() => loadConfig({ ...base, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: file('empty') })).toThrow(/is empty/);
+  expect(() => loadConfig({ ...base, KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: file('token') })).toThrow(/set, but KAFKA_SASL_MECHANISM is not/);
+});
+
+test("aws-msk-iam (MSK's IAM access control): a token signed by AWS's signer with the AWS SDK's credentials, for the region, at each authentication; refused without the region, without TLS, or with a password", async () => {
+  const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+  // The SDK's default chain starts with these variables: signing is local, nothing is asked of AWS.
+  process.env.AWS_ACCESS_KEY_ID = 'AKIDEXAMPLEKEY';
+  process.env.AWS_SECRET_ACCESS_KEY = 'example-secret';
+  try {
+    const c = loadConfig({ ...base, KAFKA_SSL: 'on', KAFKA_SASL_MECHANISM: 'AWS-MSK-IAM', KAFKA_SASL_AWS_REGION: 'eu-west-1' });
+    const sasl = kafkaSecurityOptions(c).sasl as { mechanism: string; oauthBearerProvider: () => Promise<{ value: string }> };
+    expect(sasl.mechanism).toBe('oauthbearer');
+    const signed = new URL(Buffer.from((await sasl.oauthBearerProvider()).value, 'base64url').toString());
+    expect(signed.host).toBe('kafka.eu-west-1.amazonaws.com');
+    expect(signed.searchParams.get('Action')).toBe('kafka-cluster:Connect');
+    expect(signed.searchParams.get('X-Amz-Credential')).toMatch(/^AKIDEXAMPLEKEY\/\d{8}\/eu-west-1\/kafka-cluster\/aws4_request$/);
+  } finally {
+    process.env.AWS_ACCESS_KEY_ID = saved.id;
+    process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
+    if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
+    if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY;
+  }
+  expect(() => loadConfig({ ...base, KAFKA_SSL: 'on', KAFKA_SASL_MECHANISM: 'aws-msk-iam' })).toThrow(/KAFKA_SASL_AWS_REGION: required/);
+  expect(() => loadConfig({ ...base, KAFKA_SASL_MECHANISM: 'aws-msk-iam', KAFKA_SASL_AWS_REGION: 'eu-west-1' })).toThrow(
+    /KAFKA_SSL: MSK takes IAM only over TLS/,
+  );
+  expect(() =>
+    loadConfig({ ...base, KAFKA_SSL: 'on', KAFKA_SASL_MECHANISM: 'aws-msk-iam', KAFKA_SASL_AWS_REGION: 'eu-west-1', KAFKA_SASL_USERNAME: 'u' }),
+  ).toThrow(/KAFKA_SASL_USERNAME: not used with KAFKA_SASL_MECHANISM=aws-msk-iam/);
+});

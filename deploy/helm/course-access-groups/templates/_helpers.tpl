@@ -63,6 +63,14 @@ releases (the same name in two namespaces too) never share a consumer group, a t
 {{- end -}}
 {{- end -}}
 
+{{- define "cag.dlqTopicPrefix" -}}
+{{- if kindIs "invalid" .Values.config.dlqTopicPrefix -}}
+{{- printf "course-access-groups.%s.%s." .Release.Namespace .Release.Name -}}
+{{- else -}}
+{{- .Values.config.dlqTopicPrefix -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "cag.mongoDb" -}}
 {{- .Values.config.mongoDb | default (printf "%s_%s" .Release.Namespace .Release.Name | trunc 63 | trimSuffix "-" | trimSuffix "_") -}}
 {{- end -}}
@@ -70,6 +78,7 @@ releases (the same name in two namespaces too) never share a consumer group, a t
 {{/* Where the chart mounts Kafka's TLS files and the SASL password file. */}}
 {{- define "cag.kafkaTlsDir" -}}/etc/course-access-groups/kafka-tls{{- end -}}
 {{- define "cag.kafkaSaslDir" -}}/etc/course-access-groups/kafka-sasl{{- end -}}
+{{- define "cag.kafkaClientTlsDir" -}}/etc/course-access-groups/kafka-client-tls{{- end -}}
 
 {{/*
 The environment every container of the service gets: the ConfigMap, the secrets (the chart's
@@ -130,6 +139,11 @@ extra entries. Called with the root context; the role's own entries follow it.
   mountPath: {{ include "cag.kafkaTlsDir" . }}
   readOnly: true
 {{- end }}
+{{- if .Values.kafka.tls.certSecret }}
+- name: kafka-client-tls
+  mountPath: {{ include "cag.kafkaClientTlsDir" . }}
+  readOnly: true
+{{- end }}
 {{- if .Values.kafka.sasl.passwordSecret.name }}
 - name: kafka-sasl
   mountPath: {{ include "cag.kafkaSaslDir" . }}
@@ -146,6 +160,12 @@ extra entries. Called with the root context; the role's own entries follow it.
     sizeLimit: {{ .Values.tmpSizeLimit }}
 {{- with .Values.kafka.tls.caSecret }}
 - name: kafka-tls
+  secret:
+    secretName: {{ . | quote }}
+    defaultMode: 288 # 0440: the owner and the pod's group (fsGroup) read
+{{- end }}
+{{- with .Values.kafka.tls.certSecret }}
+- name: kafka-client-tls
   secret:
     secretName: {{ . | quote }}
     defaultMode: 288 # 0440: the owner and the pod's group (fsGroup) read
@@ -213,6 +233,9 @@ issuers with its key set), and the settings without a default.
 {{- if gt (add .Values.preStopSleepSeconds 10) (int .Values.terminationGracePeriodSeconds) -}}
 {{- fail (printf "terminationGracePeriodSeconds (%d) must leave the service its 10 s to drain after preStopSleepSeconds (%d): at least %d" (int .Values.terminationGracePeriodSeconds) (int .Values.preStopSleepSeconds) (add .Values.preStopSleepSeconds 10)) -}}
 {{- end -}}
+{{- if and .Values.secrets.schemaRegistryUsername (hasPrefix "http://" .Values.config.schemaRegistryUrl) -}}
+{{- fail "secrets.schemaRegistryUsername: basic auth over an http:// config.schemaRegistryUrl would send the password in clear (the service refuses it at start-up): use the https:// URL of the registry" -}}
+{{- end -}}
 {{- include "cag.validateKafka" . -}}
 {{- if and .Values.ingress.enabled (not .Values.ingress.hosts) -}}
 {{- fail "ingress.enabled: give ingress.hosts (the host names browsers use, e.g. lms.example.org)" -}}
@@ -226,20 +249,36 @@ issuers with its key set), and the settings without a default.
 {{- define "cag.validateKafka" -}}
 {{- $tls := .Values.kafka.tls -}}
 {{- $sasl := .Values.kafka.sasl -}}
-{{- if and (or $tls.caSecret $tls.certKey $tls.keyKey) (not $tls.enabled) -}}
-{{- fail "kafka.tls.caSecret, certKey or keyKey is set but kafka.tls.enabled is false (KAFKA_SSL=off): turn it on" -}}
+{{- if and (or $tls.caSecret $tls.certKey $tls.keyKey $tls.certSecret) (not $tls.enabled) -}}
+{{- fail "kafka.tls.caSecret, certSecret, certKey or keyKey is set but kafka.tls.enabled is false (KAFKA_SSL=off): turn it on" -}}
 {{- end -}}
 {{- if ne (empty $tls.certKey) (empty $tls.keyKey) -}}
 {{- fail "kafka.tls.certKey and kafka.tls.keyKey go together (mutual TLS: KAFKA_SSL_CERT_FILE and KAFKA_SSL_KEY_FILE)" -}}
 {{- end -}}
-{{- if and $tls.certKey (not $tls.caSecret) -}}
-{{- fail "kafka.tls.certKey and keyKey name keys of kafka.tls.caSecret, which is not set" -}}
+{{- if and $tls.certKey (not (or $tls.caSecret $tls.certSecret)) -}}
+{{- fail "kafka.tls.certKey and keyKey name keys of kafka.tls.certSecret (or of kafka.tls.caSecret), and neither is set" -}}
+{{- end -}}
+{{- if and $tls.certSecret (not $tls.certKey) -}}
+{{- fail "kafka.tls.certSecret is set: name its certificate and key with kafka.tls.certKey and kafka.tls.keyKey (Strimzi: user.crt and user.key)" -}}
 {{- end -}}
 {{- $passwords := list -}}
 {{- if $sasl.password }}{{ $passwords = append $passwords "kafka.sasl.password" }}{{ end -}}
 {{- if $sasl.passwordSecret.name }}{{ $passwords = append $passwords "kafka.sasl.passwordSecret.name" }}{{ end -}}
 {{- if and .Values.existingSecret.name $sasl.mechanism .Values.existingSecret.keys.kafkaSaslPassword (not $sasl.password) (not $sasl.passwordSecret.name) }}{{ $passwords = append $passwords "existingSecret.keys.kafkaSaslPassword" }}{{ end -}}
-{{- if $sasl.mechanism -}}
+{{- if has $sasl.mechanism (list "oauthbearer" "aws-msk-iam") -}}
+{{- if or $sasl.username (gt (len $passwords) 0) -}}
+{{- fail (printf "kafka.sasl.mechanism is %s: it takes no kafka.sasl.username nor password" $sasl.mechanism) -}}
+{{- end -}}
+{{- if and (eq $sasl.mechanism "oauthbearer") (not $sasl.oauthbearerTokenFile) -}}
+{{- fail "kafka.sasl.mechanism is oauthbearer: kafka.sasl.oauthbearerTokenFile is required (KAFKA_SASL_OAUTHBEARER_TOKEN_FILE, in a volume of extraVolumes)" -}}
+{{- end -}}
+{{- if and (eq $sasl.mechanism "aws-msk-iam") (not $sasl.awsRegion) -}}
+{{- fail "kafka.sasl.mechanism is aws-msk-iam: kafka.sasl.awsRegion is required (KAFKA_SASL_AWS_REGION)" -}}
+{{- end -}}
+{{- if and (eq $sasl.mechanism "aws-msk-iam") (not $tls.enabled) -}}
+{{- fail "kafka.sasl.mechanism is aws-msk-iam: MSK takes IAM only over TLS: set kafka.tls.enabled" -}}
+{{- end -}}
+{{- else if $sasl.mechanism -}}
 {{- if not $sasl.username -}}
 {{- fail (printf "kafka.sasl.mechanism is %s: kafka.sasl.username is required (KAFKA_SASL_USERNAME)" $sasl.mechanism) -}}
 {{- end -}}
