@@ -70,8 +70,8 @@ async function main(): Promise<void> {
     .setExpirationTime(expires)
     .sign(new TextEncoder().encode(secret));
   const port = process.env.PORT || '8000';
-  // The token travels in the fragment: browsers never send it to the server.
-  process.stdout.write(`${token}\nhttp://127.0.0.1:${port}${CONSOLE_PREFIX}/#token=${token}\n`);
+  // No sign-in link: the console signs in from no link (docs/console.md); the token is pasted there.
+  process.stdout.write(`${token}\nhttp://127.0.0.1:${port}${CONSOLE_PREFIX}/\n`);
   if (!process.env.JWT_SECRET) process.stderr.write('(signed with the development secret of `npm run dev`)\n');
 }
 

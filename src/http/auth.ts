@@ -2,6 +2,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { createRemoteJWKSet, decodeJwt, type JWTVerifyGetKey, errors as joseErrors, jwtVerify } from 'jose';
 import type { Middleware } from 'koa';
 import { type Config, jwtAlgorithm } from '../config';
+import { consoleIssuer, consoleTokenVerifier } from '../console/sign-in/console-token';
 import { forbidden, serviceUnavailable, unauthorized } from './error-responses';
 import { createLmsTokenVerifier } from './lms-tokens';
 
@@ -25,9 +26,10 @@ export const isSiteAdminOf = (p: Principal, org: string) => (p.roles.includes('s
 export type TokenVerifier = (token: string) => Promise<Principal>;
 
 /**
- * One verifier per trust path (docs/api.md): the service's own keys, and the LMS's. A token goes
- * to the LMS's when its (not yet verified) `iss` is one of LMS_JWT_ISSUERS, else to the service's;
- * each path then verifies it on its own terms, so an HS256 token is never taken as the LMS's.
+ * One verifier per trust path (docs/api.md): the service's own keys, the LMS's, and the console's
+ * own tokens (with LMS_OAUTH_CLIENT_ID). A token goes to the LMS's when its (not yet verified)
+ * `iss` is one of LMS_JWT_ISSUERS, to the console's when it is the console's, else to the
+ * service's; each path then verifies it on its own terms, so an HS256 token is never taken as the LMS's.
  */
 export function createTokenVerifier(config: Config): TokenVerifier {
   const hasServiceKey = config.JWT_SECRET !== undefined || config.JWT_PUBLIC_KEY !== undefined || config.JWT_JWKS_URL !== undefined;
@@ -37,6 +39,7 @@ export function createTokenVerifier(config: Config): TokenVerifier {
     config.LMS_JWT_ISSUERS && config.LMS_JWT_PUBLIC_SIGNING_JWK_SET
       ? createLmsTokenVerifier(config.LMS_JWT_ISSUERS, config.LMS_JWT_PUBLIC_SIGNING_JWK_SET)
       : null;
+  const consolePath = config.LMS_OAUTH ? { issuer: consoleIssuer(config.LMS_OAUTH), verify: consoleTokenVerifier(config.LMS_OAUTH) } : null;
   return async (token) => {
     let issuer: unknown;
     try {
@@ -45,6 +48,7 @@ export function createTokenVerifier(config: Config): TokenVerifier {
       throw unauthorized('Invalid token.');
     }
     if (lms && typeof issuer === 'string' && lmsIssuers.has(issuer)) return lms(token);
+    if (consolePath && issuer === consolePath.issuer) return consolePath.verify(token);
     if (service) return service(token);
     throw unauthorized('Invalid token.');
   };

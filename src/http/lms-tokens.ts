@@ -9,7 +9,7 @@ import { forbidden, unauthorized } from './error-responses';
  * but for its HS256 pass: the service holds no LMS secret.
  * - `verify_jwk_signature_using_keyset`: every key of the set is tried, in order, `kid` or not
  *   (the decoder never reads `kid`); RS256 or RS512 for an RSA key; the audience is the first
- *   issuer's `AUDIENCE`; no leeway on `exp` in that pass.
+ *   issuer's `AUDIENCE`; no leeway on `exp` in that pass (so none here either).
  * - `_decode_and_verify_token`: `exp` and `iat` required; `iss` one of the list's `ISSUER`s.
  * - `_set_token_defaults`: a `version` whose major part is above 1 (`JWT_SUPPORTED_VERSION`
  *   1.2.0) is refused; no `version` counts as 1.0.0, but a `version` of null is refused
@@ -18,8 +18,22 @@ import { forbidden, unauthorized } from './error-responses';
  *   `JwtRestrictedApplication` tests the claim as a Python condition, so any truthy value restricts.
  */
 const SUPPORTED_MAJOR_VERSION = 1;
-/** The decoder's signature pass calls PyJWT without leeway; its `JWT_LEEWAY` (1 s) never widens what that pass refused. */
-const LEEWAY_SECONDS = 0;
+/**
+ * How far ahead of this service's clock a token's `iat` may be: the LMS's `JWT_AUTH['JWT_LEEWAY']`
+ * (1 s in lms/envs/common.py and every Open edX service's settings), the leeway edx-drf-extensions'
+ * `_decode_and_verify_token` passes to PyJWT (decoder.py, `leeway=api_settings.JWT_LEEWAY`).
+ * Upstream's signature pass passes none, so PyJWT refuses an `iat` even a fraction of a second
+ * ahead there; the service allows the configured leeway, so that a token the LMS plugin signs
+ * and sends at once is not refused when this clock is a little behind the LMS's (docs/api.md).
+ * `exp` keeps the signature pass's rule: no leeway.
+ */
+export const IAT_LEEWAY_SECONDS = 1;
+const EXP_LEEWAY_SECONDS = 0;
+/**
+ * The role of the LMS plugin's own tokens (integrations/openedx, service_token.py): the service's
+ * `service` role (access decisions only), taken only on a client-credentials token.
+ */
+export const SERVICE_ROLE = 'course_access_groups_service';
 const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 /** The role the LMS plugin emits through SYSTEM_WIDE_ROLE_CLASSES: `course_access_groups_admin:<org>`. */
 export const ADMIN_ROLE_PREFIX = 'course_access_groups_admin:';
@@ -30,7 +44,7 @@ export function createLmsTokenVerifier(issuers: readonly LmsIssuer[], keySet: Lm
     issuer: issuers.map((i) => i.ISSUER),
     audience: issuers[0]!.AUDIENCE,
     requiredClaims: ['exp', 'iat'],
-    clockTolerance: LEEWAY_SECONDS,
+    clockTolerance: EXP_LEEWAY_SECONDS,
   };
   return async (token) => principalOf(await verified(token, keySet, options));
 }
@@ -51,7 +65,7 @@ async function verified(token: string, keySet: LmsKeySet, options: JWTVerifyOpti
   }
   if (!payload) throw unauthorized('Invalid token.');
   // jose checks a future `iat` only with maxTokenAge; PyJWT refuses one (ImmatureSignatureError).
-  if (typeof payload.iat !== 'number' || payload.iat > Math.floor(Date.now() / 1000) + LEEWAY_SECONDS) throw unauthorized('Invalid token.');
+  if (typeof payload.iat !== 'number' || payload.iat > Date.now() / 1000 + IAT_LEEWAY_SECONDS) throw unauthorized('Invalid token.');
   const version = Object.hasOwn(payload, 'version') ? payload.version : '1.0.0';
   const parts = typeof version === 'string' ? SEMVER.exec(version) : null;
   if (!parts || Number(parts[1]) > SUPPORTED_MAJOR_VERSION) throw unauthorized('Unsupported token version.');
@@ -69,9 +83,9 @@ function pythonTruthy(value: unknown): boolean {
 }
 
 /**
- * `administrator: true` is platform staff (also a service user's client-credentials token);
- * `course_access_groups_admin:<org>` makes the caller an administrator of `<org>`; every other
- * role is ignored. The LMS names no `org`: with one administered organization it is the
+ * `administrator: true` is platform staff; `course_access_groups_admin:<org>` makes the caller an
+ * administrator of `<org>`; `course_access_groups_service` on a client-credentials token is the
+ * service role (the LMS plugin: decisions, never the admin API); every other role is ignored. The LMS names no `org`: with one administered organization it is the
  * request's, with several the request names one (organization_uuid).
  */
 function principalOf(payload: JWTPayload): Principal {
@@ -86,11 +100,12 @@ function principalOf(payload: JWTPayload): Principal {
     }
   }
   const administeredOrgs = [...administered];
+  const service = payload.grant_type === 'client-credentials' && Array.isArray(roles) && roles.includes(SERVICE_ROLE);
   return {
     userId,
     org: administeredOrgs.length === 1 ? administeredOrgs[0]! : null,
     isStaff: administrator === true,
-    roles: [],
+    roles: service ? ['service'] : [],
     administeredOrgs,
   };
 }

@@ -4,7 +4,20 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { SignJWT } from 'jose';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { dialogGone, dialogText, fieldErrorText, flashed, focused, go, launchBrowser, openConsole, type PageWatch, settled, watch } from '../helpers/browser';
+import {
+  dialogGone,
+  dialogText,
+  fieldErrorText,
+  flashed,
+  focused,
+  go,
+  launchBrowser,
+  openConsole,
+  type PageWatch,
+  pasteToken,
+  settled,
+  watch,
+} from '../helpers/browser';
 import { client } from '../helpers/http';
 import { seeder, snapshot } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
@@ -236,14 +249,27 @@ test('an administrator of organization B sees nothing of organization A', async 
 describe('tokens', () => {
   const signInMessage = (page: Page) => page.locator('.signin > p.flash').innerText();
 
-  test('an expired token in the link goes to sign-in, saying so; the token leaves the address bar', async () => {
+  test('an expired token pasted is refused, saying so; nothing is stored', async () => {
     const page = await newPage();
     const expired = await signToken({ user_id: 2, org: 'org-a', roles: ['site_admin'] }, { exp: Math.floor(Date.now() / 1000) - 60 });
-    await page.goto(`${service.baseUrl}/course_access_groups/console/#token=${expired}`);
-    await page.getByRole('heading', { name: 'Course Access Groups console' }).waitFor();
-    expect(await signInMessage(page)).toMatch(/^Your token expired at .+\. Sign in again with a new one\.$/);
-    expect(page.url()).not.toContain(expired);
+    await pasteToken(page, service.baseUrl, expired);
+    const form = page.getByRole('form', { name: 'Sign in' });
+    await form.locator('[aria-invalid="true"]').waitFor();
+    expect(await fieldErrorText(page, 'Sign in', 'token')).toMatch(/^Your token expired at .+\. Sign in again with a new one\.$/);
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  test('a #token= link signs nothing in, even with a good token: it leaves the address bar unread', async () => {
+    const page = await newPage();
+    const good = await siteAdminToken('org-a', 7);
+    const calls: string[] = [];
+    page.on('request', (r) => calls.push(r.url()));
+    await page.goto(`${service.baseUrl}/course_access_groups/console/#token=${good}`);
+    await page.locator('.signin > p.flash').waitFor();
+    expect(await signInMessage(page)).toBe('Sign-in links are not accepted: sign in here.');
+    expect(page.url()).not.toContain(good);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(calls.filter((u) => u.includes('/api/v1/'))).toEqual([]);
   });
 
   test('a token that expires while the console is open returns to sign-in', async () => {
@@ -259,7 +285,7 @@ describe('tokens', () => {
   test('a token the service refuses (401) returns to sign-in with its reason; a pasted good token signs in', async () => {
     const page = await newPage();
     const forged = await signToken({ user_id: 2, org: 'org-a', roles: ['site_admin'] }, { secret: 'another-secret-that-is-long-enough' });
-    await page.goto(`${service.baseUrl}/course_access_groups/console/#token=${forged}`);
+    await pasteToken(page, service.baseUrl, forged);
     await page.locator('.signin > p.flash').waitFor();
     expect(await signInMessage(page)).toBe('The service ended your session (Invalid token.). Sign in again.');
 
@@ -289,7 +315,7 @@ describe('tokens', () => {
     page.on('request', (r) => {
       if (r.url().includes('/api/v1/')) calls.push(r.url());
     });
-    await page.goto(`${service.baseUrl}/course_access_groups/console/#token=${await staffToken(9)}`);
+    await pasteToken(page, service.baseUrl, await staffToken(9));
     await page.getByRole('heading', { name: 'Choose an organization' }).waitFor();
     expect(await page.locator('.who').innerText()).toContain('platform staff');
     const picker = page.getByRole('form', { name: 'Organization' });
@@ -309,7 +335,7 @@ describe('tokens', () => {
       if (r.url().includes('/api/v1/')) calls.push(r.url());
     });
     const roles = ['course_access_groups_admin:org-a', 'course_access_groups_admin:org-b'];
-    await page.goto(`${service.baseUrl}/course_access_groups/console/#token=${await lmsToken({ user_id: 12, roles })}`);
+    await pasteToken(page, service.baseUrl, await lmsToken({ user_id: 12, roles }));
     await page.getByRole('heading', { name: 'Choose an organization' }).waitFor();
     expect(await page.locator('main').innerText()).toContain('You administer org-a, org-b');
     const picker = page.getByRole('form', { name: 'Organization' });

@@ -13,7 +13,12 @@ import { siteAdminToken } from '../helpers/tokens';
 
 // Browser globals used inside page.evaluate callbacks (the Node program has no DOM types).
 declare const sessionStorage: any;
+declare const localStorage: any;
 declare const location: any;
+declare const document: any;
+declare const window: any;
+declare const history: any;
+declare const performance: any;
 
 // Ports of this file's block: the service's PUBLIC_URL is in the LMS's registered redirect URI.
 const SERVICE_PORT = 8211;
@@ -22,6 +27,7 @@ const PUBLIC_URL = `http://127.0.0.1:${SERVICE_PORT}`;
 const LMS_BROWSER_URL = `http://lms.localhost:${LMS_PORT}`;
 
 let lms: LmsStandIn;
+let lmsIssuer: string;
 let service: TestService;
 let browser: Browser;
 const contexts: BrowserContext[] = [];
@@ -49,6 +55,7 @@ beforeAll(async () => {
     const admin = client(service.baseUrl, await siteAdminToken(org));
     expect((await admin.post('course-access-groups/', { name: `Group of ${org.slice(-1).toUpperCase()}`, description: '' })).status).toBe(201);
   }
+  lmsIssuer = JSON.parse(lms.issuers)[0].ISSUER;
   browser = await launchBrowser();
 }, 60_000);
 
@@ -78,6 +85,33 @@ async function signInFromTheLms(page: Page, username: string): Promise<void> {
   await form.getByRole('button', { name: 'Sign in' }).click();
 }
 
+/**
+ * Every place a script on the console's page can read: both storages, the cookies it may see,
+ * the address and the history's state, the window's name, the page's markup, and the URLs of
+ * every resource and navigation the page loaded.
+ */
+async function scriptVisible(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const storage = (s: any) => Array.from({ length: s.length }, (_, i) => `${s.key(i)}=${s.getItem(s.key(i))}`);
+    return [
+      ...storage(sessionStorage),
+      ...storage(localStorage),
+      document.cookie,
+      location.href,
+      JSON.stringify(history.state),
+      window.name,
+      document.documentElement.outerHTML,
+      ...performance.getEntries().map((e: { name: string }) => e.name),
+    ].join('\n');
+  });
+}
+
+/** The payloads of the JWTs in `text`. */
+const jwtsIn = (text: string) =>
+  [...text.matchAll(/eyJ[A-Za-z0-9_-]+\.(eyJ[A-Za-z0-9_-]+)\.[A-Za-z0-9_-]*/g)].map(
+    (m) => JSON.parse(Buffer.from(m[1]!, 'base64url').toString()) as Record<string, unknown>,
+  );
+
 const storedToken = (page: Page): Promise<string | null> => page.evaluate(() => sessionStorage.getItem('cag-console-token'));
 const groupNames = (page: Page) => page.locator('table.data tbody td[data-label="Name"]').allInnerTexts();
 
@@ -105,11 +139,19 @@ describe('an administrator of one organization', () => {
     await page.getByRole('navigation', { name: 'Sections' }).waitFor();
     await settled(page);
     expect(await page.locator('.who').innerText()).toMatch(/User 7.*site administrator of org-a/s);
-    // The token left the address bar at once; it is kept in this tab only.
+    // Nothing in the address bar; the tab keeps the console's own token, never the LMS's JWT.
     expect(page.url()).toBe(`${PUBLIC_URL}${CONSOLE_PREFIX}/#/overview`);
     const token = await storedToken(page);
     expect(token).toMatch(/^eyJ/);
-    expect(JSON.parse(Buffer.from(token!.split('.')[0]!, 'base64url').toString()).alg).toBe('RS512');
+    expect(JSON.parse(Buffer.from(token!.split('.')[0]!, 'base64url').toString()).alg).toBe('HS256');
+    const visible = jwtsIn(await scriptVisible(page));
+    expect(visible.length).toBeGreaterThan(0);
+    for (const claims of visible) {
+      expect(claims.iss).toBe(`${PUBLIC_URL}${CONSOLE_PREFIX}`);
+      expect(claims.aud).toBe(`${PUBLIC_URL}${CONSOLE_PREFIX}`);
+      expect(claims.scopes).toBeUndefined();
+    }
+    expect(visible.map((c) => c.iss)).not.toContain(lmsIssuer);
     await groupsPage(page);
     expect(await groupNames(page)).toEqual(['Group of A']);
     expect(await page.getByRole('form', { name: 'Organization' }).count()).toBe(0);
@@ -128,7 +170,12 @@ describe('an administrator of one organization', () => {
     expect(await groupNames(page)).toEqual(['Group of A']);
     // Through the login route with the page to return to, the LMS's authorize answering at once
     // with a code (a live session, a skip-authorization application): no LMS sign-in page.
-    expect(lmsRequests.map((u) => new URL(u).pathname)).toEqual([`${CONSOLE_PREFIX}/oauth/login`, '/oauth2/authorize', `${CONSOLE_PREFIX}/oauth/callback`]);
+    expect(lmsRequests.map((u) => new URL(u).pathname)).toEqual([
+      `${CONSOLE_PREFIX}/oauth/login`,
+      '/oauth2/authorize',
+      `${CONSOLE_PREFIX}/oauth/callback`,
+      `${CONSOLE_PREFIX}/oauth/finish`,
+    ]);
     expect(new URL(lmsRequests[0]!).searchParams.get('return')).toBe('#/groups');
     expect(await page.evaluate(() => sessionStorage.getItem('cag-console-received'))).not.toBe(receivedBefore);
     expect(await storedToken(page)).toMatch(/^eyJ/);
@@ -198,8 +245,10 @@ test('a state tampered with on the way back is refused: nothing signed in', asyn
   // (Playwright routes only the first request of a redirect chain: the login route's answer.)
   await page.route(`${PUBLIC_URL}${CONSOLE_PREFIX}/oauth/login*`, async (route) => {
     const res = await route.fetch({ maxRedirects: 0 });
-    const target = new URL(res.headers().location!);
-    const state = target.searchParams.get('state')!;
+    const target = new URL(res.headers().location!, PUBLIC_URL);
+    const state = target.searchParams.get('state');
+    // The LMS's link first goes to the console page, which starts the sign-in from its tab.
+    if (!state) return route.fulfill({ response: res });
     target.searchParams.set('state', `${state.slice(0, 12)}${'A'.repeat(state.length - 12)}`);
     return route.fulfill({ response: res, headers: { ...res.headers(), location: target.toString() } });
   });
@@ -207,10 +256,78 @@ test('a state tampered with on the way back is refused: nothing signed in', asyn
   const refusal = page.getByRole('alert');
   await refusal.waitFor();
   expect(await page.getByRole('heading', { level: 1 }).innerText()).toBe('This sign-in cannot be checked');
-  expect(await refusal.innerText()).toMatch(/does not match the one this browser started with/);
+  expect(await refusal.innerText()).toMatch(/does not match one this browser started/);
   await page.getByRole('link', { name: 'Back to the console' }).click();
   await page.getByRole('link', { name: 'Sign in with the LMS' }).waitFor();
   expect(await storedToken(page)).toBeNull();
+});
+
+describe('only the tab that started a sign-in finishes it', () => {
+  test('the callback opened in a fresh tab signs nothing in; the tab that started it is signed in', async () => {
+    const starter = await newPage();
+    // Signed in to the LMS first, so that its authorize answers at once.
+    await starter.goto(`${LMS_BROWSER_URL}/login`);
+    const form = starter.getByRole('form', { name: 'LMS sign-in' });
+    await form.getByLabel('Username').fill('ada');
+    await form.getByLabel('Password').fill(LMS_PASSWORD);
+    await form.getByRole('button', { name: 'Sign in' }).click();
+    await starter.getByRole('link', { name: 'Course Access Groups console' }).waitFor();
+    // The LMS's answer is caught on its way to the callback, as a link someone passes on.
+    // (Playwright routes only the first request of a redirect chain: the login route's answer,
+    // whose authorize URL is then asked of the LMS with this browser's cookies.)
+    let link = '';
+    await starter.route(`${PUBLIC_URL}${CONSOLE_PREFIX}/oauth/login*`, async (route) => {
+      const res = await route.fetch({ maxRedirects: 0 });
+      const authorize = res.headers().location!;
+      if (!authorize.includes('state=')) return route.fulfill({ response: res });
+      // Node does not resolve lms.localhost: the same LMS at 127.0.0.1, with the browser's LMS cookies.
+      const cookies = (await starter.context().cookies(LMS_BROWSER_URL)).map((c) => `${c.name}=${c.value}`).join('; ');
+      const lmsAnswer = await fetch(authorize.replace(LMS_BROWSER_URL, lms.url), { redirect: 'manual', headers: { Cookie: cookies } });
+      link = lmsAnswer.headers.get('location')!;
+      const { location: _, ...headers } = res.headers();
+      return route.fulfill({ status: 200, headers: { ...headers, 'content-type': 'text/plain' }, body: 'caught' });
+    });
+    await starter.getByRole('link', { name: 'Course Access Groups console' }).click();
+    await starter.waitForFunction(() => document.body.innerText === 'caught');
+    expect(link).toMatch(new RegExp(`^${PUBLIC_URL}${CONSOLE_PREFIX}/oauth/callback\\?code=`));
+    await starter.unroute(`${PUBLIC_URL}${CONSOLE_PREFIX}/oauth/login*`);
+
+    // Another tab of the same browser (its cookies, not the starter's sessionStorage) opens it.
+    const other = await starter.context().newPage();
+    watches.push(await watch(other));
+    await other.goto(link);
+    await other.getByRole('link', { name: 'Sign in with the LMS' }).waitFor();
+    expect(await other.getByRole('navigation', { name: 'Sections' }).count()).toBe(0);
+    expect(await storedToken(other)).toBeNull();
+    expect(jwtsIn(await scriptVisible(other))).toEqual([]);
+
+    // The tab that started it collects it.
+    await starter.goto(`${PUBLIC_URL}${CONSOLE_PREFIX}/`);
+    await starter.getByRole('navigation', { name: 'Sections' }).waitFor();
+    expect(await starter.locator('.who').innerText()).toMatch(/User 7/);
+  });
+
+  test('a #token= link with a good token, opened in a fresh tab, signs nothing in', async () => {
+    const page = await newPage();
+    const good = await siteAdminToken('org-a', 7);
+    await page.goto(`${PUBLIC_URL}${CONSOLE_PREFIX}/#token=${good}&route=%23%2Fgroups&via=lms`);
+    await page.getByRole('link', { name: 'Sign in with the LMS' }).waitFor();
+    expect(await page.locator('.signin > p.flash').innerText()).toBe('Sign-in links are not accepted: sign in here.');
+    expect(await storedToken(page)).toBeNull();
+    expect(await page.evaluate(() => sessionStorage.length + localStorage.length)).toBe(0);
+    expect(page.url()).toBe(`${PUBLIC_URL}${CONSOLE_PREFIX}/#/overview`);
+  });
+
+  test('the callback with a state that is not this browser’s shows no text from its query', async () => {
+    const page = await newPage();
+    const words = 'Your account is locked, call 555 0100';
+    await page.goto(`${PUBLIC_URL}${CONSOLE_PREFIX}/oauth/callback?state=made-up&error=invalid_request&error_description=${encodeURIComponent(words)}`);
+    const refusal = page.getByRole('alert');
+    await refusal.waitFor();
+    expect(await page.getByRole('heading', { level: 1 }).innerText()).toBe('This sign-in cannot be checked');
+    const text = await page.locator('body').innerText();
+    for (const echoed of ['locked', '555', 'invalid_request', 'made-up']) expect(text).not.toContain(echoed);
+  });
 });
 
 test('no page of this file saw a script error or a CSP violation', async () => {

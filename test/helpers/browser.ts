@@ -85,9 +85,17 @@ export async function watch(page: Page): Promise<PageWatch> {
   };
 }
 
-/** Opens the console as the LMS links to it: the token in the fragment. */
+/** Opens the console and pastes `token` into its sign-in form (no link signs the console in). */
+export async function pasteToken(page: Page, baseUrl: string, token: string): Promise<void> {
+  await page.goto(`${baseUrl}${CONSOLE_PATH}`);
+  const form = page.getByRole('form', { name: 'Sign in' });
+  await form.getByLabel('Access token').fill(token);
+  await form.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** Opens the console signed in with `token` (pasted), once its first page has loaded. */
 export async function openConsole(page: Page, baseUrl: string, token: string): Promise<void> {
-  await page.goto(`${baseUrl}${CONSOLE_PATH}#token=${token}`);
+  await pasteToken(page, baseUrl, token);
   await page.getByRole('navigation', { name: 'Sections' }).waitFor();
   await settled(page);
 }

@@ -5,8 +5,10 @@
 // state, the LMS's error parameter (a real one, from DOT), a code the LMS refuses, an LMS that
 // cannot be reached, a token the trust path refuses, and a user with no role here.
 import { generateKeyPairSync } from 'node:crypto';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { CONSOLE_PREFIX } from '../../src/console/route';
-import { cookieName, sealState, stateKey } from '../../src/console/sign-in/state-cookie';
+import { randomToken } from '../../src/console/sign-in/pkce';
+import { ATTEMPTS_COOKIE, derivedKey, FINISH_COOKIE, MAX_ATTEMPTS, newAttempt, sealAttempts } from '../../src/console/sign-in/state-cookie';
 import { client } from '../helpers/http';
 import { LMS_CLIENT_ID, LMS_CLIENT_SECRET, type LmsStandIn, lmsSession, startLmsStandIn } from '../helpers/lms-stand-in';
 import { startTestService, type TestService } from '../helpers/stack';
@@ -56,14 +58,29 @@ afterAll(async () => {
 
 const get = (url: string, cookie?: string) => fetch(url, { redirect: 'manual', headers: cookie ? { Cookie: cookie } : {} });
 
-/** oauth/login: the LMS's authorize URL, and the flow's cookie as the browser would send it back. */
-async function startSignIn(service: TestService, query = '') {
-  const res = await get(`${service.baseUrl}${CONSOLE_PREFIX}/oauth/login${query}`);
+/**
+ * oauth/login as the console's tab calls it (with its secret): the LMS's authorize URL, the
+ * attempts' cookie as the browser would send it back, and the tab's secret.
+ */
+async function startSignIn(service: TestService, query = '', cookie?: string) {
+  const tab = randomToken();
+  const res = await get(`${service.baseUrl}${CONSOLE_PREFIX}/oauth/login${query}${query ? '&' : '?'}tab=${tab}`, cookie);
   expect(res.status).toBe(302);
   const setCookie = res.headers.getSetCookie();
   expect(setCookie).toHaveLength(1);
-  return { authorize: new URL(res.headers.get('location')!), setCookie: setCookie[0]!, cookie: setCookie[0]!.split(';')[0]! };
+  return { authorize: new URL(res.headers.get('location')!), setCookie: setCookie[0]!, cookie: setCookie[0]!.split(';')[0]!, tab };
 }
+
+/** The tab collects its token (oauth/finish) with the cookies the callback left. */
+async function finish(service: TestService, cookie: string | undefined, tab: string | null, headers: Record<string, string> = {}) {
+  const res = await fetch(`${service.baseUrl}${CONSOLE_PREFIX}/oauth/finish`, {
+    method: 'POST',
+    headers: { ...(cookie ? { Cookie: cookie } : {}), ...(tab ? { 'X-Console-Sign-In': tab } : {}), ...headers },
+  });
+  return { status: res.status, body: (await res.json()) as { token?: string; route?: string; detail?: string }, setCookie: res.headers.getSetCookie() };
+}
+
+const cookieOf = (setCookie: string[], name: string) => setCookie.find((c) => c.startsWith(`${name}=`))?.split(';')[0];
 
 /** The LMS's answer to the authorize URL for a signed-in user: the redirect to the callback. */
 async function authorizeAt(authorize: URL, username: string): Promise<URL> {
@@ -81,8 +98,8 @@ async function callback(service: TestService, back: URL, cookie?: string) {
 const reason = (page: string) =>
   /<p class="flash flash-error" role="alert" id="refusal">([^<]*)<\/p>/.exec(page)?.[1] ?? `(no reason in ${page.slice(0, 200)})`;
 
-test('the round trip: login sends the browser to the LMS with PKCE; the callback hands a verified LMS token to the console', async () => {
-  const { authorize, setCookie, cookie } = await startSignIn(good, '?return=%23%2Fgroups');
+test('the round trip: login sends the browser to the LMS with PKCE; the callback keeps the LMS token and hands the tab a token of the console only', async () => {
+  const { authorize, setCookie, cookie, tab } = await startSignIn(good, '?return=%23%2Fgroups');
   expect(`${authorize.origin}${authorize.pathname}`).toBe(`${lms.url}/oauth2/authorize`);
   const params = Object.fromEntries(authorize.searchParams);
   expect(params).toMatchObject({
@@ -95,9 +112,11 @@ test('the round trip: login sends the browser to the LMS with PKCE; the callback
   expect(params.state).toMatch(/^[A-Za-z0-9_-]{43}$/);
   expect(params.code_challenge).toMatch(/^[A-Za-z0-9_-]{43}$/);
   // Short-lived, script-proof, sent back on the LMS's top-level redirect, only to the oauth routes; http here, so not Secure.
-  expect(setCookie).toMatch(new RegExp(`^${cookieName(params.state!)}=[^;]+; Path=${CONSOLE_PREFIX}/oauth/; Max-Age=600; HttpOnly; SameSite=Lax$`));
-  // The verifier travels only inside the encrypted cookie.
+  expect(setCookie).toMatch(new RegExp(`^${ATTEMPTS_COOKIE}=[^;]+; Path=${CONSOLE_PREFIX}/oauth/; Max-Age=600; HttpOnly; SameSite=Lax$`));
+  // The verifier and the tab's secret travel only inside the encrypted cookie; the LMS never sees the secret.
   expect(setCookie).not.toContain(params.code_challenge);
+  expect(setCookie).not.toContain(tab);
+  expect(authorize.toString()).not.toContain(tab);
 
   const back = await authorizeAt(authorize, 'ada');
   expect(`${back.origin}${back.pathname}`).toBe(callbackOf(GOOD_PORT));
@@ -105,27 +124,90 @@ test('the round trip: login sends the browser to the LMS with PKCE; the callback
   const done = await callback(good, back, cookie);
   expect(done.status).toBe(302);
   expect(done.headers.get('cache-control')).toBe('no-store');
-  // The flow's cookie is dropped.
-  expect(done.headers.getSetCookie()).toEqual([expect.stringMatching(new RegExp(`^${cookieName(params.state!)}=; .*Max-Age=0`))]);
-  const target = new URL(done.location!, good.baseUrl);
-  expect(target.pathname).toBe(`${CONSOLE_PREFIX}/`);
-  expect(target.search).toBe('');
-  const fragment = new URLSearchParams(target.hash.slice(1));
-  expect(fragment.get('route')).toBe('#/groups');
-  expect(fragment.get('via')).toBe('lms');
-  const token = fragment.get('token')!;
-  const [header, payload] = token
-    .split('.')
-    .slice(0, 2)
-    .map((p) => JSON.parse(Buffer.from(p, 'base64url').toString()));
-  expect(header.alg).toBe('RS512'); // asymmetric_jwt was posted: never the LMS's HS256
-  expect(payload).toMatchObject({ user_id: 7, roles: ['course_access_groups_admin:org-a'], scopes: ['user_id', 'profile'], grant_type: 'authorization-code' });
-  // The token is the LMS's own, and the API takes it for ada's organization.
-  const groups = await client(good.baseUrl).get('course-access-groups/', { Authorization: `JWT ${token}` });
+  // Back to the console's page, with nothing in the URL; the attempt is dropped, the finished sign-in waits in a cookie.
+  expect(done.location).toBe(`${CONSOLE_PREFIX}/#/groups`);
+  const set = done.headers.getSetCookie();
+  expect(set).toEqual([
+    expect.stringMatching(new RegExp(`^${ATTEMPTS_COOKIE}=; .*Max-Age=0`)),
+    expect.stringMatching(new RegExp(`^${FINISH_COOKIE}=[^;]+; Path=${CONSOLE_PREFIX}/oauth/; Max-Age=120; HttpOnly; SameSite=Strict$`)),
+  ]);
+  expect(done.page).not.toMatch(/eyJ/);
+
+  const finishCookie = cookieOf(set, FINISH_COOKIE)!;
+  const collected = await finish(good, finishCookie, tab);
+  expect(collected.status).toBe(200);
+  expect(collected.body.route).toBe('#/groups');
+  const token = collected.body.token!;
+  // The console's own token: HS256, issued for the console alone, no longer than the LMS's; not the LMS's JWT.
+  expect(decodeProtectedHeader(token).alg).toBe('HS256');
+  const claims = decodeJwt(token);
+  expect(claims).toMatchObject({ user_id: 7, administrator: false, roles: ['course_access_groups_admin:org-a'] });
+  expect(claims.iss).toBe(`http://127.0.0.1:${GOOD_PORT}${CONSOLE_PREFIX}`);
+  expect(claims.aud).toBe(claims.iss);
+  expect(claims.exp! - claims.iat!).toBeLessThanOrEqual(3600);
+  expect(JSON.stringify(claims)).not.toContain('scopes');
+  // The API takes it for ada's organization.
+  const groups = await client(good.baseUrl).get('course-access-groups/', { Authorization: `Bearer ${token}` });
   expect(groups.status).toBe(200);
   expect(groups.body.results.map((g: { name: string }) => g.name)).toEqual(['Group of A']);
-  // The code was spent: the same callback again finds no state.
+  // Collected once: the cookie is dropped, and a second try finds nothing.
+  expect(collected.setCookie).toEqual([expect.stringMatching(new RegExp(`^${FINISH_COOKIE}=; .*Max-Age=0`))]);
+  expect((await finish(good, undefined, tab)).status).toBe(403);
+  // The code was spent: the same callback again (with the old cookie) is refused by the LMS.
   expect((await callback(good, back, cookie)).status).toBe(502);
+});
+
+describe('only the tab that started the sign-in can finish it', () => {
+  async function finishedElsewhere() {
+    const { authorize, cookie, tab } = await startSignIn(good);
+    const done = await callback(good, await authorizeAt(authorize, 'ada'), cookie);
+    expect(done.status).toBe(302);
+    return { finishCookie: cookieOf(done.headers.getSetCookie(), FINISH_COOKIE)!, tab };
+  }
+
+  test('another tab (no secret, or another one) gets nothing, and the attempt is spent', async () => {
+    const { finishCookie, tab } = await finishedElsewhere();
+    const none = await finish(good, finishCookie, null);
+    expect(none.status).toBe(403);
+    expect(none.body).toEqual({ detail: 'No sign-in waits for this tab: sign in again from here.' });
+    expect(JSON.stringify(none.body)).not.toMatch(/eyJ/);
+    expect((await finish(good, finishCookie, randomToken())).status).toBe(403);
+    // The real tab, had the cookie still been there, would have got it: a wrong try does not leak which.
+    expect((await finish(good, finishCookie, tab)).status).toBe(200);
+  });
+
+  test('a request from another site (Sec-Fetch-Site) gets nothing even with the secret', async () => {
+    const { finishCookie, tab } = await finishedElsewhere();
+    expect((await finish(good, finishCookie, tab, { 'Sec-Fetch-Site': 'same-site' })).status).toBe(403);
+  });
+
+  test('login without a tab (a link from the LMS) only sends the browser to the console page, which starts it from its tab', async () => {
+    const res = await get(`${good.baseUrl}${CONSOLE_PREFIX}/oauth/login?return=%23%2Fgroups`);
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe(`${CONSOLE_PREFIX}/?sign-in=lms#/groups`);
+    expect(res.headers.getSetCookie()).toEqual([]);
+  });
+});
+
+test(`abandoned sign-ins do not pile up: one cookie, the newest ${MAX_ATTEMPTS} attempts in it`, async () => {
+  let cookie: string | undefined;
+  const states: string[] = [];
+  const sizes: number[] = [];
+  for (let i = 0; i < 50; i++) {
+    const started = await startSignIn(good, '', cookie);
+    cookie = started.cookie;
+    sizes.push(started.setCookie.length);
+    states.push(started.authorize.searchParams.get('state')!);
+  }
+  expect(cookie!.startsWith(`${ATTEMPTS_COOKIE}=`)).toBe(true);
+  expect(Math.max(...sizes)).toBeLessThan(1500);
+  // The oldest is gone; the newest still finish (two tabs signing in at once both work).
+  const oldest = await callback(good, new URL(`${callbackOf(GOOD_PORT)}?code=x&state=${states[0]}`), cookie);
+  expect(oldest.status).toBe(400);
+  const newest = await callback(good, new URL(`${callbackOf(GOOD_PORT)}?code=x&state=${states[49]}`), cookie);
+  expect(newest.status).toBe(502); // past the state check: the made-up code is the LMS's to refuse
+  const third = await callback(good, new URL(`${callbackOf(GOOD_PORT)}?code=x&state=${states[50 - MAX_ATTEMPTS]}`), cookie);
+  expect(third.status).toBe(502);
 });
 
 test('config.json offers the LMS sign-in with its login route and the LMS logout that returns to the console', async () => {
@@ -143,7 +225,7 @@ test('config.json offers the LMS sign-in with its login route and the LMS logout
 test('a return route that is not a console route is replaced by the overview', async () => {
   const { authorize, cookie } = await startSignIn(good, `?return=${encodeURIComponent('https://evil.example/')}`);
   const done = await callback(good, await authorizeAt(authorize, 'ada'), cookie);
-  expect(new URLSearchParams(new URL(done.location!, good.baseUrl).hash.slice(1)).get('route')).toBe('#/overview');
+  expect(done.location).toBe(`${CONSOLE_PREFIX}/#/overview`);
 });
 
 describe('a state that cannot be checked is refused with a page that says why, and nothing is signed in', () => {
@@ -160,7 +242,7 @@ describe('a state that cannot be checked is refused with a page that says why, a
     const { authorize } = await startSignIn(good);
     const done = await callback(good, await authorizeAt(authorize, 'ada'));
     expect(done.status).toBe(400);
-    expect(done.page).not.toContain('#token=');
+    expect(done.headers.getSetCookie()).toEqual([]);
   });
 
   test('a state changed on the way back', async () => {
@@ -177,8 +259,10 @@ describe('a state that cannot be checked is refused with a page that says why, a
     const { authorize } = await startSignIn(good);
     const back = await authorizeAt(authorize, 'ada');
     const state = back.searchParams.get('state')!;
-    const forged = await sealState(stateKey('not-the-client-secret'), { state, verifier: 'x'.repeat(43), route: '#/overview' });
-    const done = await callback(good, back, `${cookieName(state)}=${forged}`);
+    const forged = await sealAttempts(derivedKey('not-the-client-secret', 'state cookie'), [
+      newAttempt({ state, verifier: 'x'.repeat(43), route: '#/overview', tab: randomToken() }),
+    ]);
+    const done = await callback(good, back, `${ATTEMPTS_COOKIE}=${forged}`);
     expect(done.status).toBe(400);
   });
 });
@@ -196,16 +280,29 @@ describe("the LMS's error parameter", () => {
   });
 
   test('denied consent', async () => {
-    const done = await callback(good, new URL(`${callbackOf(GOOD_PORT)}?error=access_denied&state=whatever`));
+    const { authorize, cookie } = await startSignIn(good);
+    const done = await callback(good, new URL(`${callbackOf(GOOD_PORT)}?error=access_denied&state=${authorize.searchParams.get('state')}`), cookie);
     expect(done.status).toBe(403);
     expect(reason(done.page)).toMatch(/access was denied/);
   });
 
-  test('markup in the error is shown as text', async () => {
-    const done = await callback(good, new URL(`${callbackOf(GOOD_PORT)}?error=${encodeURIComponent('<script>alert(1)</script>')}`));
+  test('with a state that is not this browser’s, nothing of the query is shown: not the error, not its description', async () => {
+    const query = `?state=whatever&error=invalid_request&error_description=${encodeURIComponent('Call +1 555 0100 <b>now</b>')}`;
+    const done = await callback(good, new URL(`${callbackOf(GOOD_PORT)}${query}`));
     expect(done.status).toBe(400);
-    expect(done.page).not.toContain('<script>');
-    expect(reason(done.page)).toContain('&lt;script&gt;');
+    expect(reason(done.page)).toMatch(/^The sign-in’s state is missing, expired, or does not match/);
+    for (const echoed of ['invalid_request', '555', 'now', 'whatever']) expect(done.page).not.toContain(echoed);
+  });
+
+  test('with a good state, an error that is not an OAuth2 code, and any description, are not repeated', async () => {
+    const { authorize, cookie } = await startSignIn(good);
+    const state = authorize.searchParams.get('state')!;
+    const query = `?state=${state}&error=${encodeURIComponent('<script>alert(1)</script>')}&error_description=${encodeURIComponent('Call 555 0100')}`;
+    const done = await callback(good, new URL(`${callbackOf(GOOD_PORT)}${query}`), cookie);
+    expect(done.status).toBe(400);
+    expect(reason(done.page)).toMatch(/^The LMS answered with an error\./);
+    expect(done.page).not.toContain('script>');
+    expect(done.page).not.toContain('555');
   });
 });
 
@@ -251,7 +348,8 @@ test('platform staff are let in (they choose an organization in the console)', a
   const { authorize, cookie } = await startSignIn(good);
   const done = await callback(good, await authorizeAt(authorize, 'sam'), cookie);
   expect(done.status).toBe(302);
-  expect(done.location).toMatch(/#token=/);
+  expect(done.location).toBe(`${CONSOLE_PREFIX}/#/overview`);
+  expect(cookieOf(done.headers.getSetCookie(), FINISH_COOKIE)).toBeDefined();
 });
 
 test('without LMS_OAUTH_CLIENT_ID the routes do not exist and config.json says so', async () => {

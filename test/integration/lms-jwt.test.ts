@@ -160,6 +160,43 @@ describe('who an LMS token is', () => {
     expect(batch.body.results).toEqual([{ course_id: 'course-v1:Z+NONE+1', allowed: false, reason: 'unknown_course' }]);
   });
 
+  test("the LMS plugin's role (course_access_groups_service on a client-credentials token): decisions 200, every admin call 403, for any organization", async () => {
+    const plugin = await as({ user_id: 29, roles: ['course_access_groups_service'], grant_type: 'client-credentials', scopes: ['user_id', 'profile'] });
+    const decision = await plugin.get('access/?course_id=course-v1:Z+NONE+1&action=course.enroll&user_id=5');
+    expect(decision.status).toBe(404); // a decision was made: the course is unknown (the plugin's "refused")
+    const batch = await plugin.post('access/batch/', { action: 'course.enroll', user_id: 5, course_ids: ['course-v1:Z+NONE+1'] });
+    expect(batch.status).toBe(200);
+    expect(batch.body.results).toEqual([{ course_id: 'course-v1:Z+NONE+1', allowed: false, reason: 'unknown_course' }]);
+    for (const org of ['org-a', 'org-b']) {
+      expect((await plugin.post(`${PATH}?organization_uuid=${org}`, { name: 'By the plugin', description: '' })).status).toBe(403);
+      expect((await plugin.get(`${PATH}?organization_uuid=${org}`)).status).toBe(403);
+    }
+    expect((await plugin.post(PATH, { name: 'By the plugin', description: '' })).status).toBe(403);
+    // The same role on a user's own token (the console's authorization-code grant) is no service.
+    const user = await as({ user_id: 30, roles: ['course_access_groups_service'], grant_type: 'authorization-code' });
+    expect((await user.post('access/batch/', { action: 'course.enroll', user_id: 5, course_ids: ['course-v1:Z+NONE+1'] })).status).toBe(403);
+  });
+
+  test("iat a little ahead of this service's clock (the LMS's JWT_LEEWAY, 1 s) is taken; further ahead it is refused", async () => {
+    const key = await importJWK(JSON.parse(oracle.privateJwk), 'RS512');
+    /** Signed and sent in the first 300 ms of a second, with `iat` that many seconds later: `seconds - 0.3` to `seconds` ahead. */
+    const ahead = async (seconds: number) => {
+      while (Date.now() % 1000 > 300) await new Promise((r) => setTimeout(r, 20));
+      const now = Date.now() / 1000;
+      const token = await new SignJWT({ version: '1.2.0', is_restricted: false, filters: [], scopes: ['user_id', 'profile'], user_id: 31, administrator: true })
+        .setProtectedHeader({ alg: 'RS512' })
+        .setIssuer(issuer().ISSUER)
+        .setAudience(issuer().AUDIENCE)
+        .setIssuedAt(Math.floor(now) + seconds)
+        .setExpirationTime(Math.floor(now + 300))
+        .sign(key);
+      return (await client(lmsOnly.baseUrl, token).get(`${PATH}?organization_uuid=org-a`)).status;
+    };
+    expect(await ahead(0)).toBe(200);
+    expect(await ahead(1)).toBe(200); // 0.7 to 1 s ahead: refused with no leeway
+    expect(await ahead(3)).toBe(401);
+  });
+
   test.each([
     ['no role at all (a learner)', { user_id: 25 }],
     ["the service's own role names, which only the service's keys may grant", { user_id: 26, roles: ['site_admin', 'service'], org: 'org-a' }],

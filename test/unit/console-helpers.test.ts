@@ -4,7 +4,7 @@ import path from 'node:path';
 import { decodeJwt, jwtVerify } from 'jose';
 import { DEV_SECRET, parseArgs } from '../../scripts/token';
 import { buildQuery, errorReport, pageSummary, plural } from '../../src/console/app/query';
-import { isExpired, parseToken, relativeExpiry, renewalDelaySeconds, roleLabel, signInFromFragment, tokenFromFragment } from '../../src/console/app/token';
+import { carriesToken, isExpired, parseToken, relativeExpiry, renewalDelaySeconds, roleLabel } from '../../src/console/app/token';
 import { siteAdminToken, staffToken, token } from '../helpers/tokens';
 
 describe('parseToken', () => {
@@ -57,21 +57,13 @@ describe('parseToken', () => {
   });
 });
 
-test('tokenFromFragment reads #token=..., and nothing else', () => {
-  expect(tokenFromFragment('#token=abc.def.ghi')).toBe('abc.def.ghi');
-  expect(tokenFromFragment('#/overview&token=abc.def.ghi')).toBe('abc.def.ghi');
-  expect(tokenFromFragment('#/groups/3')).toBeNull();
-  expect(tokenFromFragment('')).toBeNull();
-  expect(tokenFromFragment('#tokens=x')).toBeNull();
-});
-
-test("signInFromFragment: the service's callback fragment (token, route, via=lms) or a plain link", () => {
-  expect(signInFromFragment('#token=a.b.c&route=%23%2Fgroups%2F3&via=lms')).toEqual({ token: 'a.b.c', route: '#/groups/3', viaLms: true });
-  expect(signInFromFragment('#token=a.b.c')).toEqual({ token: 'a.b.c', route: '#/overview', viaLms: false });
-  // Only a console route: never another page or a script.
-  expect(signInFromFragment(`#token=a.b.c&route=${encodeURIComponent('javascript:alert(1)')}`)?.route).toBe('#/overview');
-  expect(signInFromFragment(`#token=a.b.c&route=${encodeURIComponent('#/groups?x=<b>')}`)?.route).toBe('#/overview');
-  expect(signInFromFragment('#/groups')).toBeNull();
+test('carriesToken finds a token in a fragment (an old sign-in link), which the console only drops', () => {
+  expect(carriesToken('#token=abc.def.ghi')).toBe(true);
+  expect(carriesToken('#/overview&token=abc.def.ghi')).toBe(true);
+  expect(carriesToken('#token=a.b.c&route=%23%2Fgroups%2F3&via=lms')).toBe(true);
+  expect(carriesToken('#/groups/3')).toBe(false);
+  expect(carriesToken('')).toBe(false);
+  expect(carriesToken('#tokens=x')).toBe(false);
 });
 
 test('renewalDelaySeconds: the lifetime less a fifth, at most 5 minutes, counted from receipt whatever the clocks say', () => {
@@ -161,7 +153,7 @@ describe('npm run token', () => {
   test('--service: the LMS backend (the Open edX plugin), for a year', () => {
     expect(parseArgs(['--service', '--expires', '365d'])).toEqual({ claims: { user_id: 1, roles: ['service'] }, expires: '365d' });
   });
-  test('prints a token signed with the development secret that the service accepts, and the console link', async () => {
+  test("prints a token signed with the development secret that the service accepts, and the console's address (no sign-in link)", async () => {
     const root = path.resolve(__dirname, '../..');
     const out = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/token.ts', '--site-admin', 'org-a', '--expires', '2h'], {
       cwd: root,
@@ -173,7 +165,7 @@ describe('npm run token', () => {
     const { payload } = await jwtVerify(jwt!, new TextEncoder().encode(DEV_SECRET));
     expect(payload).toMatchObject({ user_id: 1, org: 'org-a', roles: ['site_admin'] });
     expect(payload.exp! - payload.iat!).toBe(7200);
-    expect(link).toBe(`http://127.0.0.1:8123/course_access_groups/console/#token=${jwt}`);
+    expect(link).toBe('http://127.0.0.1:8123/course_access_groups/console/');
     expect(decodeJwt(jwt!).administrator).toBeUndefined();
   });
   test.each([

@@ -491,13 +491,13 @@ Promise.all(tokens.map((t) => verify(t).then((p) => p.userId, () => 'refused')))
     done = subprocess.run([str(REPO / "node_modules" / ".bin" / "tsx"), "-e", service, json.dumps([issuers, key_set, *signed["tokens"]])],
                           cwd=REPO, check=True, capture_output=True, text=True)
     assert json.loads(done.stdout) == [1, "refused"]
-    # The LMS signs for the service user the init task creates, staff, idempotently (manage_user).
+    # The LMS signs for the service user the init task creates, not staff, idempotently (manage_user).
     lms = (root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py").read_text()
     assert '"SERVICE_USERNAME": "course_access_groups_service",' in lms
     tasks = json.loads(python_in_tutor(root, "from tutor import hooks\nprint(json.dumps([c for s, c in hooks.Filters.CLI_DO_INIT_TASKS.iterate() if s == 'lms']))"))
     lines = [line for task in tasks for line in rendered_init_task(root, task)]
-    assert ("./manage.py lms manage_user course_access_groups_service course_access_groups_service@openedx --staff "
-            "--unusable-password") in lines
+    assert "./manage.py lms manage_user course_access_groups_service course_access_groups_service@openedx --unusable-password" in lines
+    assert not any("--staff" in line or "--superuser" in line for line in lines)
     # No rendered file (beyond the carried sources, which hold the LMS plugin's development setting's
     # name) carries a service token, nor the year-2100 expiry the HS256 token had.
     carried = (root / "env" / "plugins" / "course-access-groups" / "build", root / "env" / "build" / "openedx" / "course-access-groups-openedx")

@@ -8,7 +8,8 @@ single-node pair of its own, routes a host of its own to the API and console thr
 brings existing courses and learners to the service in `tutor local do init`. The service trusts
 the LMS's own JWTs (the issuer, audience and public key set Tutor gives the LMS, rendered into the
 service's environment), so the LMS plugin calls it with short-lived tokens the LMS signs itself, as
-a staff service user the init task creates: no token is shared between them. The init task also
+a service user the init task creates (not staff: the tokens carry the service role, decisions
+only): no token is shared between them. The init task also
 registers the admin console's OAuth2 application with the LMS (create_dot_application), whose client
 id and secret the service gets, so administrators sign in to the console through the LMS. The
 service's own JWT secret (CONFIG_UNIQUE) stays for the tokens `npm run token` mints (scripts).
@@ -81,8 +82,8 @@ hooks.Filters.CONFIG_DEFAULTS.add_items([
     ("COURSE_ACCESS_GROUPS_REGISTRY_DOCKER_IMAGE", "apicurio/apicurio-registry-mem:2.4.2.Final"),
     # EVENT_BUS_TOPIC_PREFIX of the LMS and Studio: topics are <prefix>-user-lifecycle and so on.
     ("COURSE_ACCESS_GROUPS_TOPIC_PREFIX", "openedx"),
-    # The LMS user (staff, no password) whose LMS-signed tokens the LMS plugin's calls carry; the
-    # init task creates it.
+    # The LMS user (not staff, no password) whose LMS-signed tokens the LMS plugin's calls carry,
+    # with the service role; the init task creates it.
     ("COURSE_ACCESS_GROUPS_SERVICE_USERNAME", "course_access_groups_service"),
     ("COURSE_ACCESS_GROUPS_SERVICE_EMAIL", "course_access_groups_service@openedx"),
     # The console's sign-in through the LMS: the OAuth2 application (authorization code, confidential)

@@ -10,8 +10,8 @@ import { overviewPage } from './page-overview.js';
 import { rulesPage } from './page-rules.js';
 import { usersPage } from './page-users.js';
 import * as session from './session.js';
-import { type LmsSignIn, lmsSignIn, loginUrl } from './sign-in-config.js';
-import { type Claims, relativeExpiry, roleLabel, signInFromFragment, tokenFromFragment } from './token.js';
+import { beginLmsSignIn, finishLmsSignIn, type LmsSignIn, lmsSignIn, loginUrl } from './sign-in-config.js';
+import { type Claims, carriesToken, relativeExpiry, roleLabel } from './token.js';
 import { actionForm, clearFlash, field, selectField, submit, text, textArea } from './ui.js';
 
 interface Route {
@@ -78,10 +78,25 @@ function showSignIn(message: string | null): void {
   );
   const viaLms = lms
     ? [
-        h('p', null, h('a', { class: 'btn btn-primary', href: loginUrl(lms, '#/overview') }, 'Sign in with the LMS')),
+        h(
+          'p',
+          null,
+          h(
+            'a',
+            {
+              class: 'btn btn-primary',
+              href: loginUrl(lms, '#/overview'),
+              onclick: (e: Event) => {
+                e.preventDefault();
+                beginLmsSignIn(lms!, '#/overview');
+              },
+            },
+            'Sign in with the LMS',
+          ),
+        ),
         h('p', null, 'You sign in on the LMS with your LMS account; the LMS sends you back here. Or paste a token:'),
       ]
-    : [h('p', null, 'Open the console from the LMS (it passes your token in the link), or paste a token to sign in.')];
+    : [h('p', null, 'Paste a token to sign in.')];
   replace(
     root,
     h(
@@ -91,7 +106,7 @@ function showSignIn(message: string | null): void {
       message ? h('p', { class: 'flash flash-error', role: 'alert' }, message) : null,
       viaLms,
       h('section', { class: 'card' }, form),
-      h('p', { class: 'muted small' }, 'Developers: ', h('code', null, 'npm run token -- --site-admin <org>'), ' prints a sign-in link for the local service.'),
+      h('p', { class: 'muted small' }, 'Developers: ', h('code', null, 'npm run token -- --site-admin <org>'), ' prints a token for the local service.'),
     ),
   );
 }
@@ -227,7 +242,7 @@ function signOutNow(): void {
 
 session.onEnd((message) => showSignIn(message));
 window.addEventListener('hashchange', () => {
-  if (tokenFromFragment(location.hash) !== null) return void start();
+  if (carriesToken(location.hash)) return void dropLinkedToken();
   if (!session.token()) return;
   clearFlash();
   showConsole(true);
@@ -248,26 +263,46 @@ function learnLmsSignIn(): Promise<LmsSignIn | null> {
     if (found && signInPage && !session.token()) showSignIn(signInPage.querySelector('.flash-error')?.textContent ?? null);
     // Before the token expires, through the LMS again: with the LMS session alive it answers at
     // once (a top-level redirect: the LMS forbids framing), back to the page the user was on.
-    if (found) session.onRenewalDue(() => location.assign(loginUrl(found, location.hash)));
+    if (found) session.onRenewalDue(() => beginLmsSignIn(found, location.hash));
     return found;
   });
   return asked;
 }
 
+/**
+ * A `#token=` link (an old sign-in link, or one made to sign this browser in as someone else)
+ * signs nothing in: the token leaves the address bar (and the history), and is never read.
+ */
+function dropLinkedToken(): boolean {
+  if (!carriesToken(location.hash)) return false;
+  history.replaceState(null, '', `${location.pathname}${location.search}#/overview`);
+  if (!session.token()) showSignIn('Sign-in links are not accepted: sign in here.');
+  return true;
+}
+
 async function start(): Promise<void> {
-  const linked = signInFromFragment(location.hash);
-  if (linked !== null) {
-    // The token leaves the address bar (and so the history) before anything else happens.
-    history.replaceState(null, '', `${location.pathname}${location.search}${linked.route}`);
-    if (linked.viaLms) void learnLmsSignIn();
-    const problem = session.start(linked.token, linked.viaLms ? 'lms' : null);
+  if (dropLinkedToken()) {
+    if (!session.token()) return void learnLmsSignIn();
+  }
+  // The LMS's page (or any link to oauth/login) asks this tab to start the sign-in through the LMS.
+  if (new URLSearchParams(location.search).get('sign-in') === 'lms') {
+    history.replaceState(null, '', `${location.pathname}${location.hash}`);
+    const offer = await learnLmsSignIn();
+    if (offer) return beginLmsSignIn(offer, location.hash || '#/overview');
+  }
+  // Back from the LMS: the sign-in this tab started, if it started one.
+  const finished = await finishLmsSignIn();
+  if (finished !== null && 'token' in finished) {
+    void learnLmsSignIn();
+    const problem = session.start(finished.token, 'lms');
     if (problem) return showSignIn(problem);
     return enter();
   }
+  // An abandoned sign-in (the back button) leaves the tab's session as it was.
   const resumed = session.resume();
   if (!resumed.ok) {
     await learnLmsSignIn(); // no sign-in page without its main button while the answer is coming
-    return showSignIn(resumed.message);
+    return showSignIn(finished?.error ?? resumed.message);
   }
   if (session.viaLms()) void learnLmsSignIn();
   showConsole(false);

@@ -70,30 +70,11 @@ export function parseToken(raw: string): Parsed {
   };
 }
 
-/** The token of a `#token=...` fragment (the LMS's link), or null. */
-export function tokenFromFragment(hash: string): string | null {
-  if (!hash.startsWith('#token=') && !hash.includes('&token=')) return null;
-  return new URLSearchParams(hash.slice(1)).get('token');
-}
-
-/** A console route to open (`#/groups/3`); what the sign-in through the LMS returns to. */
-const CONSOLE_ROUTE = /^#\/[A-Za-z0-9/_-]{0,200}$/;
-
-/** What a sign-in link's fragment carries: the token, the route to open, whether it came from the LMS's sign-in. */
-export interface LinkedSignIn {
-  token: string;
-  route: string;
-  viaLms: boolean;
-}
-
-/** `#token=...&route=%23%2Fgroups&via=lms` (the service's oauth/callback), or a plain `#token=...` link. */
-export function signInFromFragment(hash: string): LinkedSignIn | null {
-  const token = tokenFromFragment(hash);
-  if (token === null) return null;
-  const params = new URLSearchParams(hash.slice(1));
-  const route = params.get('route') ?? '';
-  return { token, route: CONSOLE_ROUTE.test(route) ? route : '#/overview', viaLms: params.get('via') === 'lms' };
-}
+/**
+ * Whether a fragment carries a token (`#token=...`, an old sign-in link): the console never signs
+ * in from one (docs/console.md), it only takes it out of the address bar.
+ */
+export const carriesToken = (hash: string) => /(?:^#|[#&?])token=/.test(hash);
 
 /**
  * How long after receiving a token from the LMS's sign-in the console goes back through it for

@@ -3,9 +3,16 @@ The service's access API over one HTTP connection pool per process: single decis
 (``GET access/``) and batches (``POST access/batch/``). Any answer but a decision, or none
 within the timeout, is ``ServiceUnavailable``; the pipeline steps turn that into the configured
 fail mode. The token (the LMS's own short-lived JWT, or a configured SERVICE_TOKEN) is sent in
-a header and appears in no message.
+a header and appears in no message. A signed token the service refuses (401: the service's clock
+further behind than its leeway, a key rotated) is signed again and the call made once more.
+
+SERVICE_URL must be https, except for a name that only resolves inside the deployment, where the
+traffic never leaves it: a single-label host (Docker Compose's and Tutor local's service names,
+``http://course-access-groups-api:8000``), a Kubernetes Service name (``*.svc`` or
+``*.svc.cluster.local``), or a loopback address (``localhost``, ``127.0.0.1``, ``::1``).
 """
 
+import ipaddress
 import json
 import threading
 from typing import NamedTuple
@@ -33,10 +40,36 @@ class ServiceUnavailable(Exception):
     """The service gave no decision: unreachable, too slow, or an error status (the message says which)."""
 
 
+def why_not_service_url(service_url):
+    """None when SERVICE_URL may be used (https, or http to an in-deployment name); else why not."""
+    if not service_url:
+        return "COURSE_ACCESS_GROUPS['SERVICE_URL'] is not set"
+    parts = urlsplit(service_url)
+    host = (parts.hostname or "").lower()
+    if parts.scheme not in ("http", "https") or not host:
+        return f"COURSE_ACCESS_GROUPS['SERVICE_URL'] must be an http(s) URL, not {parts.scheme or 'a bare name'}"
+    if parts.scheme == "https" or _in_deployment(host):
+        return None
+    return (
+        f"COURSE_ACCESS_GROUPS['SERVICE_URL'] must be https: http is allowed only to a name inside the deployment "
+        f"(a single-label name, *.svc, *.svc.cluster.local, localhost), not {host}"
+    )
+
+
+def _in_deployment(host):
+    """A name (or address) that does not leave the deployment: loopback, one label, or a Kubernetes Service."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    return host == "localhost" or "." not in host or host.endswith((".svc", ".svc.cluster.local"))
+
+
 class AccessClient:
     def __init__(self, service_url, token, timeout, pool_size):
-        if not service_url:
-            raise ServiceUnavailable("COURSE_ACCESS_GROUPS['SERVICE_URL'] is not set")
+        problem = why_not_service_url(service_url)
+        if problem:
+            raise ServiceUnavailable(problem)
         parts = urlsplit(service_url)
         self._prefix = parts.path.rstrip("/") + API_PREFIX
         headers = {"Accept": "application/json", "Content-Type": "application/json"}
@@ -59,17 +92,27 @@ class AccessClient:
     def __repr__(self):
         return f"<AccessClient {self._pool.host}:{self._pool.port}>"
 
-    def _call(self, method, path, body=None):
+    def _send(self, method, path, body):
+        """One request: (response, the signed token it carried, or None)."""
         headers = self._headers
+        token = None
         if self._signed is not None:
             try:
-                headers = {**headers, "Authorization": f"JWT {self._signed.current()}"}
+                token = self._signed.current()
             except TokenUnavailable as exc:
                 raise ServiceUnavailable(str(exc)) from None
+            headers = {**headers, "Authorization": f"JWT {token}"}
         try:
-            response = self._pool.request(method, self._prefix + path, body=body, headers=headers)
+            return self._pool.request(method, self._prefix + path, body=body, headers=headers), token
         except urllib3.exceptions.HTTPError as exc:
             raise ServiceUnavailable(type(exc).__name__) from None
+
+    def _call(self, method, path, body=None):
+        response, token = self._send(method, path, body)
+        if response.status == 401 and token is not None:
+            # Once, with a newly signed token: never a loop, and a configured SERVICE_TOKEN is not retried.
+            self._signed.forget(token)
+            response, _ = self._send(method, path, body)
         if response.status == 404 and method == "GET":
             return None
         if response.status != 200:

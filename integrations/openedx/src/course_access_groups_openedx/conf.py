@@ -12,7 +12,9 @@ SEE_IN_CATALOG = "course.see_in_catalog"
 ACTIVATED_EVENT_TYPE = "org.openedx.learning.user.account.activated.v1"
 
 DEFAULTS = {
-    # The service's root URL, e.g. "https://cag.example.org" (the API prefix is added).
+    # The service's root URL, e.g. "https://cag.example.org" (the API prefix is added): https, or
+    # http only to a name inside the deployment (client.py: a single-label name, *.svc,
+    # *.svc.cluster.local, localhost).
     "SERVICE_URL": "",
     # The service's root as browsers reach it (its PUBLIC_URL), e.g.
     # "https://course-access-groups.lms.example.org": the LMS's /course_access_groups/ page links
@@ -22,7 +24,8 @@ DEFAULTS = {
     # SERVICE_USERNAME (service_token.py). Set, a JWT with the role `service` signed with the
     # service's key, sent as the bearer token instead (development); never logged.
     "SERVICE_TOKEN": "",
-    # The LMS user whose signed tokens the calls carry: staff (`administrator`) for the access API.
+    # The LMS user whose signed tokens the calls carry, with the role course_access_groups_service
+    # (the service's `service` role): any active user, never staff.
     "SERVICE_USERNAME": "course_access_groups_service",
     # Seconds a signed token is valid, and how long before its end a new one is signed.
     "TOKEN_LIFETIME": 300,

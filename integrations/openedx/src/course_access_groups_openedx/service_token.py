@@ -2,12 +2,16 @@
 The plugin's calls to the service carry a short-lived JWT the LMS signs itself, as edx-platform
 signs its asymmetric tokens: the payload of ``openedx/core/djangoapps/oauth_dispatch/jwt.py``
 ``_create_jwt`` for a client-credentials grant of the service user (scopes ``user_id`` and
-``profile``: ``user_id``, ``administrator`` = the user's ``is_staff``), signed as
+``profile``), with ``roles`` ``["course_access_groups_service"]``, the role the service maps to its
+``service`` role (access decisions, never the admin API), and ``administrator`` always false: the
+service user needs no staff status, so a leaked token can ask decisions for five minutes and
+change nothing. Signed as
 ``_encode_and_sign`` signs (PyJWT, ``PyJWK(JWT_AUTH['JWT_PRIVATE_SIGNING_JWK'],
 JWT_AUTH['JWT_SIGNING_ALGORITHM'])``, a ``kid`` header only with ``JWT_AUTH_ADD_KID_HEADER``). The
 service takes it through LMS_JWT_ISSUERS and LMS_JWT_PUBLIC_SIGNING_JWK_SET, so no secret is
 shared between the LMS and the service. One token per process, reused until ``TOKEN_RENEW_BEFORE``
-seconds before it expires. The token appears in no message.
+seconds before it expires, or until the service refuses it (``forget``: the client signs a new one
+and tries once more). The token appears in no message.
 """
 
 import json
@@ -20,6 +24,9 @@ from django.contrib.auth import get_user_model
 from jwt.api_jwk import PyJWK
 
 from .conf import setting
+
+# The role the service reads as its `service` role on a client-credentials token (src/http/lms-tokens.ts).
+SERVICE_ROLE = "course_access_groups_service"
 
 
 class TokenUnavailable(Exception):
@@ -38,6 +45,12 @@ class SignedTokens:
             if self._token is None or time.time() >= self._expires - setting("TOKEN_RENEW_BEFORE"):
                 self._token, self._expires = _sign(_payload())
             return self._token
+
+    def forget(self, token):
+        """The service refused `token`: the next current() signs a new one (unless another thread already did)."""
+        with self._lock:
+            if self._token == token:
+                self._token = None
 
 
 def _jwt_auth(name):
@@ -69,8 +82,10 @@ def _payload():
         "user_id": user.id,
         "family_name": user.last_name,
         "given_name": user.first_name,
-        "administrator": user.is_staff,
-        "superuser": user.is_superuser,
+        # Never platform staff: the service role below is all the calls need.
+        "administrator": False,
+        "superuser": False,
+        "roles": [SERVICE_ROLE],
     }
 
 
