@@ -1,0 +1,24 @@
+import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
+import type { Arrival, EntryBase, History } from './record-history';
+
+/**
+ * What learners and courses share between an event's stamp and their histories: an entry's
+ * identity and place, and what an arrival counts as.
+ */
+
+/** An event's identity and place, from its stamp: the exact `source` and `id` of a CloudEvent; a bare time (the import) is its own identity. */
+export function entryOf(at: string | EventStamp): { stamp: EventStamp; base: Omit<EntryBase, 'seq'> } {
+  const stamp = asStamp(at);
+  const identity = stamp.identity ?? { source: 'stamp', id: stamp.id };
+  return { stamp, base: { ...identity, at: stamp.time, timed: !stamp.provisional } };
+}
+
+/** A late entry is folded in its place, and counted `stale` as an event older than the record always was. */
+export const OUTCOME: Record<Arrival, ApplyOutcome> = { applied: 'applied', late: 'stale', duplicate: 'duplicate', stale: 'stale' };
+
+/** A record upgraded from the shape before histories remembers its newest events by hashed identity only (`legacy_ids`). */
+export const isLegacyDuplicate = (doc: { legacy_ids?: string[]; h?: { floor: { place: { at: string } } | null } } | null, stamp: EventStamp) =>
+  !!doc?.legacy_ids?.includes(stamp.id) && doc.h?.floor?.place.at === stamp.time;
+
+/** The stored history of a record, typed as its fold's (storage keeps entries as they are). */
+export const storedHistory = <E extends EntryBase, S>(h: unknown): History<E, S> => h as History<E, S>;
