@@ -5,9 +5,9 @@ import type { Logger } from '../log';
 import { pause } from '../retry';
 import { COLLECTIONS, type CourseRecordDoc, type LearnerRecordDoc, type MembershipDoc } from './collections';
 import { legacyCourseHistory } from './course-records';
-import { legacyLearnerHistory } from './user-records';
 import { UPDATES_PER_COMMAND } from './dialect';
 import { acquireLease, releaseLease, renewLease } from './lease';
+import { legacyLearnerHistory } from './user-records';
 
 /**
  * Upgrades of stored data (docs/operations.md, "Upgrades"): one-time changes to records stored by

@@ -5,8 +5,8 @@ import { COLLECTIONS, type CourseRecordDoc, type GroupCourseDoc, type PublicCour
 import { courseRecords, legacyCourseHistory } from '../db/course-records';
 import { indexCourse, unindexCourse } from '../db/search-index';
 import { Tenant } from '../db/tenant';
-import { type CourseEntry, type CourseState, courseFold, foldCourse } from './course-fold';
 import { entryOf, isLegacyDuplicate, OUTCOME } from './arrivals';
+import { type CourseEntry, type CourseState, courseFold, foldCourse } from './course-fold';
 import type { ApplyOutcome, EventStamp } from './event-time';
 import { syncCourseFacts } from './list-facts';
 import { type Arriving, arrive, compact, emptyHistory, HISTORY_BOUNDS, type History, newestPlace, placeKey, placeNow } from './record-history';
@@ -27,7 +27,6 @@ type CourseHistory = History<CourseEntry, CourseState>;
 
 const historyOf = (doc: CourseRecordDoc | null): CourseHistory =>
   doc === null ? emptyHistory() : ((doc.h ?? legacyCourseHistory(doc)) as unknown as CourseHistory);
-
 
 /** The record a history folds to, after `doc` (null: the course's first event). */
 function recordOf(key: string, doc: CourseRecordDoc | null, h: CourseHistory): CourseRecordDoc {

@@ -1,5 +1,5 @@
-import { recordAfterWrite } from '../db/change-log';
 import { withCause } from '../db/change-context';
+import { recordAfterWrite } from '../db/change-log';
 import { COLLECTIONS, type LearnerRecordDoc, type MembershipDoc } from '../db/collections';
 import { indexNewUsers } from '../db/search-index';
 import type { Tenant } from '../db/tenant';
@@ -69,7 +69,16 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
     }
     const { history, arrival } = arrive(emptyHistory<LearnerEntry, LearnerState>(), entry);
     // A new learner's groups are the rule's, read just now: live unless deleted since (the projection checks again).
-    const next = learnerRecordOf(line.facts.id, null, compact(history, learnerFold(() => true), HISTORY_BOUNDS), () => true);
+    const next = learnerRecordOf(
+      line.facts.id,
+      null,
+      compact(
+        history,
+        learnerFold(() => true),
+        HISTORY_BOUNDS,
+      ),
+      () => true,
+    );
     fresh.push({ line, doc: next });
     outcomes[firsts.get(line)!] = OUTCOME[arrival];
   }

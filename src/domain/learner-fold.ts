@@ -111,7 +111,10 @@ export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerStat
         case 'admin':
           // Made in the organization that held the learner then: moved since (a late event), it concerns the learner no more.
           if (s.record?.org !== e.org) return s;
-          return { ...s, membership: e.group !== null && isLive(e.group) ? { group: e.group, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } } : null };
+          return {
+            ...s,
+            membership: e.group !== null && isLive(e.group) ? { group: e.group, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } } : null,
+          };
         case 'join':
           if (s.record?.org !== e.org || !s.record.is_active || s.membership !== null || !isLive(e.group)) return s;
           return { ...s, membership: { group: e.group, by: 'rule', born: { at: e.at, seq: e.seq } } };

@@ -9,9 +9,10 @@ import { Tenant } from '../db/tenant';
 import { learnerRecords, legacyLearnerHistory } from '../db/user-records';
 import { entryOf, isLegacyDuplicate, OUTCOME, storedHistory } from './arrivals';
 import type { ApplyOutcome, EventStamp } from './event-time';
-import { type IsLiveGroup, type LearnerEntry, type LearnerFacts, type LearnerState, learnerFold, foldLearner } from './learner-fold';
+import { foldLearner, type IsLiveGroup, type LearnerEntry, type LearnerFacts, type LearnerState, learnerFold } from './learner-fold';
 import { syncUserGroups } from './list-facts';
 import { type Arriving, arrive, compact, emptyHistory, HISTORY_BOUNDS, type History, newestPlace, placeKey, placeNow } from './record-history';
+import { matchRules } from './rule-match';
 
 /**
  * Learners (docs/event-core.md): a learner's record holds its history, and what the learner is
@@ -114,7 +115,7 @@ const madeNow = (h: LearnerHistory) => ({ source: 'cag', id: randomUUID(), at: n
 export interface LearnerArrival {
   outcome: ApplyOutcome;
   /** The record as it stands after the arrival (null: none). */
-  record: LearnerRecordDoc | null;
+  current: LearnerRecordDoc | null;
   /** The entry was the newest and closed an activation period (the period's one activation). */
   activated: boolean;
 }
@@ -145,17 +146,17 @@ export async function applyLearnerEntry(
     } else made = body;
     const base = event?.base ?? madeNow(before);
     const { history, arrival } =
-      event && isLegacyDuplicate(doc, event.stamp) ? { history: before, arrival: 'duplicate' as const } : arrive(before, { ...base, ...made } as Arriving<LearnerEntry>);
+      event && isLegacyDuplicate(doc, event.stamp)
+        ? { history: before, arrival: 'duplicate' as const }
+        : arrive(before, { ...base, ...made } as Arriving<LearnerEntry>);
     if (history === before || arrival === 'stale') {
-      if (doc) await project(db, doc);
-      return { outcome: OUTCOME[arrival], record: doc, activated: false };
+      return { outcome: OUTCOME[arrival], current: doc && (await project(db, doc)), activated: false };
     }
     const isLive = await liveGroups(db, history);
     const next = learnerRecordOf(id, doc, compact(history, learnerFold(isLive), HISTORY_BOUNDS), isLive);
     if (!(await records.writeIfUnchanged(doc, next))) continue;
     const activated = arrival === 'applied' && closedPeriod(stateBefore ?? foldLearner(before, isLive), foldLearner(history, isLive), made);
-    await project(db, next);
-    return { outcome: OUTCOME[arrival], record: next, activated };
+    return { outcome: OUTCOME[arrival], current: await project(db, next), activated };
   }
   throw new Error(`learner ${id} kept changing while an entry was applied`);
 }
@@ -174,18 +175,23 @@ function closedPeriod(before: LearnerState, after: LearnerState, made: EntryBody
  * writer that came in between projects its own revision too, and the last projection is of the
  * newest. Idempotent.
  */
-export async function project(db: Db, doc: LearnerRecordDoc): Promise<void> {
+export async function project(db: Db, doc: LearnerRecordDoc): Promise<LearnerRecordDoc> {
   const records = learnerRecords(db);
+  if (doc.projected === doc.rev && !doc.left?.length) return doc;
   let current = doc;
   for (let round = 0; round < ROUNDS; round++) {
-    if (current.projected === current.rev && !current.left?.length) return;
     await projectOnce(db, current);
     const now = await records.read(current.id);
     if (!now || now.rev === current.rev) {
       await records.projected(current._id, current.rev!);
-      return;
+      // As stored now: with its list facts, which the projection derived.
+      return { ...(now ?? current), left: [], projected: current.rev! };
     }
-    current = now;
+    // Written meanwhile: what this projection wrote may undo the newer one's (whose `projected`
+    // mark may already be set), so the newer record is projected again, with the organization
+    // this one wrote in to clean up when the learner is no longer there.
+    const touched = current.org !== null && current.org !== now.org ? [{ org: current.org, upTo: `${now.event_time}#9999999999` }] : [];
+    current = { ...now, left: [...(now.left ?? []), ...touched] };
   }
   throw new Error(`learner ${doc.id} kept changing while what hangs off it was brought in line`);
 }
@@ -232,23 +238,46 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
       await insert();
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
-      // The learner's one membership is where the learner is: one left in another organization goes.
+      // The learner's one membership is where the learner is: one left in another organization
+      // goes, unless this projection is of a record written over since (the newer one decides).
+      if ((await learnerRecords(db).read(doc.id))?.rev !== doc.rev) return;
       const elsewhere = await db.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: doc._id }, { projection: { org: 1 } });
       if (!elsewhere || elsewhere.org === home.org) return; // a concurrent projection made it: the caller reads again
       await withCause('cascade', () => new Tenant(db, elsewhere.org).collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: doc._id }));
       await insert();
     }
   }
-  const group = await db.collection<{ _id: string }>(COLLECTIONS.groups).findOne({ _id: String(want.group), org: home.org } as never, { projection: { _id: 1 } });
+  const group = await db
+    .collection<{ _id: string }>(COLLECTIONS.groups)
+    .findOne({ _id: String(want.group), org: home.org } as never, { projection: { _id: 1 } });
   if (!group) await memberships.deleteOne({ _id: doc._id, group: want.group });
 }
 
 /** Whether the organization has user `id`, site administrators included (a membership may name one). */
 export const userExists = (tenant: Tenant, id: number) => tenant.collection<UserDoc>(COLLECTIONS.users).has({ _id: String(id) });
 
-/** Records a user event's entry (docs/event-core.md); `capable`: its type can be an activation; `rule`: its email's rule's group then. */
-export function upsertUser(tenant: Tenant, facts: UserFacts, at: string | EventStamp, capable = false, rule: number | null = null): Promise<LearnerArrival> {
-  return applyLearnerEntry(tenant.db, facts.id, at, userEntry(facts, tenant.org, capable, rule));
+/**
+ * Records a user event's entry (docs/event-core.md); `capable`: its type can be an activation.
+ * The entry carries the group of the rule its email matches now (the fold applies it if the
+ * entry is its period's activation). A rule created and applied to existing learners while this
+ * event arrived may have read the learner before the record was written, as this read may have
+ * missed the rule: after the write the rules are read again, and an activation that matched none
+ * joins the group of one that matches now.
+ */
+export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | EventStamp, capable = false): Promise<LearnerArrival> {
+  const rule = capable && facts.is_active ? await ruleGroup(tenant, facts) : null;
+  const arrival = await applyLearnerEntry(tenant.db, facts.id, at, userEntry(facts, tenant.org, capable, rule));
+  const { current } = arrival;
+  if (arrival.activated && rule === null && current?.org === tenant.org && !current.m) {
+    const late = await ruleGroup(tenant, facts);
+    if (late !== null) await joinByRule(tenant.db, tenant.org, facts.id, late);
+  }
+  return arrival;
+}
+
+/** The group of the rule `facts`' email matches in the organization, or null. */
+async function ruleGroup(tenant: Tenant, facts: Pick<UserFacts, 'id' | 'email'>): Promise<number | null> {
+  return (await matchRules(tenant, [facts]))[0]?.rule.group ?? null;
 }
 
 /** Retires a learner, wherever they are: their record stays, in no organization, so that no older or redelivered event brings them back. */
@@ -262,14 +291,14 @@ export async function retireUser(db: Db, userId: number, at: string | EventStamp
  * are then a member of it by rule.
  */
 export async function joinByRule(db: Db, org: string, userId: number, group: number): Promise<boolean> {
-  const { record } = await applyLearnerEntry(db, userId, null, (state) => {
+  const { current } = await applyLearnerEntry(db, userId, null, (state) => {
     if (state.record?.org !== org || !state.record.is_active || state.membership !== null) throw new NotJoined();
     return { kind: 'join', org, group };
   }).catch((err: unknown) => {
-    if (err instanceof NotJoined) return { record: null };
+    if (err instanceof NotJoined) return { current: null };
     throw err;
   });
-  return record?.m?.group === group && record.m.auto;
+  return current?.m?.group === group && current.m.auto;
 }
 
 class NotJoined extends Error {}

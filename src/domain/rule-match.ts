@@ -42,4 +42,3 @@ export async function matchRules<U extends Pick<UserDoc, 'id' | 'email'>>(
     return rule ? [{ user, rule }] : [];
   });
 }
-

@@ -2,8 +2,7 @@ import type { Db } from 'mongodb';
 import { Tenant } from '../db/tenant';
 import type { Infer } from '../validation';
 import type { ApplyOutcome, EventStamp } from './event-time';
-import { joinByRule, retireUser, type UserFacts, upsertUser } from './learners';
-import { matchRules } from './rule-match';
+import { retireUser, type UserFacts, upsertUser } from './learners';
 
 /**
  * `data` of the three user events that carry a whole user (activated, registration completed,
@@ -49,28 +48,10 @@ export type UserEventKind = 'activation' | 'registration' | 'update';
 /**
  * What a user event does with its `data`, in organization `org`, as the event `at`; the
  * consumer's handlers and the backfill import (src/cli/import.ts) both come here, so an imported
- * line is exactly a delivered event. The entry carries the group of the rule its email matches
- * now (the fold applies it if the entry is its period's activation). A rule created and applied
- * to existing learners while this event arrived may have read the learner before the record was
- * written, as this read may have missed the rule: after the write the rules are read again, and
- * an activation that matched none joins the group of one that now matches.
+ * line is exactly a delivered event (learners.ts `upsertUser`).
  */
 export async function applyUserData(db: Db, data: UserEventData, at: string | EventStamp, kind: UserEventKind, org: string): Promise<ApplyOutcome> {
-  const facts = userFacts(data, kind);
-  const tenant = new Tenant(db, org);
-  const capable = kind !== 'update';
-  const rule = capable && facts.is_active ? await ruleGroup(tenant, facts) : null;
-  const { outcome, record, activated } = await upsertUser(tenant, facts, at, capable, rule);
-  if (activated && rule === null && record?.org === org && !record.m) {
-    const late = await ruleGroup(tenant, facts);
-    if (late !== null) await joinByRule(db, org, facts.id, late);
-  }
-  return outcome;
-}
-
-/** The group of the rule `facts`' email matches in the organization, or null. */
-export async function ruleGroup(tenant: Tenant, facts: Pick<UserFacts, 'id' | 'email'>): Promise<number | null> {
-  return (await matchRules(tenant, [facts]))[0]?.rule.group ?? null;
+  return (await upsertUser(new Tenant(db, org), userFacts(data, kind), at, kind !== 'update')).outcome;
 }
 
 /** What a retirement event does, wherever the learner is (the event's organization does not matter: the record is keyed by user id). */
