@@ -4,12 +4,12 @@ import { COLLECTIONS, type LearnerRecordDoc, type MembershipDoc } from '../db/co
 import { indexNewUsers } from '../db/search-index';
 import type { Tenant } from '../db/tenant';
 import { learnerRecords } from '../db/user-records';
-import { entryOf, isLegacyDuplicate, OUTCOME } from './arrivals';
+import { entryOf, isLegacyDuplicate } from './arrivals';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
-import { type LearnerEntry, type LearnerState, learnerFold } from './learner-fold';
-import { joinByRule, learnerHistory, learnerRecordOf, project, type UserFacts, userEntry } from './learners';
+import type { LearnerEntry } from './learner-fold';
+import { firstRecord, joinByRule, learnerHistory, project, type UserFacts, userEntry } from './learners';
 import { syncUserGroups } from './list-facts';
-import { type Arriving, arrive, compact, emptyHistory, HISTORY_BOUNDS } from './record-history';
+import { type Arriving, arrive } from './record-history';
 import { matchRules } from './rule-match';
 
 /**
@@ -59,28 +59,16 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
   const fresh: { line: UserLine; doc: LearnerRecordDoc }[] = [];
   for (const line of lines) {
     const doc = stored.get(line.facts.id) ?? null;
-    const { stamp, base } = entryOf(line.at);
-    const entry = { ...base, ...userEntry(line.facts, tenant.org, true, ruleOf.get(line.facts) ?? null) } as Arriving<LearnerEntry>;
     if (doc) {
+      const { stamp, base } = entryOf(line.at);
+      const entry = { ...base, ...userEntry(line.facts, tenant.org, true, ruleOf.get(line.facts) ?? null) } as Arriving<LearnerEntry>;
       // A duplicate whose projection is complete writes nothing; anything else is the learner's compare-and-set, one by one.
       const duplicate = isLegacyDuplicate(doc, stamp) || arrive(learnerHistory(doc), entry).arrival === 'duplicate';
       if (duplicate && doc.projected === doc.rev && !doc.left?.length) outcomes[firsts.get(line)!] = 'duplicate';
       continue;
     }
-    const { history, arrival } = arrive(emptyHistory<LearnerEntry, LearnerState>(), entry);
-    // A new learner's groups are the rule's, read just now: live unless deleted since (the projection checks again).
-    const next = learnerRecordOf(
-      line.facts.id,
-      null,
-      compact(
-        history,
-        learnerFold(() => true),
-        HISTORY_BOUNDS,
-      ),
-      () => true,
-    );
-    fresh.push({ line, doc: next });
-    outcomes[firsts.get(line)!] = OUTCOME[arrival];
+    fresh.push({ line, doc: firstRecord(line.facts, tenant.org, line.at, true, ruleOf.get(line.facts) ?? null) });
+    outcomes[firsts.get(line)!] = 'applied';
   }
   const refused = await records.insertNew(fresh.map((f) => f.doc));
   const inserted = fresh.filter((f) => !refused.has(f.doc._id));

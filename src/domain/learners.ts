@@ -109,6 +109,26 @@ export function userEntry(facts: UserFacts, org: string, capable: boolean, rule:
   return { kind: 'user', org, facts: said, capable, rule };
 }
 
+/**
+ * The record of a learner's first entry, when no record exists: what the batch path inserts
+ * (import-users.ts), and the documents the import bench's ceiling writes.
+ */
+export function firstRecord(facts: UserFacts, org: string, at: string | EventStamp, capable: boolean, rule: number | null): LearnerRecordDoc {
+  const { base } = entryOf(at);
+  const { history } = arrive(emptyHistory<LearnerEntry, LearnerState>(), { ...base, ...userEntry(facts, org, capable, rule) } as Arriving<LearnerEntry>);
+  // The rule's group was read just now: live unless deleted since (the projection checks again).
+  return learnerRecordOf(
+    facts.id,
+    null,
+    compact(
+      history,
+      learnerFold(() => true),
+      HISTORY_BOUNDS,
+    ),
+    () => true,
+  );
+}
+
 /** Where an entry made now (an administrator's change, a rule applied to existing learners) stands: after everything the record holds. */
 const madeNow = (h: LearnerHistory) => ({ source: 'cag', id: randomUUID(), at: newestPlace(h)?.at ?? '', timed: true });
 
