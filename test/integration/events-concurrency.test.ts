@@ -45,7 +45,7 @@ const ids = (from: number) => Array.from({ length: RACERS }, (_, i) => from + i)
  * another process does then, or, when `meanwhile` throws, a kill.
  */
 async function atCall<T>(
-  method: 'findOne' | 'insertOne' | 'findOneAndDelete' | 'deleteMany' | 'deleteOne',
+  method: 'findOne' | 'insertOne' | 'findOneAndDelete' | 'deleteMany',
   collection: string,
   when: () => Promise<boolean>,
   apply: () => Promise<T>,
@@ -67,7 +67,7 @@ async function atCall<T>(
   };
   const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
     // A delete is interrupted before it runs (what it would delete is the point), a read or an insert after.
-    const before = method === 'findOneAndDelete' || method === 'deleteMany' || method === 'deleteOne';
+    const before = method === 'findOneAndDelete' || method === 'deleteMany';
     if (before) await interrupt(this);
     const result = await original.apply(this, args);
     if (!before) await interrupt(this);
@@ -157,7 +157,7 @@ test('a retirement killed between its write and its projection: the next event, 
   // What the killed process left: the record retired, the membership still there.
   await expect(
     atCall(
-      'deleteOne',
+      'findOneAndDelete',
       COLLECTIONS.memberships,
       async () => true,
       () => applyUserRetired(db, 4000, at(10, 'ret')),
@@ -259,7 +259,7 @@ test('kill -9 between a retirement’s write and its membership’s delete: its 
     await applyUserData(db, learner(id), at(1, 'reg'), 'registration', org);
     await expect(
       atCall(
-        'deleteOne',
+        'findOneAndDelete',
         COLLECTIONS.memberships,
         async () => true,
         () => applyUserRetired(db, id, at(10, 'ret')),
@@ -320,7 +320,7 @@ test('kill -9 between a move’s write and the delete of its membership in the o
   // The move (an update of t5 naming `other`) is killed right after its write, before its projection.
   await expect(
     atCall(
-      'deleteOne',
+      'findOneAndDelete',
       COLLECTIONS.memberships,
       async () => true,
       () => applyUserData(db, learner(5700, false), at(5, 'move'), 'update', other),
@@ -340,7 +340,7 @@ test('a retirement whose membership delete comes right after a newer registratio
   expect(await membershipOf(tenant, 5900)).not.toBeNull();
   // Right after the retirement (t10) wrote the learner retired, before it deletes the membership: the learner registers again (t20).
   await atCall(
-    'deleteOne',
+    'findOneAndDelete',
     COLLECTIONS.memberships,
     async () => true,
     () => applyUserRetired(db, 5900, at(10, 'ret')),
