@@ -1,5 +1,5 @@
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
-import type { Arrival, EntryBase, History } from './record-history';
+import { type Arrival, type Compaction, type EntryBase, HISTORY_BOUNDS, type History } from './record-history';
 
 /**
  * What learners and courses share between an event's stamp and their histories: an entry's
@@ -22,3 +22,13 @@ export const isLegacyDuplicate = (doc: { legacy_ids?: string[]; h?: { floor: { p
 
 /** The stored history of a record, typed as its fold's (storage keeps entries as they are). */
 export const storedHistory = <E extends EntryBase, S>(h: unknown): History<E, S> => h as History<E, S>;
+
+let bounds: Compaction = HISTORY_BOUNDS;
+
+/** The bounds every write path compacts with: the process's settings (EVENT_HISTORY_DAYS, EVENT_HISTORY_ENTRIES). */
+export const historyBounds = (): Compaction => bounds;
+
+/** Set once at start from the settings (src/runtime.ts, `cag`): one process, one set of bounds. */
+export function configureHistoryBounds(settings: { EVENT_HISTORY_DAYS: number; EVENT_HISTORY_ENTRIES: number }): void {
+  bounds = { horizonMs: settings.EVENT_HISTORY_DAYS * 24 * 3600 * 1000, maxEntries: settings.EVENT_HISTORY_ENTRIES };
+}

@@ -5,11 +5,11 @@ import { COLLECTIONS, type CourseRecordDoc, type GroupCourseDoc, type PublicCour
 import { courseRecords, legacyCourseHistory } from '../db/course-records';
 import { indexCourse, unindexCourse } from '../db/search-index';
 import { Tenant } from '../db/tenant';
-import { entryOf, isLegacyDuplicate, OUTCOME } from './arrivals';
+import { entryOf, historyBounds, isLegacyDuplicate, OUTCOME } from './arrivals';
 import { type CourseEntry, type CourseState, courseFold, foldCourse } from './course-fold';
 import type { ApplyOutcome, EventStamp } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import { type Arriving, arrive, compact, emptyHistory, HISTORY_BOUNDS, type History, newestPlace, placeKey, placeNow } from './record-history';
+import { type Arriving, arrive, compact, emptyHistory, type History, newestPlace, placeKey, placeNow } from './record-history';
 
 /**
  * Courses from events (docs/event-core.md): a course's record holds its history, and what the
@@ -70,7 +70,7 @@ async function applyCourseEntry(db: Db, key: string, at: string | EventStamp, bo
       if (doc) await project(db, doc);
       return OUTCOME[arrival];
     }
-    const next = recordOf(key, doc, compact(history, courseFold, HISTORY_BOUNDS));
+    const next = recordOf(key, doc, compact(history, courseFold, historyBounds()));
     if (!(await records.writeIfUnchanged(doc, next))) continue;
     await project(db, next);
     return OUTCOME[arrival];

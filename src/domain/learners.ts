@@ -7,11 +7,11 @@ import { isDuplicateKey } from '../db/driver-errors';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
 import { learnerRecords, legacyLearnerHistory } from '../db/user-records';
-import { entryOf, isLegacyDuplicate, OUTCOME, storedHistory } from './arrivals';
+import { entryOf, historyBounds, isLegacyDuplicate, OUTCOME, storedHistory } from './arrivals';
 import type { ApplyOutcome, EventStamp } from './event-time';
 import { foldLearner, type IsLiveGroup, type LearnerEntry, type LearnerFacts, type LearnerState, learnerFold } from './learner-fold';
 import { syncUserGroups } from './list-facts';
-import { type Arriving, arrive, compact, emptyHistory, HISTORY_BOUNDS, type History, newestPlace, placeKey, placeNow } from './record-history';
+import { type Arriving, arrive, compact, emptyHistory, type History, newestPlace, placeKey, placeNow } from './record-history';
 import { matchRules } from './rule-match';
 
 /**
@@ -123,7 +123,7 @@ export function firstRecord(facts: UserFacts, org: string, at: string | EventSta
     compact(
       history,
       learnerFold(() => true),
-      HISTORY_BOUNDS,
+      historyBounds(),
     ),
     () => true,
   );
@@ -173,7 +173,7 @@ export async function applyLearnerEntry(
       return { outcome: OUTCOME[arrival], current: doc && (await project(db, doc)), activated: false };
     }
     const isLive = await liveGroups(db, history);
-    const next = learnerRecordOf(id, doc, compact(history, learnerFold(isLive), HISTORY_BOUNDS), isLive);
+    const next = learnerRecordOf(id, doc, compact(history, learnerFold(isLive), historyBounds()), isLive);
     if (!(await records.writeIfUnchanged(doc, next))) continue;
     const activated = arrival === 'applied' && closedPeriod(stateBefore ?? foldLearner(before, isLive), foldLearner(history, isLive), made);
     return { outcome: OUTCOME[arrival], current: await project(db, next), activated };
