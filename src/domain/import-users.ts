@@ -7,7 +7,7 @@ import { learnerRecords } from '../db/user-records';
 import { entryOf, isLegacyDuplicate } from './arrivals';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import type { LearnerEntry } from './learner-fold';
-import { firstRecord, joinByRule, learnerHistory, project, type UserFacts, userEntry } from './learners';
+import { afterProjection, firstRecord, joinByRule, learnerHistory, project, type UserFacts, userEntry } from './learners';
 import { syncUserGroups } from './list-facts';
 import { type Arriving, arrive } from './record-history';
 import { matchRules } from './rule-match';
@@ -123,10 +123,10 @@ async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; d
   const done: { id: string; rev: number }[] = [];
   for (const doc of docs) {
     const current = now.get(doc.id);
-    if (!current) continue;
-    const settled = current.rev === doc.rev && !notMade.has(doc._id) && (!doc.m || liveGroups.has(String(doc.m.group)));
-    if (settled) done.push({ id: doc._id, rev: doc.rev! });
-    else await project(tenant.db, current.rev === doc.rev ? { ...current, projected: 0 } : current);
+    if (!current) continue; // records are never deleted: not reached
+    if (current.rev !== doc.rev) await afterProjection(tenant.db, doc);
+    else if (notMade.has(doc._id) || (doc.m && !liveGroups.has(String(doc.m.group)))) await project(tenant.db, { ...current, projected: 0 });
+    else done.push({ id: doc._id, rev: doc.rev! });
   }
   await records.projectedMany(done);
   const late = await matchRules(

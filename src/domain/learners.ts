@@ -196,24 +196,33 @@ function closedPeriod(before: LearnerState, after: LearnerState, made: EntryBody
  * newest. Idempotent.
  */
 export async function project(db: Db, doc: LearnerRecordDoc): Promise<LearnerRecordDoc> {
-  const records = learnerRecords(db);
   if (doc.projected === doc.rev && !doc.left?.length) return doc;
-  let current = doc;
+  await projectOnce(db, doc);
+  return afterProjection(db, doc);
+}
+
+/**
+ * After what follows from `done` was written (by `project`, or in bulk by the batch path): the
+ * record read again is still `done`, and says so (`projected`); or it was written meanwhile, and
+ * what this projection wrote may undo the newer one's (whose `projected` mark may already be
+ * set), so the newer record is projected again, with the organization this one wrote in to clean
+ * up when the learner is no longer there; and so on until a projection is of the newest record.
+ */
+export async function afterProjection(db: Db, done: LearnerRecordDoc): Promise<LearnerRecordDoc> {
+  const records = learnerRecords(db);
+  let current = done;
   for (let round = 0; round < ROUNDS; round++) {
-    await projectOnce(db, current);
     const now = await records.read(current.id);
     if (!now || now.rev === current.rev) {
       await records.projected(current._id, current.rev!);
       // As stored now: with its list facts, which the projection derived.
       return { ...(now ?? current), left: [], projected: current.rev! };
     }
-    // Written meanwhile: what this projection wrote may undo the newer one's (whose `projected`
-    // mark may already be set), so the newer record is projected again, with the organization
-    // this one wrote in to clean up when the learner is no longer there.
     const touched = current.org !== null && current.org !== now.org ? [{ org: current.org, upTo: `${now.event_time}#9999999999` }] : [];
     current = { ...now, left: [...(now.left ?? []), ...touched] };
+    await projectOnce(db, current);
   }
-  throw new Error(`learner ${doc.id} kept changing while what hangs off it was brought in line`);
+  throw new Error(`learner ${done.id} kept changing while what hangs off it was brought in line`);
 }
 
 async function projectOnce(db: Db, doc: LearnerRecordDoc): Promise<void> {

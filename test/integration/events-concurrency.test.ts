@@ -11,8 +11,11 @@ import { learnerRecords } from '../../src/db/user-records';
 import { applyCatalogInfo } from '../../src/domain/course-event-data';
 import { deleteCourse } from '../../src/domain/courses';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
+import { importUserBatch } from '../../src/domain/import-users';
+import { createMembership, deleteMembership } from '../../src/domain/memberships';
 import { identityKey } from '../../src/domain/record-history';
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
+import { Invalid } from '../../src/errors';
 import { courseOf, groupWithRule, link, membershipOf, newGroup, userOf } from '../helpers/domain';
 import { everyInterleaving } from '../helpers/interleavings';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
@@ -100,10 +103,13 @@ const kill = () => Promise.reject(new Error('killed'));
 const renamed = (id: number, name: string): UserEventData => ({ user: { ...learner(id).user, pii: { ...learner(id).user.pii, name } } });
 
 /** An organization with a rule putting partner.org learners into a group. */
+/** The group each organization's partner.org rule puts learners in. */
+const ruleGroups = new Map<string, number>();
+
 async function orgWithRule() {
   const org = uniqueName('org');
   const tenant = new Tenant(db, org);
-  await groupWithRule(tenant, 'partner.org');
+  ruleGroups.set(org, await groupWithRule(tenant, 'partner.org'));
   return { org, tenant };
 }
 
@@ -494,6 +500,30 @@ const registration =
   (org: number, second: number, data = learner): LearnerEvent =>
   (id, orgs) =>
     applyUserData(db, data(id), at(second, `r${second}.${id}`), 'registration', orgs[org]!);
+/** An administrator gives the learner the organization's rule group (refused, as the API refuses it, when they are not there or have one). */
+const adminCreate =
+  (org: number): LearnerEvent =>
+  (id, orgs) =>
+    createMembership(new Tenant(db, orgs[org]!), { user: id, group: ruleGroups.get(orgs[org]!)! }).catch((err: unknown) => {
+      if (!(err instanceof Invalid)) throw err;
+    });
+/** An administrator removes the learner's membership, if there is one. */
+const adminRemove =
+  (org: number): LearnerEvent =>
+  async (id, orgs) => {
+    const tenant = new Tenant(db, orgs[org]!);
+    const m = await membershipOf(tenant, id);
+    if (m) await deleteMembership(tenant, { id: m.id });
+  };
+/** A registration applied by the batch path (a run of the consumer, `cag import`); what it leaves goes per event, as the consumer does. */
+const batchRegistration =
+  (org: number, second: number): LearnerEvent =>
+  async (id, orgs) => {
+    const at_ = at(second, `b${second}.${id}`);
+    const facts = { id, username: `u${id}`, name: `User ${id}`, email: `u${id}@partner.org`, is_active: true };
+    const [outcome] = await importUserBatch(new Tenant(db, orgs[org]!), [{ facts, at: at_ }]);
+    if (outcome === 'per-event') await applyUserData(db, learner(id), at_, 'registration', orgs[org]!);
+  };
 /** A retirement names no organization: the record is keyed by user id. */
 const retirement =
   (second: number): LearnerEvent =>
@@ -520,6 +550,13 @@ test.each([
     activation(0, 6, elsewhere),
   ],
   ['a move, and a newer retirement', [activation(0, 7)], update(1, 8), retirement(9)],
+  // Administrators' writes against events (docs/event-core.md: a change takes its place after
+  // what the learner had when it committed) and the batch path against the per-event one.
+  ['an administrator removing the membership, and an older activation', [registration(0, 5)], adminRemove(0), activation(0, 3)],
+  ['an administrator giving a group, and a newer retirement', [update(0, 5, elsewhere)], adminCreate(0), retirement(9)],
+  ['an administrator giving a group, and a move to another organization', [update(0, 5, elsewhere)], adminCreate(0), update(1, 9, elsewhere)],
+  ['a registration by the batch path, and an older activation by the per-event path', [], batchRegistration(0, 5), activation(0, 3)],
+  ['a registration by the batch path, and a newer retirement', [], batchRegistration(0, 5), retirement(9)],
 ] as const)(
   '%s, interleaved at every database call: each run ends as one of the two orders does',
   async (_name, setup, x, y) => {
