@@ -11,8 +11,8 @@ import { type Db, MongoClient } from 'mongodb';
 import { registrationCompleted } from '../../consumers/handlers/registration-completed';
 import { IMPORT_TIME, type ImportSummary, importFiles } from '../../src/cli/import';
 import { COLLECTIONS, ensureIndexes, type OutboxDoc } from '../../src/db/collections';
-import { ownerLookup } from '../../src/db/owners';
 import { Tenant } from '../../src/db/tenant';
+import { learnerRecords } from '../../src/db/user-records';
 import { normalizeEventTime } from '../../src/domain/event-time';
 import { createGroup } from '../../src/domain/groups';
 import { importUserBatch, linesAt } from '../../src/domain/import-users';
@@ -250,7 +250,7 @@ test('a chunk of more than 1000 users of one organization is looked up whole (th
   // 1,100: a second $in of 100 is as much a second $in as one of 500 (1,500 took 32 s of 250 under load).
   const facts = Array.from({ length: BEYOND_ONE_IN }, (_, i) => userFacts(parse(line(20000 + i, `m${i}@partner.org`)), 'registration'));
   expect(new Set(await importUserBatch(tenant, linesAt(facts, IMPORT_TIME)))).toEqual(new Set(['applied']));
-  const known = await ownerLookup(db).userOrgs(facts.map((f) => f.id));
+  const known = await learnerRecords(db).readMany(facts.map((f) => f.id));
   expect(known.size).toBe(BEYOND_ONE_IN);
   expect(
     await db.collection<{ _id: string; org: string | null }>(COLLECTIONS.users).countDocuments({ _id: { $in: facts.map((f) => String(f.id)) }, org: null }),
