@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type LearnerRecordDoc, type MembershipDoc, type StoredHistory } from './collections';
-import { readInPieces, refusedAsDuplicates } from './dialect';
+import { readInPieces, refusedAsDuplicates, UPDATES_PER_COMMAND } from './dialect';
 import { isDuplicateKey } from './driver-errors';
 
 /**
@@ -67,13 +67,14 @@ export function learnerRecords(db: Db) {
       await records.updateOne({ _id: id, rev }, { $set: { left: [], projected: rev } });
     },
 
-    /** The same for many records at once (the batch path): one command. */
+    /** The same for many records at once (the batch path): one command per UPDATES_PER_COMMAND (dialect.ts). */
     async projectedMany(done: readonly { id: string; rev: number }[]): Promise<void> {
-      if (done.length === 0) return;
-      await records.bulkWrite(
-        done.map(({ id, rev }) => ({ updateOne: { filter: { _id: id, rev }, update: { $set: { left: [], projected: rev } } } })),
-        { ordered: false },
-      );
+      for (let i = 0; i < done.length; i += UPDATES_PER_COMMAND) {
+        await records.bulkWrite(
+          done.slice(i, i + UPDATES_PER_COMMAND).map(({ id, rev }) => ({ updateOne: { filter: { _id: id, rev }, update: { $set: { left: [], projected: rev } } } })),
+          { ordered: false },
+        );
+      }
     },
   };
 }

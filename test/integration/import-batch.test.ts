@@ -120,6 +120,13 @@ async function applyOneByOne(db: Db, lines: string[], time: string): Promise<Imp
   return counts;
 }
 
+/** A history with its administrators' changes named alike: each has a fresh random identity. */
+function withoutChangeIds(h: { entries: { source: string; id: string }[]; floor: { ids: string[] } | null } | undefined) {
+  if (!h) return h;
+  const named = <E extends { source: string; id: string }>(e: E) => (e.source === 'cag' ? { ...e, id: 'change' } : e);
+  return { ...h, entries: h.entries.map(named), floor: h.floor && { ...h.floor, ids: h.floor.ids.map((i) => (i.startsWith('["cag",') ? 'change' : i)) } };
+}
+
 /**
  * What the stores hold, without what may legitimately differ: the integer ids of memberships
  * (claim order), and how many writes a learner's record went through (`rev`, `projected`: the
@@ -129,7 +136,7 @@ async function state(db: Db) {
   const all = (name: string) => db.collection(name).find({}).sort({ org: 1, _id: 1 }).toArray();
   const memberships = await all(COLLECTIONS.memberships);
   return {
-    users: (await all(COLLECTIONS.users)).map(({ rev, projected, ...u }) => ({ ...u, settled: projected === rev })),
+    users: (await all(COLLECTIONS.users)).map(({ rev, projected, h, ...u }) => ({ ...u, h: withoutChangeIds(h), settled: projected === rev })),
     memberships: memberships.map(({ id: _id, ...m }) => m),
     changes: await changeIntents(db),
   };

@@ -244,12 +244,12 @@ test('three processes started together on a database without the mark: one runs 
   try {
     await ensureIndexes(target);
     await insertOldShapeUsers(target, 600);
-    // The holder's first batch waits until the test has seen every process waiting.
+    // The holder's first batch of users waits until the test has seen every process waiting.
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     let batches = 0;
-    const afterBatch = async () => {
-      if (batches++ === 0) await released;
+    const afterBatch = async (upgrade: Upgrade) => {
+      if (upgrade.name === 'learner-histories' && batches++ === 0) await released;
     };
     started.push(...(await Promise.all([start(name, 'all', { afterBatch }), start(name, 'api', { afterBatch }), start(name, 'api', { afterBatch })])));
     const token = await siteAdminToken('org-a');
