@@ -31,8 +31,15 @@ export interface UserFacts extends LearnerFacts {
 type LearnerHistory = History<LearnerEntry, LearnerState>;
 type EntryBody = Arriving<LearnerEntry> extends infer A ? (A extends unknown ? Omit<A, 'source' | 'id' | 'at' | 'timed'> : never) : never;
 
-/** Rounds of read, fold and conditional write (each one that loops saw a concurrent write it now accounts for). */
-const ROUNDS = 16;
+/**
+ * Rounds of read, fold and conditional write: each one that loops saw a concurrent write it now
+ * accounts for, so of N writers racing on one learner each wins within N rounds; past 64 the
+ * record is taken to be changing without end (a bug), and the error says so.
+ */
+const ROUNDS = 64;
+
+/** A short random wait after a lost compare-and-set, longer each round (up to 50 ms): racing writers spread out instead of colliding again. */
+const giveWay = (round: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 ** round)));
 
 /** The history a record holds (none: the learner's first entry is to come). */
 export const learnerHistory = (doc: LearnerRecordDoc | null): LearnerHistory => (doc?.h ? storedHistory(doc.h) : emptyHistory());
@@ -174,7 +181,10 @@ export async function applyLearnerEntry(
     }
     const isLive = await liveGroups(db, history);
     const next = learnerRecordOf(id, doc, compact(history, learnerFold(isLive), historyBounds()), isLive);
-    if (!(await records.writeIfUnchanged(doc, next))) continue;
+    if (!(await records.writeIfUnchanged(doc, next))) {
+      await giveWay(round);
+      continue;
+    }
     const activated = arrival === 'applied' && closedPeriod(stateBefore ?? foldLearner(before, isLive), foldLearner(history, isLive), made);
     return { outcome: OUTCOME[arrival], current: await project(db, next), activated };
   }

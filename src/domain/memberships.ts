@@ -20,10 +20,13 @@ async function checkGroup(tenant: Tenant, group: number | undefined, errors: Fie
   if (group !== undefined && !(await groupExists(tenant, group))) errors.group = [doesNotExist(group)];
 }
 
-/** The membership the change left, or Invalid on `group` when the group was deleted meanwhile. */
+/**
+ * The membership as it stands after the change (another administrator's change since may show),
+ * or Invalid on `group` when there is none: the group was deleted meanwhile.
+ */
 async function membershipAfter(tenant: Tenant, user: number, group: number): Promise<MembershipDoc> {
   const doc = await memberships(tenant).findById(String(user));
-  if (!doc || doc.group !== group) throw new Invalid({ group: [doesNotExist(group)] });
+  if (!doc) throw new Invalid({ group: [doesNotExist(group)] });
   return doc;
 }
 
