@@ -60,6 +60,12 @@ export interface MembershipDoc extends TenantDoc {
   group: number;
   /** True when a membership rule created it. */
   automatic: boolean;
+  /**
+   * Where it began in the learner's history (placeKey; absent or '': before the history was
+   * kept): another membership of the same learner since is another `born`, and an
+   * administrator's change that named this one by id does not touch it.
+   */
+  born?: string;
 }
 
 /** `_id` is `org|domain`: a domain has at most one rule per organization. */
@@ -112,8 +118,8 @@ export interface UserDoc extends TenantDoc {
   left?: { org: string; upTo: string }[];
   /** Identities (hashed, as before the history) of the newest events of a record upgraded from the earlier shape. */
   legacy_ids?: string[];
-  /** The fold's membership (null or absent: none); the memberships collection is its projection. */
-  m?: { group: number; auto: boolean } | null;
+  /** The fold's membership (null or absent: none): its group, whether a rule made it, where it began (placeKey). The memberships collection is its projection. */
+  m?: { group: number; auto: boolean; born: string } | null;
   /** The revision whose projection (membership, list facts, search grams, change log) is complete. */
   projected?: number;
   /** The newest instant the learner's history holds, never lowered: the search grams' `t`. */

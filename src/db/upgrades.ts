@@ -211,7 +211,7 @@ export const LEARNER_HISTORIES: Upgrade = {
             since: '',
             left: [],
             legacy_ids: user.event_ids ?? [],
-            m: membership && { group: membership.group, auto: membership.automatic },
+            m: membership && { group: membership.group, auto: membership.automatic, born: '' },
           },
           $unset: Object.fromEntries(EARLIER_LEARNER_FIELDS.map((k) => [k, ''])),
         },

@@ -71,7 +71,9 @@ export function learnerRecords(db: Db) {
     async projectedMany(done: readonly { id: string; rev: number }[]): Promise<void> {
       for (let i = 0; i < done.length; i += UPDATES_PER_COMMAND) {
         await records.bulkWrite(
-          done.slice(i, i + UPDATES_PER_COMMAND).map(({ id, rev }) => ({ updateOne: { filter: { _id: id, rev }, update: { $set: { left: [], projected: rev } } } })),
+          done
+            .slice(i, i + UPDATES_PER_COMMAND)
+            .map(({ id, rev }) => ({ updateOne: { filter: { _id: id, rev }, update: { $set: { left: [], projected: rev } } } })),
           { ordered: false },
         );
       }

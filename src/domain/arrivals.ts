@@ -16,9 +16,16 @@ export function entryOf(at: string | EventStamp): { stamp: EventStamp; base: Omi
 /** A late entry is folded in its place, and counted `stale` as an event older than the record always was. */
 export const OUTCOME: Record<Arrival, ApplyOutcome> = { applied: 'applied', late: 'stale', duplicate: 'duplicate', stale: 'stale' };
 
-/** A record upgraded from the shape before histories remembers its newest events by hashed identity only (`legacy_ids`). */
-export const isLegacyDuplicate = (doc: { legacy_ids?: string[]; h?: { floor: { place: { at: string } } | null } } | null, stamp: EventStamp) =>
-  !!doc?.legacy_ids?.includes(stamp.id) && doc.h?.floor?.place.at === stamp.time;
+/**
+ * A record of the shape before histories remembers its newest events by hashed identity only:
+ * `legacy_ids` once upgraded, `event_ids` when read before its upgrade. An identity has one
+ * event, whatever Kafka timestamp a record of it without `time` carries now.
+ */
+export const isLegacyDuplicate = (doc: { legacy_ids?: string[]; event_ids?: string[] } | null, stamp: EventStamp) =>
+  !!(doc?.legacy_ids ?? doc?.event_ids)?.includes(stamp.id);
+
+/** The hashed identities a record of the earlier shape carries on: the upgrade's, or its own. */
+export const legacyIdsOf = (doc: { legacy_ids?: string[]; event_ids?: string[] } | null) => doc?.legacy_ids ?? doc?.event_ids;
 
 /** The stored history of a record, typed as its fold's (storage keeps entries as they are). */
 export const storedHistory = <E extends EntryBase, S>(h: unknown): History<E, S> => h as History<E, S>;

@@ -5,7 +5,7 @@ import { COLLECTIONS, type CourseRecordDoc, type GroupCourseDoc, type PublicCour
 import { courseRecords, legacyCourseHistory } from '../db/course-records';
 import { indexCourse, unindexCourse } from '../db/search-index';
 import { Tenant } from '../db/tenant';
-import { entryOf, historyBounds, isLegacyDuplicate, OUTCOME } from './arrivals';
+import { entryOf, historyBounds, isLegacyDuplicate, legacyIdsOf, OUTCOME } from './arrivals';
 import { type CourseEntry, type CourseState, courseFold, foldCourse } from './course-fold';
 import type { ApplyOutcome, EventStamp } from './event-time';
 import { syncCourseFacts } from './list-facts';
@@ -43,7 +43,7 @@ function recordOf(key: string, doc: CourseRecordDoc | null, h: CourseHistory): C
     rev: (doc?.rev ?? 0) + 1,
     since: placeKey(state.since),
     left,
-    ...(doc?.legacy_ids ? { legacy_ids: doc.legacy_ids } : {}),
+    ...(legacyIdsOf(doc) ? { legacy_ids: legacyIdsOf(doc) } : {}),
     event_time: newestPlace(h)?.at ?? '',
     is_public: doc?.is_public ?? 0,
     linked: doc?.linked ?? 0,

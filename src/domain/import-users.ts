@@ -95,6 +95,7 @@ async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; d
     user: d.id,
     group: d.m!.group,
     automatic: d.m!.auto,
+    born: d.m!.born,
   }));
   const notMade = await withCause('rule', () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).insertMany(memberships));
   await indexNewUsers(tenant, docs as never);

@@ -111,9 +111,11 @@ export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerStat
         case 'admin':
           // Made in the organization that held the learner then: moved since (a late event), it concerns the learner no more.
           if (s.record?.org !== e.org) return s;
+          if (e.group === null || !isLive(e.group)) return { ...s, membership: null };
+          // A move keeps the membership (who made it, where it began); a creation begins one.
           return {
             ...s,
-            membership: e.group !== null && isLive(e.group) ? { group: e.group, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } } : null,
+            membership: s.membership ? { ...s.membership, group: e.group } : { group: e.group, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } },
           };
         case 'join':
           if (s.record?.org !== e.org || !s.record.is_active || s.membership !== null || !isLive(e.group)) return s;

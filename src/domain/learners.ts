@@ -7,7 +7,7 @@ import { isDuplicateKey } from '../db/driver-errors';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
 import { learnerRecords, legacyLearnerHistory } from '../db/user-records';
-import { entryOf, historyBounds, isLegacyDuplicate, OUTCOME, storedHistory } from './arrivals';
+import { entryOf, historyBounds, isLegacyDuplicate, legacyIdsOf, OUTCOME, storedHistory } from './arrivals';
 import type { ApplyOutcome, EventStamp } from './event-time';
 import { foldLearner, type IsLiveGroup, type LearnerEntry, type LearnerFacts, type LearnerState, learnerFold } from './learner-fold';
 import { syncUserGroups } from './list-facts';
@@ -97,12 +97,12 @@ export function learnerRecordOf(id: number, doc: LearnerRecordDoc | null, h: Lea
     is_staff: r?.is_staff ?? false,
     is_site_admin: r?.is_site_admin ?? false,
     listed: r?.is_site_admin ? 0 : 1,
-    m: state.membership && { group: state.membership.group, auto: state.membership.by === 'rule' },
+    m: state.membership && { group: state.membership.group, auto: state.membership.by === 'rule', born: placeKey(state.membership.born) },
     h: h as unknown as UserDoc['h'],
     rev: (doc?.rev ?? 0) + 1,
     since: placeKey(state.since),
     left,
-    ...(doc?.legacy_ids ? { legacy_ids: doc.legacy_ids } : {}),
+    ...(legacyIdsOf(doc) ? { legacy_ids: legacyIdsOf(doc) } : {}),
     event_time: newestPlace(h)?.at ?? '',
     grp: doc?.grp ?? 0,
     member: doc?.member ?? 0,
@@ -168,6 +168,9 @@ export async function applyLearnerEntry(
     let made: EntryBody;
     let stateBefore: LearnerState | null = null;
     if (typeof body === 'function') {
+      // A change made now is checked against what the learner is, in full: a projection a dead
+      // process left unfinished is finished first (a retried request then finds its membership).
+      if (doc && (doc.projected !== doc.rev || doc.left?.length)) await project(db, doc);
       stateBefore = foldLearner(before, await liveGroups(db, before));
       made = body(stateBefore, doc);
     } else made = body;
@@ -262,17 +265,27 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
   const memberships = home.collection<MembershipDoc>(COLLECTIONS.memberships);
   const want = doc.m ?? null;
   const have = await memberships.findById(doc._id);
+  const groupLives = async (group: number) =>
+    (await db.collection<{ _id: string }>(COLLECTIONS.groups).findOne({ _id: String(group), org: home.org } as never, { projection: { _id: 1 } })) !== null;
   if (want === null) {
     if (have) await memberships.deleteOne({ _id: have._id, id: have.id });
     return;
   }
   const byRule = <R>(write: () => Promise<R>) => (want.auto ? withCause('rule', write) : write());
-  if (have) {
-    if (have.group === want.group && have.automatic === want.auto) return;
+  const same = have !== null && (have.born ?? '') === want.born;
+  if (same && have.group === want.group && have.automatic === want.auto) {
+    // In place already; unless its group was deleted since the record was folded (a batch folds
+    // new learners' rule groups as live): the membership goes with its group.
+    if (!(await groupLives(want.group))) await memberships.deleteOne({ _id: have._id, id: have.id });
+    return;
+  }
+  if (same) {
     await byRule(() => memberships.updateOne({ _id: have._id, id: have.id }, { $set: { group: want.group, automatic: want.auto } }));
   } else {
+    // Another membership of the learner's (an earlier one the history has replaced) goes first.
+    if (have) await memberships.deleteOne({ _id: have._id, id: have.id });
     const id = await home.nextId('memberships');
-    const insert = () => byRule(() => memberships.insertOne({ _id: doc._id, id, user: doc.id, group: want.group, automatic: want.auto }));
+    const insert = () => byRule(() => memberships.insertOne({ _id: doc._id, id, user: doc.id, group: want.group, automatic: want.auto, born: want.born }));
     try {
       await insert();
     } catch (err) {
@@ -286,10 +299,8 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
       await insert();
     }
   }
-  const group = await db
-    .collection<{ _id: string }>(COLLECTIONS.groups)
-    .findOne({ _id: String(want.group), org: home.org } as never, { projection: { _id: 1 } });
-  if (!group) await memberships.deleteOne({ _id: doc._id, group: want.group });
+  // A membership hangs off its group too: a deletion of the group may have swept before this write.
+  if (!(await groupLives(want.group))) await memberships.deleteOne({ _id: doc._id, group: want.group });
 }
 
 /** Whether the organization has user `id`, site administrators included (a membership may name one). */

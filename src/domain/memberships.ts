@@ -2,7 +2,9 @@ import { COLLECTIONS, type MembershipDoc } from '../db/collections';
 import type { Tenant } from '../db/tenant';
 import { doesNotExist, type FieldErrors, Invalid } from '../errors';
 import { groupExists } from './groups';
+import type { LearnerMembership } from './learner-fold';
 import { applyLearnerEntry, userExists } from './learners';
+import { placeKey } from './record-history';
 
 /**
  * Administrators' memberships (docs/api.md, `memberships`). A membership is what the learner's
@@ -30,13 +32,23 @@ async function membershipAfter(tenant: Tenant, user: number, group: number): Pro
   return doc;
 }
 
+/** The membership a request named is not the learner's any more (deleted, or replaced by another): the request finds nothing. */
+class NotThere extends Error {}
+/** The learner already has the membership a creation asks for (a retried request): it stands. */
+class AlreadyThere extends Error {}
+
 /**
  * Sets (or, with `group` null, removes) user `user`'s membership as an administrator's change.
- * `check` refuses it on the learner's state as read (each round of the compare-and-set reads again).
+ * `check` refuses it on the learner's membership as read (each round of the compare-and-set reads again).
  */
-async function changeMembership(tenant: Tenant, user: number, group: number | null, check: (hasMembership: boolean) => FieldErrors | null): Promise<void> {
+async function changeMembership(
+  tenant: Tenant,
+  user: number,
+  group: number | null,
+  check: (current: LearnerMembership | null) => FieldErrors | null,
+): Promise<void> {
   await applyLearnerEntry(tenant.db, user, null, (state) => {
-    const errors = state.record?.org === tenant.org ? check(state.membership !== null) : { user: [doesNotExist(user)] };
+    const errors = state.record?.org === tenant.org ? check(state.membership) : { user: [doesNotExist(user)] };
     if (errors) throw new Invalid(errors);
     return { kind: 'admin', org: tenant.org, group };
   });
@@ -50,8 +62,36 @@ export async function createMembership(tenant: Tenant, input: { user: number; gr
   else if (await memberships(tenant).has({ _id: String(input.user) })) errors.user = [ALREADY_MEMBER];
   await checkGroup(tenant, input.group, errors);
   if (Object.keys(errors).length > 0) throw new Invalid(errors);
-  await changeMembership(tenant, input.user, input.group, (member) => (member ? { user: [ALREADY_MEMBER] } : null));
+  await changeMembership(tenant, input.user, input.group, (current) => {
+    if (current === null) return null;
+    // The same request again, after a process died before the membership was written: it stands.
+    if (current.by === 'admin' && current.group === input.group) throw new AlreadyThere();
+    return { user: [ALREADY_MEMBER] };
+  }).catch((err: unknown) => {
+    if (!(err instanceof AlreadyThere)) throw err;
+  });
   return membershipAfter(tenant, input.user, input.group);
+}
+
+/** Whether `current` is the membership `doc` is (the one a request named by its id), not one made since. */
+const isNamed = (current: LearnerMembership | null, doc: MembershipDoc) => current !== null && placeKey(current.born) === (doc.born ?? '');
+
+/**
+ * Applies an administrator's change to membership `doc`, the one the request named: null when the
+ * learner or that membership is gone meanwhile (another administrator deleted it, perhaps made
+ * another: that one is left alone).
+ */
+async function changeNamed(tenant: Tenant, doc: MembershipDoc, group: number | null): Promise<true | null> {
+  try {
+    await changeMembership(tenant, doc.user, group, (current) => {
+      if (!isNamed(current, doc)) throw new NotThere();
+      return null;
+    });
+    return true;
+  } catch (err) {
+    if (err instanceof NotThere || (err instanceof Invalid && 'user' in err.fields)) return null;
+    throw err;
+  }
 }
 
 /** Moves membership `id` to `patch.group` (Invalid when that group is unknown here); null when there is no membership `id`. */
@@ -61,27 +101,15 @@ export async function updateMembership(tenant: Tenant, id: number, patch: { grou
   if (Object.keys(errors).length > 0) throw new Invalid(errors);
   const before = await memberships(tenant).findOne({ id });
   if (!before || patch.group === undefined) return before;
-  const group = patch.group;
-  let gone = false;
-  await changeMembership(tenant, before.user, group, (member) => {
-    gone = !member;
-    return null;
-  }).catch((err: unknown) => {
-    if (!(err instanceof Invalid) || !('user' in err.fields)) throw err;
-    gone = true; // the learner left meanwhile: so did the membership
-  });
-  if (gone) return null;
-  return membershipAfter(tenant, before.user, group);
+  if (!(await changeNamed(tenant, before, patch.group))) return null;
+  return membershipAfter(tenant, before.user, patch.group);
 }
 
 /** An administrator deletes a membership by its public id. */
 export async function deleteMembership(tenant: Tenant, filter: { id: number }): Promise<boolean> {
   const before = await memberships(tenant).findOne(filter);
   if (!before) return false;
-  await changeMembership(tenant, before.user, null, () => null).catch((err: unknown) => {
-    if (!(err instanceof Invalid)) throw err;
-  });
-  return true;
+  return (await changeNamed(tenant, before, null)) !== null;
 }
 
 /**

@@ -131,7 +131,7 @@ test('the learner-histories upgrade of more users than one update command may ca
     expect(upgraded).toHaveLength(150);
     expect(upgraded.every((u) => u.h.floor.place.at === day(1) && u.h.floor.state.periodOpen === !u.is_active && u.event_n === undefined)).toBe(true);
     // The membership it has is the floor's, and its projection is in place.
-    expect(upgraded.find((u) => String(u._id) === '3')?.m).toEqual({ group: 7, auto: true });
+    expect(upgraded.find((u) => String(u._id) === '3')?.m).toEqual({ group: 7, auto: true, born: '' });
     expect(upgraded.filter((u) => u.m).map((u) => String(u._id))).toEqual(['3']);
   } finally {
     await many.dropDatabase();
