@@ -22,8 +22,8 @@ import { COLLECTIONS, ensureIndexes } from '../src/db/collections';
 import { gramsOf, userSearchFields } from '../src/db/search-index';
 import { Tenant } from '../src/db/tenant';
 import { createGroup } from '../src/domain/groups';
+import { firstRecord } from '../src/domain/learners';
 import { createRule } from '../src/domain/membership-rules';
-import { userRecord } from '../src/domain/users';
 
 const ORG = 'bench-import';
 const lines = Number(process.argv[2] ?? 20000);
@@ -56,9 +56,14 @@ async function rawInserts(client: MongoClient): Promise<number> {
       const grams = [];
       for (let id = first; id < first + DEFAULT_CHUNK_SIZE && id <= lines; id++) {
         const doc = {
+          ...firstRecord(
+            { id, username: `user${id}`, name: `User ${id}`, email: `user${id}@example.com`, is_active: true },
+            ORG,
+            '1970-01-01T00:00:00.000000000Z',
+            true,
+            null,
+          ),
           org: ORG,
-          ...userRecord({ id, username: `user${id}`, name: `User ${id}`, email: `user${id}@example.com`, is_active: true }, '1970-01-01T00:00:00.000000000Z')
-            .doc,
         };
         users.push(doc);
         for (const g of gramsOf(userSearchFields(doc))) grams.push({ _id: `${id}|${g}`, org: ORG, g, r: id, t: doc.event_time });

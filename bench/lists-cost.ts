@@ -10,11 +10,10 @@ import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type UserDoc } from '../src/db/collections';
 import { gramsOf, indexUser, userSearchFields } from '../src/db/search-index';
 import { Tenant } from '../src/db/tenant';
-import { asStamp, normalizeEventTime } from '../src/domain/event-time';
+import { normalizeEventTime } from '../src/domain/event-time';
+import { upsertUser } from '../src/domain/learners';
 import { syncUserGroups } from '../src/domain/list-facts';
-import { insertMembershipIfAbsent } from '../src/domain/memberships';
-import { upsertUser, userRecord, userTombstone } from '../src/domain/users';
-import { upsertIfNewer } from '../src/domain/versioned-records';
+import { createMembership } from '../src/domain/memberships';
 import { MAIN_ORG, seedBenchData } from './seed';
 
 const users = Number(process.argv[2] ?? 20_000);
@@ -51,25 +50,11 @@ async function main() {
     const facts = (i: number) => ({ id: base + i, username: `probe${i}`, name: `Probe User ${i}`, email: `probe.user${i}@cedar.example.com`, is_active: true });
     // A new user by event: the upsert, then its list facts and grams (what the event now costs).
     const event = await timed(samples, (i) => upsertUser(tenant, facts(i), time));
-    // The same upsert without what issue 12 added after it (the record alone, as before).
-    const plain = await timed(samples, (i) => {
-      const { doc, set } = userRecord(facts(samples + i), time);
-      return upsertIfNewer<UserDoc>(tenant, {
-        collection: COLLECTIONS.users,
-        doc,
-        set,
-        at: asStamp(time),
-        tombstone: userTombstone(base + samples + i),
-        ownerOrg: async () => null,
-        deleteDependents: async () => undefined,
-        rederive: async () => undefined,
-      });
-    });
     // The steps alone, on users that already have them: the gram write for a renamed user, the facts sync.
     const renamed = normalizeEventTime('2031-01-01T00:00:00Z');
     const docs = await tenant.collection<UserDoc>(COLLECTIONS.users).findByIds(Array.from({ length: samples }, (_, i) => String(base + i)));
     const regram = await timed(samples, (i) => indexUser(tenant, { ...docs.get(String(base + i))!, name: `Renamed ${i}`, event_time: renamed }));
-    const membership = await timed(samples, (i) => insertMembershipIfAbsent(tenant, { user: base + i, group: 1, automatic: false }));
+    const membership = await timed(samples, (i) => createMembership(tenant, { user: base + i, group: 1 }));
     const syncNoop = await timed(samples, (i) => syncUserGroups(tenant, [base + i]));
     const gramsPerUser = g.count / Math.max(1, u.count - 1);
     const row = (what: string, value: string) => `| ${what} | ${value} |`;
@@ -88,9 +73,8 @@ async function main() {
           `${((g.size + g.indexes) / u.count).toFixed(0)} B, against ${((u.size + u.indexes) / u.count).toFixed(0)} B for the user itself`,
         ),
         row('user event, new user (upsert + facts + grams)', ms(event)),
-        row('the same upsert alone (before issue 12)', ms(plain)),
         row('grams rewritten after a rename (indexUser)', ms(regram)),
-        row('membership created (insert + facts sync)', ms(membership)),
+        row("membership created by an administrator (the learner's entry + projection)", ms(membership)),
         row('facts sync with nothing to change (two reads)', ms(syncNoop)),
       ].join('\n')}\n`,
     );

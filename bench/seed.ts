@@ -109,7 +109,6 @@ export async function seedBenchData(db: Db, scale: BenchScale): Promise<Seeded> 
       grp,
       member: grp === 0 ? 0 : 1,
       facts_v: grp === 0 ? 0 : 1,
-      act_log: [],
     };
     users.push(user);
     if (grp !== 0) memberships.push({ _id: String(id), id, org, user: id, group: grp, automatic: false });

@@ -1,7 +1,7 @@
 /**
  * `npm run bench:upgrade -- --users N`: the stored-data upgrade (src/db/upgrades.ts) of a database
- * of N users stored by an earlier version (no `act_log`/`log_n`, no upgrade mark: what a
- * deployment upgraded from before the activation log has), run by three processes of the built
+ * of N users stored by an earlier version (no history, no upgrade mark: what a
+ * deployment upgraded from before the learners' histories has), run by three processes of the built
  * service (`dist/`, `npm run build` first) started together, as a rollout starts its pods.
  * Reports which process took the lease, the scan's duration and rate, its progress lines, what
  * the others' /readyz said meanwhile, that all three end ready, and the upgrading process's peak
@@ -40,7 +40,7 @@ const started = Date.now();
 const say = (line: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s] ${line}\n`);
 const count = (n: number) => n.toLocaleString('en-US');
 
-/** Users as the version before the activation log stored them: its bookkeeping (`act_v`, `act_done`), no `act_log`/`log_n`. */
+/** Users as a version before the history stored them: its earlier bookkeeping (`act_v`, `act_done`), no `h`. */
 async function seedOldShapeUsers(db: Db, n: number): Promise<void> {
   const next = random(42);
   const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
@@ -168,7 +168,7 @@ async function probe(proc: Proc): Promise<void> {
 function report(procs: Proc[], t0: number, seedSeconds: number, indexSeconds: number, dbName: string, partial: boolean): string[] {
   const now = Date.now();
   const holders = procs.filter((p) => p.logs.some((l) => l.msg === 'upgrading stored data'));
-  const firstPasses = procs.flatMap((p) => p.logs).filter((l) => l.msg === 'upgrade activation-log: pass 1 begins').length;
+  const firstPasses = procs.flatMap((p) => p.logs).filter((l) => l.msg === 'upgrade learner-histories: pass 1 begins').length;
   const out: string[] = [];
   out.push(`## Upgrade of ${count(USERS)} users of the old shape, three processes started together${partial ? ' (STOPPED before the end)' : ''}`);
   out.push('');
@@ -176,14 +176,14 @@ function report(procs: Proc[], t0: number, seedSeconds: number, indexSeconds: nu
   out.push(`- lease taken by: ${holders.map((p) => `process #${p.n} (role ${p.role})`).join(', ') || 'none'}; first passes begun in all: ${firstPasses}`);
   for (const h of holders) {
     const at = (msg: string) => h.logs.find((l) => l.msg === msg);
-    const begin = at('upgrade activation-log: pass 1 begins');
-    const done = at('upgrade activation-log done');
+    const begin = at('upgrade learner-histories: pass 1 begins');
+    const done = at('upgrade learner-histories done');
     if (begin) out.push(`- pass 1 begun ${((begin.time - t0) / 1000).toFixed(1)} s after the start`);
     if (begin && done) {
       const seconds = (done.time - begin.time) / 1000;
       out.push(`- the upgrade (every pass) done in ${seconds.toFixed(1)} s: ${count(Math.round(USERS / seconds))} users/s`);
     }
-    for (const p of h.logs.filter((l) => /^upgrade activation-log: pass \d+ upgraded/.test(l.msg))) out.push(`  - ${p.msg}`);
+    for (const p of h.logs.filter((l) => /^upgrade learner-histories: pass \d+ upgraded/.test(l.msg))) out.push(`  - ${p.msg}`);
     const progress = h.logs.filter((l) => /: progress$/.test(l.msg));
     const last = progress.at(-1);
     if (begin && last && !done) {
@@ -251,7 +251,7 @@ async function main(): Promise<void> {
     if (!stopped) {
       const final = await Promise.all(procs.map((p) => fetch(`http://127.0.0.1:${p.port}/readyz`).then((r) => r.status)));
       out.push(`- final /readyz: ${final.join(', ')}`);
-      out.push(`- left in the old shape: ${await db.collection(COLLECTIONS.users).countDocuments({ act_log: { $exists: false }, log_n: { $exists: false } })}`);
+      out.push(`- left in the old shape: ${await db.collection(COLLECTIONS.users).countDocuments({ h: { $exists: false } })}`);
     }
     for (const p of procs) p.child.kill('SIGTERM');
     await Promise.all(procs.map((p) => (p.exit !== undefined ? undefined : new Promise((r) => p.child.once('exit', r)))));

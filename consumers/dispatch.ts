@@ -1,8 +1,6 @@
 import type { EachMessagePayload } from 'kafkajs';
 import type { Db } from 'mongodb';
 import { runInChangeContext } from '../src/db/change-context';
-import { earliestTimeOf, knownTimeOf } from '../src/db/event-times';
-import type { ApplyOutcome } from '../src/domain/event-time';
 import { Invalid, ServiceError } from '../src/errors';
 import type { Logger } from '../src/log';
 import type { Metrics } from '../src/metrics';
@@ -10,7 +8,7 @@ import { type AvroDecoder, createMessageDecoder } from './avro';
 import { type CloudEvent, InvalidMessage } from './cloudevents';
 import { isRetriable } from './failures';
 import { HANDLERS } from './handlers';
-import type { EventHandler, HandlerContext, Subject } from './handlers/handler';
+import type { Subject } from './handlers/handler';
 
 /** What the consumer does with one message; resolves when the message is fully handled. */
 export type MessageHandler = (payload: EachMessagePayload) => Promise<void>;
@@ -42,32 +40,12 @@ function envelopeHeader(message: EachMessagePayload['message'], name: string): s
   return first ? first.toString('utf8').slice(0, 200) : undefined;
 }
 
-/** The event (one without `time`) at `time`, a Kafka timestamp an earlier record of it may still lower. */
-const atTime = (event: CloudEvent, time: string): CloudEvent => ({ ...event, eventTime: time, stamp: { ...event.stamp, time, provisional: true } });
-
 /**
- * Applies an event without `time` at the earliest Kafka timestamp known for it
- * (src/db/event-times.ts), whichever of its records comes first: this record's, when it lowers
- * the one known, places the event again there first (it may have been applied at the later
- * one); and a record that lowered it while this one was applied (another topic, another
- * process) places this application again.
+ * An event without `time` is applied at its record's Kafka timestamp (docs/event-core.md): its
+ * record's history keeps the earliest one it is given, so a later record of the event with an
+ * earlier timestamp moves it back.
  */
-async function applyUntimed(db: Db, handler: EventHandler, ctx: HandlerContext<unknown>): Promise<ApplyOutcome> {
-  const { event } = ctx;
-  const known = await earliestTimeOf(db, event.stamp.id, event.stamp.time);
-  const at = { ...ctx, event: atTime(event, known.time) };
-  if (known.was !== null) await handler.replace?.(at, known.was);
-  const outcome = await handler.apply(at);
-  const now = await knownTimeOf(db, event.stamp.id);
-  if (now !== null && now < known.time) await handler.replace?.({ ...ctx, event: atTime(event, now) }, known.time);
-  return outcome;
-}
-
-/** An event without `time`: at its record's Kafka timestamp, which its history keeps the earliest of, or through the earliest time known (applyUntimed). */
-function applyWithoutTime(db: Db, handler: EventHandler, ctx: HandlerContext<unknown>): Promise<ApplyOutcome> {
-  if (handler.ordersItself) return handler.apply({ ...ctx, event: atTime(ctx.event, ctx.event.eventTime) });
-  return applyUntimed(db, handler, ctx);
-}
+const atKafkaTime = (event: CloudEvent): CloudEvent => ({ ...event, stamp: { ...event.stamp, time: event.eventTime, provisional: true } });
 
 /**
  * The service's message handler: decode the CloudEvent (JSON in either binding, or the Open edX
@@ -117,7 +95,7 @@ export function createDispatcher(deps: {
       // What the event changes is the LMS's doing (not audited); the event id traces it.
       const ctx = { db, event, data: parsed.data, defaultOrganization };
       outcome = await runInChangeContext({ cause: 'event', actor: { type: 'lms' }, requestId: event.id, audit: false }, () =>
-        event.time === undefined ? applyWithoutTime(db, handler, ctx) : handler.apply(ctx),
+        handler.apply(event.time === undefined ? { ...ctx, event: atKafkaTime(event) } : ctx),
       );
     } catch (err) {
       if (err instanceof InvalidMessage || err instanceof Invalid) {

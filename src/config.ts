@@ -62,6 +62,15 @@ export const configSchema = {
     /** The most messages of one partition applied together (consumers/batch.ts); 1 applies every message alone. */
     EVENT_BATCH_SIZE: { type: 'integer', minimum: 1, maximum: 5000, default: 500 },
     /**
+     * The bounds of a record's history (docs/event-core.md, "Bounds"): entries this many days of
+     * event time behind the newest fold into its floor. Set it to the topics' retention (Kafka's
+     * default is 7 days): past it no redelivery comes, and a new event older than the floor
+     * changes nothing.
+     */
+    EVENT_HISTORY_DAYS: { type: 'integer', minimum: 1, maximum: 3650, default: 7 },
+    /** At most this many entries a record keeps before its oldest fold into the floor (a few tens of KiB a record). */
+    EVENT_HISTORY_ENTRIES: { type: 'integer', minimum: 16, maximum: 4096, default: 256 },
+    /**
      * How long the broker waits for a silent consumer before giving its partitions to the others
      * (a killed process's partitions wait this long); the heartbeat is a tenth of it. The bounds
      * are Kafka's default group.min/max.session.timeout.ms: the broker refuses a value outside its own.
@@ -106,6 +115,8 @@ export const configSchema = {
     'SERVICE_ROLE',
     'EVENT_MAX_ATTEMPTS',
     'EVENT_BATCH_SIZE',
+    'EVENT_HISTORY_DAYS',
+    'EVENT_HISTORY_ENTRIES',
     'KAFKA_SESSION_TIMEOUT_MS',
     'CHANGE_RELAY_LEASE_MS',
     'TRUST_PROXY',
@@ -350,9 +361,11 @@ export const cliConfigSchema = {
     LOG_LEVEL: configSchema.properties.LOG_LEVEL,
     /** How long `cag upgrade` waits for a database that does not answer yet (a fresh install); 0: it does not wait. */
     CAG_UPGRADE_WAIT_SECONDS: { type: 'integer', minimum: 0, maximum: 3600, default: 120 },
+    EVENT_HISTORY_DAYS: configSchema.properties.EVENT_HISTORY_DAYS,
+    EVENT_HISTORY_ENTRIES: configSchema.properties.EVENT_HISTORY_ENTRIES,
   },
   additionalProperties: false,
-  required: ['MONGO_URL', 'MONGO_DB', 'LOG_LEVEL', 'CAG_UPGRADE_WAIT_SECONDS'],
+  required: ['MONGO_URL', 'MONGO_DB', 'LOG_LEVEL', 'CAG_UPGRADE_WAIT_SECONDS', 'EVENT_HISTORY_DAYS', 'EVENT_HISTORY_ENTRIES'],
 } as const;
 
 export type CliConfig = Readonly<FromSchema<typeof cliConfigSchema>>;

@@ -14,6 +14,7 @@ import { createMongoClient, ping } from './db/client';
 import { ensureIndexes } from './db/collections';
 import { configureChanges } from './db/outbox';
 import { bringStoredDataCurrent, NewerStoredShape, newerShapeReason, SHAPE_CHECK_MS, storedShape, UPGRADES, type Upgrade } from './db/upgrades';
+import { configureHistoryBounds } from './domain/arrivals';
 import { DependencyUnavailable } from './errors';
 import { type DescribeFailure, failureReporter } from './failure-report';
 import { brokerProbe, createKafka } from './kafka';
@@ -100,6 +101,7 @@ export async function startService(
   opts: { handle?: MessageHandler; signal?: AbortSignal; retry?: RetryPolicy; upgrade?: UpgradeOptions } = {},
 ): Promise<Running> {
   const metrics = createMetrics();
+  configureHistoryBounds(config);
   const client = createMongoClient(config.MONGO_URL);
   const db = client.db(config.MONGO_DB);
   // A new client for each consumer start and relay producer: TLS files and the SASL password are read again.

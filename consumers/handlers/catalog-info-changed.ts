@@ -7,7 +7,6 @@ export const catalogInfoChanged = defineHandler({
   type: 'org.openedx.content_authoring.course.catalog_info.changed.v1',
   schema: catalogInfoChangedDataSchema,
   subject: (data) => ({ course_key: data.catalog_info.course_key }),
-  ordersItself: true,
   apply: ({ db, event, data, defaultOrganization }) =>
     applyCatalogInfo(db, data, event.stamp, eventOrganization(data.organization, { courseKey: data.catalog_info.course_key, defaultOrganization })),
 });

@@ -15,6 +15,5 @@ export const courseDeleted = defineHandler({
   type: 'org.openedx.content_authoring.course.deleted.v1',
   schema: courseDeletedDataSchema,
   subject: (data) => ({ course_key: data.course_key }),
-  ordersItself: true,
   apply: ({ db, event, data }) => deleteCourse(db, data.course_key, event.stamp),
 });

@@ -21,18 +21,6 @@ export interface EventHandler {
   /** Validates `data` (throws InvalidMessage) and returns what logs may name it by: `{user_id}` or `{course_key}`. */
   parse(data: unknown): { data: unknown; subject: Subject };
   apply(ctx: HandlerContext<unknown>): Promise<ApplyOutcome>;
-  /**
-   * The type's records keep their history (docs/event-core.md): an event without `time` is
-   * applied at its record's Kafka timestamp, and its history keeps the earliest one; no
-   * `replace` is needed.
-   */
-  ordersItself?: boolean;
-  /**
-   * Places the event (one without `time`) again at its `stamp.time`, an earlier Kafka timestamp
-   * than `from`, which it may have been applied at (docs/events.md). Absent: the type's effects
-   * are not placed again (deletions: docs/decisions.md).
-   */
-  replace?(ctx: HandlerContext<unknown>, from: string): Promise<void>;
 }
 
 /**
@@ -45,8 +33,6 @@ export function defineHandler<const S extends JSONSchema, D = Infer<S>>(def: {
   schema: S;
   subject(data: D): Subject;
   apply(ctx: HandlerContext<D>): Promise<ApplyOutcome>;
-  ordersItself?: boolean;
-  replace?(ctx: HandlerContext<D>, from: string): Promise<void>;
 }): EventHandler {
   const validate = ajv.compile(def.schema as object);
   return {
@@ -58,7 +44,5 @@ export function defineHandler<const S extends JSONSchema, D = Infer<S>>(def: {
       return { data: copy, subject: def.subject(copy as D) };
     },
     apply: (ctx) => def.apply(ctx as HandlerContext<D>),
-    ...(def.ordersItself ? { ordersItself: true } : {}),
-    ...(def.replace ? { replace: (ctx, from) => def.replace!(ctx as HandlerContext<D>, from) } : {}),
   };
 }

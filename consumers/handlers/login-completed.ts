@@ -1,5 +1,5 @@
 import { eventOrganization } from '../../src/domain/organization';
-import { applyUserData, replaceUserData, userEventDataSchema } from '../../src/domain/user-event-data';
+import { applyUserData, userEventDataSchema } from '../../src/domain/user-event-data';
 import { defineHandler } from './handler';
 
 /**
@@ -12,5 +12,4 @@ export const loginCompleted = defineHandler({
   subject: (data) => ({ user_id: String(data.user.id) }),
   apply: ({ db, event, data, defaultOrganization }) =>
     applyUserData(db, data, event.stamp, 'registration', eventOrganization(data.organization, { defaultOrganization })),
-  replace: ({ db, event, data }, from) => replaceUserData(db, data.user.id, event.stamp.id, from, event.stamp.time),
 });

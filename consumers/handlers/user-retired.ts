@@ -1,4 +1,3 @@
-import { eventOrganization } from '../../src/domain/organization';
 import { applyUserRetired } from '../../src/domain/user-event-data';
 import { defineHandler } from './handler';
 
@@ -15,11 +14,10 @@ export const userRetiredDataSchema = {
   required: ['user'],
 } as const;
 
-/** The user and their membership are deleted, wherever the user is. */
+/** The user and their membership are deleted, wherever the user is: a retirement needs no organization (the record is keyed by user id). */
 export const userRetired = defineHandler({
   type: 'org.openedx.learning.user.retired.v1',
   schema: userRetiredDataSchema,
   subject: (data) => ({ user_id: String(data.user.id) }),
-  apply: ({ db, event, data, defaultOrganization }) =>
-    applyUserRetired(db, data.user.id, event.stamp, eventOrganization(data.organization, { defaultOrganization })),
+  apply: ({ db, event, data }) => applyUserRetired(db, data.user.id, event.stamp),
 });

@@ -5,11 +5,11 @@ import { Tenant } from '../db/tenant';
 import { courseBirth } from '../domain/courses';
 import { createGroupCourse } from '../domain/group-courses';
 import { createGroup } from '../domain/groups';
+import { userExists } from '../domain/learners';
 import { createRule } from '../domain/membership-rules';
-import { insertMembershipIfAbsent } from '../domain/memberships';
+import { importMembership } from '../domain/memberships';
 import { createPublicCourse } from '../domain/public-courses';
 import { updateSiteConfiguration } from '../domain/site-configuration';
-import { placeAdminChange, userExists } from '../domain/users';
 import { Invalid, ServiceError } from '../errors';
 import { ajv, describeErrors } from '../validation';
 import { type ConfigDocument, configDocumentSchema } from './config-document';
@@ -121,13 +121,11 @@ export async function importConfiguration(db: Db, org: string, path: string, opt
       report.skipped.users.push(m.user);
       continue;
     }
-    // The one way memberships are made, keeping whether a rule made it.
-    if (target === undefined || !(await insertMembershipIfAbsent(tenant, { user: m.user, group: target, automatic: m.automatic }))) {
+    // An entry of the learner's history, as one made through the API is, keeping whether a rule made it.
+    if (target === undefined || !(await importMembership(tenant, { user: m.user, group: target, automatic: m.automatic }))) {
       report.skipped.memberships.push(m.user);
       continue;
     }
-    // An administrator's membership is placed in event time, as one made through the API is.
-    if (!m.automatic) await placeAdminChange(tenant, m.user);
     report.created.memberships++;
   }
 

@@ -7,6 +7,7 @@ import { connectWithin, createMongoClient } from '../db/client';
 import { ensureIndexes } from '../db/collections';
 import { Tenant } from '../db/tenant';
 import { bringStoredDataCurrent, NewerStoredShape } from '../db/upgrades';
+import { configureHistoryBounds } from '../domain/arrivals';
 import { reindexOrganization } from '../domain/list-facts';
 import { createLogger, type Logger } from '../log';
 import { exportConfiguration } from './export';
@@ -107,6 +108,7 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
     throw err;
   }
   const log = createLogger(config.LOG_LEVEL, io.stderr as never);
+  configureHistoryBounds(config);
   const client = createMongoClient(config.MONGO_URL);
   // Every write of this run is the operator's and audited; the service's relay publishes it.
   const context = { cause: 'import' as const, actor: { type: 'cag' as const, operator: operatorName(io.env) }, requestId: `cag-${randomUUID()}`, audit: true };

@@ -21,7 +21,6 @@ export const COLLECTIONS = {
   counters: 'counters',
   changeLog: 'change_log',
   tombstones: 'tombstones',
-  eventTimes: 'event_times',
   outbox: 'outbox',
   auditLog: 'audit_log',
   leases: 'leases',
@@ -51,21 +50,22 @@ export interface GroupDoc extends TenantDoc {
   description: string;
 }
 
-/** `_id` is `String(user)`: a user has at most one membership, enforced by the primary key. */
+/**
+ * `_id` is `String(user)`: a user has at most one membership, enforced by the primary key. A
+ * projection of the learner's record (its `m`: src/domain/learners.ts): written only from there.
+ */
 export interface MembershipDoc extends TenantDoc {
   id: number;
   user: number;
   group: number;
   /** True when a membership rule created it. */
   automatic: boolean;
-  /** The version of the activation whose rules made it, while no administrator changed it (docs/events.md, activations). */
-  rule_v?: string;
   /**
-   * Where in event time it began: the activation that made it, or the user's record version when
-   * an administrator created it. A retirement or move older than the record, arriving late,
-   * deletes a membership that began before it, as it did in event time.
+   * Where it began in the learner's history (placeKey; absent or '': before the history was
+   * kept): another membership of the same learner since is another `born`, and an
+   * administrator's change that named this one by id does not touch it.
    */
-  born_v?: string;
+  born?: string;
 }
 
 /** `_id` is `org|domain`: a domain has at most one rule per organization. */
@@ -94,65 +94,12 @@ export interface PublicCourseDoc extends TenantDoc {
 }
 
 /**
- * What a record filled from events remembers of them (docs/events.md): the `time` of the newest
- * event applied (normalized, src/domain/event-time.ts), how many distinct events of that time it
- * applied, and the identities of all of them (older times need none: their time refuses them).
+ * A learner: its history and the fold's result (src/domain/learners.ts, docs/event-core.md).
+ * `_id` is `String(id)`, whatever the organization: a move changes `org`, and a retired learner
+ * keeps its record in none (`org: null` on LearnerRecordDoc, its profile blanked), which no
+ * tenant reads.
  */
-export interface EventVersion {
-  event_time: string;
-  /** Absent on records written before identities were kept (and by seeds): read as 1 and none. */
-  event_n?: number;
-  event_ids?: string[];
-}
-
-/**
- * Another event a record saw while its newest event is one without `time` (docs/events.md,
- * "Events without time"): its version, the organization it named and the fields it wrote (or,
- * for the record's state before that event, the values it had).
- */
-export interface PriorEvent {
-  v: EventVersion;
-  org: string;
-  set: Record<string, unknown>;
-  /** A deletion of the record (a retirement, a course deletion) refused as stale. */
-  deleted?: true;
-  /** A learner's activation-capable event showing them active (applied again elsewhere, it is an activation there). */
-  act?: true;
-}
-
-/**
- * What a record whose newest event has no `time` keeps: that event (`id`), ordered by a Kafka
- * timestamp an earlier record of it may still lower, and the other events it saw (`prior`,
- * oldest first, at most PRIOR_LIMIT), so that the record can be what event time gives when it
- * moves back (src/domain/versioned-records.ts `replaceEarlier`).
- */
-export interface ProvisionalMark {
-  id: string;
-  prior: PriorEvent[];
-  /** How many times `prior` grew: its writes, and the placing again that reads it, are conditional on it. */
-  n?: number;
-}
-
-/**
- * One entry of a user's activation log (src/domain/activation-log.ts): an activation (`k: 'a'`)
- * or a deactivation (`'d'`) at version `v`. An activation's `g` is the group its email's rule
- * named when it arrived (absent: no rule matched); `e` is its email until the rules are read.
- */
-export interface LogEntry {
-  v: string;
-  k: 'a' | 'd';
-  g?: number;
-  e?: string;
-  /** The identities (eventKey) of the events the entry stands for (a repeat folded in adds its own); none on entries written before they were kept. */
-  i?: string[];
-  /** Its event has no `time`: the entry may move (activation-log.ts `withEntryMoved`), so no repeat folds into it. */
-  u?: true;
-}
-
-/** Read model filled from LMS events. `_id` is `String(id)`. */
-export interface UserDoc extends TenantDoc, EventVersion {
-  /** Set while the newest event is one without `time` (ProvisionalMark). */
-  prov?: ProvisionalMark;
+export interface UserDoc extends TenantDoc {
   id: number;
   username: string;
   name: string;
@@ -162,27 +109,21 @@ export interface UserDoc extends TenantDoc, EventVersion {
   is_active: boolean;
   is_staff: boolean;
   is_site_admin: boolean;
-  /**
-   * The learner's activations and deactivations in event time, and what bounds them
-   * (src/domain/activation-log.ts, docs/events.md "Activations"): `act_log` (at most 64 entries,
-   * older ones folded into `floor_v`/`floor_open`), `removed_v` (the newest retirement or move
-   * older than the record, or the deletion it follows) and `removed_i` (the events of its time
-   * that came before it, so a late redelivery of one is known). `log_n` counts their changes;
-   * `settled_n` is the `log_n` the membership reflects.
-   */
-  act_log?: LogEntry[];
-  log_n?: number;
-  settled_n?: number;
-  removed_v?: string;
-  removed_i?: string[];
-  floor_v?: string;
-  floor_open?: boolean;
-  /**
-   * Where, in event time, an administrator last changed the user's membership: the version of
-   * the record then (right after the newest event applied). An activation older than it
-   * leaves the membership as the administrator left it.
-   */
-  admin_v?: string;
+  /** The learner's history (src/domain/record-history.ts) and its revision: every write is a compare-and-set on `rev`. */
+  h?: StoredHistory;
+  rev?: number;
+  /** Where the learner's current incarnation began (placeKey). */
+  since?: string;
+  /** Organizations the learner left whose membership and search grams are still to be deleted there. */
+  left?: { org: string; upTo: string }[];
+  /** Identities (hashed, as before the history) of the newest events of a record upgraded from the earlier shape. */
+  legacy_ids?: string[];
+  /** The fold's membership (null or absent: none): its group, whether a rule made it, where it began (placeKey). The memberships collection is its projection. */
+  m?: { group: number; auto: boolean; born: string } | null;
+  /** The revision whose projection (membership, list facts, search grams, change log) is complete. */
+  projected?: number;
+  /** The newest instant the learner's history holds, never lowered: the search grams' `t`. */
+  event_time: string;
   /** 1 when `users/` lists the user (not a site administrator), else 0: an equality, for indexes. */
   listed: 0 | 1;
   /**
@@ -193,12 +134,10 @@ export interface UserDoc extends TenantDoc, EventVersion {
   grp: number;
   member: 0 | 1;
   facts_v: number;
-  /**
-   * The `event_time` of the record as of which its search grams were written (src/db/search-index.ts):
-   * a record whose grams a crash left unwritten has none, or an older one.
-   */
-  indexed_t?: string;
 }
+
+/** A learner record as the event core reads it, whatever organization holds it: none when retired. */
+export type LearnerRecordDoc = Omit<UserDoc, 'org'> & { org: string | null };
 
 /** Read model filled from LMS events. `_id` and `id` are the course key. */
 export interface CourseDoc extends TenantDoc {
@@ -261,19 +200,13 @@ export type UserGramDoc = GramDoc<number>;
 export type CourseGramDoc = GramDoc<string>;
 
 /**
- * The memory of a deletion made by an event, so that an older or redelivered event does not bring
- * the record back. `_id` is `user:<id>` or `course:<key>`, whatever the organization: user ids and
- * course keys are unique across organizations, and so are their tombstones (src/db/tombstones.ts).
- * `org` is where the record was deleted (for people reading the data; nothing filters by it).
+ * What an earlier version kept of a deletion (`_id` `user:<id>` or `course:<key>`): read only by
+ * the upgrades that turn them into records in no organization (src/db/upgrades.ts).
  */
-/** `_id` is an event's identity (eventKey): the time an event without `time` was first given (src/db/event-times.ts). */
-export interface EventTimeDoc {
+export interface TombstoneDoc {
   _id: string;
-  time: string;
-}
-
-export interface TombstoneDoc extends EventVersion {
-  _id: string;
+  event_time: string;
+  event_ids?: string[];
   org: string | null;
 }
 

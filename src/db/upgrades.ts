@@ -3,11 +3,11 @@ import { hostname } from 'node:os';
 import type { AnyBulkWriteOperation, Db, Document } from 'mongodb';
 import type { Logger } from '../log';
 import { pause } from '../retry';
-import { COLLECTIONS, type CourseRecordDoc, type UserDoc } from './collections';
+import { COLLECTIONS, type CourseRecordDoc, type LearnerRecordDoc, type MembershipDoc } from './collections';
 import { legacyCourseHistory } from './course-records';
 import { UPDATES_PER_COMMAND } from './dialect';
 import { acquireLease, releaseLease, renewLease } from './lease';
-import { versionOf } from './versioned-writes';
+import { legacyLearnerHistory } from './user-records';
 
 /**
  * Upgrades of stored data (docs/operations.md, "Upgrades"): one-time changes to records stored by
@@ -41,38 +41,11 @@ export interface Upgrade {
   /** The fields a pass reads of each record: what `isOld` and `upgrade` need. */
   projection: Document;
   isOld(doc: Document): boolean;
+  /** What the writes of a batch of old records need from elsewhere (one read per batch). */
+  prepare?(db: Db, docs: Document[]): Promise<unknown>;
   /** Conditional on the record still being of the old shape (a newer write is never undone). */
-  upgrade(doc: Document): AnyBulkWriteOperation<Document>;
+  upgrade(doc: Document, prepared?: unknown): AnyBulkWriteOperation<Document>;
 }
-
-/** The bookkeeping of activations an earlier version of the service kept on a user (replaced by the activation log). */
-const EARLIER_ACTIVATION_FIELDS = ['act_v', 'act_done', 'act_email', 'act_seen_v', 'act_seen_email', 'deact_v', 'deact_min_v', 'act_min_v'];
-
-/**
- * A user stored before the activation log was kept (docs/events.md, "Activations") has neither
- * `act_log` nor `log_n` (every user this version writes has one of them: src/domain/users.ts
- * `activationFields`): its past is not known, so
- * it becomes the log's floor: the record's version, open when the learner is active (their
- * activation's rules were applied then, so their next login applies none), closed when inactive
- * (their next activation applies them). The membership the floor covers stands, whoever made it,
- * and no event older than the floor applies the rules.
- */
-export const ACTIVATION_LOG: Upgrade = {
-  name: 'activation-log',
-  collection: COLLECTIONS.users,
-  unit: 'users',
-  projection: { _id: 1, event_time: 1, event_n: 1, is_active: 1, act_log: 1, log_n: 1 },
-  isOld: (user) => user.act_log === undefined && user.log_n === undefined,
-  upgrade: (user) => ({
-    updateOne: {
-      filter: { _id: user._id, act_log: { $exists: false }, log_n: { $exists: false } },
-      update: {
-        $set: { act_log: [], floor_v: versionOf(user as UserDoc), floor_open: user.is_active === true },
-        $unset: Object.fromEntries(EARLIER_ACTIVATION_FIELDS.map((k) => [k, ''])),
-      },
-    },
-  }),
-};
 
 /**
  * A course deleted before courses kept their history left a tombstone (`course:<key>`) and no
@@ -139,13 +112,122 @@ const childBirths = (name: string, collection: string): Upgrade => ({
   upgrade: (child) => ({ updateOne: { filter: { _id: child._id, born: { $exists: false } }, update: { $set: { born: '' }, $unset: { born_v: '' } } } }),
 });
 
+/**
+ * A learner retired before learners kept their history left a tombstone (`user:<id>`) and no
+ * record: it becomes a record in no organization whose history is the retirement (its floor), so
+ * that an older or redelivered event still finds the learner retired. A record there (the id
+ * registered again after the tombstone) stays as it is.
+ */
+export const USER_TOMBSTONES: Upgrade = {
+  name: 'user-tombstones',
+  collection: COLLECTIONS.tombstones,
+  target: COLLECTIONS.users,
+  unit: 'tombstones',
+  projection: { _id: 1, event_time: 1, event_ids: 1 },
+  isOld: (stone) => typeof stone._id === 'string' && stone._id.startsWith('user:'),
+  upgrade: (stone) => {
+    const id = Number((stone._id as string).slice('user:'.length));
+    const profile = { username: '', name: '', email: '', email_lower: '', is_active: false, is_staff: false, is_site_admin: false };
+    const record = { org: null, event_time: stone.event_time as string, ...profile };
+    return {
+      updateOne: {
+        filter: { _id: String(id) },
+        update: {
+          $setOnInsert: {
+            _id: String(id),
+            id,
+            ...record,
+            h: legacyLearnerHistory(record, null),
+            rev: 1,
+            projected: 1,
+            since: '',
+            legacy_ids: stone.event_ids ?? [],
+            listed: 1,
+            grp: 0,
+            member: 0,
+            facts_v: 0,
+          },
+        },
+        upsert: true,
+      },
+    } as unknown as AnyBulkWriteOperation<Document>;
+  },
+};
+
+/** What learners stored before their history kept beside their version (versions, kept events, the activation log and its settling). */
+const EARLIER_LEARNER_FIELDS = [
+  'event_n',
+  'event_ids',
+  'prov',
+  'act_log',
+  'log_n',
+  'settled_n',
+  'removed_v',
+  'removed_i',
+  'floor_v',
+  'floor_open',
+  'admin_v',
+  'indexed_t',
+  'act_v',
+  'act_done',
+  'act_email',
+  'act_seen_v',
+  'act_seen_email',
+  'deact_v',
+  'deact_min_v',
+  'act_min_v',
+];
+
+/**
+ * A learner stored before learners kept their history: its version becomes its history's floor
+ * with the membership it has (learners.ts `legacyLearnerHistory`), whose projection is already
+ * in place (`projected`). Its activation period is closed while it is active (its activation's
+ * rules were applied then) and open while it is not.
+ */
+export const LEARNER_HISTORIES: Upgrade = {
+  name: 'learner-histories',
+  collection: COLLECTIONS.users,
+  unit: 'users',
+  projection: { _id: 1, org: 1, event_time: 1, event_ids: 1, username: 1, name: 1, email: 1, is_active: 1, is_staff: 1, is_site_admin: 1, h: 1 },
+  isOld: (user) => user.h === undefined,
+  prepare: async (db, users) => {
+    const docs = await db
+      .collection<MembershipDoc>(COLLECTIONS.memberships)
+      .find({ _id: { $in: users.map((u) => u._id as string) } }, { projection: { _id: 1, org: 1, group: 1, automatic: 1 } })
+      .toArray();
+    return new Map(docs.map((m) => [m._id, m]));
+  },
+  upgrade: (user, prepared) => {
+    const found = (prepared as Map<string, MembershipDoc>).get(user._id as string);
+    const membership = found && found.org === user.org ? found : null;
+    return {
+      updateOne: {
+        filter: { _id: user._id, h: { $exists: false } },
+        update: {
+          $set: {
+            h: legacyLearnerHistory(user as LearnerRecordDoc, membership),
+            rev: 1,
+            projected: 1,
+            since: '',
+            left: [],
+            legacy_ids: user.event_ids ?? [],
+            m: membership && { group: membership.group, auto: membership.automatic, born: '' },
+          },
+          $unset: Object.fromEntries(EARLIER_LEARNER_FIELDS.map((k) => [k, ''])),
+        },
+      },
+    };
+  },
+};
+
 /** This version's upgrades, in order; the shape of a database that has been through them all is their count. */
 export const UPGRADES: readonly Upgrade[] = [
-  ACTIVATION_LOG,
   COURSE_TOMBSTONES,
   COURSE_HISTORIES,
   childBirths('link-births', COLLECTIONS.groupCourses),
   childBirths('public-course-births', COLLECTIONS.publicCourses),
+  USER_TOMBSTONES,
+  LEARNER_HISTORIES,
 ];
 
 export const UPGRADE_LEASE = 'upgrades';
@@ -393,7 +475,9 @@ async function runPass(
     let batch: Document[] = [];
     const flush = async () => {
       holding(); // no write after the lease is lost or a stop came
-      const old = batch.filter((d) => upgrade.isOld(d)).map((d) => upgrade.upgrade(d));
+      const olds = batch.filter((d) => upgrade.isOld(d));
+      const prepared = olds.length > 0 ? await upgrade.prepare?.(db, olds) : undefined;
+      const old = olds.map((d) => upgrade.upgrade(d, prepared));
       for (let i = 0; i < old.length; i += UPDATES_PER_COMMAND) {
         const result = await target.bulkWrite(old.slice(i, i + UPDATES_PER_COMMAND), { ordered: false });
         progress.upgraded += result.modifiedCount;

@@ -5,10 +5,11 @@ import { COLLECTIONS, type CourseRecordDoc, type GroupCourseDoc, type PublicCour
 import { courseRecords, legacyCourseHistory } from '../db/course-records';
 import { indexCourse, unindexCourse } from '../db/search-index';
 import { Tenant } from '../db/tenant';
+import { entryOf, historyBounds, isLegacyDuplicate, legacyIdsOf, OUTCOME } from './arrivals';
 import { type CourseEntry, type CourseState, courseFold, foldCourse } from './course-fold';
-import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
+import type { ApplyOutcome, EventStamp } from './event-time';
 import { syncCourseFacts } from './list-facts';
-import { type Arrival, type Arriving, arrive, compact, emptyHistory, HISTORY_BOUNDS, type History, newestPlace, placeKey, placeNow } from './record-history';
+import { type Arriving, arrive, compact, emptyHistory, type History, newestPlace, placeKey, placeNow } from './record-history';
 
 /**
  * Courses from events (docs/event-core.md): a course's record holds its history, and what the
@@ -27,18 +28,6 @@ type CourseHistory = History<CourseEntry, CourseState>;
 const historyOf = (doc: CourseRecordDoc | null): CourseHistory =>
   doc === null ? emptyHistory() : ((doc.h ?? legacyCourseHistory(doc)) as unknown as CourseHistory);
 
-/** An event's identity and place, from its stamp: the exact `source` and `id` of a CloudEvent; a bare time (the import) is its own identity. */
-function entryOf(at: string | EventStamp) {
-  const stamp = asStamp(at);
-  const identity = stamp.identity ?? { source: 'stamp', id: stamp.id };
-  return { stamp, base: { ...identity, at: stamp.time, timed: !stamp.provisional } };
-}
-
-/** A record upgraded from the shape before histories remembers its newest events by hashed identity only. */
-const isLegacyDuplicate = (doc: CourseRecordDoc | null, stamp: EventStamp) => !!doc?.legacy_ids?.includes(stamp.id) && doc.h?.floor?.place.at === stamp.time;
-
-const OUTCOME: Record<Arrival, ApplyOutcome> = { applied: 'applied', late: 'stale', duplicate: 'duplicate', stale: 'stale' };
-
 /** The record a history folds to, after `doc` (null: the course's first event). */
 function recordOf(key: string, doc: CourseRecordDoc | null, h: CourseHistory): CourseRecordDoc {
   const state = foldCourse(h);
@@ -54,7 +43,7 @@ function recordOf(key: string, doc: CourseRecordDoc | null, h: CourseHistory): C
     rev: (doc?.rev ?? 0) + 1,
     since: placeKey(state.since),
     left,
-    ...(doc?.legacy_ids ? { legacy_ids: doc.legacy_ids } : {}),
+    ...(legacyIdsOf(doc) ? { legacy_ids: legacyIdsOf(doc) } : {}),
     event_time: newestPlace(h)?.at ?? '',
     is_public: doc?.is_public ?? 0,
     linked: doc?.linked ?? 0,
@@ -81,7 +70,7 @@ async function applyCourseEntry(db: Db, key: string, at: string | EventStamp, bo
       if (doc) await project(db, doc);
       return OUTCOME[arrival];
     }
-    const next = recordOf(key, doc, compact(history, courseFold, HISTORY_BOUNDS));
+    const next = recordOf(key, doc, compact(history, courseFold, historyBounds()));
     if (!(await records.writeIfUnchanged(doc, next))) continue;
     await project(db, next);
     return OUTCOME[arrival];

@@ -73,6 +73,3 @@ export const asStamp = (at: string | EventStamp): EventStamp => (typeof at === '
 export function eventKey(source: string, id: string): string {
   return createHash('sha256').update(source).update('\0').update(id).digest('base64url').slice(0, 22);
 }
-
-/** An event's version on a record (src/db/versioned-writes.ts). */
-export { lateVersion, version } from '../db/versioned-writes';

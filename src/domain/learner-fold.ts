@@ -28,8 +28,16 @@ export type LearnerEntry = EntryBase &
         rule: number | null;
       }
     | { kind: 'retired' }
-    /** An administrator's change of the membership in `org`: the group set, or null for a removal. */
-    | { kind: 'admin'; org: string; group: number | null }
+    /**
+     * An administrator's change of the membership in `org`: the group set, or null for a removal;
+     * `auto`: one a rule made elsewhere (`cag import-config` brings it as it was).
+     */
+    | { kind: 'admin'; org: string; group: number | null; auto?: true }
+    /**
+     * A rule applied to existing learners (or one created while an activation arrived): the
+     * learner joins its group, as the rule's doing, if they are active in `org` with no group.
+     */
+    | { kind: 'join'; org: string; group: number }
   );
 
 export interface LearnerRecord {
@@ -103,7 +111,15 @@ export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerStat
         case 'admin':
           // Made in the organization that held the learner then: moved since (a late event), it concerns the learner no more.
           if (s.record?.org !== e.org) return s;
-          return { ...s, membership: e.group !== null && isLive(e.group) ? { group: e.group, by: 'admin', born: { at: e.at, seq: e.seq } } : null };
+          if (e.group === null || !isLive(e.group)) return { ...s, membership: null };
+          // A move keeps the membership (who made it, where it began); a creation begins one.
+          return {
+            ...s,
+            membership: s.membership ? { ...s.membership, group: e.group } : { group: e.group, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } },
+          };
+        case 'join':
+          if (s.record?.org !== e.org || !s.record.is_active || s.membership !== null || !isLive(e.group)) return s;
+          return { ...s, membership: { group: e.group, by: 'rule', born: { at: e.at, seq: e.seq } } };
       }
     },
   };

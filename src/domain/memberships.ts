@@ -1,31 +1,97 @@
-import type { Filter } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc } from '../db/collections';
-import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
-import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../errors';
+import { doesNotExist, type FieldErrors, Invalid } from '../errors';
 import { groupExists } from './groups';
-import { syncUserGroups } from './list-facts';
-import { placeAdminChange, userExists } from './users';
+import type { LearnerMembership } from './learner-fold';
+import { applyLearnerEntry, userExists } from './learners';
+import { placeKey } from './record-history';
+
+/**
+ * Administrators' memberships (docs/api.md, `memberships`). A membership is what the learner's
+ * history folds to (docs/event-core.md): an administrator's change is an entry of that history,
+ * placed after every event the learner has received, and the memberships collection is its
+ * projection (learners.ts). So an older event arriving later cannot undo the change, a newer one
+ * acts after it, and a change racing a retirement or a move is folded with it, never beside it.
+ */
 
 const ALREADY_MEMBER = 'This user already has a membership.';
+
+const memberships = (tenant: Tenant) => tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
 
 async function checkGroup(tenant: Tenant, group: number | undefined, errors: FieldErrors) {
   if (group !== undefined && !(await groupExists(tenant, group))) errors.group = [doesNotExist(group)];
 }
 
+/**
+ * The membership as it stands after the change (another administrator's change since may show),
+ * or Invalid on `group` when there is none: the group was deleted meanwhile.
+ */
+async function membershipAfter(tenant: Tenant, user: number, group: number): Promise<MembershipDoc> {
+  const doc = await memberships(tenant).findById(String(user));
+  if (!doc) throw new Invalid({ group: [doesNotExist(group)] });
+  return doc;
+}
+
+/** The membership a request named is not the learner's any more (deleted, or replaced by another): the request finds nothing. */
+class NotThere extends Error {}
+/** The learner already has the membership a creation asks for (a retried request): it stands. */
+class AlreadyThere extends Error {}
+
+/**
+ * Sets (or, with `group` null, removes) user `user`'s membership as an administrator's change.
+ * `check` refuses it on the learner's membership as read (each round of the compare-and-set reads again).
+ */
+async function changeMembership(
+  tenant: Tenant,
+  user: number,
+  group: number | null,
+  check: (current: LearnerMembership | null) => FieldErrors | null,
+): Promise<void> {
+  await applyLearnerEntry(tenant.db, user, null, (state) => {
+    const errors = state.record?.org === tenant.org ? check(state.membership) : { user: [doesNotExist(user)] };
+    if (errors) throw new Invalid(errors);
+    return { kind: 'admin', org: tenant.org, group };
+  });
+}
+
 /** An administrator's membership: Invalid on `user` or `group` when either is unknown here, or when the user already has a membership. */
 export async function createMembership(tenant: Tenant, input: { user: number; group: number }): Promise<MembershipDoc> {
   const errors: FieldErrors = {};
+  // Every field's refusal at once, as DRF gives them; the change checks the learner again as it writes.
   if (!(await userExists(tenant, input.user))) errors.user = [doesNotExist(input.user)];
-  // Checked before inserting, so a refused request claims no id; the insert's own duplicate
-  // check still settles a race with a concurrent creation.
-  else if (await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).has({ _id: String(input.user) })) errors.user = [ALREADY_MEMBER];
+  else if (await memberships(tenant).has({ _id: String(input.user) })) errors.user = [ALREADY_MEMBER];
   await checkGroup(tenant, input.group, errors);
   if (Object.keys(errors).length > 0) throw new Invalid(errors);
-  const at = await placeAdminChange(tenant, input.user);
-  const doc = await insertMembershipIfAbsent(tenant, { user: input.user, group: input.group, automatic: false, ...(at === null ? {} : { born_v: at }) });
-  if (!doc) throw new Conflict({ user: [ALREADY_MEMBER] });
-  return doc;
+  await changeMembership(tenant, input.user, input.group, (current) => {
+    if (current === null) return null;
+    // The same request again, after a process died before the membership was written: it stands.
+    if (current.by === 'admin' && current.group === input.group) throw new AlreadyThere();
+    return { user: [ALREADY_MEMBER] };
+  }).catch((err: unknown) => {
+    if (!(err instanceof AlreadyThere)) throw err;
+  });
+  return membershipAfter(tenant, input.user, input.group);
+}
+
+/** Whether `current` is the membership `doc` is (the one a request named by its id), not one made since. */
+const isNamed = (current: LearnerMembership | null, doc: MembershipDoc) => current !== null && placeKey(current.born) === (doc.born ?? '');
+
+/**
+ * Applies an administrator's change to membership `doc`, the one the request named: null when the
+ * learner or that membership is gone meanwhile (another administrator deleted it, perhaps made
+ * another: that one is left alone).
+ */
+async function changeNamed(tenant: Tenant, doc: MembershipDoc, group: number | null): Promise<true | null> {
+  try {
+    await changeMembership(tenant, doc.user, group, (current) => {
+      if (!isNamed(current, doc)) throw new NotThere();
+      return null;
+    });
+    return true;
+  } catch (err) {
+    if (err instanceof NotThere || (err instanceof Invalid && 'user' in err.fields)) return null;
+    throw err;
+  }
 }
 
 /** Moves membership `id` to `patch.group` (Invalid when that group is unknown here); null when there is no membership `id`. */
@@ -33,63 +99,33 @@ export async function updateMembership(tenant: Tenant, id: number, patch: { grou
   const errors: FieldErrors = {};
   await checkGroup(tenant, patch.group, errors);
   if (Object.keys(errors).length > 0) throw new Invalid(errors);
-  return patch.group === undefined ? tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ id }) : moveMembership(tenant, id, patch.group);
+  const before = await memberships(tenant).findOne({ id });
+  if (!before || patch.group === undefined) return before;
+  if (!(await changeNamed(tenant, before, patch.group))) return null;
+  return membershipAfter(tenant, before.user, patch.group);
+}
+
+/** An administrator deletes a membership by its public id. */
+export async function deleteMembership(tenant: Tenant, filter: { id: number }): Promise<boolean> {
+  const before = await memberships(tenant).findOne(filter);
+  if (!before) return false;
+  return (await changeNamed(tenant, before, null)) !== null;
 }
 
 /**
- * Creates a user's membership unless they already have one; returns it, or null when one exists.
- *
- * The membership's `_id` is the user id, so "at most one membership per user" is the primary
- * key and two concurrent creations (two deliveries of one event, or an admin racing a rule)
- * cannot both succeed: the loser gets E11000, which is read as "already a member". This is the
- * only place memberships are created, for the REST API and membership rules alike.
+ * A membership `cag import-config` brings (another organization's export): an administrator's,
+ * or a rule's (`automatic`), made only where the user has none. False when it was not made.
  */
-export async function insertMembershipIfAbsent(
-  tenant: Tenant,
-  input: { user: number; group: number; automatic: boolean; rule_v?: string; born_v?: string },
-): Promise<MembershipDoc | null> {
-  const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
-  // A look first spares an id for an existing member (the usual case of a redelivery); the
-  // insert still settles a race, at the cost of an unused id (gaps are allowed).
-  if (await memberships.findById(String(input.user), { projection: { _id: 1 } })) return null;
-  const id = await tenant.nextId('memberships');
-  let created: MembershipDoc;
+export async function importMembership(tenant: Tenant, input: { user: number; group: number; automatic: boolean }): Promise<boolean> {
   try {
-    created = await memberships.insertOne({ _id: String(input.user), id, ...input });
+    await applyLearnerEntry(tenant.db, input.user, null, (state) => {
+      if (state.record?.org !== tenant.org || state.membership !== null) throw new Invalid({ user: [ALREADY_MEMBER] });
+      return { kind: 'admin', org: tenant.org, group: input.group, ...(input.automatic ? { auto: true as const } : {}) };
+    });
   } catch (err) {
-    if (isDuplicateKey(err)) return null;
+    if (err instanceof Invalid) return false;
     throw err;
   }
-  // The membership first, then the user's derived group from a fresh read (src/domain/list-facts.ts).
-  await syncUserGroups(tenant, [input.user]);
-  return created;
-}
-
-/** Moves a membership to another group (an administrator's now, no rule's), then derives the user's group again. */
-export async function moveMembership(tenant: Tenant, id: number, group: number): Promise<MembershipDoc | null> {
-  const memberships = tenant.collection<MembershipDoc>(COLLECTIONS.memberships);
-  const before = await memberships.findOne({ id });
-  if (!before) return null;
-  await placeAdminChange(tenant, before.user);
-  const doc = await memberships.findOneAndUpdate({ id }, { $set: { group }, $unset: { rule_v: '' } });
-  if (doc) await syncUserGroups(tenant, [doc.user]);
-  return doc;
-}
-
-/** An administrator deletes a membership by its public id; the user's group is derived again. */
-export async function deleteMembership(tenant: Tenant, filter: { id: number }): Promise<boolean> {
-  const before = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne(filter);
-  if (!before) return false;
-  await placeAdminChange(tenant, before.user);
-  return (await removeMembership(tenant, filter)) !== null;
-}
-
-/**
- * Deletes the membership `filter` matches (a rule taking back its own, or one made at an
- * activation that turned out not to be its period's first), then derives the user's group again.
- */
-export async function removeMembership(tenant: Tenant, filter: Filter<MembershipDoc>): Promise<MembershipDoc | null> {
-  const doc = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOneAndDelete(filter);
-  if (doc) await syncUserGroups(tenant, [doc.user]);
-  return doc;
+  const doc = await memberships(tenant).findById(String(input.user));
+  return doc?.group === input.group;
 }

@@ -131,8 +131,9 @@ export interface Compaction {
 }
 
 /**
- * The bounds a history keeps (docs/event-core.md "Bounds"): seven days, Kafka's default
- * retention, past which no redelivery comes; and 256 entries, a few tens of KiB per record.
+ * The default bounds a history keeps (docs/event-core.md "Bounds"; the settings
+ * EVENT_HISTORY_DAYS and EVENT_HISTORY_ENTRIES): seven days, Kafka's default retention, past
+ * which no redelivery comes; and 256 entries, a few tens of KiB per record.
  */
 export const HISTORY_BOUNDS: Compaction = { horizonMs: 7 * 24 * 3600 * 1000, maxEntries: 256 };
 

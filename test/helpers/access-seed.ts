@@ -38,7 +38,6 @@ export function accessSeed(db: Db, org: string) {
         grp: 0,
         member: 0,
         facts_v: 0,
-        act_log: [],
         ...flags,
         listed: flags.is_site_admin ? 0 : 1,
       });

@@ -4,8 +4,9 @@ import { Tenant } from '../../src/db/tenant';
 import { normalizeEventTime } from '../../src/domain/event-time';
 import { createGroupCourse } from '../../src/domain/group-courses';
 import { createGroup } from '../../src/domain/groups';
+import type { UserFacts } from '../../src/domain/learners';
 import { createRule } from '../../src/domain/membership-rules';
-import type { UserFacts } from '../../src/domain/users';
+import { importMembership } from '../../src/domain/memberships';
 import { memoryDb } from './memory-db';
 
 /**
@@ -76,4 +77,12 @@ export function withHookBefore(tenant: Tenant, collectionName: string, hook: () 
     });
   }) as Tenant['collection'];
   return hooked;
+}
+
+/**
+ * Gives user `user` a membership unless they have one (an administrator's, or a rule's with
+ * `automatic`): the membership, or null when they have one or are not a learner of the tenant.
+ */
+export async function giveMembership(tenant: Tenant, input: { user: number; group: number; automatic: boolean }): Promise<MembershipDoc | null> {
+  return (await importMembership(tenant, input)) ? membershipOf(tenant, input.user) : null;
 }

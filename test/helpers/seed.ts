@@ -27,7 +27,6 @@ export function seeder(db: Db, org: string) {
         grp: 0,
         member: 0,
         facts_v: 0,
-        act_log: [],
         ...fields,
         listed: fields.is_site_admin ? 0 : 1,
         email,

@@ -13,12 +13,11 @@ import { applyCatalogInfo } from '../../src/domain/course-event-data';
 import { deleteCourse } from '../../src/domain/courses';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { createGroupCourse } from '../../src/domain/group-courses';
-import { reconcileMembership } from '../../src/domain/membership-rules';
-import { createMembership, deleteMembership, moveMembership } from '../../src/domain/memberships';
+import { project, upsertUser } from '../../src/domain/learners';
+import { createMembership, deleteMembership, updateMembership } from '../../src/domain/memberships';
 import { createPublicCourse } from '../../src/domain/public-courses';
 import { applyUserData, applyUserRetired, type UserEventKind } from '../../src/domain/user-event-data';
-import { homeOf, upsertUser } from '../../src/domain/users';
-import { groupWithRule, membershipOf, newGroup, withHookBefore } from '../helpers/domain';
+import { groupWithRule, membershipOf, newGroup } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 // Every order of a history is applied in turn: 5 s alone for the longest, and more than 30 s
@@ -37,6 +36,15 @@ afterAll(async () => {
   await db.dropDatabase().catch(() => undefined);
   await client.close();
 });
+
+/**
+ * What a process killed between a learner's write and its projection leaves (learners.ts
+ * `project`): the record written, its membership not brought in line, not marked projected.
+ */
+async function killedBeforeProjection(tenant: Tenant, user: number) {
+  await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(user) });
+  await db.collection<UserDoc>(COLLECTIONS.users).updateOne({ _id: String(user) }, { $unset: { projected: '' } });
+}
 
 /** One event of a history: a user event (`domain` of its email, `org`: the home one unless named) or a retirement. */
 type Step = { kind: UserEventKind; t: number; domain: string; active?: boolean; org?: 'elsewhere' } | { kind: 'retired'; t: number };
@@ -57,7 +65,7 @@ async function organization() {
 }
 
 async function deliver(tenant: Tenant, user: number, step: Step, index: number) {
-  if (step.kind === 'retired') return applyUserRetired(db, user, at(step.t, index), tenant.org);
+  if (step.kind === 'retired') return applyUserRetired(db, user, at(step.t, index));
   const data = { user: { id: user, is_active: step.active ?? true, pii: { username: `u${user}`, email: `u${user}@${step.domain}`, name: 'U' } } };
   return applyUserData(db, data, at(step.t, index), step.kind, step.org === 'elsewhere' ? `${tenant.org}-elsewhere` : tenant.org);
 }
@@ -161,7 +169,7 @@ test("an administrator's change to the membership stands against an older activa
     await deliver(tenant, user, { kind: 'activation', t: 6, domain: 'uni.edu' }, 1);
     const made = (await membershipOf(tenant, user))!;
     expect(made.group).toBe(groups.uni);
-    if (change === 'move') await moveMembership(tenant, made.id, groups.other);
+    if (change === 'move') await updateMembership(tenant, made.id, { group: groups.other });
     else await deleteMembership(tenant, { id: made.id });
     await deliver(tenant, user, { kind: 'registration', t: 5, domain: 'corp.com' }, 2);
     expect((await membershipOf(tenant, user))?.group ?? null).toBe(change === 'move' ? groups.other : null);
@@ -175,14 +183,13 @@ test('an older activation arriving while the claim it supersedes is pending (its
   const { tenant } = await organization();
   const user = nextUser++;
   await deliver(tenant, user, { kind: 'activation', t: 6, domain: 'uni.edu' }, 1);
-  // As a process killed between the log and the membership leaves it: logged, not reconciled, no membership.
-  await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(user) });
-  await db.collection<UserDoc>(COLLECTIONS.users).updateOne({ _id: String(user) }, { $unset: { settled_n: '' } });
+  // As a process killed between the record and its projection leaves it: written, no membership.
+  await killedBeforeProjection(tenant, user);
   await deliver(tenant, user, { kind: 'registration', t: 5, domain: 'mail.net' }, 2);
   await deliver(tenant, user, { kind: 'activation', t: 6, domain: 'uni.edu' }, 1);
   expect(await membershipOf(tenant, user)).toBeNull();
   const stored = await tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(user));
-  expect(stored?.settled_n).toBe(stored?.log_n);
+  expect(stored?.projected).toBe(stored?.rev);
 });
 
 test("a first-period activation matching nothing takes back what its period made, and the later period's claim then applies (t5 mail.net, t6 uni.edu, deactivated t8, t9 corp.com)", async () => {
@@ -223,12 +230,13 @@ test('two processes: the activation that created the learner finishes its rules 
   const { tenant } = await organization();
   const user = nextUser++;
   const facts = { id: user, username: `u${user}`, name: 'U', email: `u${user}@uni.edu`, is_active: true };
-  // Process 1 writes activation t6 (claimed with the insert) ...
+  // Process 1 writes activation t6 and stops before its projection ...
   const first = await upsertUser(tenant, facts, at(6, 1), true);
+  await killedBeforeProjection(tenant, user);
   // ... process 2 applies registration t5 mail.net whole ...
   await deliver(tenant, user, { kind: 'registration', t: 5, domain: 'mail.net' }, 2);
-  // ... and process 1 reconciles the membership with the record it read.
-  await reconcileMembership(homeOf(tenant, first.current!), user, first.current);
+  // ... and process 1 goes on with its projection of the record it wrote.
+  await project(db, first.current!);
   expect(await membershipOf(tenant, user)).toBeNull();
 });
 
@@ -239,18 +247,14 @@ test('two processes: a reconciliation whose delete lands after another process s
   // Process 1 logs the late t3 mail.net: its period's first, matching nothing, so the membership t5 made goes ...
   const facts = { id: user, username: `u${user}`, name: 'U', email: `u${user}@mail.net`, is_active: true };
   const late = await upsertUser(tenant, facts, at(3, 2), true);
-  // ... but just before its delete lands, process 2 applies deactivated t4 whole: t5 is its
-  // period's first again, the membership stands, and process 2 marks that log settled.
-  const hooked = withHookBefore(
-    tenant,
-    COLLECTIONS.memberships,
-    async () => void (await deliver(tenant, user, { kind: 'update', t: 4, domain: 'corp.com', active: false }, 3)),
-    'findOneAndDelete',
-  );
-  await reconcileMembership(hooked, user, late.current);
+  await killedBeforeProjection(tenant, user);
+  // ... but before its projection, process 2 applies deactivated t4 whole: t5 is its period's
+  // first again, the membership stands; process 1's projection then finds a newer record.
+  await deliver(tenant, user, { kind: 'update', t: 4, domain: 'corp.com', active: false }, 3);
+  await project(db, late.current!);
   expect((await membershipOf(tenant, user))?.group).toBe(groups.corp);
   const stored = await tenant.collection<UserDoc>(COLLECTIONS.users).findById(String(user));
-  expect(stored?.settled_n).toBe(stored?.log_n);
+  expect(stored?.projected).toBe(stored?.rev);
 });
 
 test("an administrator's delete racing an older activation wins: the rules read the administrator's mark after their write", async () => {
@@ -260,7 +264,7 @@ test("an administrator's delete racing an older activation wins: the rules read 
   const facts = { id: user, username: `u${user}`, name: 'U', email: `u${user}@corp.com`, is_active: true };
   const late = await upsertUser(tenant, facts, at(5, 2), true);
   await deleteMembership(tenant, { id: (await membershipOf(tenant, user))!.id });
-  await reconcileMembership(homeOf(tenant, late.current!), user, late.current);
+  await project(db, late.current!);
   expect(await membershipOf(tenant, user)).toBeNull();
 });
 
@@ -268,9 +272,8 @@ test('a claim whose process died before its rules applies them on the next event
   const { tenant, groups } = await organization();
   const user = nextUser++;
   await deliver(tenant, user, { kind: 'activation', t: 5, domain: 'uni.edu' }, 1);
-  // As a process killed between the log and the membership leaves it.
-  await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: String(user) });
-  await db.collection<UserDoc>(COLLECTIONS.users).updateOne({ _id: String(user) }, { $unset: { settled_n: '' } });
+  // As a process killed between the record and its projection leaves it.
+  await killedBeforeProjection(tenant, user);
   await deliver(tenant, user, { kind: 'update', t: 6, domain: 'uni.edu', active: false }, 2);
   expect((await membershipOf(tenant, user))?.group).toBe(groups.uni);
 });

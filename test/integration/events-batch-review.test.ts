@@ -4,17 +4,17 @@
 // (a crash mid-batch, an administrator's request landing between two of the batch's commands)
 // are made exactly, by the state a crash leaves or by running the request at the batch's
 // command, never by timing.
-import { type Db, MongoClient } from 'mongodb';
+import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { type EventStamp, eventKey, normalizeEventTime } from '../../src/domain/event-time';
 import { createGroup } from '../../src/domain/groups';
 import { importUserBatch, type UserLine } from '../../src/domain/import-users';
+import type { UserFacts } from '../../src/domain/learners';
 import { applyRule, createRule } from '../../src/domain/membership-rules';
-import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../src/domain/memberships';
+import { deleteMembership, updateMembership } from '../../src/domain/memberships';
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
-import type { UserFacts } from '../../src/domain/users';
-import { withHookBefore } from '../helpers/domain';
+import { giveMembership, withHookBefore } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 const ORG = 'review-org';
@@ -44,6 +44,33 @@ const asData = (f: UserFacts): UserEventData => ({
   user: { id: f.id, is_active: f.is_active, pii: { username: f.username, email: f.email, name: f.name } },
   organization: ORG,
 });
+/**
+ * Runs `apply`, and `meanwhile` right before its first `method` call on `collectionName` (the
+ * driver's, whatever module makes it): another process landing at that moment.
+ */
+async function beforeFirst<T>(
+  method: 'insertMany' | 'insertOne',
+  collectionName: string,
+  apply: () => Promise<T>,
+  meanwhile: () => Promise<unknown>,
+): Promise<T> {
+  const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
+  let fired = false;
+  const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
+    if (!fired && this.collectionName === collectionName) {
+      fired = true;
+      await meanwhile();
+    }
+    return original.apply(this, args);
+  } as never);
+  try {
+    return await apply();
+  } finally {
+    spy.mockRestore();
+    expect(fired).toBe(true);
+  }
+}
+
 const gramsOf = (db: Db, id: number) => db.collection(COLLECTIONS.userGrams).countDocuments({ org: ORG, r: id });
 
 test('a redelivered run after a crash between a record and its search grams leaves the learners searchable, as the per-event path does', async () => {
@@ -59,12 +86,11 @@ test('a redelivered run after a crash between a record and its search grams leav
   expect(whole[0]).toBeGreaterThan(0);
   expect(whole[1]).toBeGreaterThan(0);
 
-  // The process dies after the records' upsert and before their grams (per event: upsertUser
-  // writes the record, then derives the grams and moves `indexed_t`; a batch writes the grams
-  // before the records): the records are there, their grams are not, and the run's offsets were
-  // never resolved. This is that state.
+  // The process dies after the records' write and before their grams (the record's projection,
+  // which marks it `projected` last: learners.ts): the records are there, their grams are not,
+  // and the run's offsets were never resolved. This is that state.
   await db.collection(COLLECTIONS.userGrams).deleteMany({ org: ORG, r: { $in: [1, 2] } });
-  await db.collection(COLLECTIONS.users).updateMany({ org: ORG, _id: { $in: ['1', '2'] } } as never, { $unset: { indexed_t: '' } });
+  await db.collection(COLLECTIONS.users).updateMany({ org: ORG, _id: { $in: ['1', '2'] } } as never, { $unset: { projected: '' } });
 
   // The broker redelivers the run; the next process's batch applies what it takes, and the
   // consumer applies the rest one by one (consumers/consumer.ts), as here.
@@ -88,6 +114,7 @@ test('the per-event path repairs the same crash state on a redelivery (the contr
   expect(await importUserBatch(tenant, [one, { facts: facts(2, 'x@nomatch.example'), at: stamp('a2', 2) }])).toEqual(['applied', 'applied']);
   const whole = await gramsOf(db, 1);
   await db.collection(COLLECTIONS.userGrams).deleteMany({ org: ORG, r: 1 });
+  await db.collection(COLLECTIONS.users).updateOne({ _id: '1' } as never, { $unset: { projected: '' } });
   expect(await applyUserData(db, asData(one.facts), one.at, 'activation', ORG)).toBe('duplicate');
   expect(await gramsOf(db, 1)).toBe(whole);
 });
@@ -98,15 +125,20 @@ test('a rule created and applied to existing learners while a batch registers a 
   const group = await createGroup(tenant, { name: 'Partners', description: '' });
   // The administrator creates the rule for partner.example and applies it to the learners
   // already registered, landing after the batch matched the rules and before it inserted.
-  const hooked = withHookBefore(tenant, COLLECTIONS.users, async () => {
-    const rule = await createRule(new Tenant(db, ORG), { name: 'partners', domain: 'partner.example', group: group.id });
-    expect(await applyRule(new Tenant(db, ORG), rule.id)).toBe(0); // the learner is not there yet
-  });
   const lines: UserLine[] = [
     { facts: facts(10, 'ten@partner.example'), at: stamp('b10', 10) },
     { facts: facts(11, 'eleven@nomatch.example'), at: stamp('b11', 11) },
   ];
-  expect(await importUserBatch(hooked, lines)).toEqual(['applied', 'applied']);
+  const outcomes = await beforeFirst(
+    'insertMany',
+    COLLECTIONS.users,
+    () => importUserBatch(tenant, lines),
+    async () => {
+      const rule = await createRule(new Tenant(db, ORG), { name: 'partners', domain: 'partner.example', group: group.id });
+      expect(await applyRule(new Tenant(db, ORG), rule.id)).toBe(0); // the learner is not there yet
+    },
+  );
+  expect(outcomes).toEqual(['applied', 'applied']);
 
   // Per event, the record is written before the rules are read, so either the event reads the
   // rule or "apply to existing learners" reads the learner: a membership in every interleaving.
@@ -142,7 +174,7 @@ test('a learner moved to another organization while the batch registers them kee
   // learner's own organization refuse them any membership ("already a member").
   const there = new Tenant(db, OTHER);
   const theirs = await createGroup(there, { name: 'Theirs', description: '' });
-  expect(await insertMembershipIfAbsent(there, { user: 20, group: theirs.id, automatic: false })).not.toBeNull();
+  expect(await giveMembership(there, { user: 20, group: theirs.id, automatic: false })).not.toBeNull();
 });
 
 test.each(['moves', 'deletes'])(
@@ -161,7 +193,7 @@ test.each(['moves', 'deletes'])(
       async () => {
         const made = await admin.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '30' });
         expect(made?.group).toBe(partners.id);
-        if (change === 'moves') expect(await moveMembership(admin, made!.id, other.id)).not.toBeNull();
+        if (change === 'moves') expect(await updateMembership(admin, made!.id, { group: other.id })).not.toBeNull();
         else expect(await deleteMembership(admin, { id: made!.id })).toBe(true);
       },
       'updateEach',
@@ -176,7 +208,7 @@ test.each(['moves', 'deletes'])(
       const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '30' });
       const group = change === 'moves' ? other.id : 0;
       expect(membership?.group ?? 0).toBe(group);
-      expect([user?.grp, user?.member, user?.settled_n]).toEqual([group, group === 0 ? 0 : 1, user?.log_n]);
+      expect([user?.grp, user?.member, user?.projected]).toEqual([group, group === 0 ? 0 : 1, user?.rev]);
     };
     await expectState();
     // The run again (a redelivery), composed as the consumer does: the change still stands.
@@ -207,7 +239,7 @@ test("an older login on another topic (another email, no rule) reconciling betwe
 
   expect(await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '40' })).toBeNull();
   const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '40' });
-  expect([user?.grp ?? 0, user?.member ?? 0, user?.settled_n]).toEqual([0, 0, user?.log_n]);
+  expect([user?.grp ?? 0, user?.member ?? 0, user?.projected]).toEqual([0, 0, user?.rev]);
   // The control: the same two events per event, in either order, leave no membership.
   const db2 = await freshDb();
   const theirs = await createGroup(new Tenant(db2, ORG), { name: 'Partners', description: '' });
@@ -231,15 +263,19 @@ test.each(['batch', 'per event'])(
     const memberships = db.collection<MembershipDoc>(COLLECTIONS.memberships);
     const made = await memberships.findOne({ org: ORG, _id: '50' } as never);
     expect(made?.group).toBe(group.id);
-    // The retirement wrote its tombstone and deleted the record, then its process died before
-    // the membership (versioned-records.ts deleteIfNewer): that state.
-    expect(await applyUserRetired(db, 50, stamp('f50-retired', 20), ORG)).toBe('applied');
+    // The retirement wrote the learner's record, then its process died before the membership
+    // (learners.ts project): that state, the organization it left still pending.
+    expect(await applyUserRetired(db, 50, stamp('f50-retired', 20))).toBe('applied');
     await memberships.insertOne(made!);
+    await db
+      .collection(COLLECTIONS.users)
+      .updateOne({ _id: '50' } as never, { $set: { left: [{ org: ORG, upTo: `${stamp('f50-retired', 20).time}#0000000002` }] }, $unset: { projected: '' } });
 
-    // Registers again, later, with an address no rule matches.
+    // Registers again, later, with an address no rule matches. The batch leaves a learner with a
+    // record to the per-event path, as the consumer then applies it.
     const again = { facts: { ...learner, email: 'fifty@nomatch.example' }, at: stamp('f50-again', 30) };
-    if (path === 'batch') expect(await importUserBatch(tenant, [again])).toEqual(['applied']);
-    else expect(await applyUserData(db, asData(again.facts), again.at, 'activation', ORG)).toBe('applied');
+    if (path === 'batch') expect(await importUserBatch(tenant, [again])).toEqual(['per-event']);
+    expect(await applyUserData(db, asData(again.facts), again.at, 'activation', ORG)).toBe('applied');
 
     expect(await memberships.findOne({ org: ORG, _id: '50' } as never)).toBeNull();
     const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '50' });
@@ -258,12 +294,16 @@ test('a learner moved to another organization while a rule is applied to existin
   const there = new Tenant(db, OTHER);
   const theirs = await createGroup(there, { name: 'Theirs', description: '' });
   await createRule(there, { name: 'partners', domain: 'partner.example', group: theirs.id });
-  // A newer event names another organization, landing after the rule read the learner and
-  // before it inserts their membership: the learner moves.
-  const hooked = withHookBefore(tenant, COLLECTIONS.memberships, async () => {
-    expect(await applyUserData(db, { ...asData(learner), organization: OTHER }, stamp('g60-moved', 20), 'update', OTHER)).toBe('applied');
-  });
-  await applyRule(hooked, rule.id);
+  // A newer event names another organization, landing after the rule's entry was written and
+  // before its membership is inserted: the learner moves.
+  await beforeFirst(
+    'insertOne',
+    COLLECTIONS.memberships,
+    () => applyRule(tenant, rule.id),
+    async () => {
+      expect(await applyUserData(db, { ...asData(learner), organization: OTHER }, stamp('g60-moved', 20), 'update', OTHER)).toBe('applied');
+    },
+  );
 
   const left = await db.collection<MembershipDoc>(COLLECTIONS.memberships).find({ user: 60, org: ORG }).toArray();
   expect(left).toEqual([]);

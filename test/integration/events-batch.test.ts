@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IHeaders } from 'kafkajs';
 import { type Db, MongoClient } from 'mongodb';
-import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../src/db/collections';
+import { COLLECTIONS, type LearnerRecordDoc, type MembershipDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import {
   binary,
@@ -142,12 +142,12 @@ function onboardingBacklog(): { messages: Message[]; activated: number[]; specia
   return { messages, activated, special };
 }
 
-/** What the two paths must agree on: users (their data, version and activation bookkeeping, list facts), memberships (not their ids, which are claimed in another order), tombstones, courses, search grams. */
+/** What the two paths must agree on: learners (their data, membership, list facts, projection), memberships (not their ids, which are claimed in another order), retired learners, courses, search grams. */
 async function state(db: Db) {
-  const users = await db
-    .collection<UserDoc>(COLLECTIONS.users)
+  const records = db.collection<LearnerRecordDoc>(COLLECTIONS.users);
+  const users = await records
     .find(
-      {},
+      { org: { $ne: null } },
       {
         projection: {
           _id: 0,
@@ -155,14 +155,14 @@ async function state(db: Db) {
           id: 1,
           email: 1,
           is_active: 1,
+          is_staff: 1,
+          is_site_admin: 1,
           event_time: 1,
-          event_n: 1,
-          event_ids: 1,
-          act_v: 1,
-          act_done: 1,
-          deact_v: 1,
+          m: 1,
           grp: 1,
           member: 1,
+          projected: 1,
+          rev: 1,
         },
       },
     )
@@ -173,17 +173,14 @@ async function state(db: Db) {
     .find({}, { projection: { _id: 0, org: 1, user: 1, group: 1, automatic: 1 } })
     .sort({ user: 1 })
     .toArray();
-  const tombstones = await db
-    .collection(COLLECTIONS.tombstones)
-    .find({}, { projection: { org: 1, event_time: 1, event_ids: 1 } })
-    .sort({ _id: 1 })
-    .toArray();
+  // Retired learners keep their record in no organization.
+  const retired = (await records.find({ org: null }, { projection: { _id: 1, event_time: 1 } }).toArray()).sort((a, b) => Number(a._id) - Number(b._id));
   const courses = await db
     .collection(COLLECTIONS.courses)
     .find({}, { projection: { _id: 0, org: 1, id: 1, name: 1 } })
     .toArray();
   const grams = await db.collection(COLLECTIONS.userGrams).countDocuments();
-  return { users, memberships, tombstones, courses, grams };
+  return { users, memberships, retired, courses, grams };
 }
 
 async function consume(db: Db, topic: string, batchSize: number): Promise<EventTestService> {
@@ -223,7 +220,7 @@ test('a backlog consumed in batches ends exactly as the same messages consumed o
   expect(ids).not.toContain(special.retired);
   expect(ids).not.toContain(special.retiredBefore);
   expect(expected.users.find((u) => u.id === special.updated)?.email).toBe(`renamed${special.updated}@${DOMAIN}`);
-  expect(expected.users.every((u) => (u.settled_n ?? 0) === (u.log_n ?? 0))).toBe(true);
+  expect(expected.users.every((u) => u.projected === u.rev)).toBe(true);
 
   // The same backlog delivered again (new Kafka records of the same events): nothing changes.
   await produce(batchedTopic, messages);
@@ -237,7 +234,7 @@ async function expectAppliedOnce(db: Db, ids: number[], matching: Set<number>): 
   const tenant = new Tenant(db, ORG_A);
   const users = await tenant.collection<UserDoc>(COLLECTIONS.users).find({}).toArray();
   expect(users.map((u) => u.id).sort()).toEqual([...ids].sort());
-  expect(users.filter((u) => (u.settled_n ?? 0) !== (u.log_n ?? 0)).map((u) => u.id)).toEqual([]);
+  expect(users.filter((u) => u.projected !== u.rev).map((u) => u.id)).toEqual([]);
   const memberships = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).find({}).toArray();
   expect(memberships.map((m) => m.user).sort()).toEqual([...matching].sort());
   expect(new Set(memberships.map((m) => m.id)).size).toBe(memberships.length);

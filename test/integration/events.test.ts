@@ -4,7 +4,7 @@ import { dlqTopic } from '../../consumers/consumer';
 import { COLLECTIONS, type CourseDoc, type GroupCourseDoc, type MembershipDoc, type PublicCourseDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { normalizeEventTime } from '../../src/domain/event-time';
-import { insertMembershipIfAbsent } from '../../src/domain/memberships';
+import { createMembership } from '../../src/domain/memberships';
 import {
   binary,
   closeProducer,
@@ -125,7 +125,11 @@ test('an existing manual membership is kept when a rule matches at activation', 
   await seedRule(tenant(org), 'school.edu');
   const manualGroup = await seedRule(tenant(org), 'other.edu');
   const id = newUserId();
-  const manual = await insertMembershipIfAbsent(tenant(org), { user: id, group: manualGroup.id, automatic: false });
+  // Registered inactive, then given a group by an administrator: a membership is always a learner's.
+  await processed(
+    await produceOne(lifecycleTopic, structured(cloudEvent(TYPES.registered, userData(org, { id, email: email('ed', 'school.edu'), is_active: false })), id)),
+  );
+  const manual = await createMembership(tenant(org), { user: id, group: manualGroup.id });
   const at = await produceOne(activatedTopic, structured(cloudEvent(TYPES.activated, userData(org, { id, email: email('ed', 'school.edu') })), id));
   await processed(at);
   expect(await userIn(org, id)).toMatchObject({ is_active: true });

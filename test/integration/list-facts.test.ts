@@ -1,14 +1,16 @@
 // Issue 12: the derived list fields (a user's group, a course's public and linked facts) and the
 // search grams converge under concurrent writers, and a writer that died between its write and
 // its derivation is repaired by the next event, `cag import`'s path, or a list page.
+
 import { COLLECTIONS, type MembershipDoc, type UserDoc, type UserGramDoc } from '../../src/db/collections';
 import { gramsOf, userSearchFields } from '../../src/db/search-index';
 import { Tenant } from '../../src/db/tenant';
 import { normalizeEventTime } from '../../src/domain/event-time';
+import { upsertUser } from '../../src/domain/learners';
 import { repairsDone, syncUserGroups } from '../../src/domain/list-facts';
-import { deleteMembership, insertMembershipIfAbsent, moveMembership } from '../../src/domain/memberships';
-import { upsertUser } from '../../src/domain/users';
+import { deleteMembership, updateMembership } from '../../src/domain/memberships';
 import { userQueries } from '../../src/features/users/queries';
+import { giveMembership } from '../helpers/domain';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
@@ -33,9 +35,9 @@ const user = async (id: number) => (await tenant.collection<UserDoc>(COLLECTIONS
 const membership = (id: number) => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findById(String(id));
 
 test('concurrent moves of one membership and concurrent syncs leave the user showing its final group', async () => {
-  const created = (await insertMembershipIfAbsent(tenant, { user: 1, group: groups[0]!, automatic: false }))!;
+  const created = (await giveMembership(tenant, { user: 1, group: groups[0]!, automatic: false }))!;
   await Promise.all([
-    ...Array.from({ length: 24 }, (_, i) => moveMembership(tenant, created.id, groups[i % groups.length]!)),
+    ...Array.from({ length: 24 }, (_, i) => updateMembership(tenant, created.id, { group: groups[i % groups.length]! })),
     ...Array.from({ length: 12 }, () => syncUserGroups(tenant, [1])),
   ]);
   const m = await membership(1);
@@ -46,7 +48,7 @@ test('concurrent creations and deletions of a membership leave the user showing 
   for (let round = 0; round < 3; round++) {
     await Promise.all(
       Array.from({ length: 16 }, async (_, i) => {
-        if (i % 2 === 0) await insertMembershipIfAbsent(tenant, { user: 2, group: groups[i % groups.length]!, automatic: false });
+        if (i % 2 === 0) await giveMembership(tenant, { user: 2, group: groups[i % groups.length]!, automatic: false });
         else {
           const m = await membership(2);
           if (m) await deleteMembership(tenant, { id: m.id });

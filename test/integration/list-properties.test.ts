@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { upsertCourse } from '../../src/domain/courses';
 import { normalizeEventTime } from '../../src/domain/event-time';
-import { upsertUser } from '../../src/domain/users';
+import { upsertUser } from '../../src/domain/learners';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';

@@ -106,7 +106,7 @@ async function runJob(argv: string[], env: Record<string, string>) {
   }
 }
 
-/** `n` users as the version before the activation log stored them: no `act_log`/`log_n`, and no upgrade mark in the database. */
+/** `n` users as a version before the history stored them: no `h`, and no upgrade mark in the database. */
 async function oldShapeUsers(db: Db, n: number) {
   const docs = Array.from({ length: n }, (_, i) => ({
     _id: String(i + 1),
@@ -119,7 +119,7 @@ async function oldShapeUsers(db: Db, n: number) {
   }));
   await db.collection(COLLECTIONS.users).insertMany(docs as never);
 }
-const oldShapeLeft = (db: Db) => db.collection(COLLECTIONS.users).countDocuments({ act_log: { $exists: false }, log_n: { $exists: false } });
+const oldShapeLeft = (db: Db) => db.collection(COLLECTIONS.users).countDocuments({ h: { $exists: false } });
 const logLines = (stderr: string) =>
   stderr
     .split('\n')
@@ -139,22 +139,22 @@ test('the rendered Job on a database without the upgrade mark: exit 0, the mark 
 
     const res = await runJob(argv, env);
     expect({ code: res.code, stdout: res.stdout }).toEqual({ code: 0, stdout: '' });
-    expect(res.stderr).toMatch(new RegExp(`upgrade activation-log: [\\d,]+ of ${USERS} users`));
+    expect(res.stderr).toMatch(new RegExp(`upgrade learner-histories: [\\d,]+ of ${USERS} users`));
     expect(res.stderr.trimEnd().split('\n').at(-1)).toBe('stored data upgraded; it is current');
     const messages = logLines(res.stderr).map((l) => l.msg);
     expect(messages).toEqual(
       expect.arrayContaining([
         'upgrading stored data',
-        'upgrade activation-log: pass 1 begins',
-        `upgrade activation-log: pass 1 upgraded ${USERS} users`,
-        'upgrade activation-log done',
+        'upgrade learner-histories: pass 1 begins',
+        `upgrade learner-histories: pass 1 upgraded ${USERS} users`,
+        'upgrade learner-histories done',
       ]),
     );
     // Nothing at warning level or above, and no secret of the environment in the output.
     expect(logLines(res.stderr).filter((l) => l.level >= 40)).toEqual([]);
     expect(res.stderr).not.toContain(MONGO_URL);
 
-    expect(await db.collection(COLLECTIONS.upgrades).findOne({ _id: 'activation-log' } as never)).not.toBeNull();
+    expect(await db.collection(COLLECTIONS.upgrades).findOne({ _id: 'learner-histories' } as never)).not.toBeNull();
     expect(await db.collection(COLLECTIONS.upgrades).findOne({ _id: 'shape' } as never)).toMatchObject({ v: UPGRADES.length });
     expect(await oldShapeLeft(db)).toBe(0);
 

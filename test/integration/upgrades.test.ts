@@ -48,22 +48,25 @@ const send = (kind: UserEventKind, id: number, time: string, eventId: string, is
     a.org,
   );
 
-/** A user as an earlier version of the service stored it: no event identities, no activation log (its earlier bookkeeping instead). */
+/** A user as an earlier version of the service stored it: no history, its version and earlier bookkeeping instead. */
 async function legacyUser(id: number, is_active: boolean, d = 1) {
   await send('update', id, day(d), `legacy-${id}`, is_active);
   await db.collection(COLLECTIONS.users).updateOne({ _id: String(id) } as never, {
-    $unset: { event_ids: '', event_n: '', act_log: '', log_n: '', settled_n: '' },
-    $set: { act_v: '0000#0000', act_done: true },
+    $unset: { h: '', rev: '', since: '', left: '', projected: '', m: '', legacy_ids: '' },
+    $set: { event_n: 1, act_v: '0000#0000', act_done: true, act_log: [], log_n: 1 },
   });
 }
 
-test('an active user stored before the activation log gets no rule at its next login; an inactive one gets them at its activation', async () => {
+/** The learner's activation period as its history's floor says (open: their next activation applies the rules). */
+const floorOf = async (id: number) => (await userOf(a, id))?.h?.floor as { place: { at: string }; state: { periodOpen: boolean } } | undefined;
+
+test('an active user stored before the history gets no rule at its next login; an inactive one gets them at its activation', async () => {
   await legacyUser(1, true);
   await legacyUser(2, false);
   await upgradeStoredRecords(db);
-  expect(await userOf(a, 1)).toMatchObject({ act_log: [], floor_v: `${day(1)}#0001`, floor_open: true });
-  expect(await userOf(a, 1)).not.toHaveProperty('act_v'); // the earlier bookkeeping goes
-  expect(await userOf(a, 2)).toMatchObject({ floor_open: false });
+  expect(await floorOf(1)).toMatchObject({ place: { at: day(1) }, state: { periodOpen: false } });
+  for (const field of ['act_v', 'act_log', 'log_n', 'event_n']) expect(await userOf(a, 1)).not.toHaveProperty(field); // the earlier bookkeeping goes
+  expect(await floorOf(2)).toMatchObject({ state: { periodOpen: true } });
 
   // The administrator had removed user 1's membership; the rules were applied at its activation back then.
   expect(await send('registration', 1, day(3), 'login-1')).toBe('applied');
@@ -83,16 +86,17 @@ test('an upgrade runs once: a start after it leaves a user stored later as it is
   expect(upgrades).toBeGreaterThan(0);
   await legacyUser(3, true);
   await upgradeStoredRecords(db);
-  expect((await userOf(a, 3))?.floor_v).toBeUndefined();
+  expect((await userOf(a, 3))?.h).toBeUndefined();
   expect(await db.collection(COLLECTIONS.upgrades).countDocuments()).toBe(upgrades);
-  // Unmarked, its next login counts as the first activation of its log: what the upgrade prevents.
+  // Not upgraded, it is read as the upgrade would have written it (learners.ts): its next login applies no rule.
   await send('registration', 3, day(3), 'login-3');
-  expect(await membershipOf(a, 3)).not.toBeNull();
+  expect(await membershipOf(a, 3)).toBeNull();
+  expect(await floorOf(3)).toMatchObject({ place: { at: day(1) }, state: { periodOpen: false } });
 });
 
 test('no event older than an upgraded user applies the rules: its past is not known (they may have been applied, and an administrator may have changed the result since)', async () => {
   await legacyUser(4, false, 5);
-  await db.collection(COLLECTIONS.upgrades).deleteOne({ _id: 'activation-log' } as never);
+  await db.collection(COLLECTIONS.upgrades).deleteOne({ _id: 'learner-histories' } as never);
   await upgradeStoredRecords(db);
   expect(await send('activation', 4, day(2), 'late-4')).toBe('stale');
   expect(await membershipOf(a, 4)).toBeNull();
@@ -102,7 +106,7 @@ test('no event older than an upgraded user applies the rules: its past is not kn
   expect(await membershipOf(a, 5)).not.toBeNull();
 });
 
-test('the activation-log upgrade of more users than one update command may carry (FerretDB answers none of 100 statements: src/db/dialect.ts)', async () => {
+test('the learner-histories upgrade of more users than one update command may carry (FerretDB answers none of 100 statements: src/db/dialect.ts)', async () => {
   const many = client.db(uniqueName('upgrades-many'));
   try {
     await ensureIndexes(many);
@@ -112,16 +116,23 @@ test('the activation-log upgrade of more users than one update command may carry
       org: 'org-a',
       event_time: day(1),
       event_n: 1,
+      username: `u${i + 1}`,
+      name: 'U',
+      email: `u${i + 1}@school.edu`,
       is_active: i % 2 === 0,
     }));
     await many.collection(COLLECTIONS.users).insertMany(users as never);
+    await many.collection(COLLECTIONS.memberships).insertOne({ _id: '3', id: 1, org: 'org-a', user: 3, group: 7, automatic: true } as never);
     await upgradeStoredRecords(many);
     const upgraded = await many
       .collection(COLLECTIONS.users)
-      .find({ act_log: [] }, { projection: { floor_v: 1, floor_open: 1, is_active: 1 } })
+      .find({ rev: 1 }, { projection: { h: 1, m: 1, is_active: 1, event_n: 1 } })
       .toArray();
     expect(upgraded).toHaveLength(150);
-    expect(upgraded.every((u) => u.floor_v === `${day(1)}#0001` && u.floor_open === u.is_active)).toBe(true);
+    expect(upgraded.every((u) => u.h.floor.place.at === day(1) && u.h.floor.state.periodOpen === !u.is_active && u.event_n === undefined)).toBe(true);
+    // The membership it has is the floor's, and its projection is in place.
+    expect(upgraded.find((u) => String(u._id) === '3')?.m).toEqual({ group: 7, auto: true, born: '' });
+    expect(upgraded.filter((u) => u.m).map((u) => String(u._id))).toEqual(['3']);
   } finally {
     await many.dropDatabase();
   }
@@ -129,18 +140,19 @@ test('the activation-log upgrade of more users than one update command may carry
 
 test('a user the current version writes (created by an active `user.updated`, no activation yet) is never taken for one of the old shape: its first activation applies the rules', async () => {
   await send('update', 6, day(1), 'updated-6', true);
-  expect(await userOf(a, 6)).toMatchObject({ log_n: 0 });
+  const written = await userOf(a, 6);
+  expect(written?.h?.entries).toHaveLength(1);
   // The upgrade runs again (its mark gone, as on a database restored from before it).
-  await db.collection(COLLECTIONS.upgrades).deleteOne({ _id: 'activation-log' } as never);
+  await db.collection(COLLECTIONS.upgrades).deleteOne({ _id: 'learner-histories' } as never);
   await upgradeStoredRecords(db);
-  expect(await userOf(a, 6)).not.toHaveProperty('floor_v');
+  expect(await userOf(a, 6)).toEqual(written);
   expect(await send('activation', 6, day(2), 'activation-6')).toBe('applied');
   expect(await membershipOf(a, 6)).not.toBeNull();
 });
 
 // --- Once per database, under a lease ----------------------------------------------------------
 
-/** `n` users as a version before the activation log stored them (no `act_log`), from id `from`. */
+/** `n` users as a version before the history stored them (no `h`), from id `from`; `current`: as this version writes them. */
 // Courses before they kept their history (docs/event-core.md): a course's version, its tombstone
 // once deleted, and its links' `born_v`. The upgrade turns each into the history's floor.
 test('courses stored before their history: a deleted one stays deleted against an older event, a redelivered event of a kept one is a duplicate, links follow the course', async () => {
@@ -198,14 +210,14 @@ async function insertOldShapeUsers(target: Db, n: number, from = 1, shape: 'old'
         event_time: day(1),
         event_n: 1,
         is_active: id % 2 === 0,
-        ...(shape === 'current' ? { act_log: [] } : { act_v: '0000#0000', act_done: true }),
+        ...(shape === 'current' ? { h: { seq: 1, entries: [], floor: null }, rev: 1 } : { act_v: '0000#0000', act_done: true }),
       };
     });
     await target.collection(COLLECTIONS.users).insertMany(docs as never, { ordered: false });
   }
 }
 
-const oldShapeLeft = (target: Db) => target.collection(COLLECTIONS.users).countDocuments({ act_log: { $exists: false }, log_n: { $exists: false } });
+const oldShapeLeft = (target: Db) => target.collection(COLLECTIONS.users).countDocuments({ h: { $exists: false } });
 
 interface Started {
   running: Running;
@@ -232,25 +244,25 @@ test('three processes started together on a database without the mark: one runs 
   try {
     await ensureIndexes(target);
     await insertOldShapeUsers(target, 600);
-    // The holder's first batch waits until the test has seen every process waiting.
+    // The holder's first batch of users waits until the test has seen every process waiting.
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     let batches = 0;
-    const afterBatch = async () => {
-      if (batches++ === 0) await released;
+    const afterBatch = async (upgrade: Upgrade) => {
+      if (upgrade.name === 'learner-histories' && batches++ === 0) await released;
     };
     started.push(...(await Promise.all([start(name, 'all', { afterBatch }), start(name, 'api', { afterBatch }), start(name, 'api', { afterBatch })])));
     const token = await siteAdminToken('org-a');
     for (const s of started) {
       const probe = await waitFor(
         () => http(s.url).get('/readyz'),
-        (r) => r.status === 503 && r.body.failing.some((f: string) => /^upgrade activation-log: [\d,]+ of 600 users/.test(f)),
+        (r) => r.status === 503 && r.body.failing.some((f: string) => /^upgrade learner-histories: [\d,]+ of 600 users/.test(f)),
         30000,
       );
-      expect(probe.body.detail).toMatch(/^Not ready: .*upgrade activation-log: [\d,]+ of 600 users/);
+      expect(probe.body.detail).toMatch(/^Not ready: .*upgrade learner-histories: [\d,]+ of 600 users/);
       // Neither serving the API meanwhile...
       const api = await http(s.url, token).get('course-access-groups/');
-      expect({ status: api.status, detail: api.body.detail }).toEqual({ status: 503, detail: expect.stringMatching(/^Not ready: upgrade activation-log/) });
+      expect({ status: api.status, detail: api.body.detail }).toEqual({ status: 503, detail: expect.stringMatching(/^Not ready: upgrade learner-histories/) });
     }
     // ...nor consuming.
     expect((await http(started[0]!.url).get('/readyz')).body.failing).toContain('consumer');
@@ -269,7 +281,7 @@ test('three processes started together on a database without the mark: one runs 
             })
             .join('\n'),
         );
-    const firstPasses = started.flatMap(messages).filter((m) => m === 'upgrade activation-log: pass 1 begins');
+    const firstPasses = started.flatMap(messages).filter((m) => m === 'upgrade learner-histories: pass 1 begins');
     expect(firstPasses).toHaveLength(1);
     expect(await oldShapeLeft(target)).toBe(0);
   } finally {
@@ -292,10 +304,10 @@ test('a scan longer than the driver socket timeout finishes instead of starting 
     await insertOldShapeUsers(client.db(name), 8000, 1, 'current');
     await upgradeStoredRecords(target, { batchSize: 100, log: createLogger('info', { write: (line: string) => void logs.push(line) }) });
     const msgs = logs.map((l) => JSON.parse(l).msg);
-    expect(msgs.filter((m) => m === 'upgrade activation-log: pass 1 begins')).toHaveLength(1);
-    expect(msgs.filter((m) => /^upgrade activation-log: pass \d+ begins$/.test(m))).toHaveLength(1);
-    expect(msgs).toContain('upgrade activation-log done');
-    expect(await target.collection(COLLECTIONS.upgrades).findOne({ _id: 'activation-log' } as never)).not.toBeNull();
+    expect(msgs.filter((m) => m === 'upgrade learner-histories: pass 1 begins')).toHaveLength(1);
+    expect(msgs.filter((m) => /^upgrade learner-histories: pass \d+ begins$/.test(m))).toHaveLength(1);
+    expect(msgs).toContain('upgrade learner-histories done');
+    expect(await target.collection(COLLECTIONS.upgrades).findOne({ _id: 'learner-histories' } as never)).not.toBeNull();
   } finally {
     await client.db(name).dropDatabase();
     await short.close();
@@ -315,15 +327,16 @@ test('a writer of the old shape during the upgrade (an older process) leaves no 
         if (pass !== 1 || wrote) return;
         wrote = true;
         // Behind the scan: a user it has upgraded rewritten in the old shape, and a new one.
-        await target
-          .collection(COLLECTIONS.users)
-          .updateOne({ _id: '1' } as never, { $unset: { act_log: '', floor_v: '', floor_open: '' }, $set: { act_done: true } });
+        await target.collection(COLLECTIONS.users).updateOne({ _id: '1' } as never, { $unset: { h: '', rev: '' }, $set: { act_done: true } });
         await insertOldShapeUsers(target, 1, 5001);
       },
     });
     expect(wrote).toBe(true);
     expect(await oldShapeLeft(target)).toBe(0);
-    expect(await target.collection(COLLECTIONS.users).findOne({ _id: '1' } as never)).toMatchObject({ act_log: [], floor_v: `${day(1)}#0001` });
+    expect(await target.collection(COLLECTIONS.users).findOne({ _id: '1' } as never)).toMatchObject({
+      rev: 1,
+      h: { floor: { place: { at: day(1), seq: 1 } } },
+    });
   } finally {
     await target.dropDatabase();
   }
@@ -348,7 +361,7 @@ test('an upgrade stopped half-way (its process stopped or dead) is resumed where
     expect(await oldShapeLeft(target)).toBe(50);
     const logs: string[] = [];
     await upgradeStoredRecords(target, { batchSize: 100, log: createLogger('info', { write: (line: string) => void logs.push(line) }) });
-    const begins = logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'upgrade activation-log: pass 1 begins');
+    const begins = logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'upgrade learner-histories: pass 1 begins');
     expect(begins.map((l) => l.from)).toEqual([200]);
     expect(await oldShapeLeft(target)).toBe(0);
   } finally {
@@ -429,7 +442,7 @@ test('`cag upgrade` runs the upgrades as a job: exit 0 with what it did, exit 0 
     await insertOldShapeUsers(target, 100);
     const first = await cag(name);
     expect(first).toEqual({ code: 0, stderr: expect.stringContaining('stored data upgraded; it is current') });
-    expect(first.stderr).toMatch(/upgrade activation-log: [\d,]+ of 100 users/);
+    expect(first.stderr).toMatch(/upgrade learner-histories: [\d,]+ of 100 users/);
     expect(await oldShapeLeft(target)).toBe(0);
     expect(await cag(name)).toEqual({ code: 0, stderr: 'stored data is current; nothing to upgrade\n' });
     await upgradeStoredRecords(target, { upgrades: [...UPGRADES, LATER] });

@@ -2,7 +2,7 @@
 import { decodeCloudEvent, InvalidMessage } from '../../consumers/cloudevents';
 import { orgFromCourseKey } from '../../src/domain/courses';
 import { normalizeEventTime } from '../../src/domain/event-time';
-import { emailDomain } from '../../src/domain/membership-rules';
+import { emailDomain } from '../../src/domain/rule-match';
 
 const envelope = {
   specversion: '1.0',

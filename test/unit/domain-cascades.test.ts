@@ -6,10 +6,9 @@ import { COLLECTIONS, type PublicCourseDoc, type UserGramDoc } from '../../src/d
 import type { Tenant } from '../../src/db/tenant';
 import { deleteCourse, upsertCourse } from '../../src/domain/courses';
 import { deleteGroup } from '../../src/domain/groups';
-import { insertMembershipIfAbsent } from '../../src/domain/memberships';
+import { upsertUser } from '../../src/domain/learners';
 import { createPublicCourse } from '../../src/domain/public-courses';
-import { upsertUser } from '../../src/domain/users';
-import { addRule, courseOf, day, facts, link, links, membershipOf, memberships, memoryWorld, newGroup, rules, userOf } from '../helpers/domain';
+import { addRule, courseOf, day, facts, giveMembership, link, links, membershipOf, memberships, memoryWorld, newGroup, rules, userOf } from '../helpers/domain';
 
 let tenant: (org: string) => Tenant;
 let a: Tenant;
@@ -30,8 +29,8 @@ describe('deleting a group', () => {
     await upsertCourse(a, { key: course, name: 'Cascade' }, day(1));
     const doomed = await newGroup(a, 'Doomed');
     const kept = await newGroup(a, 'Kept');
-    await insertMembershipIfAbsent(a, { user: 50, group: doomed, automatic: false });
-    await insertMembershipIfAbsent(a, { user: 51, group: kept, automatic: false });
+    await giveMembership(a, { user: 50, group: doomed, automatic: false });
+    await giveMembership(a, { user: 51, group: kept, automatic: false });
     await addRule(a, 'doomed.example.com', doomed);
     await addRule(a, 'kept.example.com', kept);
     await link(a, course, doomed);
@@ -47,7 +46,7 @@ describe('deleting a group', () => {
     expect(await userOf(a, 51)).toMatchObject({ grp: kept, member: 1 });
     expect(await courseOf(a, course)).toMatchObject({ linked: 1 }); // still linked to Kept
     // The user is free again.
-    expect(await insertMembershipIfAbsent(a, { user: 50, group: kept, automatic: false })).not.toBeNull();
+    expect(await giveMembership(a, { user: 50, group: kept, automatic: false })).not.toBeNull();
   });
 
   test("a course's last link going with the group leaves it unlinked; an unknown or another organization's group deletes nothing", async () => {
@@ -55,7 +54,8 @@ describe('deleting a group', () => {
     await upsertCourse(a, { key: course, name: 'Only' }, day(1));
     const group = await newGroup(a);
     await link(a, course, group);
-    await insertMembershipIfAbsent(a, { user: 7, group, automatic: false });
+    await upsertUser(a, facts(7), day(1));
+    await giveMembership(a, { user: 7, group, automatic: false });
     expect(await courseOf(a, course)).toMatchObject({ linked: 1 });
 
     expect(await deleteGroup(b, group)).toBe(false);
@@ -74,7 +74,7 @@ describe('a user moving organization', () => {
   test('drops the membership (a group of the old organization) and the old search entries; the user lives in the new one', async () => {
     const group = await newGroup(a);
     await upsertUser(a, facts(1), day(1));
-    await insertMembershipIfAbsent(a, { user: 1, group, automatic: false });
+    await giveMembership(a, { user: 1, group, automatic: false });
     expect(await userGrams(a, 1)).toBeGreaterThan(0);
 
     const { outcome, current } = await upsertUser(b, facts(1, { name: 'Moved' }), day(2));
@@ -90,7 +90,7 @@ describe('a user moving organization', () => {
   test('an older event naming another organization moves nothing', async () => {
     const group = await newGroup(a);
     await upsertUser(a, facts(1), day(2));
-    await insertMembershipIfAbsent(a, { user: 1, group, automatic: false });
+    await giveMembership(a, { user: 1, group, automatic: false });
     const { outcome, current } = await upsertUser(b, facts(1), day(1));
     expect(outcome).toBe('stale');
     expect(current).toMatchObject({ org: 'org-a', event_time: day(2) });

@@ -1,25 +1,27 @@
 // Membership rules (docs/events.md, src/domain/membership-rules.ts) over the in-memory Db: the real
 // domain functions, no stack. test/integration/events.test.ts and rule-apply.test.ts check the
 // same through Kafka and HTTP.
+
+import type { Db } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../src/db/collections';
 import type { Tenant } from '../../src/db/tenant';
-import { applyRuleToExistingUsers, reconcileMembership } from '../../src/domain/membership-rules';
-import { insertMembershipIfAbsent } from '../../src/domain/memberships';
-import { retireUser, type UserFacts, upsertUser } from '../../src/domain/users';
-import { addRule, day, facts, groupWithRule, membershipOf, memberships, memoryWorld, newGroup, userOf } from '../helpers/domain';
+import { learnerRecords } from '../../src/db/user-records';
+import { project, retireUser, type UserFacts, upsertUser } from '../../src/domain/learners';
+import { applyRuleToExistingUsers } from '../../src/domain/membership-rules';
+import { addRule, day, facts, giveMembership, groupWithRule, membershipOf, memberships, memoryWorld, newGroup, userOf } from '../helpers/domain';
 
 let tenant: (org: string) => Tenant;
+let db: Db;
 let a: Tenant;
 beforeEach(async () => {
-  ({ tenant } = await memoryWorld());
+  ({ tenant, db } = await memoryWorld());
   a = tenant('org-a');
 });
 
-/** What an activation does (its user upserted as of `time`, the membership reconciled); returns the membership it created, or null. */
+/** What an activation does (its entry in the learner's history, the membership projected); returns the membership it created, or null. */
 async function activate(t: Tenant, user: UserFacts, time = day(1)) {
   const before = await membershipOf(t, user.id);
-  const { current } = await upsertUser(t, user, time, user.is_active);
-  await reconcileMembership(t, user.id, current);
+  await upsertUser(t, user, time, user.is_active);
   const after = await membershipOf(t, user.id);
   return before === null ? after : null;
 }
@@ -45,8 +47,10 @@ test('the last `@` decides the domain; another domain, or a rule of another orga
 test('an existing membership is never changed: a manual one stays as it was', async () => {
   await groupWithRule(a, 'school.edu');
   const other = await newGroup(a, 'Manual');
-  const manual = await insertMembershipIfAbsent(a, { user: 1, group: other, automatic: false });
-  expect(await activate(a, facts(1, { domain: 'school.edu' }))).toBeNull();
+  await upsertUser(a, facts(1, { domain: 'school.edu', is_active: false }), day(1), true);
+  const manual = await giveMembership(a, { user: 1, group: other, automatic: false });
+  expect(manual).toMatchObject({ group: other, automatic: false });
+  expect(await activate(a, facts(1, { domain: 'school.edu' }), day(2))).toBeNull();
   expect(await membershipOf(a, 1)).toEqual(manual);
 });
 
@@ -57,17 +61,15 @@ test('an inactive user gets no membership; their later activation creates it', a
   expect(await activate(a, facts(1, { domain: 'school.edu' }), day(2))).toMatchObject({ group, automatic: true });
 });
 
-test('reconciling twice, one after the other or at once, leaves one membership', async () => {
-  await groupWithRule(a, 'school.edu');
-  const { current } = await upsertUser(a, facts(1, { domain: 'school.edu' }), day(1), true);
-  await reconcileMembership(a, 1, current);
-  await reconcileMembership(a, 1, current);
-  const second = await upsertUser(a, facts(2, { domain: 'school.edu' }), day(1), true);
-  await Promise.all([reconcileMembership(a, 2, second.current), reconcileMembership(a, 2, second.current)]);
+test('an activation applied twice, one after the other or at once, leaves one membership and one entry', async () => {
+  const group = await groupWithRule(a, 'school.edu');
+  await upsertUser(a, facts(1, { domain: 'school.edu' }), day(1), true);
+  expect((await upsertUser(a, facts(1, { domain: 'school.edu' }), day(1), true)).outcome).toBe('duplicate');
+  await Promise.all([upsertUser(a, facts(2, { domain: 'school.edu' }), day(1), true), upsertUser(a, facts(2, { domain: 'school.edu' }), day(1), true)]);
   expect((await memberships(a)).map((m) => m.user)).toEqual([1, 2]);
   const stored = await userOf(a, 2);
-  expect(stored?.settled_n).toBe(stored?.log_n);
-  expect(stored?.act_log).toEqual([{ v: `${day(1)}#0001`, k: 'a', g: (await membershipOf(a, 2))?.group, i: [`t:${day(1)}`] }]);
+  expect(stored?.projected).toBe(stored?.rev);
+  expect(stored?.h?.entries).toEqual([expect.objectContaining({ kind: 'user', at: day(1), seq: 1, capable: true, rule: group })]);
 });
 
 test('a rule applied to existing users makes the active matching ones without a membership members, and counts them; again, none', async () => {
@@ -81,7 +83,7 @@ test('a rule applied to existing users makes the active matching ones without a 
   await upsertUser(a, facts(5, { email: 'weird@x@partner.org' }), day(1)); // the last `@` decides: matches
   await upsertUser(a, facts(7, { domain: 'partner.org' }), day(1)); // joins (on the second page of two)
   await upsertUser(b, facts(6, { domain: 'partner.org' }), day(1)); // another organization
-  await insertMembershipIfAbsent(a, { user: 3, group: staff, automatic: false });
+  await giveMembership(a, { user: 3, group: staff, automatic: false });
   const rule = await addRule(a, 'partner.org', partners);
 
   expect(await applyRuleToExistingUsers(a, { domain: rule.domain, group: partners }, 2)).toBe(3);
@@ -99,14 +101,14 @@ test('a rule applied to existing users makes the active matching ones without a 
 test('a retirement racing a rule leaves no membership', async () => {
   await groupWithRule(a, 'school.edu');
   await activate(a, facts(1, { domain: 'school.edu' }));
-  // As a crash leaves it: logged and matched, the membership not made yet.
+  // As a crash leaves it: the record written, the membership not made yet.
   await a.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: '1' });
-  await a.collection<UserDoc>(COLLECTIONS.users).updateBookkeeping({ _id: '1' }, { $unset: { settled_n: '' } });
-  // The rule's read of the user, then the whole retirement (tombstone, membership, user), then
-  // the rule's insert: the window where the retirement found no membership to delete.
-  const read = await userOf(a, 1);
-  expect(await retireUser(a, 1, day(2))).toBe('applied');
-  await reconcileMembership(a, 1, read);
+  await a.collection<UserDoc>(COLLECTIONS.users).updateBookkeeping({ _id: '1' }, { $unset: { projected: '' } });
+  // The projection's read of the record, then the whole retirement, then the projection's
+  // writes: the window where the retirement found no membership to delete.
+  const read = (await learnerRecords(db).read(1))!;
+  expect(await retireUser(db, 1, day(2))).toBe('applied');
+  await project(db, read);
   expect(await membershipOf(a, 1)).toBeNull();
   expect(await userOf(a, 1)).toBeNull();
 });

@@ -1,18 +1,19 @@
-// Records written by events in event-time order, and tombstones (src/domain/versioned-records.ts,
-// users.ts, courses.ts; docs/events.md "ordering, duplicates"), over the in-memory Db.
-import { COLLECTIONS, type TombstoneDoc } from '../../src/db/collections';
+// Records written by events in event-time order, and retirements that stay (src/domain/learners.ts,
+// courses.ts; docs/event-core.md), over the in-memory Db.
+import type { Db } from 'mongodb';
 import type { Tenant } from '../../src/db/tenant';
-import { tombstones } from '../../src/db/tombstones';
+import { learnerRecords } from '../../src/db/user-records';
 import { upsertCourse } from '../../src/domain/courses';
-import { asStamp, normalizeEventTime } from '../../src/domain/event-time';
-import { reconcileMembership } from '../../src/domain/membership-rules';
-import { retireUser, upsertUser, userTombstone } from '../../src/domain/users';
-import { deletedSince, recordDeletion } from '../../src/domain/versioned-records';
+import { normalizeEventTime } from '../../src/domain/event-time';
+import { retireUser, upsertUser } from '../../src/domain/learners';
 import { courseOf, day, facts, groupWithRule, membershipOf, memoryWorld, userOf } from '../helpers/domain';
 
 let a: Tenant;
+let db: Db;
 beforeEach(async () => {
-  a = (await memoryWorld()).tenant('org-a');
+  const world = await memoryWorld();
+  db = world.db;
+  a = world.tenant('org-a');
 });
 
 describe('upsert by event time', () => {
@@ -69,13 +70,13 @@ describe('upsert by event time', () => {
   });
 });
 
-describe('tombstones', () => {
+describe('retirements', () => {
   test('a retired user cannot be brought back by an older event; a newer event brings them back', async () => {
     await upsertUser(a, facts(1), day(1));
-    expect(await retireUser(a, 1, day(3))).toBe('applied');
+    expect(await retireUser(db, 1, day(3))).toBe('applied');
     expect(await userOf(a, 1)).toBeNull();
 
-    expect(await upsertUser(a, facts(1, { name: 'Late' }), day(2))).toMatchObject({ outcome: 'stale', current: null });
+    expect(await upsertUser(a, facts(1, { name: 'Late' }), day(2))).toMatchObject({ outcome: 'stale', current: { org: null, name: '' } });
     expect(await userOf(a, 1)).toBeNull();
     // The retirement itself again (a bare time is its own identity) is a duplicate.
     expect((await upsertUser(a, facts(1), day(3))).outcome).toBe('duplicate');
@@ -87,32 +88,30 @@ describe('tombstones', () => {
 
   test('retirement deletes the user and their membership; again it is a duplicate, an older one stale', async () => {
     await groupWithRule(a, 'example.com');
-    const { current } = await upsertUser(a, facts(1), day(1), true);
-    await reconcileMembership(a, 1, current);
+    await upsertUser(a, facts(1), day(1), true);
     expect(await membershipOf(a, 1)).not.toBeNull();
-    expect(await retireUser(a, 1, day(2))).toBe('applied');
+    expect(await retireUser(db, 1, day(2))).toBe('applied');
     expect(await membershipOf(a, 1)).toBeNull();
     expect(await userOf(a, 1)).toBeNull();
-    expect(await retireUser(a, 1, day(2))).toBe('duplicate');
-    expect(await retireUser(a, 1, day(1))).toBe('stale');
+    expect(await retireUser(db, 1, day(2))).toBe('duplicate');
+    expect(await retireUser(db, 1, { time: day(1), id: 'an-older-retirement' })).toBe('stale');
   });
 
   test('a user record newer than a retirement (an id used again) is left alone', async () => {
     await upsertUser(a, facts(1, { name: 'Reused id' }), day(5));
-    expect(await retireUser(a, 1, day(4))).toBe('stale');
+    expect(await retireUser(db, 1, day(4))).toBe('stale');
     expect(await userOf(a, 1)).toMatchObject({ name: 'Reused id' });
   });
 
-  test('a tombstone only moves forward, and says which events it outlives', async () => {
-    const stone = userTombstone(9);
-    const record = (time: string) => recordDeletion(a.db, stone, a.org, asStamp(time), null);
-    expect(deletedSince(await tombstones(a.db).get(stone), day(1))).toBe(false);
-    expect(await record(day(2))).toBe('applied');
-    expect(await record(day(1))).toBe('stale');
-    expect(await record(day(2))).toBe('duplicate');
-    expect(deletedSince(await tombstones(a.db).get(stone), day(2))).toBe(true);
-    expect(deletedSince(await tombstones(a.db).get(stone), day(3))).toBe(false);
-    expect(await record(day(3))).toBe('applied');
-    expect(await a.db.collection<TombstoneDoc>(COLLECTIONS.tombstones).findOne({ _id: stone })).toMatchObject({ event_time: day(3) });
+  test('a retired record only moves forward, keeps no profile, and says which events it outlives', async () => {
+    const retire = (time: string) => retireUser(db, 9, time);
+    expect(await retire(day(2))).toBe('applied');
+    expect(await retire(day(1))).toBe('stale');
+    expect(await retire(day(2))).toBe('duplicate');
+    expect(await learnerRecords(db).read(9)).toMatchObject({ org: null, event_time: day(2), username: '', email: '' });
+    expect((await upsertUser(a, facts(9), { time: day(1), id: 'an-older-registration' })).outcome).toBe('stale');
+    expect(await userOf(a, 9)).toBeNull();
+    expect(await retire(day(3))).toBe('applied');
+    expect(await learnerRecords(db).read(9)).toMatchObject({ org: null, event_time: day(3) });
   });
 });

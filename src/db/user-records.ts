@@ -1,0 +1,112 @@
+import type { Db } from 'mongodb';
+import { COLLECTIONS, type LearnerRecordDoc, type MembershipDoc, type StoredHistory } from './collections';
+import { readInPieces, refusedAsDuplicates, UPDATES_PER_COMMAND } from './dialect';
+import { isDuplicateKey } from './driver-errors';
+
+/**
+ * Learner records by user id alone, whatever organization holds them (docs/event-core.md,
+ * "Writes"): the event core reads a learner's history here and writes it back on the condition
+ * that nobody wrote it since (`rev`), as course-records.ts does for courses. A retired learner
+ * keeps its record in no organization (`org` null, its profile blanked): no tenant reads it.
+ */
+export function learnerRecords(db: Db) {
+  const records = db.collection<LearnerRecordDoc>(COLLECTIONS.users);
+  // FerretDB v1 drops a null from `$setOnInsert` (the upgrade's retired learners): absent reads as none.
+  const normalized = (doc: LearnerRecordDoc) => ({ ...doc, org: doc.org ?? null, m: doc.m ?? null });
+  return {
+    async read(id: number): Promise<LearnerRecordDoc | null> {
+      const doc = await records.findOne({ _id: String(id) });
+      return doc && normalized(doc);
+    },
+
+    /** The records of `ids`, whichever organization holds each, in one query per 1000 (by `_id` alone: see owners.ts). */
+    async readMany(ids: readonly number[]): Promise<Map<number, LearnerRecordDoc>> {
+      const keys = [...new Set(ids)].map(String);
+      const docs = await readInPieces(keys, (piece) => records.find({ _id: { $in: piece } }).toArray());
+      return new Map(docs.map((d) => [d.id, normalized(d)]));
+    },
+
+    /**
+     * Writes `next` if the record is still the one read (`read`, null: there was none). False
+     * when another write came first: the caller reads and folds again.
+     */
+    async writeIfUnchanged(read: LearnerRecordDoc | null, next: LearnerRecordDoc): Promise<boolean> {
+      if (read === null) {
+        try {
+          await records.insertOne(next);
+          return true;
+        } catch (err) {
+          if (isDuplicateKey(err)) return false;
+          throw err;
+        }
+      }
+      // The list facts (grp, member, facts_v) are derived apart (list-facts.ts): left as they are.
+      const { _id, grp: _g, member: _m, facts_v: _f, ...fields } = next;
+      const result = await records.updateOne({ _id, rev: read.rev ?? { $exists: false } }, { $set: fields });
+      return result.matchedCount === 1;
+    },
+
+    /** New learners' records in one unordered insert: the `_id`s refused (a record exists: its learner goes one by one). */
+    async insertNew(docs: readonly LearnerRecordDoc[]): Promise<Set<string>> {
+      if (docs.length === 0) return new Set();
+      try {
+        await records.insertMany([...docs], { ordered: false });
+        return new Set();
+      } catch (err) {
+        const refused = refusedAsDuplicates(err);
+        if (!refused) throw err;
+        return new Set(refused.map((i) => docs[i]!._id));
+      }
+    },
+
+    /**
+     * What follows from revision `rev` is in place (`projected`), and the organizations it left
+     * are done with, unless the record was written since (its writer projects again).
+     */
+    async projected(id: string, rev: number): Promise<void> {
+      await records.updateOne({ _id: id, rev }, { $set: { left: [], projected: rev } });
+    },
+
+    /** The same for many records at once (the batch path): one command per UPDATES_PER_COMMAND (dialect.ts). */
+    async projectedMany(done: readonly { id: string; rev: number }[]): Promise<void> {
+      for (let i = 0; i < done.length; i += UPDATES_PER_COMMAND) {
+        await records.bulkWrite(
+          done
+            .slice(i, i + UPDATES_PER_COMMAND)
+            .map(({ id, rev }) => ({ updateOne: { filter: { _id: id, rev }, update: { $set: { left: [], projected: rev } } } })),
+          { ordered: false },
+        );
+      }
+    },
+  };
+}
+
+/**
+ * The history of a learner stored before histories were kept: its past is not known, so it is
+ * the floor, at the record's time, with the membership it had (learner-fold.ts `LearnerState`);
+ * its activation period is closed while it is active (its activation's rules were applied then)
+ * and open while it is not. The upgrade (upgrades.ts) writes it.
+ */
+export function legacyLearnerHistory(
+  doc: Pick<LearnerRecordDoc, 'org' | 'event_time' | 'username' | 'email' | 'name' | 'is_active' | 'is_staff' | 'is_site_admin'>,
+  membership: Pick<MembershipDoc, 'group' | 'automatic'> | null,
+): StoredHistory {
+  const state =
+    doc.org === null
+      ? { record: null, membership: null, since: null, periodOpen: true }
+      : {
+          record: {
+            org: doc.org,
+            username: doc.username,
+            email: doc.email,
+            name: doc.name,
+            is_active: doc.is_active,
+            is_staff: doc.is_staff === true,
+            is_site_admin: doc.is_site_admin === true,
+          },
+          membership: membership && { group: membership.group, by: membership.automatic ? 'rule' : 'admin', born: { at: '', seq: 0 } },
+          since: { at: '', seq: 0 },
+          periodOpen: !doc.is_active,
+        };
+  return { seq: 1, entries: [], floor: { place: { at: doc.event_time, seq: 1 }, state, ids: [] } };
+}

@@ -1,0 +1,354 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from 'mongodb';
+import { withCause } from '../db/change-context';
+import { recordAfterWrite } from '../db/change-log';
+import { COLLECTIONS, type LearnerRecordDoc, type MembershipDoc, type UserDoc } from '../db/collections';
+import { isDuplicateKey } from '../db/driver-errors';
+import { indexUser, unindexUser } from '../db/search-index';
+import { Tenant } from '../db/tenant';
+import { learnerRecords, legacyLearnerHistory } from '../db/user-records';
+import { entryOf, historyBounds, isLegacyDuplicate, legacyIdsOf, OUTCOME, storedHistory } from './arrivals';
+import type { ApplyOutcome, EventStamp } from './event-time';
+import { foldLearner, type IsLiveGroup, type LearnerEntry, type LearnerFacts, type LearnerState, learnerFold } from './learner-fold';
+import { syncUserGroups } from './list-facts';
+import { type Arriving, arrive, compact, emptyHistory, type History, newestPlace, placeKey, placeNow } from './record-history';
+import { matchRules } from './rule-match';
+
+/**
+ * Learners (docs/event-core.md): a learner's record holds its history, and what the learner is
+ * (profile, flags, organization, membership) follows from `foldLearner`. Every path that changes
+ * a learner comes here: user events one by one, the batch path and `cag import`
+ * (import-users.ts), retirements, administrators' membership changes and rules applied to
+ * existing learners. This file reads, folds, writes on the condition that nobody wrote first,
+ * and brings what hangs off the learner (its membership, list facts, search grams) in line.
+ */
+
+/** A user as the LMS describes it (the `user` of the user events, flattened). */
+export interface UserFacts extends LearnerFacts {
+  id: number;
+}
+
+type LearnerHistory = History<LearnerEntry, LearnerState>;
+type EntryBody = Arriving<LearnerEntry> extends infer A ? (A extends unknown ? Omit<A, 'source' | 'id' | 'at' | 'timed'> : never) : never;
+
+/**
+ * Rounds of read, fold and conditional write: each one that loops saw a concurrent write it now
+ * accounts for, so of N writers racing on one learner each wins within N rounds; past 64 the
+ * record is taken to be changing without end (a bug), and the error says so.
+ */
+const ROUNDS = 64;
+
+/** A short random wait after a lost compare-and-set, longer each round (up to 50 ms): racing writers spread out instead of colliding again. */
+const giveWay = (round: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 ** round)));
+
+/** The history a record holds (none: the learner's first entry is to come). */
+export const learnerHistory = (doc: LearnerRecordDoc | null): LearnerHistory => (doc?.h ? storedHistory(doc.h) : emptyHistory());
+
+/**
+ * The history of `doc`, read as the upgrade would write it when it has none yet (a record stored
+ * before histories were kept, or seeded): its version is the floor, with the membership it has.
+ */
+async function historyOf(db: Db, doc: LearnerRecordDoc | null): Promise<LearnerHistory> {
+  if (doc === null || doc.h) return learnerHistory(doc);
+  const membership = doc.org === null ? null : await new Tenant(db, doc.org).collection<MembershipDoc>(COLLECTIONS.memberships).findById(doc._id);
+  return storedHistory(legacyLearnerHistory(doc, membership));
+}
+
+/** Every group an entry of the history (or its floor) names: the fold asks which of them are live. */
+function groupsNamed(h: LearnerHistory): string[] {
+  const ids = new Set<number>();
+  const floor = h.floor?.state.membership;
+  if (floor) ids.add(floor.group);
+  for (const e of h.entries) {
+    if (e.kind === 'user' && e.rule !== null) ids.add(e.rule);
+    if ((e.kind === 'admin' || e.kind === 'join') && e.group !== null) ids.add(e.group);
+  }
+  return [...ids].map(String);
+}
+
+/** Which of the groups the history names exist (group ids are never reused: a missing one was deleted). */
+async function liveGroups(db: Db, h: LearnerHistory): Promise<IsLiveGroup> {
+  const ids = groupsNamed(h);
+  if (ids.length === 0) return () => false;
+  const docs = await db
+    .collection<{ _id: string }>(COLLECTIONS.groups)
+    .find({ _id: { $in: ids } }, { projection: { _id: 1 } })
+    .toArray();
+  const live = new Set(docs.map((d) => Number(d._id)));
+  return (group) => live.has(group);
+}
+
+/** The record a history folds to, after `doc` (null: the learner's first entry). A retired learner's profile is blanked. */
+export function learnerRecordOf(id: number, doc: LearnerRecordDoc | null, h: LearnerHistory, isLive: IsLiveGroup): LearnerRecordDoc {
+  const state = foldLearner(h, isLive);
+  const r = state.record;
+  const org = r?.org ?? null;
+  const left = [...(doc?.left ?? [])];
+  if (doc?.org && doc.org !== org) left.push({ org: doc.org, upTo: placeKey(placeNow(h)) });
+  return {
+    _id: String(id),
+    id,
+    org,
+    username: r?.username ?? '',
+    name: r?.name ?? '',
+    email: r?.email ?? '',
+    email_lower: r?.email.toLowerCase() ?? '',
+    is_active: r?.is_active ?? false,
+    is_staff: r?.is_staff ?? false,
+    is_site_admin: r?.is_site_admin ?? false,
+    listed: r?.is_site_admin ? 0 : 1,
+    m: state.membership && { group: state.membership.group, auto: state.membership.by === 'rule', born: placeKey(state.membership.born) },
+    h: h as unknown as UserDoc['h'],
+    rev: (doc?.rev ?? 0) + 1,
+    since: placeKey(state.since),
+    left,
+    ...(legacyIdsOf(doc) ? { legacy_ids: legacyIdsOf(doc) } : {}),
+    event_time: newestPlace(h)?.at ?? '',
+    grp: doc?.grp ?? 0,
+    member: doc?.member ?? 0,
+    facts_v: doc?.facts_v ?? 0,
+  };
+}
+
+/** The entry a user event (or an import line) makes: what it says, and the group its rule matched when it arrived. */
+export function userEntry(facts: UserFacts, org: string, capable: boolean, rule: number | null): EntryBody {
+  const { id: _id, ...said } = facts;
+  return { kind: 'user', org, facts: said, capable, rule };
+}
+
+/**
+ * The record of a learner's first entry, when no record exists: what the batch path inserts
+ * (import-users.ts), and the documents the import bench's ceiling writes.
+ */
+export function firstRecord(facts: UserFacts, org: string, at: string | EventStamp, capable: boolean, rule: number | null): LearnerRecordDoc {
+  const { base } = entryOf(at);
+  const { history } = arrive(emptyHistory<LearnerEntry, LearnerState>(), { ...base, ...userEntry(facts, org, capable, rule) } as Arriving<LearnerEntry>);
+  // The rule's group was read just now: live unless deleted since (the projection checks again).
+  return learnerRecordOf(
+    facts.id,
+    null,
+    compact(
+      history,
+      learnerFold(() => true),
+      historyBounds(),
+    ),
+    () => true,
+  );
+}
+
+/** Where an entry made now (an administrator's change, a rule applied to existing learners) stands: after everything the record holds. */
+const madeNow = (h: LearnerHistory) => ({ source: 'cag', id: randomUUID(), at: newestPlace(h)?.at ?? '', timed: true });
+
+export interface LearnerArrival {
+  outcome: ApplyOutcome;
+  /** The record as it stands after the arrival (null: none). */
+  current: LearnerRecordDoc | null;
+  /** The entry was the newest and closed an activation period (the period's one activation). */
+  activated: boolean;
+}
+
+/**
+ * The one way an entry reaches a learner: read the record, let the entry arrive, fold, write on
+ * the condition that nobody wrote first (else read and fold again), then bring what hangs off the
+ * learner in line (`project`). `at`: the event's stamp, or null for a change made now, whose body
+ * may depend on the learner's state (and throw to refuse it). A duplicate writes nothing but
+ * projects again, finishing what a process that died after its write left undone.
+ */
+export async function applyLearnerEntry(
+  db: Db,
+  id: number,
+  at: string | EventStamp | null,
+  body: EntryBody | ((state: LearnerState, doc: LearnerRecordDoc | null) => EntryBody),
+): Promise<LearnerArrival> {
+  const records = learnerRecords(db);
+  const event = at === null ? null : entryOf(at);
+  for (let round = 0; round < ROUNDS; round++) {
+    const doc = await records.read(id);
+    const before = await historyOf(db, doc);
+    let made: EntryBody;
+    let stateBefore: LearnerState | null = null;
+    if (typeof body === 'function') {
+      // A change made now is checked against what the learner is, in full: a projection a dead
+      // process left unfinished is finished first (a retried request then finds its membership).
+      if (doc && (doc.projected !== doc.rev || doc.left?.length)) await project(db, doc);
+      stateBefore = foldLearner(before, await liveGroups(db, before));
+      made = body(stateBefore, doc);
+    } else made = body;
+    const base = event?.base ?? madeNow(before);
+    const { history, arrival } =
+      event && isLegacyDuplicate(doc, event.stamp)
+        ? { history: before, arrival: 'duplicate' as const }
+        : arrive(before, { ...base, ...made } as Arriving<LearnerEntry>);
+    if (history === before || arrival === 'stale') {
+      return { outcome: OUTCOME[arrival], current: doc && (await project(db, doc)), activated: false };
+    }
+    const isLive = await liveGroups(db, history);
+    const next = learnerRecordOf(id, doc, compact(history, learnerFold(isLive), historyBounds()), isLive);
+    if (!(await records.writeIfUnchanged(doc, next))) {
+      await giveWay(round);
+      continue;
+    }
+    const activated = arrival === 'applied' && closedPeriod(stateBefore ?? foldLearner(before, isLive), foldLearner(history, isLive), made);
+    return { outcome: OUTCOME[arrival], current: await project(db, next), activated };
+  }
+  throw new Error(`learner ${id} kept changing while an entry was applied`);
+}
+
+/** Whether the newest entry was its period's one activation: the period was open before it (or a new incarnation began) and is closed after. */
+function closedPeriod(before: LearnerState, after: LearnerState, made: EntryBody): boolean {
+  if (made.kind !== 'user' || after.periodOpen || after.record === null) return false;
+  return before.record === null || before.record.org !== after.record.org || before.periodOpen;
+}
+
+/**
+ * What follows from the record (docs/event-core.md, "What hangs off a record"): nothing of the
+ * learner stays in an organization it left (its membership, its search grams), and in its own the
+ * membership is the fold's, the list facts follow it and the grams follow the profile. Run after
+ * every write and by any later arrival, until the record read after it is the one projected: a
+ * writer that came in between projects its own revision too, and the last projection is of the
+ * newest. Idempotent.
+ */
+export async function project(db: Db, doc: LearnerRecordDoc): Promise<LearnerRecordDoc> {
+  if (doc.projected === doc.rev && !doc.left?.length) return doc;
+  await projectOnce(db, doc);
+  return afterProjection(db, doc);
+}
+
+/**
+ * After what follows from `done` was written (by `project`, or in bulk by the batch path): the
+ * record read again is still `done`, and says so (`projected`); or it was written meanwhile, and
+ * what this projection wrote may undo the newer one's (whose `projected` mark may already be
+ * set), so the newer record is projected again, with the organization this one wrote in to clean
+ * up when the learner is no longer there; and so on until a projection is of the newest record.
+ */
+export async function afterProjection(db: Db, done: LearnerRecordDoc): Promise<LearnerRecordDoc> {
+  const records = learnerRecords(db);
+  let current = done;
+  for (let round = 0; round < ROUNDS; round++) {
+    const now = await records.read(current.id);
+    if (!now || now.rev === current.rev) {
+      await records.projected(current._id, current.rev!);
+      // As stored now: with its list facts, which the projection derived.
+      return { ...(now ?? current), left: [], projected: current.rev! };
+    }
+    const touched = current.org !== null && current.org !== now.org ? [{ org: current.org, upTo: `${now.event_time}#9999999999` }] : [];
+    current = { ...now, left: [...(now.left ?? []), ...touched] };
+    await projectOnce(db, current);
+  }
+  throw new Error(`learner ${done.id} kept changing while what hangs off it was brought in line`);
+}
+
+async function projectOnce(db: Db, doc: LearnerRecordDoc): Promise<void> {
+  for (const { org, upTo } of doc.left ?? []) {
+    if (org === doc.org) continue; // back there since: its own projection decides
+    const away = new Tenant(db, org);
+    // A move takes the membership as a cascade; a retirement as the event's own doing.
+    const removal = () => away.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: doc._id });
+    await (doc.org === null ? removal() : withCause('cascade', removal));
+    await unindexUser(away, doc.id, upTo.slice(0, upTo.indexOf('#')));
+    await recordAfterWrite(db, COLLECTIONS.users, [{ k: doc._id, o: org }]);
+  }
+  if (doc.org === null) return;
+  const home = new Tenant(db, doc.org);
+  await syncMembership(db, home, doc);
+  await syncUserGroups(home, [doc.id]);
+  await indexUser(home, doc as UserDoc);
+  await recordAfterWrite(db, COLLECTIONS.users, [{ k: doc._id, o: doc.org }]);
+}
+
+/**
+ * The membership as the record's `m` says: inserted (an id claimed), moved, or deleted. A
+ * membership hangs off its group too: written, then the group read again, and taken back when a
+ * deletion of the group swept before the write.
+ */
+async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Promise<void> {
+  const memberships = home.collection<MembershipDoc>(COLLECTIONS.memberships);
+  const want = doc.m ?? null;
+  const have = await memberships.findById(doc._id);
+  const groupLives = async (group: number) =>
+    (await db.collection<{ _id: string }>(COLLECTIONS.groups).findOne({ _id: String(group), org: home.org } as never, { projection: { _id: 1 } })) !== null;
+  if (want === null) {
+    if (have) await memberships.deleteOne({ _id: have._id, id: have.id });
+    return;
+  }
+  const byRule = <R>(write: () => Promise<R>) => (want.auto ? withCause('rule', write) : write());
+  const same = have !== null && (have.born ?? '') === want.born;
+  if (same && have.group === want.group && have.automatic === want.auto) {
+    // In place already; unless its group was deleted since the record was folded (a batch folds
+    // new learners' rule groups as live): the membership goes with its group.
+    if (!(await groupLives(want.group))) await memberships.deleteOne({ _id: have._id, id: have.id });
+    return;
+  }
+  if (same) {
+    await byRule(() => memberships.updateOne({ _id: have._id, id: have.id }, { $set: { group: want.group, automatic: want.auto } }));
+  } else {
+    // Another membership of the learner's (an earlier one the history has replaced) goes first.
+    if (have) await memberships.deleteOne({ _id: have._id, id: have.id });
+    const id = await home.nextId('memberships');
+    const insert = () => byRule(() => memberships.insertOne({ _id: doc._id, id, user: doc.id, group: want.group, automatic: want.auto, born: want.born }));
+    try {
+      await insert();
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+      // The learner's one membership is where the learner is: one left in another organization
+      // goes, unless this projection is of a record written over since (the newer one decides).
+      if ((await learnerRecords(db).read(doc.id))?.rev !== doc.rev) return;
+      const elsewhere = await db.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: doc._id }, { projection: { org: 1 } });
+      if (!elsewhere || elsewhere.org === home.org) return; // a concurrent projection made it: the caller reads again
+      await withCause('cascade', () => new Tenant(db, elsewhere.org).collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: doc._id }));
+      await insert();
+    }
+  }
+  // A membership hangs off its group too: a deletion of the group may have swept before this write.
+  if (!(await groupLives(want.group))) await memberships.deleteOne({ _id: doc._id, group: want.group });
+}
+
+/** Whether the organization has user `id`, site administrators included (a membership may name one). */
+export const userExists = (tenant: Tenant, id: number) => tenant.collection<UserDoc>(COLLECTIONS.users).has({ _id: String(id) });
+
+/**
+ * Records a user event's entry (docs/event-core.md); `capable`: its type can be an activation.
+ * The entry carries the group of the rule its email matches now (the fold applies it if the
+ * entry is its period's activation). A rule created and applied to existing learners while this
+ * event arrived may have read the learner before the record was written, as this read may have
+ * missed the rule: after the write the rules are read again, and an activation that matched none
+ * joins the group of one that matches now.
+ */
+export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | EventStamp, capable = false): Promise<LearnerArrival> {
+  const rule = capable && facts.is_active ? await ruleGroup(tenant, facts) : null;
+  const arrival = await applyLearnerEntry(tenant.db, facts.id, at, userEntry(facts, tenant.org, capable, rule));
+  const { current } = arrival;
+  if (arrival.activated && rule === null && current?.org === tenant.org && !current.m) {
+    const late = await ruleGroup(tenant, facts);
+    if (late !== null) await joinByRule(tenant.db, tenant.org, facts.id, late);
+  }
+  return arrival;
+}
+
+/** The group of the rule `facts`' email matches in the organization, or null. */
+async function ruleGroup(tenant: Tenant, facts: Pick<UserFacts, 'id' | 'email'>): Promise<number | null> {
+  return (await matchRules(tenant, [facts]))[0]?.rule.group ?? null;
+}
+
+/** Retires a learner, wherever they are: their record stays, in no organization, so that no older or redelivered event brings them back. */
+export async function retireUser(db: Db, userId: number, at: string | EventStamp): Promise<ApplyOutcome> {
+  return (await applyLearnerEntry(db, userId, at, { kind: 'retired' })).outcome;
+}
+
+/**
+ * The learner joins `group` as a rule's doing, if they are active in `org` with no group (a rule
+ * applied to existing learners, or one created while their activation arrived). True when they
+ * are then a member of it by rule.
+ */
+export async function joinByRule(db: Db, org: string, userId: number, group: number): Promise<boolean> {
+  const { current } = await applyLearnerEntry(db, userId, null, (state) => {
+    if (state.record?.org !== org || !state.record.is_active || state.membership !== null) throw new NotJoined();
+    return { kind: 'join', org, group };
+  }).catch((err: unknown) => {
+    if (err instanceof NotJoined) return { current: null };
+    throw err;
+  });
+  return current?.m?.group === group && current.m.auto;
+}
+
+class NotJoined extends Error {}
