@@ -486,21 +486,25 @@ test("docs/install-tutor.md's external SASL_SSL Kafka: the service started with 
     // names; only the database is this file's own (Tutor's MongoDB is not here).
     const db = uniqueName('tutor');
     const ports = { api: HTTP_PORT + 10, consumer: HTTP_PORT + 11 };
+    const started: ServiceProcess[] = [];
     for (const role of ['api', 'consumer'] as const) {
       const { env, mounts } = composeRole(root, role);
       expect(env).toMatchObject({ KAFKA_BROKERS: SASL_SSL, KAFKA_SSL: 'on', KAFKA_SASL_MECHANISM: 'scram-sha-256', KAFKA_SASL_USERNAME: 'cagscram' });
       const ca = mounts[env.KAFKA_SSL_CA_FILE!];
       expect(readFileSync(ca!, 'utf8')).toBe(readFileSync(`${TLS}/ca.pem`, 'utf8'));
-      processes.push(spawnService({ ...env, KAFKA_SSL_CA_FILE: ca!, MONGO_URL: MONGO_PLAIN, MONGO_DB: db, PORT: String(ports[role]) }));
+      started.push(spawnService({ ...env, KAFKA_SSL_CA_FILE: ca!, MONGO_URL: MONGO_PLAIN, MONGO_DB: db, PORT: String(ports[role]) }));
     }
-    for (const port of Object.values(ports))
-      expect(
+    processes.push(...started);
+    try {
+      for (const port of Object.values(ports))
         await waitFor(
           () => readyz(port),
           (r) => r.status === 200,
           90000,
-        ),
-      ).toMatchObject({ status: 200 });
+        );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; their output:\n${started.map((p) => p.output().slice(-2000)).join('\n')}`);
+    }
 
     // The LMS: its rendered settings executed over the LMS plugin's settings code, and read by
     // edx-event-bus-kafka's own config reader (integrations/tutor/tests/lms_settings_probe.py).
