@@ -318,7 +318,7 @@ describe('issue 36: production values', () => {
     expect(await topics({ 'config.topicPrefix': '' })).toBe('user-account-activated,user-lifecycle,course-catalog');
     expect(await topics({ 'config.kafkaTopics': 'a\\,b' })).toBe('a,b'); // `\,`: helm's --set splits on commas
     // The service accepts what the pods get.
-    expect(loadConfig({ KAFKA_TOPICS: await topics() }).KAFKA_TOPICS).toEqual([
+    expect(loadConfig({ KAFKA_TOPICS: await topics(), JWT_SECRET: 'a-test-secret-of-enough-length' }).KAFKA_TOPICS).toEqual([
       'openedx-user-account-activated',
       'openedx-user-lifecycle',
       'openedx-course-catalog',
