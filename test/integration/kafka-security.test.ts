@@ -1,5 +1,5 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +8,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Kafka, logLevel } from 'kafkajs';
+import { MongoClient } from 'mongodb';
+import { parse } from 'yaml';
 import { COLLECTIONS, type MembershipDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { changeReader } from '../helpers/changes';
@@ -36,7 +38,9 @@ import { SCHEMA_REGISTRY_URL, uniqueName } from '../helpers/stack';
  * private CA, made once in .stack/tls): the service consumes, relays and dead-letters through
  * them, and a refused password, an untrusted CA or plaintext on the TLS port is one error line
  * naming the setting, readiness false, retries, no crash. The test's own clients use the broker's
- * PLAINTEXT listener: what is proved is the service's side.
+ * PLAINTEXT listener: what is proved is the service's side. Last, the same SASL_SSL listener as an
+ * operator's external Kafka for Tutor (docs/install-tutor.md's command, Tutor 21 and the plugin's
+ * wheel): the service from the rendered environment and the LMS's producer from its rendered settings.
  */
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');
@@ -415,3 +419,142 @@ test('the real Open edX producer (edx-event-bus-kafka with EVENT_BUS_KAFKA_API_K
   const membership = await waitFor(() => new Tenant(service.db, org).collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ user: id }), Boolean, 45000);
   expect(membership).toMatchObject({ user: id, group: group.id, automatic: true });
 }, 120000);
+
+/** A `tutor` command (Tutor 21, its test environment) with the Tutor plugin installed from its wheel into `site`, for the project `root`. */
+function tutorCommand(python: string, site: string, root: string, bin: string) {
+  mkdirSync(bin, { recursive: true });
+  // The package has no __main__, and the environment's console script names the folder it was made in.
+  const main = "import sys; from tutor.commands.cli import main; sys.argv[0] = 'tutor'; sys.exit(main())";
+  writeFileSync(path.join(bin, 'tutor'), `#!/bin/sh\nexec ${JSON.stringify(python)} -c ${JSON.stringify(main)} "$@"\n`, { mode: 0o755 });
+  return { ...process.env, PATH: `${bin}:${process.env.PATH}`, TUTOR_ROOT: root, TUTOR_PLUGINS_ROOT: path.join(root, 'plugins'), PYTHONPATH: site };
+}
+
+/** What docker compose gives a role of the rendered docker-compose.yml: its environment (`$$` is compose's `$`) and its bind mounts by target. */
+function composeRole(root: string, role: string) {
+  const local = path.join(root, 'env/local');
+  const service = parse(readFileSync(path.join(local, 'docker-compose.yml'), 'utf8')).services[`course-access-groups-${role}`];
+  const env = Object.fromEntries(Object.entries(service.environment as Record<string, string>).map(([k, v]) => [k, String(v).replaceAll('$$', '$')]));
+  const mounts = Object.fromEntries(
+    ((service.volumes ?? []) as string[]).map((v) => {
+      const [source, target] = v.split(':');
+      return [target!, path.resolve(local, source!)];
+    }),
+  );
+  return { env, mounts };
+}
+
+/** docs/install-tutor.md's "An external Kafka" command, its example values replaced by this file's broker, CA, users and registry. */
+function externalKafkaCommand(): string {
+  const doc = readFileSync(path.join(ROOT, 'docs/install-tutor.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## An external Kafka'));
+  const block = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
+  const values: [string, string][] = [
+    ['kafka-1.example.org:9096', SASL_SSL],
+    ['https://registry.example.org', SCHEMA_REGISTRY_URL],
+    ['kafka-ca.pem', `${TLS}/ca.pem`],
+    ['SERVICE_USER', 'cagscram'],
+    ['SERVICE_PASSWORD', 'cagscram-secret'],
+    ['LMS_USER', 'openedx'],
+    ['LMS_PASSWORD', 'openedx-secret'],
+  ];
+  for (const [example] of values) expect(block).toContain(example);
+  return values.reduce((text, [example, value]) => text.replaceAll(example, value), block);
+}
+
+test("docs/install-tutor.md's external SASL_SSL Kafka: the service started with the environment Tutor rendered becomes ready over SASL_SSL, and a registration the LMS publishes with its rendered settings reaches it", async () => {
+  const work = mkdtempSync(path.join(tmpdir(), 'cag-tutor-kafka-'));
+  try {
+    const python = execFileSync('bash', [path.join(ROOT, 'scripts/tutor-plugin.sh'), '21'], { encoding: 'utf8' }).trim();
+    // The release's wheel (RELEASE_DIR, as `npm test` sets it); else one built as the release builds it.
+    const version = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version as string;
+    const wheel = process.env.RELEASE_DIR
+      ? path.join(process.env.RELEASE_DIR, `tutor_contrib_course_access_groups-${version}-py3-none-any.whl`)
+      : execFileSync('bash', [path.join(ROOT, 'scripts/tutor-plugin-wheel.sh'), python, path.join(work, 'wheel')], { encoding: 'utf8' }).trim();
+    const site = path.join(work, 'site');
+    await run(python, ['-m', 'pip', 'install', '--quiet', '--no-deps', '--no-index', '--target', site, wheel]);
+    const root = path.join(work, 'tutor');
+    const env = tutorCommand(python, site, root, path.join(work, 'bin'));
+    const sh = (script: string) => run('sh', ['-e', '-c', script], { env, cwd: work, timeout: 180000 });
+    const prefix = uniqueName('tutor').replace(/_/g, '-');
+    const org = uniqueName('Org').replace(/_/g, '');
+    await sh(
+      `tutor plugins enable course-access-groups && tutor config save --set COURSE_ACCESS_GROUPS_ORGANIZATION=${org} --set COURSE_ACCESS_GROUPS_TOPIC_PREFIX=${prefix}`,
+    );
+    await sh(externalKafkaCommand());
+
+    // Both roles as compose would start them: the rendered environment, the CA at the path its mount
+    // names; only the database is this file's own (Tutor's MongoDB is not here).
+    const db = uniqueName('tutor');
+    const ports = { api: HTTP_PORT + 10, consumer: HTTP_PORT + 11 };
+    const started: ServiceProcess[] = [];
+    for (const role of ['api', 'consumer'] as const) {
+      const { env, mounts } = composeRole(root, role);
+      expect(env).toMatchObject({ KAFKA_BROKERS: SASL_SSL, KAFKA_SSL: 'on', KAFKA_SASL_MECHANISM: 'scram-sha-256', KAFKA_SASL_USERNAME: 'cagscram' });
+      const ca = mounts[env.KAFKA_SSL_CA_FILE!];
+      expect(readFileSync(ca!, 'utf8')).toBe(readFileSync(`${TLS}/ca.pem`, 'utf8'));
+      started.push(spawnService({ ...env, KAFKA_SSL_CA_FILE: ca!, MONGO_URL: MONGO_PLAIN, MONGO_DB: db, PORT: String(ports[role]) }));
+    }
+    processes.push(...started);
+    try {
+      for (const port of Object.values(ports))
+        await waitFor(
+          () => readyz(port),
+          (r) => r.status === 200,
+          90000,
+        );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; their output:\n${started.map((p) => p.output().slice(-2000)).join('\n')}`);
+    }
+
+    // The LMS: its rendered settings executed over the LMS plugin's settings code, and read by
+    // edx-event-bus-kafka's own config reader (integrations/tutor/tests/lms_settings_probe.py).
+    const production = readFileSync(path.join(root, 'env/apps/openedx/settings/lms/production.py'), 'utf8');
+    const common = production.slice(production.indexOf('# edx-event-bus-redis settings'), production.indexOf('######## End of settings common to LMS and CMS'));
+    const start = production.indexOf("# Course Access Groups: the LMS plugin's settings");
+    const lms = production.slice(start, production.indexOf('\n}\n', start) + 3);
+    const lmsPython = execFileSync('bash', [path.join(ROOT, 'scripts/openedx-plugin.sh'), '3.11'], { encoding: 'utf8' }).trim();
+    const probe = await new Promise<string>((resolve, reject) => {
+      const child = execFile(
+        lmsPython,
+        [path.join(ROOT, 'integrations/tutor/tests/lms_settings_probe.py')],
+        { env: { ...process.env, PYTHONPATH: path.join(ROOT, 'integrations/openedx/src') } },
+        (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)),
+      );
+      child.stdin!.end(JSON.stringify({ common, lms }));
+    });
+    const kafkaCommon = JSON.parse(probe).kafka_common as Record<string, string>;
+    expect(kafkaCommon).toMatchObject({ 'bootstrap.servers': SASL_SSL, 'security.protocol': 'SASL_SSL', 'sasl.mechanism': 'PLAIN' });
+
+    const domain = `${uniqueName('d').replace(/_/g, '-')}.example`;
+    const mongo = new MongoClient(MONGO_PLAIN);
+    try {
+      const tenant = new Tenant(mongo.db(db), org);
+      const group = await seedRule(tenant, domain);
+      const id = newUserId();
+      await produceWithOpenedx(
+        prefix,
+        [
+          {
+            signal: 'registration',
+            time: new Date().toISOString(),
+            user: { id, is_active: true, username: `learner${id}`, email: `learner${id}@${domain}`, name: 'Learner' },
+          },
+        ],
+        // The library has no CA setting: the CA as ssl.ca.location, as docs/kafka-security.md says an LMS behind a private CA needs.
+        {
+          bootstrap_servers: kafkaCommon['bootstrap.servers'],
+          api_key: kafkaCommon['sasl.username'],
+          api_secret: kafkaCommon['sasl.password'],
+          ssl_ca_location: `${TLS}/ca.pem`,
+        },
+      );
+      const membership = await waitFor(() => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ user: id }), Boolean, 45000);
+      expect(membership).toMatchObject({ user: id, group: group.id, automatic: true });
+      await mongo.db(db).dropDatabase();
+    } finally {
+      await mongo.close();
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}, 300000);

@@ -37,6 +37,10 @@ const EXPECTED = [
   'test_the_service_trusts_the_lmss_own_tokens_and_the_lms_holds_no_service_token',
   'test_the_init_task_registers_the_consoles_oauth2_application_at_the_callback_the_service_sends',
   'test_the_service_image_is_built_from_a_git_repository_and_version_the_operator_names',
+  'test_an_external_kafka_over_sasl_ssl_reaches_the_lmss_producer_and_the_service',
+  'test_kafka_settings_that_cannot_work_stop_rendering_with_one_line_naming_the_setting',
+  'test_the_service_can_be_left_to_the_chart_while_the_lms_calls_it_where_the_operator_says',
+  'test_the_kubernetes_pods_have_the_charts_probes_resources_and_replicas_and_the_own_kafka_a_volume',
 ].map((t) => `tests/test_tutor_plugin.py::${t}`);
 // Tutor 20 and 22 run what differs between Tutor releases (rendering, compose, images, the carried
 // sources, Teak's toggle, pip beside that Tutor, the organization, the LMS's key set rendered from

@@ -5,7 +5,7 @@
 // kubernetes-validate, strict: unknown fields refused).
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -310,6 +310,23 @@ describe('issue 36: production values', () => {
     // A long namespace and release still give a database name the service accepts (63 characters at most).
     const [, , db] = await names('r'.repeat(53), 'n'.repeat(63));
     expect(db).toMatch(/^[A-Za-z0-9_-]{1,63}$/);
+  });
+
+  test("the topics are where an LMS with the chart's topic prefix publishes: openedx (the Tutor plugin's) by default, another, none; kafkaTopics wins", async () => {
+    const topics = async (set: Record<string, string> = {}) => configMap((await render({ files: minimal, set })).objects).KAFKA_TOPICS;
+    expect(await topics()).toBe('openedx-user-account-activated,openedx-user-lifecycle,openedx-course-catalog');
+    expect(await topics({ 'config.topicPrefix': 'prod' })).toBe('prod-user-account-activated,prod-user-lifecycle,prod-course-catalog');
+    expect(await topics({ 'config.topicPrefix': '' })).toBe('user-account-activated,user-lifecycle,course-catalog');
+    expect(await topics({ 'config.kafkaTopics': 'a\\,b' })).toBe('a,b'); // `\,`: helm's --set splits on commas
+    // The service accepts what the pods get.
+    expect(loadConfig({ KAFKA_TOPICS: await topics(), JWT_SECRET: 'a-test-secret-of-enough-length' }).KAFKA_TOPICS).toEqual([
+      'openedx-user-account-activated',
+      'openedx-user-lifecycle',
+      'openedx-course-catalog',
+    ]);
+    const refused = await tool('helm', ['template', 'cag', CHART, '-f', minimal[0]!, '--set', 'config.topicPrefix=a b']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('topicPrefix');
   });
 
   test('an existing Secret is read under its own key names; optional keys may be missing; no other key becomes the environment', async () => {
@@ -686,3 +703,62 @@ describe('values refused at render time, with a message', () => {
     expect(r.stderr).toContain('auth.lms.issuers is not set');
   });
 });
+
+test("docs/install-tutor.md's Tutor for Open edX, Helm for the service: the chart's topics, LMS trust path and Service are what the Tutor-rendered LMS uses", async () => {
+  const doc = readFileSync(path.resolve(__dirname, '../../docs/install-tutor.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Tutor for Open edX, Helm for the service'));
+  const block = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
+  // A Tutor root with the plugin enabled and an organization (steps 1 to 3), then the block as
+  // written, `helm template` in place of `helm install` (no cluster here), with the packaged chart.
+  const root = path.join(tmp, 'tutor-helm');
+  await run('bash', [path.resolve(__dirname, '../../scripts/k8s/tutor-render.sh'), root]);
+  const packaged = CHART.endsWith('.tgz') ? CHART : (await tool('helm', ['package', CHART_DIR, '--destination', tmp])).stdout.trim().split(': ').pop()!;
+  const chartDir = path.join(tmp, 'tutor-helm-chart');
+  mkdirSync(chartDir, { recursive: true });
+  copyFileSync(packaged, path.join(chartDir, `course-access-groups-${CHART_VERSION}.tgz`));
+  const python = (await run('bash', [path.resolve(__dirname, '../../scripts/tutor-plugin.sh'), '21'])).stdout.trim();
+  const bin = path.join(tmp, 'tutor-helm-bin');
+  mkdirSync(bin, { recursive: true });
+  const main = "import sys; from tutor.commands.cli import main; sys.argv[0] = 'tutor'; sys.exit(main())";
+  writeFileSync(path.join(bin, 'tutor'), `#!/bin/sh\nexec ${JSON.stringify(python)} -c ${JSON.stringify(main)} "$@"\n`, { mode: 0o755 });
+  const script = block.replace('helm install ', 'helm template ');
+  expect(script).not.toBe(block);
+  const { stdout } = await run('sh', ['-e', '-c', script], {
+    cwd: chartDir,
+    maxBuffer: 64e6,
+    env: {
+      ...process.env,
+      PATH: `${bin}:${process.env.K8S_TOOLS}:${process.env.PATH}`,
+      TUTOR_ROOT: root,
+      TUTOR_PLUGINS_ROOT: path.join(root, 'plugins'),
+      PYTHONPATH: path.join(root, 'site'),
+    },
+  });
+  const objects = parseObjects(stdout);
+  const data = byKind(objects, 'ConfigMap')[0]!.data as Record<string, string>;
+  // Where the LMS publishes: its rendered prefix, with the topics of the plugin's settings.
+  const lms = readFileSync(path.join(root, 'env/apps/openedx/settings/lms/production.py'), 'utf8');
+  const prefix = /^EVENT_BUS_TOPIC_PREFIX = "([^"]+)"$/m.exec(lms)![1];
+  expect(prefix).toBe('openedx');
+  expect(lms).toContain('("org.openedx.learning.student.registration.completed.v1", "user-lifecycle"');
+  expect(lms).toContain('("org.openedx.content_authoring.course.catalog_info.changed.v1", "course-catalog"');
+  expect(data.KAFKA_TOPICS).toBe(`${prefix}-user-account-activated,${prefix}-user-lifecycle,${prefix}-course-catalog`);
+  expect(data).toMatchObject({
+    KAFKA_BROKERS: 'kafka-0.kafka:9092',
+    SCHEMA_REGISTRY_URL: 'http://registry.openedx:8080/apis/ccompat/v7',
+    DEFAULT_ORGANIZATION: 'TutorRendered',
+  });
+  // The LMS's trust path: Tutor's issuer and audience, and the public half of its key.
+  expect(JSON.parse(data.LMS_JWT_ISSUERS!)).toEqual([{ ISSUER: 'http://local.openedx.io/oauth2', AUDIENCE: 'openedx' }]);
+  const [key] = JSON.parse(data.LMS_JWT_PUBLIC_SIGNING_JWK_SET!).keys as { kid: string; n: string }[];
+  expect(key!.kid).toBe('openedx');
+  expect(lms).toContain(`"n": "${key!.n}"`); // the LMS's JWT_PUBLIC_SIGNING_JWK_SET, as Tutor renders it
+  const config = loadConfig({ ...data, MONGO_URL: 'mongodb://cag:PASSWORD@mongo-0.mongo:27017/?replicaSet=rs0' });
+  expect(config.KAFKA_TOPICS).toEqual([`${prefix}-user-account-activated`, `${prefix}-user-lifecycle`, `${prefix}-course-catalog`]);
+  // The LMS plugin calls the chart's API Service.
+  const serviceUrl = new URL(/"SERVICE_URL": "([^"]+)"/.exec(lms)![1]!);
+  const api = byKind(objects, 'Service').find((s) => s.metadata.name === serviceUrl.hostname.split('.')[0]);
+  expect(api).toBeDefined();
+  expect(serviceUrl.hostname.split('.')[1]).toBe(api!.metadata.namespace);
+  expect((api!.spec.ports as { port: number }[]).map((p) => p.port)).toContain(Number(serviceUrl.port));
+}, 300000);

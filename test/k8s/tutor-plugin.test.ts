@@ -26,7 +26,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 beforeAll(async () => {
   tutorRoot = await mkdtemp(path.join(os.tmpdir(), 'cag-tutor-'));
   await promisify(execFile)('bash', [path.resolve(__dirname, '../../scripts/k8s/tutor-render.sh'), tutorRoot]);
-  for (const manifest of ['deployments.yml', 'services.yml']) {
+  for (const manifest of ['deployments.yml', 'services.yml', 'volumes.yml']) {
     const text = await readFile(path.join(tutorRoot, 'env/k8s', manifest), 'utf8');
     if (manifest === 'deployments.yml') everyDeployment = text;
     objects.push(...parseObjects(text).filter((o) => o.metadata.name.startsWith('course-access-groups')));
@@ -46,10 +46,11 @@ afterAll(async () => {
 const input = () => objects.map((o) => JSON.stringify(o)).join('\n');
 const deployments = () => objects.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.name);
 
-test('the plugin renders its Secret, both roles and its own Kafka and registry', () => {
+test("the plugin renders its Secret, both roles and its own Kafka (with its volume's claim) and registry", () => {
   expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(
     [
       'Secret/course-access-groups',
+      'PersistentVolumeClaim/course-access-groups-kafka',
       ...['api', 'consumer', 'kafka', 'registry'].map((n) => `Deployment/course-access-groups-${n}`),
       ...['api', 'kafka', 'registry'].map((n) => `Service/course-access-groups-${n}`),
     ].sort(),

@@ -9,7 +9,9 @@ does (``from lms.envs.production import *`` first, Tutor's partials after):
 3. Tutor's common block (its Redis event bus, then the openedx-common-settings patches) and the
    openedx-lms-common-settings patches.
 
-Prints the final event bus and plugin settings, and the errors of the plugin's start-up checks.
+Prints the final event bus and plugin settings, the errors of the plugin's start-up checks, and
+what edx-event-bus-kafka's own config reader makes of those settings: the librdkafka
+configuration of its producer (load_common_settings) and its schema registry client's basic auth.
 stdin: {"common": "...", "lms": "..."}.
 """
 
@@ -53,4 +55,10 @@ try:
 except Exception as exc:  # pylint: disable=broad-except
     errors.append(str(exc))
 apps.check_event_bus()
-print(json.dumps({**{k: v for k, v in final.items() if k.startswith(("EVENT_BUS", "COURSE_ACCESS_GROUPS"))}, "ready_errors": errors}))
+from edx_event_bus_kafka.internal import config as kafka_config  # noqa: E402  pylint: disable=wrong-import-position
+
+registry = kafka_config.get_schema_registry_client()
+print(json.dumps({**{k: v for k, v in final.items() if k.startswith(("EVENT_BUS", "COURSE_ACCESS_GROUPS"))}, "ready_errors": errors,
+                  "kafka_common": kafka_config.load_common_settings(),
+                  "registry": None if registry is None else {"url": registry._rest_client.base_urls,  # pylint: disable=protected-access
+                                                             "auth": registry._rest_client.auth}}))  # pylint: disable=protected-access

@@ -163,7 +163,7 @@ def test_the_rendered_compose_file_is_valid_and_runs_both_roles_on_tutors_mongod
 def test_the_rendered_kubernetes_manifests_match_the_api_schemas(installed, tmp_path, own_kafka):
     root = saved(installed, tmp_path, *(() if own_kafka else EXTERNAL_KAFKA))
     names = set()
-    for manifest in ("deployments.yml", "services.yml"):
+    for manifest in ("deployments.yml", "services.yml", "volumes.yml"):
         for doc in k8s_objects(root, manifest):
             kubernetes_validate.validate(doc, KUBERNETES, strict=True)
             names.add((doc["kind"], doc["metadata"]["name"]))
@@ -172,6 +172,7 @@ def test_the_rendered_kubernetes_manifests_match_the_api_schemas(installed, tmp_
                 ("Service", "course-access-groups-api"), ("Secret", "course-access-groups")}
     if own_kafka:
         expected |= {(kind, f"course-access-groups-{name}") for kind in ("Deployment", "Service") for name in ("kafka", "registry")}
+        expected |= {("PersistentVolumeClaim", "course-access-groups-kafka")}
     assert ours == expected
 
 
@@ -760,3 +761,194 @@ def test_an_upgrade_from_tutor_21_and_the_previous_release_moves_the_images_and_
     assert tutor(default, "images", "printtag", "course-access-groups").strip() == f"registry.example.org/library/course-access-groups:{version}"
     tutor(default, "plugins", "disable", "course-access-groups")
     assert tutor(default, "images", "printtag", "openedx").strip() == f"registry.example.org/overhangio/openedx:{TUTOR_VERSION}"
+
+
+def a_ca_certificate(tmp_path):
+    """A CA certificate (PEM) made with openssl, as an external Kafka's private CA."""
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=external kafka CA",
+                    "-keyout", str(tmp_path / "ca.key"), "-out", str(tmp_path / "ca.pem")], check=True, capture_output=True)
+    return (tmp_path / "ca.pem").read_text()
+
+
+def lms_settings(root):
+    """The rendered LMS settings executed over the LMS plugin's settings code, then read by edx-event-bus-kafka's config reader."""
+    common, lms = settings_blocks(root / "env" / "apps" / "openedx" / "settings" / "lms" / "production.py")
+    probe = subprocess.run(
+        [os.environ["LMS_PYTHON"], str(Path(__file__).with_name("lms_settings_probe.py"))],
+        input=json.dumps({"common": common, "lms": lms}), check=True, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "integrations" / "openedx" / "src")},
+    )
+    return json.loads(probe.stdout)
+
+
+# An external Kafka over SASL_SSL: the service as a SCRAM user behind a private CA, the LMS as a PLAIN
+# user of its own (edx-event-bus-kafka's API key pair), the registry behind basic auth.
+def external_sasl_ssl(ca):
+    return EXTERNAL_KAFKA + (
+        "COURSE_ACCESS_GROUPS_KAFKA_SSL=true",
+        f"COURSE_ACCESS_GROUPS_KAFKA_SSL_CA_CERT={ca}",
+        "COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM=SCRAM-SHA-512",
+        "COURSE_ACCESS_GROUPS_KAFKA_SASL_USERNAME=cag",
+        "COURSE_ACCESS_GROUPS_KAFKA_SASL_PASSWORD=s$cram pass",
+        "COURSE_ACCESS_GROUPS_LMS_KAFKA_API_KEY=LMSKEY",
+        "COURSE_ACCESS_GROUPS_LMS_KAFKA_API_SECRET=lms$secret",
+        "COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_USERNAME=REGKEY",
+        "COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_PASSWORD=reg$secret",
+    )
+
+
+def test_an_external_kafka_over_sasl_ssl_reaches_the_lmss_producer_and_the_service(installed, tmp_path):
+    ca = a_ca_certificate(tmp_path)
+    # As an operator pastes it: `--set` reads the value as YAML, which folds its lines into one.
+    root = saved(installed, tmp_path, *external_sasl_ssl(ca), fresh=True)
+    assert "\n" not in config(root)["COURSE_ACCESS_GROUPS_KAFKA_SSL_CA_CERT"].strip()
+
+    # The LMS and Studio: edx-event-bus-kafka's own reader turns the settings into SASL PLAIN over TLS.
+    final = lms_settings(root)
+    assert final["kafka_common"] == {"bootstrap.servers": "kafka-1.example.org:9092", "security.protocol": "SASL_SSL",
+                                     "sasl.mechanism": "PLAIN", "sasl.username": "LMSKEY", "sasl.password": "lms$secret"}
+    assert final["registry"] == {"url": ["https://registry.example.org"], "auth": ["REGKEY", "reg$secret"]}
+    assert final["ready_errors"] == []
+
+    # The service, with docker compose: TLS with the CA mounted where KAFKA_SSL_CA_FILE names it, SCRAM.
+    local = root / "env" / "local"
+    compose(root, "config", "-q")
+    services = yaml.safe_load(compose(root, "config"))["services"]
+    for role in ("api", "consumer"):
+        service = services[f"course-access-groups-{role}"]
+        env = service["environment"]
+        # `docker-compose config` (1.29) shows a literal `$` as written, `$$`.
+        assert {k: env[k].replace("$$", "$") for k in env if k.startswith(("KAFKA_S", "SCHEMA_REGISTRY_"))} == {
+            "KAFKA_SSL": "on", "KAFKA_SSL_CA_FILE": "/etc/course-access-groups/kafka/ca.pem",
+            "KAFKA_SASL_MECHANISM": "scram-sha-512", "KAFKA_SASL_USERNAME": "cag", "KAFKA_SASL_PASSWORD": "s$cram pass",
+            "SCHEMA_REGISTRY_URL": "https://registry.example.org", "SCHEMA_REGISTRY_USERNAME": "REGKEY",
+            "SCHEMA_REGISTRY_PASSWORD": "reg$secret"}
+        [mount] = service["volumes"]  # docker-compose 1.29 writes the short form, source:target:mode
+        source, target, mode = mount.split(":")
+        assert (target, mode) == ("/etc/course-access-groups/kafka/ca.pem", "ro")
+        assert Path(source) == (local / "../plugins/course-access-groups/apps/kafka/ca.pem").resolve()
+        assert Path(source).read_text() == ca  # the PEM as openssl wrote it, lines and all
+
+    # On Kubernetes: the passwords in the Secret, the CA in a ConfigMap mounted where the setting names it.
+    objects = k8s_objects(root, "deployments.yml")
+    for doc in objects:
+        kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+    [secret] = [o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"] == "course-access-groups"]
+    assert {k: secret["stringData"][k] for k in ("KAFKA_SASL_PASSWORD", "SCHEMA_REGISTRY_PASSWORD")} == {
+        "KAFKA_SASL_PASSWORD": "s$cram pass", "SCHEMA_REGISTRY_PASSWORD": "reg$secret"}
+    [ca_map] = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "course-access-groups-kafka-ca"]
+    assert ca_map["data"] == {"ca.pem": ca}
+    deployments = yaml.safe_dump([o for o in objects if o["kind"] == "Deployment"])
+    assert "s$cram pass" not in deployments and "reg$secret" not in deployments
+    for role in ("api", "consumer"):
+        pod = next(o for o in objects if o["metadata"]["name"] == f"course-access-groups-{role}")["spec"]["template"]["spec"]
+        [container] = pod["containers"]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["KAFKA_SSL"] == "on" and env["KAFKA_SASL_MECHANISM"] == "scram-sha-512" and env["KAFKA_SASL_USERNAME"] == "cag"
+        [mount] = container["volumeMounts"]
+        assert f"{mount['mountPath']}/ca.pem" == env["KAFKA_SSL_CA_FILE"]
+        assert pod["volumes"] == [{"name": mount["name"], "configMap": {"name": "course-access-groups-kafka-ca"}}]
+
+    # The Confluent API key pair of the LMS defaults to the service's own user when that is PLAIN.
+    tutor(root, "config", "save", "--set", "COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM=plain",
+          "--unset", "COURSE_ACCESS_GROUPS_LMS_KAFKA_API_KEY", "--unset", "COURSE_ACCESS_GROUPS_LMS_KAFKA_API_SECRET")
+    common = lms_settings(root)["kafka_common"]
+    assert (common["sasl.username"], common["sasl.password"]) == ("cag", "s$cram pass")
+
+
+# What the service refuses at start-up, and what edx-event-bus-kafka would take without a word and then
+# drop every event for, stops rendering with one line naming the setting.
+REFUSED = [
+    (("COURSE_ACCESS_GROUPS_RUN_KAFKA=false",),
+     "Error: COURSE_ACCESS_GROUPS_KAFKA_BOOTSTRAP_SERVERS is required with COURSE_ACCESS_GROUPS_RUN_KAFKA=false: the external "
+     "Kafka's brokers, host:port[,host:port...]"),
+    (("COURSE_ACCESS_GROUPS_RUN_KAFKA=false", "COURSE_ACCESS_GROUPS_KAFKA_BOOTSTRAP_SERVERS=kafka-1.example.org:9092"),
+     "Error: COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_URL is required with COURSE_ACCESS_GROUPS_RUN_KAFKA=false: the schema "
+     "registry's Confluent-compatible API (the LMS drops every event without one)"),
+    (EXTERNAL_KAFKA[:2] + ("COURSE_ACCESS_GROUPS_KAFKA_BOOTSTRAP_SERVERS=kafka-1.example.org",),
+     'Error: COURSE_ACCESS_GROUPS_KAFKA_BOOTSTRAP_SERVERS: "kafka-1.example.org" is not host:port (a host name or IPv4 address, '
+     'a port from 1 to 65535)'),
+    (("COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM=plain",),
+     "Error: COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM: set, but COURSE_ACCESS_GROUPS_RUN_KAFKA is true (the plugin's own Kafka "
+     "is plaintext without users): set COURSE_ACCESS_GROUPS_RUN_KAFKA=false for an external Kafka"),
+    (EXTERNAL_KAFKA + ("COURSE_ACCESS_GROUPS_KAFKA_SSL=true",),
+     "Error: COURSE_ACCESS_GROUPS_LMS_KAFKA_API_KEY and COURSE_ACCESS_GROUPS_LMS_KAFKA_API_SECRET are required for a Kafka with "
+     "TLS or SASL: the LMS's event bus (edx-event-bus-kafka) reaches one only as a SASL PLAIN user over TLS (they default to "
+     "COURSE_ACCESS_GROUPS_KAFKA_SASL_USERNAME and _PASSWORD when its mechanism is plain)"),
+    (EXTERNAL_KAFKA + ("COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM=scram-sha-256", "COURSE_ACCESS_GROUPS_KAFKA_SASL_USERNAME=cag"),
+     "Error: COURSE_ACCESS_GROUPS_KAFKA_SASL_PASSWORD: required with COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM=scram-sha-256"),
+    (EXTERNAL_KAFKA + ("COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM=gssapi",),
+     "Error: COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM: 'gssapi' is not one of plain, scram-sha-256, scram-sha-512"),
+    (EXTERNAL_KAFKA + ("COURSE_ACCESS_GROUPS_KAFKA_SASL_USERNAME=cag",),
+     "Error: COURSE_ACCESS_GROUPS_KAFKA_SASL_USERNAME: set, but COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM is not (plain, "
+     "scram-sha-256 or scram-sha-512)"),
+    (EXTERNAL_KAFKA + ("COURSE_ACCESS_GROUPS_KAFKA_SSL_CA_CERT=not a certificate", "COURSE_ACCESS_GROUPS_KAFKA_SSL=true"),
+     "Error: COURSE_ACCESS_GROUPS_KAFKA_SSL_CA_CERT: holds no PEM certificate (the CA's certificate itself, not a file name)"),
+    (EXTERNAL_KAFKA + ("COURSE_ACCESS_GROUPS_LMS_KAFKA_API_KEY=LMSKEY",),
+     "Error: COURSE_ACCESS_GROUPS_LMS_KAFKA_API_KEY and COURSE_ACCESS_GROUPS_LMS_KAFKA_API_SECRET: set both (the LMS's SASL PLAIN "
+     "user and password), or neither"),
+    (EXTERNAL_KAFKA + ("COURSE_ACCESS_GROUPS_LMS_KAFKA_API_KEY=LMSKEY", "COURSE_ACCESS_GROUPS_LMS_KAFKA_API_SECRET=s"),
+     "Error: COURSE_ACCESS_GROUPS_LMS_KAFKA_API_KEY: the LMS's event bus uses it for SASL PLAIN over TLS only, but "
+     "COURSE_ACCESS_GROUPS_KAFKA_SSL is false"),
+    (EXTERNAL_KAFKA + ("COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_USERNAME=REGKEY",),
+     "Error: COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_USERNAME and COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_PASSWORD: set both (basic "
+     "auth, a Confluent API key pair), or neither"),
+]
+
+
+def test_kafka_settings_that_cannot_work_stop_rendering_with_one_line_naming_the_setting(installed, tmp_path):
+    root = saved(installed, tmp_path, fresh=True)
+    for settings, line in REFUSED:
+        case = tmp_path / f"case-{REFUSED.index((settings, line))}"
+        shutil.copytree(root, case)
+        done = run_tutor(case, "config", "save", *[arg for s in settings for arg in ("--set", s)])
+        lines = [out for out in (done.stdout + done.stderr).splitlines()
+                 if out and "running Tutor as root" not in out and not out.startswith("Configuration saved to ")]
+        assert (done.returncode, lines) == (1, [line]), settings
+        # Commands that render nothing still work.
+        assert tutor(case, "config", "printvalue", "COURSE_ACCESS_GROUPS_RUN_KAFKA").strip()
+
+
+def test_the_service_can_be_left_to_the_chart_while_the_lms_calls_it_where_the_operator_says(installed, tmp_path):
+    root = saved(installed, tmp_path, "COURSE_ACCESS_GROUPS_RUN_SERVICE=false", *EXTERNAL_KAFKA,
+                 "COURSE_ACCESS_GROUPS_SERVICE_URL=http://cag-course-access-groups.cag.svc:8000", fresh=True)
+    # No container, Deployment, Service, Secret or Caddy route of the service; the LMS still publishes
+    # to the external Kafka and calls the service where the setting says.
+    services = yaml.safe_load(compose(root, "config"))["services"]
+    assert not [name for name in services if name.startswith("course-access-groups")]
+    k8s = [o for manifest in ("deployments.yml", "services.yml", "volumes.yml") for o in k8s_objects(root, manifest)]
+    assert not [o for o in k8s if o["metadata"]["name"].startswith("course-access-groups")]
+    assert "course-access-groups" not in (root / "env" / "apps" / "caddy" / "Caddyfile").read_text()
+    final = lms_settings(root)
+    assert final["COURSE_ACCESS_GROUPS"]["SERVICE_URL"] == "http://cag-course-access-groups.cag.svc:8000"
+    assert final["kafka_common"]["bootstrap.servers"] == "kafka-1.example.org:9092"
+    # `tutor local launch` builds the openedx image (the LMS plugin) but not the service's.
+    code = ("import click\nfrom tutor.commands.context import Context\n"
+            "with click.Context(click.Command('launch'), obj=Context(" + repr(str(root)) + ")):\n"
+            "    print(json.dumps(hooks.Filters.IMAGES_BUILD_REQUIRED.apply([], 'local')))\n")
+    assert json.loads(python_in_tutor(root, code)) == ["openedx"]
+    tutor(root, "config", "save", "--set", "COURSE_ACCESS_GROUPS_RUN_SERVICE=true")
+    assert json.loads(python_in_tutor(root, code)) == ["openedx", "course-access-groups"]
+
+
+def test_the_kubernetes_pods_have_the_charts_probes_resources_and_replicas_and_the_own_kafka_a_volume(installed, tmp_path):
+    root = saved(installed, tmp_path, "COURSE_ACCESS_GROUPS_API_REPLICAS=3", fresh=True)
+    objects = {(o["kind"], o["metadata"]["name"]): o for m in ("deployments.yml", "volumes.yml") for o in k8s_objects(root, m)}
+    for o in objects.values():
+        kubernetes_validate.validate(o, KUBERNETES, strict=True)
+    for role, replicas, cpu in (("api", 3, "250m"), ("consumer", 1, "100m")):
+        deployment = objects[("Deployment", f"course-access-groups-{role}")]
+        assert deployment["spec"]["replicas"] == replicas
+        [container] = deployment["spec"]["template"]["spec"]["containers"]
+        assert container["startupProbe"]["httpGet"] == {"path": "/healthz", "port": 8000}
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8000}
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 8000}
+        assert container["resources"] == {"requests": {"cpu": cpu, "memory": "320Mi"}, "limits": {"memory": "512Mi"}}
+    kafka = objects[("Deployment", "course-access-groups-kafka")]["spec"]["template"]["spec"]
+    [container] = kafka["containers"]
+    assert {"name": "KAFKA_LOG_DIRS", "value": "/var/lib/kafka/data"} in container["env"]
+    assert container["volumeMounts"] == [{"name": "data", "mountPath": "/var/lib/kafka/data"}]
+    assert kafka["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "course-access-groups-kafka"}}]
+    assert kafka["securityContext"]["fsGroup"] == 1000  # the volume writable by the image's user
+    claim = objects[("PersistentVolumeClaim", "course-access-groups-kafka")]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "5Gi"

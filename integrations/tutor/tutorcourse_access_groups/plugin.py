@@ -27,7 +27,7 @@ import click
 from tutor import config as tutor_config
 from tutor import exceptions, fmt, hooks, utils
 
-from . import __version__
+from . import __version__, kafka
 
 HERE = os.path.dirname(__file__)
 PATCHES = os.path.join(HERE, "patches")
@@ -80,6 +80,26 @@ hooks.Filters.CONFIG_DEFAULTS.add_items([
     # The versions the project's local stack runs and its tests use (scripts/kafka, scripts/registry).
     ("COURSE_ACCESS_GROUPS_KAFKA_DOCKER_IMAGE", "apache/kafka:3.9.1"),
     ("COURSE_ACCESS_GROUPS_REGISTRY_DOCKER_IMAGE", "apicurio/apicurio-registry-mem:2.4.2.Final"),
+    # An external Kafka's security, for the service (src/kafka-security.ts) and the LMS's producer
+    # (edx-event-bus-kafka), checked together at render (kafka.py). TLS, and its CA as PEM text when
+    # not a public one (the service's KAFKA_SSL_CA_FILE; the LMS's library has no setting for it).
+    ("COURSE_ACCESS_GROUPS_KAFKA_SSL", False),
+    ("COURSE_ACCESS_GROUPS_KAFKA_SSL_CA_CERT", ""),
+    # The service's SASL user: plain, scram-sha-256 or scram-sha-512.
+    ("COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM", ""),
+    ("COURSE_ACCESS_GROUPS_KAFKA_SASL_USERNAME", ""),
+    ("COURSE_ACCESS_GROUPS_KAFKA_SASL_PASSWORD", ""),
+    # The LMS's and Studio's: edx-event-bus-kafka's EVENT_BUS_KAFKA_API_KEY and _API_SECRET (the
+    # Confluent API key pair, SASL PLAIN over TLS, its only secured form); the service's own user
+    # when that is PLAIN, else a PLAIN user of the LMS's own.
+    ("COURSE_ACCESS_GROUPS_LMS_KAFKA_API_KEY",
+     "{% if COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM|lower == 'plain' %}{{ COURSE_ACCESS_GROUPS_KAFKA_SASL_USERNAME }}{% endif %}"),
+    ("COURSE_ACCESS_GROUPS_LMS_KAFKA_API_SECRET",
+     "{% if COURSE_ACCESS_GROUPS_KAFKA_SASL_MECHANISM|lower == 'plain' %}{{ COURSE_ACCESS_GROUPS_KAFKA_SASL_PASSWORD }}{% endif %}"),
+    # The schema registry's basic auth (a Confluent API key pair): the service's
+    # SCHEMA_REGISTRY_USERNAME/_PASSWORD, the LMS's EVENT_BUS_KAFKA_SCHEMA_REGISTRY_API_KEY/_SECRET.
+    ("COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_USERNAME", ""),
+    ("COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_PASSWORD", ""),
     # EVENT_BUS_TOPIC_PREFIX of the LMS and Studio: topics are <prefix>-user-lifecycle and so on.
     ("COURSE_ACCESS_GROUPS_TOPIC_PREFIX", "openedx"),
     # The LMS user (not staff, no password) whose LMS-signed tokens the LMS plugin's calls carry,
@@ -89,6 +109,16 @@ hooks.Filters.CONFIG_DEFAULTS.add_items([
     # The console's sign-in through the LMS: the OAuth2 application (authorization code, confidential)
     # the init task creates for the service, owned by the service user, as tutor-discovery's "-sso" one.
     ("COURSE_ACCESS_GROUPS_OAUTH2_KEY_SSO", "course-access-groups-sso"),
+    # False: the service runs elsewhere (its Helm chart, deploy/helm/): no service containers,
+    # Deployments or Caddy route here; the LMS calls it at SERVICE_URL and both share the Kafka.
+    ("COURSE_ACCESS_GROUPS_RUN_SERVICE", True),
+    # Where the LMS plugin calls the service's API (its COURSE_ACCESS_GROUPS["SERVICE_URL"]).
+    ("COURSE_ACCESS_GROUPS_SERVICE_URL", "http://course-access-groups-api:8000"),
+    # `tutor k8s`: the roles' replicas (as the chart's defaults: two API pods, one consumer) and the
+    # own Kafka's volume.
+    ("COURSE_ACCESS_GROUPS_API_REPLICAS", 2),
+    ("COURSE_ACCESS_GROUPS_CONSUMER_REPLICAS", 1),
+    ("COURSE_ACCESS_GROUPS_KAFKA_VOLUME_SIZE", "5Gi"),
 ])
 
 hooks.Filters.CONFIG_UNIQUE.add_items([
@@ -163,7 +193,7 @@ def required_organization(organization):
 hooks.Filters.ENV_TEMPLATE_ROOTS.add_item(TEMPLATES)
 # env/plugins/course-access-groups/build/course-access-groups: the service's build context. The LMS
 # plugin's source is under the core's build/ target already (env/build/openedx/).
-hooks.Filters.ENV_TEMPLATE_TARGETS.add_items([("course-access-groups/build", "plugins")])
+hooks.Filters.ENV_TEMPLATE_TARGETS.add_items([("course-access-groups/build", "plugins"), ("course-access-groups/apps", "plugins")])
 
 
 @hooks.Filters.IS_FILE_RENDERED.add()
@@ -190,7 +220,19 @@ hooks.Filters.IMAGES_PUSH.add_item((IMAGE, "{{ COURSE_ACCESS_GROUPS_DOCKER_IMAGE
 def _build_at_launch(images, context_name):
     """`tutor local launch` builds the service's image and the openedx image with the LMS plugin (dev: the service's)."""
     wanted = ("openedx", IMAGE) if context_name == "local" else (IMAGE,)
+    if not _runs_the_service():
+        wanted = tuple(name for name in wanted if name != IMAGE)
     return images + [name for name in wanted if name not in images]
+
+
+def _runs_the_service():
+    """COURSE_ACCESS_GROUPS_RUN_SERVICE of the project the current command loaded (true when none is)."""
+    context = click.get_current_context(silent=True)
+    root = getattr(getattr(context, "obj", None), "root", None) if context else None
+    if not root:
+        return True
+    value = tutor_config.load_full(root).get("COURSE_ACCESS_GROUPS_RUN_SERVICE", True)
+    return value is True or str(value).lower() in ("true", "1", "yes")
 
 
 # `tutor local do init` (and launch): brings existing courses and learners to the service.
@@ -274,6 +316,9 @@ hooks.Filters.ENV_TEMPLATE_FILTERS.add_items([
     ("course_access_groups_shell", shell_word),
     ("course_access_groups_git_dockerfile", git_dockerfile),
     ("course_access_groups_organization", required_organization),
+    ("course_access_groups_kafka_brokers", kafka.checked_brokers),
+    ("course_access_groups_kafka_environment", kafka.kafka_environment),
+    ("course_access_groups_pem", kafka.pem_certificates),
 ])
 
 for path in sorted(glob(os.path.join(PATCHES, "*"))):

@@ -57,6 +57,16 @@ releases (the same name in two namespaces too) never share a consumer group, a t
 {{- .Values.config.kafkaGroupId | default (printf "course-access-groups.%s.%s" .Release.Namespace .Release.Name) -}}
 {{- end -}}
 
+{{/* The topics an Open edX LMS publishes to under EVENT_BUS_TOPIC_PREFIX (edx-event-bus-kafka: "<prefix>-<topic>", the bare name without one); config.kafkaTopics, when set, wins. */}}
+{{- define "cag.kafkaTopics" -}}
+{{- $prefix := .Values.config.topicPrefix | default "" -}}
+{{- $topics := list -}}
+{{- range list "user-account-activated" "user-lifecycle" "course-catalog" -}}
+{{- $topics = append $topics (ternary (printf "%s-%s" $prefix .) . (ne $prefix "")) -}}
+{{- end -}}
+{{- .Values.config.kafkaTopics | default (join "," $topics) -}}
+{{- end -}}
+
 {{- define "cag.changesTopic" -}}
 {{- if .Values.config.changesEnabled -}}
 {{- .Values.config.changesTopic | default (printf "course-access-groups.%s.%s.changes" .Release.Namespace .Release.Name) -}}
