@@ -272,7 +272,10 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
     return;
   }
   const byRule = <R>(write: () => Promise<R>) => (want.auto ? withCause('rule', write) : write());
-  const same = have !== null && (have.born ?? '') === want.born;
+  // The same membership: where it began, or what it is (a late older activation of its period
+  // re-made it: it keeps its public id, and takes the place it began at now).
+  const same = have !== null && ((have.born ?? '') === want.born || (have.group === want.group && have.automatic === want.auto));
+  if (same && (have.born ?? '') !== want.born) await memberships.updateOne({ _id: have._id, id: have.id }, { $set: { born: want.born } });
   if (same && have.group === want.group && have.automatic === want.auto) {
     // In place already; unless its group was deleted since the record was folded (a batch folds
     // new learners' rule groups as live): the membership goes with its group.

@@ -73,8 +73,14 @@ export async function createMembership(tenant: Tenant, input: { user: number; gr
   return membershipAfter(tenant, input.user, input.group);
 }
 
-/** Whether `current` is the membership `doc` is (the one a request named by its id), not one made since. */
-const isNamed = (current: LearnerMembership | null, doc: MembershipDoc) => current !== null && placeKey(current.born) === (doc.born ?? '');
+/**
+ * Whether `current` is the membership `doc` is (the one a request named by its id), not one made
+ * since: where it began, or, when a late older activation of the same period re-made it, what it
+ * is (its group, and whether a rule made it). Another administrator's membership since, in
+ * another group, is not it.
+ */
+const isNamed = (current: LearnerMembership | null, doc: MembershipDoc) =>
+  current !== null && (placeKey(current.born) === (doc.born ?? '') || (current.group === doc.group && (current.by === 'rule') === doc.automatic));
 
 /**
  * Applies an administrator's change to membership `doc`, the one the request named: null when the

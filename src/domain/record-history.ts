@@ -162,7 +162,12 @@ export function compact<E extends EntryBase, S>(h: History<E, S>, fold: Fold<E, 
   return {
     seq: h.seq,
     entries: h.entries.slice(cut),
-    floor: { place: h.entries[cut - 1]!, state: folded.reduce(fold.step, start), ids: remember(h.floor?.ids ?? [], gone) },
+    // The floor's place alone (not the entry: what it said, a profile among it, goes with it).
+    floor: {
+      place: { at: h.entries[cut - 1]!.at, seq: h.entries[cut - 1]!.seq },
+      state: folded.reduce(fold.step, start),
+      ids: remember(h.floor?.ids ?? [], gone),
+    },
   };
 }
 

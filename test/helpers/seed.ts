@@ -2,6 +2,8 @@ import type { Db } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, type UserDoc } from '../../src/db/collections';
 import { indexCourse, indexUser } from '../../src/db/search-index';
 import { Tenant } from '../../src/db/tenant';
+import { normalizeEventTime } from '../../src/domain/event-time';
+import { firstRecord } from '../../src/domain/learners';
 import { syncCourseFacts, syncUserGroups } from '../../src/domain/list-facts';
 
 /**
@@ -13,25 +15,24 @@ export function seeder(db: Db, org: string) {
   const tenant = new Tenant(db, org);
   return {
     tenant,
+    /**
+     * A learner as a user event that is no activation (`user.updated`) writes them: their record
+     * and its history (learners.ts `firstRecord`), so a later activation of theirs applies the rules.
+     */
     async user(id: number, fields: Partial<Omit<UserDoc, '_id' | 'id' | 'org'>> = {}): Promise<UserDoc> {
       const email = fields.email ?? `user${id}@example.com`;
-      const doc = await tenant.collection<UserDoc>(COLLECTIONS.users).insertOne({
-        _id: String(id),
+      const facts = {
         id,
-        username: `user${id}`,
-        name: `User ${id}`,
-        is_active: true,
-        is_staff: false,
-        is_site_admin: false,
-        event_time: '2024-01-01T00:00:00Z',
-        grp: 0,
-        member: 0,
-        facts_v: 0,
-        ...fields,
-        listed: fields.is_site_admin ? 0 : 1,
+        username: fields.username ?? `user${id}`,
+        name: fields.name ?? `User ${id}`,
         email,
-        email_lower: email.toLowerCase(),
-      });
+        is_active: fields.is_active ?? true,
+        is_staff: fields.is_staff ?? false,
+        is_site_admin: fields.is_site_admin ?? false,
+      };
+      const record = firstRecord(facts, org, normalizeEventTime(fields.event_time ?? '2024-01-01T00:00:00Z'), false, null);
+      const { org: _org, ...rest } = record;
+      const doc = await tenant.collection<UserDoc>(COLLECTIONS.users).insertOne({ ...rest, projected: record.rev });
       await syncUserGroups(tenant, [id]);
       await indexUser(tenant, doc);
       return doc;
