@@ -30,9 +30,10 @@ export type LearnerEntry = EntryBase &
     | { kind: 'retired' }
     /**
      * An administrator's change of the membership in `org`: the group set, or null for a removal;
-     * `auto`: one a rule made elsewhere (`cag import-config` brings it as it was).
+     * `auto`: one a rule made elsewhere (`cag import-config` brings it as it was); `move`: a
+     * PATCH of the membership, which keeps who made it and where it began.
      */
-    | { kind: 'admin'; org: string; group: number | null; auto?: true }
+    | { kind: 'admin'; org: string; group: number | null; auto?: true; move?: true }
     /**
      * A rule applied to existing learners (or one created while an activation arrived): the
      * learner joins its group, as the rule's doing, if they are active in `org` with no group.
@@ -113,10 +114,8 @@ export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerStat
           if (s.record?.org !== e.org) return s;
           if (e.group === null || !isLive(e.group)) return { ...s, membership: null };
           // A move keeps the membership (who made it, where it began); a creation begins one.
-          return {
-            ...s,
-            membership: s.membership ? { ...s.membership, group: e.group } : { group: e.group, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } },
-          };
+          if (e.move && s.membership) return { ...s, membership: { ...s.membership, group: e.group } };
+          return { ...s, membership: { group: e.group, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } } };
         case 'join':
           if (s.record?.org !== e.org || !s.record.is_active || s.membership !== null || !isLive(e.group)) return s;
           return { ...s, membership: { group: e.group, by: 'rule', born: { at: e.at, seq: e.seq } } };

@@ -46,11 +46,12 @@ async function changeMembership(
   user: number,
   group: number | null,
   check: (current: LearnerMembership | null) => FieldErrors | null,
+  move = false,
 ): Promise<void> {
   await applyLearnerEntry(tenant.db, user, null, (state) => {
     const errors = state.record?.org === tenant.org ? check(state.membership) : { user: [doesNotExist(user)] };
     if (errors) throw new Invalid(errors);
-    return { kind: 'admin', org: tenant.org, group };
+    return { kind: 'admin', org: tenant.org, group, ...(move ? { move: true as const } : {}) };
   });
 }
 
@@ -89,10 +90,12 @@ const isNamed = (current: LearnerMembership | null, doc: MembershipDoc) =>
  */
 async function changeNamed(tenant: Tenant, doc: MembershipDoc, group: number | null): Promise<true | null> {
   try {
-    await changeMembership(tenant, doc.user, group, (current) => {
+    const named = (current: LearnerMembership | null) => {
       if (!isNamed(current, doc)) throw new NotThere();
       return null;
-    });
+    };
+    // A PATCH moves the membership (it keeps who made it and where it began); a DELETE removes it.
+    await changeMembership(tenant, doc.user, group, named, group !== null);
     return true;
   } catch (err) {
     if (err instanceof NotThere || (err instanceof Invalid && 'user' in err.fields)) return null;

@@ -281,9 +281,7 @@ describe('a learner', () => {
     let h = deliverAll([user(5, { rule: null })]);
     h = arrive(h, { kind: 'admin', source: 'cag:admin', id: 'a', ...placeNow(h), timed: true, org: 'A', group: 3 }).history;
     h = arrive(h, user(4, { rule: 1 })).history;
-    // In event time the rule made the membership at 4 and the administrator moved it at 5: it
-    // keeps who made it (`automatic`, as a PATCH always has) and stands in the administrator's group.
-    expect(foldLearner(h, allLive).membership).toMatchObject({ group: 3, by: 'rule' });
+    expect(foldLearner(h, allLive).membership).toMatchObject({ group: 3, by: 'admin' });
     h = arrive(h, retired(6)).history;
     expect(foldLearner(h, allLive)).toMatchObject({ record: null, membership: null });
   });
@@ -410,7 +408,7 @@ describe('the fold against the reference model', () => {
     h = arrive(h, { kind: 'admin', source: 'cag:admin', id: 'move', ...placeNow(h), timed: true, org: 'A', group: 1 }).history;
     h = arrive(h, { kind: 'retired', source: 'lms', id: 'r0', at: instant(0), timed: true }).history;
     // In event time: a0, the retirement (a tie, arriving after a0), a1 (the learner again: rule 2), then the move to 1.
-    expect(foldLearner(h, allLive).membership).toMatchObject({ group: 1, by: 'rule' }); // moved, made by the rule
+    expect(foldLearner(h, allLive).membership).toMatchObject({ group: 1, by: 'admin' });
   });
 
   test('agree on every status, user and membership', () => {
