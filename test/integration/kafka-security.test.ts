@@ -458,7 +458,11 @@ function externalKafkaCommand(): string {
     ['LMS_PASSWORD', 'openedx-secret'],
   ];
   for (const [example] of values) expect(block).toContain(example);
-  return values.reduce((text, [example, value]) => text.replaceAll(example, value), block);
+  // The local registry asks for no credentials, and answers over http://, where the service
+  // refuses to send them (basic auth in clear): the doc's registry key pair is left out here.
+  const credentials = /^\s*--set COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_(USERNAME|PASSWORD)=.*\n/gm;
+  expect(block.match(credentials)).toHaveLength(2);
+  return values.reduce((text, [example, value]) => text.replaceAll(example, value), block.replace(credentials, ''));
 }
 
 test("docs/install-tutor.md's external SASL_SSL Kafka: the service started with the environment Tutor rendered becomes ready over SASL_SSL, and a registration the LMS publishes with its rendered settings reaches it", async () => {
