@@ -272,21 +272,17 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
     return;
   }
   const byRule = <R>(write: () => Promise<R>) => (want.auto ? withCause('rule', write) : write());
-  // The same membership: where it began, or what it is (a late older activation of its period
-  // re-made it: it keeps its public id, and takes the place it began at now).
-  const same = have !== null && ((have.born ?? '') === want.born || (have.group === want.group && have.automatic === want.auto));
-  if (same && (have.born ?? '') !== want.born) await memberships.updateOne({ _id: have._id, id: have.id }, { $set: { born: want.born } });
-  if (same && have.group === want.group && have.automatic === want.auto) {
+  // A learner has one membership: the one there is brought in line in place (its public id kept),
+  // whatever the history made of it since; a new one is inserted only where there is none.
+  if (have && have.group === want.group && have.automatic === want.auto && (have.born ?? '') === want.born) {
     // In place already; unless its group was deleted since the record was folded (a batch folds
     // new learners' rule groups as live): the membership goes with its group.
     if (!(await groupLives(want.group))) await memberships.deleteOne({ _id: have._id, id: have.id });
     return;
   }
-  if (same) {
-    await byRule(() => memberships.updateOne({ _id: have._id, id: have.id }, { $set: { group: want.group, automatic: want.auto } }));
+  if (have) {
+    await byRule(() => memberships.updateOne({ _id: have._id, id: have.id }, { $set: { group: want.group, automatic: want.auto, born: want.born } }));
   } else {
-    // Another membership of the learner's (an earlier one the history has replaced) goes first.
-    if (have) await memberships.deleteOne({ _id: have._id, id: have.id });
     const id = await home.nextId('memberships');
     const insert = () => byRule(() => memberships.insertOne({ _id: doc._id, id, user: doc.id, group: want.group, automatic: want.auto, born: want.born }));
     try {
