@@ -90,7 +90,21 @@ const asBrokerAcl = (a: NeededAcl, user = USER) => ({
   permissionType: AclPermissionTypes.ALLOW,
 });
 
-const messagesIn = async (topic: string) => (await admin.fetchTopicOffsets(topic)).reduce((n, p) => n + Number(p.high), 0);
+/**
+ * How many messages a topic holds. A topic just created (by the service, or auto-created) may
+ * have no leader for a moment: the broker answers "not the leader", which kafkajs calls
+ * retriable; asked again until it has one.
+ */
+async function messagesIn(topic: string): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return (await admin.fetchTopicOffsets(topic)).reduce((n, p) => n + Number(p.high), 0);
+    } catch (err) {
+      if (attempt >= 40 || !(err as { retriable?: boolean }).retriable) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
 
 test('`cag topics` prints every topic (consumed, each dead-letter topic under KAFKA_DLQ_PREFIX, the changes topic) and the ACLs of the SASL user, as kafka-acls.sh commands', async () => {
   const { code, stdout } = await cag('topics');
