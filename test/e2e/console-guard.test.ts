@@ -274,10 +274,14 @@ describe('tokens', () => {
 
   test('a token that expires while the console is open returns to sign-in', async () => {
     const page = await newPage();
-    const short = await signToken({ user_id: 2, org: 'org-a', roles: ['site_admin'] }, { exp: Math.floor(Date.now() / 1000) + 3 });
+    // The page's clock is Playwright's, so the expiry is reached by moving it on, not by a race
+    // between a short token and a loaded machine (a 3 s token once expired before sign-in ended).
+    await page.clock.install();
+    const short = await signToken({ user_id: 2, org: 'org-a', roles: ['site_admin'] }, { exp: Math.floor(Date.now() / 1000) + 25 });
     await openConsole(page, service.baseUrl, short);
     expect(await page.locator('.who').innerText()).toContain('in less than a minute');
-    await page.locator('.signin').waitFor({ timeout: 6000 });
+    await page.clock.fastForward(26_000);
+    await page.locator('.signin').waitFor();
     expect(await signInMessage(page)).toMatch(/^Your token expired at /);
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
   });
