@@ -15,6 +15,7 @@ import { ensureIndexes } from './db/collections';
 import { configureChanges } from './db/outbox';
 import { bringStoredDataCurrent, NewerStoredShape, newerShapeReason, SHAPE_CHECK_MS, storedShape, UPGRADES, type Upgrade } from './db/upgrades';
 import { configureHistoryBounds } from './domain/arrivals';
+import { finishAbandonedProjections, PROJECTION_LEASE_MS } from './domain/learners';
 import { DependencyUnavailable } from './errors';
 import { type DescribeFailure, failureReporter } from './failure-report';
 import { brokerProbe, createKafka } from './kafka';
@@ -244,6 +245,7 @@ export async function startService(
     watchShape();
     relay.start();
     await keepAuditRetention(db, config.AUDIT_RETENTION_DAYS, log, stopping.signal);
+    keepFinishingProjections(db, log, stopping.signal);
     // The broker is waited for with the probe, which a stop interrupts at once; kafkajs's own
     // connection retries (about a minute) would hold a stop up until they end.
     if (consumer) {
@@ -320,4 +322,19 @@ export async function startService(
       await client.close();
     },
   };
+}
+
+/**
+ * Every process sweeps, once a lease: a learner's projection that a dead process left marked is
+ * finished (src/domain/learners.ts). Failures are logged and tried at the next sweep.
+ */
+function keepFinishingProjections(db: Db, log: Logger, signal: AbortSignal): void {
+  const sweep = () =>
+    finishAbandonedProjections(db).then(
+      (n) => n > 0 && log.info({ learners: n }, 'finished projections a stopped process left'),
+      (err: Error) => log.warn({ err: { name: err.name, message: err.message } }, 'projection sweep failed'),
+    );
+  const timer = setInterval(sweep, PROJECTION_LEASE_MS / 2);
+  timer.unref();
+  signal.addEventListener('abort', () => clearInterval(timer), { once: true });
 }

@@ -122,6 +122,13 @@ export interface UserDoc extends TenantDoc {
   m?: { group: number; auto: boolean; born: string } | null;
   /** The revision whose projection (membership, list facts, search grams, change log) is complete. */
   projected?: number;
+  /**
+   * Projections under way (docs/event-core.md, "Writes"): each marks the organization it is about
+   * to write in (`<ISO time>|<token>|<org>`) before it writes there and unmarks it when done, so a
+   * projection that died after writing leaves a durable trace: the next projection cleans where
+   * the marks point, and a mark older than the lease is finished by the sweep.
+   */
+  writing?: string[];
   /** The newest instant the learner's history holds, never lowered: the search grams' `t`. */
   event_time: string;
   /** 1 when `users/` lists the user (not a site administrator), else 0: an equality, for indexes. */
@@ -320,6 +327,7 @@ const INDEXES: Record<string, IndexDescription[]> = {
     { key: { org: 1, listed: 1, id: 1 } }, // users/ (and its deep pages, covered), searches driven by it
     { key: { org: 1, grp: 1, listed: 1, id: 1 } }, // users?group=, users?no_group=true (grp 0), group cascade
     { key: { org: 1, member: 1, listed: 1, id: 1 } }, // users?no_group=false
+    { key: { writing: 1 } }, // the sweep of projections a dead process left marked (learners.ts)
   ],
   [COLLECTIONS.courses]: [
     { key: { org: 1, id: 1 }, unique: true }, // list by id

@@ -59,24 +59,42 @@ export function learnerRecords(db: Db) {
       }
     },
 
+    /** Marks a projection about to write (`writing`, see collections.ts), whatever the revision: the mark must outlive a stale writer. */
+    async markWriting(id: string, mark: string): Promise<void> {
+      await records.updateOne({ _id: id }, { $push: { writing: mark } });
+    },
+
+    /** Takes marks off (a finished projection's own, or ones the sweep finished). */
+    async unmark(id: string, marks: readonly string[]): Promise<void> {
+      if (marks.length > 0) await records.updateOne({ _id: id }, { $pullAll: { writing: [...marks] } });
+    },
+
     /**
-     * What follows from revision `rev` is in place (`projected`), and the organizations it left
-     * are done with, unless the record was written since (its writer projects again).
+     * What follows from revision `rev` is in place (`projected`), the organizations it left are
+     * done with and the projection's own marks come off; false when the record was written since
+     * (the caller projects the newer one).
      */
-    async projected(id: string, rev: number): Promise<void> {
-      await records.updateOne({ _id: id, rev }, { $set: { left: [], projected: rev } });
+    async projected(id: string, rev: number, marks: readonly string[]): Promise<boolean> {
+      const done = await records.updateOne({ _id: id, rev }, { $set: { left: [], projected: rev }, $pullAll: { writing: [...marks] } });
+      return done.matchedCount === 1;
     },
 
     /** The same for many records at once (the batch path): one command per UPDATES_PER_COMMAND (dialect.ts). */
-    async projectedMany(done: readonly { id: string; rev: number }[]): Promise<void> {
+    async projectedMany(done: readonly { id: string; rev: number }[], marks: readonly string[]): Promise<void> {
       for (let i = 0; i < done.length; i += UPDATES_PER_COMMAND) {
         await records.bulkWrite(
-          done
-            .slice(i, i + UPDATES_PER_COMMAND)
-            .map(({ id, rev }) => ({ updateOne: { filter: { _id: id, rev }, update: { $set: { left: [], projected: rev } } } })),
+          done.slice(i, i + UPDATES_PER_COMMAND).map(({ id, rev }) => ({
+            updateOne: { filter: { _id: id, rev }, update: { $set: { left: [], projected: rev }, $pullAll: { writing: [...marks] } } },
+          })),
           { ordered: false },
         );
       }
+    },
+
+    /** Records with a mark made before `cutoff` (an ISO time): projections their process left unfinished. */
+    async markedBefore(cutoff: string, limit: number): Promise<LearnerRecordDoc[]> {
+      const docs = await records.find({ writing: { $lt: cutoff } }).limit(limit).toArray();
+      return docs.map(normalized);
     },
   };
 }

@@ -7,7 +7,7 @@ import { learnerRecords } from '../db/user-records';
 import { entryOf, isLegacyDuplicate } from './arrivals';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import type { LearnerEntry } from './learner-fold';
-import { afterProjection, firstRecord, joinByRule, learnerHistory, project, type UserFacts, userEntry } from './learners';
+import { afterProjection, firstRecord, isProjected, joinByRule, learnerHistory, Projection, project, type UserFacts, userEntry } from './learners';
 import { syncUserGroups } from './list-facts';
 import { type Arriving, arrive } from './record-history';
 import { matchRules } from './rule-match';
@@ -56,6 +56,10 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
     ),
   ]);
   const ruleOf = new Map(matches.map((m) => [m.user, m.rule.group]));
+  // New records carry the batch's mark from their insert: a batch that dies before its
+  // memberships are marked done leaves a trace (learners.ts `Projection`).
+  const projection = new Projection();
+  const { mark } = projection.mark(tenant.org);
   const fresh: { line: UserLine; doc: LearnerRecordDoc }[] = [];
   for (const line of lines) {
     const doc = stored.get(line.facts.id) ?? null;
@@ -64,16 +68,16 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
       const entry = { ...base, ...userEntry(line.facts, tenant.org, true, ruleOf.get(line.facts) ?? null) } as Arriving<LearnerEntry>;
       // A duplicate whose projection is complete writes nothing; anything else is the learner's compare-and-set, one by one.
       const duplicate = isLegacyDuplicate(doc, stamp) || arrive(learnerHistory(doc), entry).arrival === 'duplicate';
-      if (duplicate && doc.projected === doc.rev && !doc.left?.length) outcomes[firsts.get(line)!] = 'duplicate';
+      if (duplicate && isProjected(doc)) outcomes[firsts.get(line)!] = 'duplicate';
       continue;
     }
-    fresh.push({ line, doc: firstRecord(line.facts, tenant.org, line.at, true, ruleOf.get(line.facts) ?? null) });
+    fresh.push({ line, doc: { ...firstRecord(line.facts, tenant.org, line.at, true, ruleOf.get(line.facts) ?? null), writing: [mark] } });
     outcomes[firsts.get(line)!] = 'applied';
   }
   const refused = await records.insertNew(fresh.map((f) => f.doc));
   const inserted = fresh.filter((f) => !refused.has(f.doc._id));
   for (const f of fresh) if (refused.has(f.doc._id)) outcomes[firsts.get(f.line)!] = 'per-event';
-  await projectNew(tenant, inserted);
+  await projectNew(tenant, inserted, projection);
   return outcomes;
 }
 
@@ -84,7 +88,7 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
  * the rules read again: a rule created (and applied to existing learners) between the first read
  * and the insert saw none of them, so a learner activated here with no group joins its group.
  */
-async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; doc: LearnerRecordDoc }[]): Promise<void> {
+async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; doc: LearnerRecordDoc }[], projection: Projection): Promise<void> {
   if (inserted.length === 0) return;
   const docs = inserted.map((f) => f.doc);
   const members = docs.filter((d) => d.m);
@@ -125,11 +129,11 @@ async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; d
   for (const doc of docs) {
     const current = now.get(doc.id);
     if (!current) continue; // records are never deleted: not reached
-    if (current.rev !== doc.rev) await afterProjection(tenant.db, doc);
-    else if (notMade.has(doc._id) || (doc.m && !liveGroups.has(String(doc.m.group)))) await project(tenant.db, { ...current, projected: 0 });
+    if (current.rev !== doc.rev) await afterProjection(tenant.db, doc, projection);
+    else if (notMade.has(doc._id) || (doc.m && !liveGroups.has(String(doc.m.group)))) await project(tenant.db, { ...current, projected: 0 }, projection);
     else done.push({ id: doc._id, rev: doc.rev! });
   }
-  await records.projectedMany(done);
+  await records.projectedMany(done, projection.marks);
   const late = await matchRules(
     tenant,
     inserted.filter((f) => f.line.facts.is_active && !f.doc.m).map((f) => f.line.facts),

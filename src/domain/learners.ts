@@ -170,7 +170,7 @@ export async function applyLearnerEntry(
     if (typeof body === 'function') {
       // A change made now is checked against what the learner is, in full: a projection a dead
       // process left unfinished is finished first (a retried request then finds its membership).
-      if (doc && (doc.projected !== doc.rev || doc.left?.length)) await project(db, doc);
+      if (doc && !isProjected(doc)) await project(db, doc);
       stateBefore = foldLearner(before, await liveGroups(db, before));
       made = body(stateBefore, doc);
     } else made = body;
@@ -200,6 +200,34 @@ function closedPeriod(before: LearnerState, after: LearnerState, made: EntryBody
   return before.record === null || before.record.org !== after.record.org || before.periodOpen;
 }
 
+/** Whether what follows from the record is in place: its revision projected, nothing left behind elsewhere, no projection under way. */
+export const isProjected = (doc: LearnerRecordDoc) => doc.projected === doc.rev && !doc.left?.length && !doc.writing?.length;
+
+/**
+ * One projection's marks (`writing` on the record): one per organization it writes in, made
+ * before it writes there, taken off when it is done.
+ */
+export class Projection {
+  private readonly token = randomUUID();
+  private readonly marked = new Map<string, string>();
+
+  /** The mark for writing in `org` (one per organization), and whether it is new. */
+  mark(org: string): { mark: string; isNew: boolean } {
+    const known = this.marked.get(org);
+    if (known) return { mark: known, isNew: false };
+    const mark = `${new Date().toISOString()}|${this.token}|${org}`;
+    this.marked.set(org, mark);
+    return { mark, isNew: true };
+  }
+
+  get marks(): string[] {
+    return [...this.marked.values()];
+  }
+}
+
+/** The organization a mark names. */
+const markedOrg = (mark: string) => mark.slice(mark.indexOf('|', mark.indexOf('|') + 1) + 1);
+
 /**
  * What follows from the record (docs/event-core.md, "What hangs off a record"): nothing of the
  * learner stays in an organization it left (its membership, its search grams), and in its own the
@@ -208,52 +236,87 @@ function closedPeriod(before: LearnerState, after: LearnerState, made: EntryBody
  * writer that came in between projects its own revision too, and the last projection is of the
  * newest. Idempotent.
  */
-export async function project(db: Db, doc: LearnerRecordDoc): Promise<LearnerRecordDoc> {
-  if (doc.projected === doc.rev && !doc.left?.length) return doc;
-  await projectOnce(db, doc);
-  return afterProjection(db, doc);
+export async function project(db: Db, doc: LearnerRecordDoc, projection = new Projection()): Promise<LearnerRecordDoc> {
+  if (isProjected(doc)) return doc;
+  await projectOnce(db, doc, projection);
+  return afterProjection(db, doc, projection);
 }
 
 /**
  * After what follows from `done` was written (by `project`, or in bulk by the batch path): the
- * record read again is still `done`, and says so (`projected`); or it was written meanwhile, and
- * what this projection wrote may undo the newer one's (whose `projected` mark may already be
- * set), so the newer record is projected again, with the organization this one wrote in to clean
- * up when the learner is no longer there; and so on until a projection is of the newest record.
+ * record read again is still `done`, and says so (`projected`, the projection's marks off); or
+ * it was written meanwhile, and what this projection wrote may undo the newer one's (whose
+ * `projected` mark may already be set), so the newer record is projected again, cleaning where
+ * the marks (this projection's among them) point when the learner is no longer there; and so on
+ * until a projection is of the newest record.
  */
-export async function afterProjection(db: Db, done: LearnerRecordDoc): Promise<LearnerRecordDoc> {
+export async function afterProjection(db: Db, done: LearnerRecordDoc, projection: Projection): Promise<LearnerRecordDoc> {
   const records = learnerRecords(db);
   let current = done;
   for (let round = 0; round < ROUNDS; round++) {
-    const now = await records.read(current.id);
-    if (!now || now.rev === current.rev) {
-      await records.projected(current._id, current.rev!);
+    const now = (await records.read(current.id)) ?? current;
+    if (now.rev === current.rev && (await records.projected(now._id, now.rev!, projection.marks))) {
       // As stored now: with its list facts, which the projection derived.
-      return { ...(now ?? current), left: [], projected: current.rev! };
+      const own = new Set(projection.marks);
+      return { ...now, left: [], projected: now.rev!, writing: (now.writing ?? []).filter((m) => !own.has(m)) };
     }
-    const touched = current.org !== null && current.org !== now.org ? [{ org: current.org, upTo: `${now.event_time}#9999999999` }] : [];
-    current = { ...now, left: [...(now.left ?? []), ...touched] };
-    await projectOnce(db, current);
+    current = now;
+    await projectOnce(db, current, projection);
   }
   throw new Error(`learner ${done.id} kept changing while what hangs off it was brought in line`);
 }
 
-async function projectOnce(db: Db, doc: LearnerRecordDoc): Promise<void> {
-  for (const { org, upTo } of doc.left ?? []) {
-    if (org === doc.org) continue; // back there since: its own projection decides
-    const away = new Tenant(db, org);
+async function projectOnce(db: Db, doc: LearnerRecordDoc, projection: Projection): Promise<void> {
+  // Where the learner was (`left`), and where a projection may have written (its mark), but is not now.
+  const upToNow = `${doc.event_time}#9999999999`;
+  const away = new Map((doc.writing ?? []).map((m) => [markedOrg(m), upToNow]));
+  for (const { org, upTo } of doc.left ?? []) away.set(org, upTo);
+  away.delete(doc.org ?? '');
+  for (const [org, upTo] of away) {
+    const there = new Tenant(db, org);
     // A move takes the membership as a cascade; a retirement as the event's own doing.
-    const removal = () => away.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: doc._id });
+    const removal = () => there.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: doc._id });
     await (doc.org === null ? removal() : withCause('cascade', removal));
-    await unindexUser(away, doc.id, upTo.slice(0, upTo.indexOf('#')));
+    await unindexUser(there, doc.id, upTo.slice(0, upTo.indexOf('#')));
     await recordAfterWrite(db, COLLECTIONS.users, [{ k: doc._id, o: org }]);
   }
   if (doc.org === null) return;
+  // Marked before the first write here: if this process dies after it, the mark outlives it.
+  const { mark, isNew } = projection.mark(doc.org);
+  if (isNew) await learnerRecords(db).markWriting(doc._id, mark);
   const home = new Tenant(db, doc.org);
   await syncMembership(db, home, doc);
   await syncUserGroups(home, [doc.id]);
   await indexUser(home, doc as UserDoc);
   await recordAfterWrite(db, COLLECTIONS.users, [{ k: doc._id, o: doc.org }]);
+}
+
+/** How old a mark is before the sweep takes its projection for abandoned (a projection takes milliseconds). */
+export const PROJECTION_LEASE_MS = 120_000;
+
+/**
+ * Finishes projections a dead process left marked (`writing` older than `leaseMs`): each such
+ * learner is projected again (cleaning where the marks point, its own organization brought in
+ * line) and the old marks come off. Returns how many learners it finished; any process may run it.
+ */
+export async function finishAbandonedProjections(db: Db, leaseMs = PROJECTION_LEASE_MS, now = Date.now()): Promise<number> {
+  const records = learnerRecords(db);
+  const cutoff = new Date(now - leaseMs).toISOString();
+  let finished = 0;
+  // Pages of 100, at most 10 a call: the next call (a minute later) takes the rest.
+  for (let page = 0; page < 10; page++) {
+    const marked = await records.markedBefore(cutoff, 100);
+    for (const doc of marked) {
+      await project(db, { ...doc, projected: 0 });
+      await records.unmark(
+        doc._id,
+        (doc.writing ?? []).filter((m) => m < cutoff),
+      );
+    }
+    finished += marked.length;
+    if (marked.length < 100) break;
+  }
+  return finished;
 }
 
 /**

@@ -12,6 +12,7 @@ import { applyCatalogInfo } from '../../src/domain/course-event-data';
 import { deleteCourse } from '../../src/domain/courses';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { importUserBatch } from '../../src/domain/import-users';
+import { finishAbandonedProjections, PROJECTION_LEASE_MS } from '../../src/domain/learners';
 import { createMembership, deleteMembership } from '../../src/domain/memberships';
 import { identityKey } from '../../src/domain/record-history';
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
@@ -257,6 +258,36 @@ test('an activation whose projection runs after a newer event moved the learner 
     memberHere: await membershipOf(tenant, 5600),
     gramsHere: await tenant.collection(COLLECTIONS.userGrams).count({ r: 5600 }),
   }).toEqual({ here: null, there: at(7, 'reg').time, memberHere: null, gramsHere: 0 });
+});
+
+test('an activation whose projection is overtaken by a move, then writes its membership in the old organization and is killed: its mark is left, so a redelivery or the sweep deletes that membership', async () => {
+  const { org, tenant } = await orgWithRule();
+  const { org: other, tenant: otherTenant } = await orgWithRule();
+  // Between the activation's mark and its membership's write, a registration in `other` moves the
+  // learner and projects in full; the activation then writes its (stale) membership and dies.
+  const killedAfterStaleWrite = (id: number) =>
+    atProjection(
+      () =>
+        atCall(
+          'insertOne',
+          COLLECTIONS.memberships,
+          async () => true,
+          () => applyUserData(db, learner(id), at(6, 'act'), 'activation', org),
+          kill,
+        ),
+      () => applyUserData(db, learner(id, false), at(7, 'reg'), 'registration', other),
+    );
+  for (const id of [5650, 5651]) {
+    await expect(killedAfterStaleWrite(id)).rejects.toThrow('killed');
+    expect({ there: (await userOf(otherTenant, id))?.event_time, orphan: (await membershipOf(tenant, id)) !== null }).toEqual({ there: at(7, 'reg').time, orphan: true });
+  }
+  // 5650: the killed activation is redelivered.
+  expect(await applyUserData(db, learner(5650), at(6, 'act'), 'activation', org)).toBe('duplicate');
+  expect(await membershipOf(tenant, 5650)).toBeNull();
+  // 5651: nothing of the learner comes again; the sweep finds the mark once the lease is over.
+  expect(await finishAbandonedProjections(db, PROJECTION_LEASE_MS, Date.now() - 1000)).toBe(0);
+  expect(await finishAbandonedProjections(db, PROJECTION_LEASE_MS, Date.now() + PROJECTION_LEASE_MS + 1000)).toBeGreaterThanOrEqual(1);
+  expect({ orphan: await membershipOf(tenant, 5651), marks: (await learnerRecords(db).read(5651))?.writing ?? [] }).toEqual({ orphan: null, marks: [] });
 });
 
 test('kill -9 between a retirement’s write and its membership’s delete: its redelivery deletes the membership; a learner created again before it keeps theirs', async () => {
