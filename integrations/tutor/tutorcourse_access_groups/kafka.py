@@ -58,6 +58,10 @@ def problem(values):
         return "COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_URL: must be an http or https URL"
     if bool(t("COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_USERNAME")) != bool(t("COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_PASSWORD")):
         return "COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_USERNAME and COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_PASSWORD: set both (basic auth, a Confluent API key pair), or neither"
+    if t("COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_USERNAME") and parts.scheme == "http":
+        # As the service refuses it at start-up (src/registry-settings.ts): the LMS would send the key pair in clear.
+        return ("COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_USERNAME: basic auth over an http:// COURSE_ACCESS_GROUPS_SCHEMA_REGISTRY_URL "
+                "would send the password in clear: use the https:// URL of the registry")
 
     ssl = _on(values, "COURSE_ACCESS_GROUPS_KAFKA_SSL")
     ca = t("COURSE_ACCESS_GROUPS_KAFKA_SSL_CA_CERT")
