@@ -93,7 +93,10 @@ export function learnerRecords(db: Db) {
 
     /** Records with a mark made before `cutoff` (an ISO time): projections their process left unfinished. */
     async markedBefore(cutoff: string, limit: number): Promise<LearnerRecordDoc[]> {
-      const docs = await records.find({ writing: { $lt: cutoff } }).limit(limit).toArray();
+      const docs = await records
+        .find({ writing: { $lt: cutoff } })
+        .limit(limit)
+        .toArray();
       return docs.map(normalized);
     },
   };

@@ -279,7 +279,10 @@ test('an activation whose projection is overtaken by a move, then writes its mem
     );
   for (const id of [5650, 5651]) {
     await expect(killedAfterStaleWrite(id)).rejects.toThrow('killed');
-    expect({ there: (await userOf(otherTenant, id))?.event_time, orphan: (await membershipOf(tenant, id)) !== null }).toEqual({ there: at(7, 'reg').time, orphan: true });
+    expect({ there: (await userOf(otherTenant, id))?.event_time, orphan: (await membershipOf(tenant, id)) !== null }).toEqual({
+      there: at(7, 'reg').time,
+      orphan: true,
+    });
   }
   // 5650: the killed activation is redelivered.
   expect(await applyUserData(db, learner(5650), at(6, 'act'), 'activation', org)).toBe('duplicate');
