@@ -10,7 +10,7 @@ import { LmsOauthSettingError, type LmsOauthSettings, parseLmsOauth } from './lm
 import { RegistrySettingError, registryClientSettings } from './registry-settings';
 import { ajv, fromEnvironmentStrings } from './validation';
 
-/** The environment the service reads (docs/operations.md and the README's configuration table). One schema: validation and the type. */
+/** The environment the service reads (docs/configuration.md). One schema: validation and the type. */
 export const configSchema = {
   type: 'object',
   properties: {

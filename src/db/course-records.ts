@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type CourseRecordDoc, type StoredHistory } from './collections';
-import { isDuplicateKey } from './driver-errors';
+import { writeIfUnchanged } from './compare-and-set';
 
 /**
  * Course records by course key alone, whatever organization holds them (docs/event-core.md,
@@ -18,25 +18,8 @@ export function courseRecords(db: Db) {
       return doc && { ...doc, org: doc.org ?? null };
     },
 
-    /**
-     * Writes `next` if the record is still the one read (`read`, null: there was none). False
-     * when another write came first: the caller reads and folds again.
-     */
-    async writeIfUnchanged(read: CourseRecordDoc | null, next: CourseRecordDoc): Promise<boolean> {
-      if (read === null) {
-        try {
-          await records.insertOne(next);
-          return true;
-        } catch (err) {
-          if (isDuplicateKey(err)) return false;
-          throw err;
-        }
-      }
-      // The list facts (is_public, linked, facts_v) are derived apart (list-facts.ts): left as they are.
-      const { _id, is_public: _p, linked: _l, facts_v: _f, ...fields } = next;
-      const result = await records.updateOne({ _id, rev: read.rev ?? { $exists: false } }, { $set: fields });
-      return result.matchedCount === 1;
-    },
+    /** Writes `next` if the record is still the one read (compare-and-set.ts); the list facts are derived apart (list-facts.ts). */
+    writeIfUnchanged: (read: CourseRecordDoc | null, next: CourseRecordDoc) => writeIfUnchanged(records, read, next, ['is_public', 'linked', 'facts_v']),
 
     /**
      * Organizations whose links and public record are deleted are no longer pending, unless the

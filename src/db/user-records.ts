@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type LearnerRecordDoc, type MembershipDoc, type StoredHistory } from './collections';
+import { writeIfUnchanged } from './compare-and-set';
 import { readInPieces, refusedAsDuplicates, UPDATES_PER_COMMAND } from './dialect';
-import { isDuplicateKey } from './driver-errors';
 
 /**
  * Learner records by user id alone, whatever organization holds them (docs/event-core.md,
@@ -26,25 +26,8 @@ export function learnerRecords(db: Db) {
       return new Map(docs.map((d) => [d.id, normalized(d)]));
     },
 
-    /**
-     * Writes `next` if the record is still the one read (`read`, null: there was none). False
-     * when another write came first: the caller reads and folds again.
-     */
-    async writeIfUnchanged(read: LearnerRecordDoc | null, next: LearnerRecordDoc): Promise<boolean> {
-      if (read === null) {
-        try {
-          await records.insertOne(next);
-          return true;
-        } catch (err) {
-          if (isDuplicateKey(err)) return false;
-          throw err;
-        }
-      }
-      // The list facts (grp, member, facts_v) are derived apart (list-facts.ts): left as they are.
-      const { _id, grp: _g, member: _m, facts_v: _f, ...fields } = next;
-      const result = await records.updateOne({ _id, rev: read.rev ?? { $exists: false } }, { $set: fields });
-      return result.matchedCount === 1;
-    },
+    /** Writes `next` if the record is still the one read (compare-and-set.ts); the list facts are derived apart (list-facts.ts). */
+    writeIfUnchanged: (read: LearnerRecordDoc | null, next: LearnerRecordDoc) => writeIfUnchanged(records, read, next, ['grp', 'member', 'facts_v']),
 
     /** New learners' records in one unordered insert: the `_id`s refused (a record exists: its learner goes one by one). */
     async insertNew(docs: readonly LearnerRecordDoc[]): Promise<Set<string>> {
