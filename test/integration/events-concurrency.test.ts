@@ -290,7 +290,10 @@ test('an activation whose projection is overtaken by a move, then writes its mem
   // 5651: nothing of the learner comes again; the sweep finds the mark once the lease is over.
   // Within the lease the mark may be a projection still under way: the sweep leaves it.
   await finishAbandonedProjections(db, PROJECTION_LEASE_MS, Date.now() - 1000);
-  expect({ orphan: (await membershipOf(tenant, 5651)) !== null, marks: (await learnerRecords(db).read(5651))?.writing?.length }).toEqual({ orphan: true, marks: 1 });
+  expect({ orphan: (await membershipOf(tenant, 5651)) !== null, marks: (await learnerRecords(db).read(5651))?.writing?.length }).toEqual({
+    orphan: true,
+    marks: 1,
+  });
   expect(await finishAbandonedProjections(db, PROJECTION_LEASE_MS, Date.now() + PROJECTION_LEASE_MS + 1000)).toBeGreaterThanOrEqual(1);
   expect({ orphan: await membershipOf(tenant, 5651), marks: (await learnerRecords(db).read(5651))?.writing ?? [] }).toEqual({ orphan: null, marks: [] });
 });
