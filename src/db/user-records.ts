@@ -69,7 +69,11 @@ export function learnerRecords(db: Db) {
      */
     async projectedMany(done: readonly { id: string; rev: number }[], marks: readonly string[]): Promise<void> {
       const byRev = new Map<number, string[]>();
-      for (const { id, rev } of done) byRev.set(rev, [...(byRev.get(rev) ?? []), id]);
+      for (const { id, rev } of done) {
+        const ids = byRev.get(rev);
+        if (ids) ids.push(id);
+        else byRev.set(rev, [id]);
+      }
       for (const [rev, ids] of byRev) {
         for (let i = 0; i < ids.length; i += 1000) {
           await records.updateMany({ _id: { $in: ids.slice(i, i + 1000) }, rev }, { $set: { left: [], projected: rev }, $pullAll: { writing: [...marks] } });
