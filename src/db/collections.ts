@@ -27,6 +27,7 @@ export const COLLECTIONS = {
   userGrams: 'user_grams',
   courseGrams: 'course_grams',
   upgrades: 'upgrades',
+  batchProjections: 'batch_projections',
 } as const;
 
 /**
@@ -129,6 +130,11 @@ export interface UserDoc extends TenantDoc {
    * the marks point, and a mark older than the lease is finished by the sweep.
    */
   writing?: string[];
+  /**
+   * The batch that inserted the record (its token), while it may be under way: the record counts
+   * as projected only once the batch's intent (`BatchProjectionDoc`) is gone.
+   */
+  batch?: string;
   /** The newest instant the learner's history holds, never lowered: the search grams' `t`. */
   event_time: string;
   /** 1 when `users/` lists the user (not a site administrator), else 0: an equality, for indexes. */
@@ -294,6 +300,21 @@ export interface LeaseDoc {
 }
 
 /**
+ * A batch's projection under way (src/domain/import-users.ts): written before the batch inserts
+ * its new learners' records (already marked `projected`, with the batch's token), deleted when
+ * their memberships, list facts and grams are written. While it exists those records count as not
+ * projected; one older than the lease is finished by the sweep (learners.ts).
+ */
+export interface BatchProjectionDoc {
+  /** The batch's token (the records' `batch`). */
+  _id: string;
+  /** Where and since when it writes, as a record's `writing` mark: `<ISO time>|<token>|<org>`. */
+  mark: string;
+  /** The user ids (as `_id`s) of the records it inserts. */
+  ids: string[];
+}
+
+/**
  * Indexes for every query the service makes (each line says which).
  *
  * `{org, id}` is unique where `_id` never changes. Rules and links are keyed by what they join
@@ -341,6 +362,9 @@ const INDEXES: Record<string, IndexDescription[]> = {
     { key: { r: 1, org: 1 } }, // a user's grams, when its record changes
   ],
   [COLLECTIONS.courseGrams]: [{ key: { g: 1, org: 1, r: 1 } }, { key: { r: 1, org: 1 } }],
+  [COLLECTIONS.batchProjections]: [
+    { key: { mark: 1 } }, // the sweep of batches a dead process left under way (learners.ts)
+  ],
   [COLLECTIONS.auditLog]: [
     { key: { org: 1, time: -1 } }, // audit-log/, newest first (its TTL index: src/db/audit.ts)
   ],

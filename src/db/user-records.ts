@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, type LearnerRecordDoc, type MembershipDoc, type StoredHistory } from './collections';
+import { type BatchProjectionDoc, COLLECTIONS, type LearnerRecordDoc, MAJORITY, type MembershipDoc, type StoredHistory } from './collections';
 import { writeIfUnchanged } from './compare-and-set';
 import { readInPieces, refusedAsDuplicates } from './dialect';
 
@@ -11,9 +11,22 @@ import { readInPieces, refusedAsDuplicates } from './dialect';
  */
 export function learnerRecords(db: Db) {
   const records = db.collection<LearnerRecordDoc>(COLLECTIONS.users);
+  const batches = db.collection<BatchProjectionDoc>(COLLECTIONS.batchProjections, MAJORITY);
   // FerretDB v1 drops a null from `$setOnInsert` (the upgrade's retired learners): absent reads as none.
   const normalized = (doc: LearnerRecordDoc) => ({ ...doc, org: doc.org ?? null, m: doc.m ?? null });
+  /** Of the batches that inserted `docs`, those still under way, with their marks: one query, none for batches seen closed. */
+  async function pendingBatches(docs: readonly Pick<LearnerRecordDoc, 'batch'>[]): Promise<Map<string, string>> {
+    const tokens = [...new Set(docs.map((d) => d.batch).filter((t): t is string => t !== undefined && !closedBatches.has(t)))];
+    if (tokens.length === 0) return new Map();
+    const open = await readInPieces(tokens, (piece) => batches.find({ _id: { $in: piece } }, { projection: { mark: 1 } }).toArray());
+    const pending = new Map(open.map((b) => [b._id, b.mark]));
+    for (const t of tokens) if (!pending.has(t)) closedBatches.add(t);
+    return pending;
+  }
+
   return {
+    pendingBatches,
+
     async read(id: number): Promise<LearnerRecordDoc | null> {
       const doc = await records.findOne({ _id: String(id) });
       return doc && normalized(doc);
@@ -62,25 +75,6 @@ export function learnerRecords(db: Db) {
       return done.matchedCount === 1;
     },
 
-    /**
-     * The same for many records at once (the batch path): one `updateMany` per revision (a batch's
-     * new records are all at revision 1), since FerretDB updates a document in milliseconds however
-     * the update is sent, and one command of many statements costs more than one of many matches.
-     */
-    async projectedMany(done: readonly { id: string; rev: number }[], marks: readonly string[]): Promise<void> {
-      const byRev = new Map<number, string[]>();
-      for (const { id, rev } of done) {
-        const ids = byRev.get(rev);
-        if (ids) ids.push(id);
-        else byRev.set(rev, [id]);
-      }
-      for (const [rev, ids] of byRev) {
-        for (let i = 0; i < ids.length; i += 1000) {
-          await records.updateMany({ _id: { $in: ids.slice(i, i + 1000) }, rev }, { $set: { left: [], projected: rev }, $pullAll: { writing: [...marks] } });
-        }
-      }
-    },
-
     /** Records with a mark made before `cutoff` (an ISO time): projections their process left unfinished. */
     async markedBefore(cutoff: string, limit: number): Promise<LearnerRecordDoc[]> {
       const docs = await records
@@ -89,8 +83,43 @@ export function learnerRecords(db: Db) {
         .toArray();
       return docs.map(normalized);
     },
+
+    /** A batch's projection begins (its intent, before its records are inserted: collections.ts `BatchProjectionDoc`). */
+    async openBatch(token: string, mark: string, ids: readonly string[]): Promise<void> {
+      await batches.insertOne({ _id: token, mark, ids: [...ids] });
+    },
+
+    /** A batch's projection is complete: its records count as projected. */
+    async closeBatch(token: string): Promise<void> {
+      await batches.deleteOne({ _id: token });
+      closedBatches.add(token);
+    },
+
+    /** The mark of the batch that inserted `doc` if it may still be under way (its intent is there), else null. */
+    async pendingBatchMark(doc: Pick<LearnerRecordDoc, 'batch'>): Promise<string | null> {
+      return doc.batch === undefined ? null : ((await pendingBatches([doc])).get(doc.batch) ?? null);
+    },
+
+    /** Batches whose mark was made before `cutoff` (an ISO time): ones their process left unfinished. */
+    abandonedBatches(cutoff: string, limit: number): Promise<BatchProjectionDoc[]> {
+      return batches
+        .find({ mark: { $lt: cutoff } })
+        .limit(limit)
+        .toArray();
+    },
   };
 }
+
+/**
+ * Batches seen closed, by token: a closed batch never opens again, so whether a record's batch
+ * is under way is asked of the database once per batch. Bounded: forgetting one costs a query.
+ */
+const closedBatches = new (class extends Set<string> {
+  override add(token: string): this {
+    if (this.size >= 10_000) this.clear();
+    return super.add(token);
+  }
+})();
 
 /**
  * The history of a learner stored before histories were kept: its past is not known, so it is

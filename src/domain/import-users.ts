@@ -8,7 +8,7 @@ import { entryOf, isLegacyDuplicate } from './arrivals';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import type { LearnerEntry } from './learner-fold';
 import { afterProjection, firstRecord, isProjected, joinByRule, learnerHistory, Projection, project, type UserFacts, userEntry } from './learners';
-import { syncUserGroups } from './list-facts';
+import { syncUserGroups, userGroupFacts } from './list-facts';
 import { type Arriving, arrive } from './record-history';
 import { matchRules } from './rule-match';
 
@@ -42,6 +42,10 @@ export const linesAt = (users: readonly UserFacts[], time: string): UserLine[] =
  * a second line for the same id) is answered `per-event`. A record written by someone else after
  * the insert (a retirement, a move, an administrator) is projected again from what it is then,
  * exactly as that writer's own projection would: the last projection is of the newest record.
+ * New records are inserted already marked projected, each with the batch's token, so that no
+ * second write of each is needed: the batch's intent, written before them and deleted after all
+ * that follows from them, is what says they are not yet (a process that dies in between leaves
+ * it to a redelivery, or to the sweep: learners.ts `finishAbandonedProjections`).
  */
 export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]): Promise<BatchOutcome[]> {
   const outcomes: BatchOutcome[] = batch.map(() => 'per-event');
@@ -56,8 +60,7 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
     ),
   ]);
   const ruleOf = new Map(matches.map((m) => [m.user, m.rule.group]));
-  // New records carry the batch's mark from their insert: a batch that dies before its
-  // memberships are marked done leaves a trace (learners.ts `Projection`).
+  const pending = await records.pendingBatches([...stored.values()]);
   const projection = new Projection();
   const { mark } = projection.mark(tenant.org);
   const fresh: { line: UserLine; doc: LearnerRecordDoc }[] = [];
@@ -68,16 +71,26 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
       const entry = { ...base, ...userEntry(line.facts, tenant.org, true, ruleOf.get(line.facts) ?? null) } as Arriving<LearnerEntry>;
       // A duplicate whose projection is complete writes nothing; anything else is the learner's compare-and-set, one by one.
       const duplicate = isLegacyDuplicate(doc, stamp) || arrive(learnerHistory(doc), entry).arrival === 'duplicate';
-      if (duplicate && isProjected(doc)) outcomes[firsts.get(line)!] = 'duplicate';
+      if (duplicate && isProjected(doc) && !(doc.batch !== undefined && pending.has(doc.batch))) outcomes[firsts.get(line)!] = 'duplicate';
       continue;
     }
-    fresh.push({ line, doc: { ...firstRecord(line.facts, tenant.org, line.at, true, ruleOf.get(line.facts) ?? null), writing: [mark] } });
+    const record = firstRecord(line.facts, tenant.org, line.at, true, ruleOf.get(line.facts) ?? null);
+    // Inserted as projected, its list facts those of the membership it is about to get: the
+    // batch's intent (opened first, closed when all is written) is what says it is not yet.
+    fresh.push({ line, doc: { ...record, ...userGroupFacts(record.m ?? undefined), projected: record.rev, batch: projection.token } });
     outcomes[firsts.get(line)!] = 'applied';
   }
+  if (fresh.length === 0) return outcomes;
+  await records.openBatch(
+    projection.token,
+    mark,
+    fresh.map((f) => f.doc._id),
+  );
   const refused = await records.insertNew(fresh.map((f) => f.doc));
   const inserted = fresh.filter((f) => !refused.has(f.doc._id));
   for (const f of fresh) if (refused.has(f.doc._id)) outcomes[firsts.get(f.line)!] = 'per-event';
   await projectNew(tenant, inserted, projection);
+  await records.closeBatch(projection.token);
   return outcomes;
 }
 
@@ -123,17 +136,14 @@ async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; d
             .toArray()
         ).map((g) => g._id),
   );
-  const records = learnerRecords(tenant.db);
-  const now = await records.readMany(docs.map((d) => d.id));
-  const done: { id: string; rev: number }[] = [];
+  const now = await learnerRecords(tenant.db).readMany(docs.map((d) => d.id));
   for (const doc of docs) {
     const current = now.get(doc.id);
     if (!current) continue; // records are never deleted: not reached
+    // Written since: projected again from what it is now (cleaning this organization if the learner left it).
     if (current.rev !== doc.rev) await afterProjection(tenant.db, doc, projection);
     else if (notMade.has(doc._id) || (doc.m && !liveGroups.has(String(doc.m.group)))) await project(tenant.db, { ...current, projected: 0 }, projection);
-    else done.push({ id: doc._id, rev: doc.rev! });
   }
-  await records.projectedMany(done, projection.marks);
   const late = await matchRules(
     tenant,
     inserted.filter((f) => f.line.facts.is_active && !f.doc.m).map((f) => f.line.facts),

@@ -200,7 +200,11 @@ function closedPeriod(before: LearnerState, after: LearnerState, made: EntryBody
   return before.record === null || before.record.org !== after.record.org || before.periodOpen;
 }
 
-/** Whether what follows from the record is in place: its revision projected, nothing left behind elsewhere, no projection under way. */
+/**
+ * Whether what follows from the record is in place: its revision projected, nothing left behind
+ * elsewhere, no projection under way (a record a batch inserted also needs its batch closed:
+ * `pendingBatchMark` in user-records.ts).
+ */
 export const isProjected = (doc: LearnerRecordDoc) => doc.projected === doc.rev && !doc.left?.length && !doc.writing?.length;
 
 /**
@@ -208,7 +212,7 @@ export const isProjected = (doc: LearnerRecordDoc) => doc.projected === doc.rev 
  * before it writes there, taken off when it is done.
  */
 export class Projection {
-  private readonly token = randomUUID();
+  readonly token = randomUUID();
   private readonly marked = new Map<string, string>();
 
   /** The mark for writing in `org` (one per organization), and whether it is new. */
@@ -237,8 +241,10 @@ const markedOrg = (mark: string) => mark.slice(mark.indexOf('|', mark.indexOf('|
  * newest. Idempotent.
  */
 export async function project(db: Db, doc: LearnerRecordDoc, projection = new Projection()): Promise<LearnerRecordDoc> {
-  if (isProjected(doc)) return doc;
-  await projectOnce(db, doc, projection);
+  // A batch under way that inserted the record marks it as a projection on the record does.
+  const batchMark = await learnerRecords(db).pendingBatchMark(doc);
+  if (isProjected(doc) && batchMark === null) return doc;
+  await projectOnce(db, batchMark === null ? doc : { ...doc, writing: [...(doc.writing ?? []), batchMark] }, projection);
   return afterProjection(db, doc, projection);
 }
 
@@ -267,9 +273,10 @@ export async function afterProjection(db: Db, done: LearnerRecordDoc, projection
 }
 
 async function projectOnce(db: Db, doc: LearnerRecordDoc, projection: Projection): Promise<void> {
-  // Where the learner was (`left`), and where a projection may have written (its mark), but is not now.
+  // Where the learner was (`left`), and where a projection may have written (a mark: on the
+  // record, or this projection's own, a batch's being kept apart), but is not now.
   const upToNow = `${doc.event_time}#9999999999`;
-  const away = new Map((doc.writing ?? []).map((m) => [markedOrg(m), upToNow]));
+  const away = new Map([...(doc.writing ?? []), ...projection.marks].map((m) => [markedOrg(m), upToNow]));
   for (const { org, upTo } of doc.left ?? []) away.set(org, upTo);
   away.delete(doc.org ?? '');
   for (const [org, upTo] of away) {
@@ -295,14 +302,22 @@ async function projectOnce(db: Db, doc: LearnerRecordDoc, projection: Projection
 export const PROJECTION_LEASE_MS = 120_000;
 
 /**
- * Finishes projections a dead process left marked (`writing` older than `leaseMs`): each such
- * learner is projected again (cleaning where the marks point, its own organization brought in
- * line) and the old marks come off. Returns how many learners it finished; any process may run it.
+ * Finishes projections a dead process left marked (`writing` older than `leaseMs`, or a batch's
+ * intent as old): each such learner is projected again (cleaning where the marks point, its own
+ * organization brought in line) and the old marks come off, or the batch's intent. Returns how
+ * many learners it finished; any process may run it.
  */
 export async function finishAbandonedProjections(db: Db, leaseMs = PROJECTION_LEASE_MS, now = Date.now()): Promise<number> {
   const records = learnerRecords(db);
   const cutoff = new Date(now - leaseMs).toISOString();
   let finished = 0;
+  for (const batch of await records.abandonedBatches(cutoff, 10)) {
+    const docs = await records.readMany(batch.ids.map(Number));
+    // As if the batch's mark were on each record: where it wrote is cleaned if the learner left.
+    for (const doc of docs.values()) await project(db, { ...doc, projected: 0, writing: [...(doc.writing ?? []), batch.mark] });
+    await records.closeBatch(batch._id);
+    finished += docs.size;
+  }
   // Pages of 100, at most 10 a call: the next call (a minute later) takes the rest.
   for (let page = 0; page < 10; page++) {
     const marked = await records.markedBefore(cutoff, 100);

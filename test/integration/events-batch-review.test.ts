@@ -178,7 +178,7 @@ test('a learner moved to another organization while the batch registers them kee
 });
 
 test.each(['moves', 'deletes'])(
-  'an administrator who %s the rule membership between its insert and the claim being marked done: the change stands, the list facts follow it, a redelivery changes nothing',
+  'an administrator who %s the rule membership between its insert and the batch being marked done: the change stands, the list facts follow it, a redelivery changes nothing',
   async (change) => {
     const db = await freshDb();
     const tenant = new Tenant(db, ORG);
@@ -186,23 +186,28 @@ test.each(['moves', 'deletes'])(
     const other = await createGroup(tenant, { name: 'Other', description: '' });
     await createRule(tenant, { name: 'partners', domain: 'partner.example', group: partners.id });
     const admin = new Tenant(db, ORG);
-    // The batch's first update of users marks the claims done (and sets the list facts it made).
+    // After the memberships' insert, at the list facts' sync (its read of users), before the
+    // batch's intent is closed: the new records were inserted marked projected, with the list
+    // facts of the memberships planned.
+    let changed = false;
     const hooked = withHookBefore(
       tenant,
       COLLECTIONS.users,
       async () => {
+        changed = true;
         const made = await admin.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '30' });
         expect(made?.group).toBe(partners.id);
         if (change === 'moves') expect(await updateMembership(admin, made!.id, { group: other.id })).not.toBeNull();
         else expect(await deleteMembership(admin, { id: made!.id })).toBe(true);
       },
-      'updateEach',
+      'findByIds',
     );
     const lines: UserLine[] = [
       { facts: facts(30, 'thirty@partner.example'), at: stamp('d30', 30) },
       { facts: facts(31, 'x@nomatch.example'), at: stamp('d31', 31) },
     ];
     expect(await importUserBatch(hooked, lines)).toEqual(['applied', 'applied']);
+    expect(changed).toBe(true);
     const expectState = async () => {
       const membership = await tenant.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: '30' });
       const user = await tenant.collection<UserDoc>(COLLECTIONS.users).findOne({ _id: '30' });

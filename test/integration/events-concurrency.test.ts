@@ -260,6 +260,71 @@ test('an activation whose projection runs after a newer event moved the learner 
   }).toEqual({ here: null, there: at(7, 'reg').time, memberHere: null, gramsHere: 0 });
 });
 
+/**
+ * Runs the batch path's registration of `id` in `org` with its `insertMany`s interrupted: after
+ * the records' insert, `afterRecords`; after the memberships' insert, the process is killed.
+ */
+async function batchKilledAfterMemberships(id: number, org: string, afterRecords: () => Promise<unknown>): Promise<void> {
+  const original = Collection.prototype.insertMany as (...a: unknown[]) => Promise<unknown>;
+  const spy = jest.spyOn(Collection.prototype, 'insertMany').mockImplementation(async function (this: Collection, ...args: unknown[]) {
+    const result = await original.apply(this, args);
+    if (this.collectionName === COLLECTIONS.users) await afterRecords();
+    if (this.collectionName === COLLECTIONS.memberships) throw new Error('killed');
+    return result;
+  } as never);
+  const facts = { id, username: `u${id}`, name: `User ${id}`, email: `u${id}@partner.org`, is_active: true };
+  try {
+    await importUserBatch(new Tenant(db, org), [{ facts, at: at(6, `b6.${id}`) }]);
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+test('a batch killed after inserting its new learners (already marked projected) and their memberships: its intent makes a redelivery, by either path, or the sweep finish them', async () => {
+  const { org, tenant } = await orgWithRule();
+  const { org: other, tenant: otherTenant } = await orgWithRule();
+  const stillUnderWay = async () => db.collection(COLLECTIONS.batchProjections).countDocuments();
+  const open = await stillUnderWay();
+  // 5670-5672 stay where they are; their grams and list facts' sync never ran. 5673-5675 are
+  // moved to `other` between the records' insert and the memberships' (written in `org`, stale).
+  const move = (id: number) => () => applyUserData(db, learner(id, false), at(7, `m7.${id}`), 'registration', other);
+  for (const id of [5670, 5671, 5672]) await expect(batchKilledAfterMemberships(id, org, async () => {})).rejects.toThrow('killed');
+  for (const id of [5673, 5674, 5675]) await expect(batchKilledAfterMemberships(id, org, move(id))).rejects.toThrow('killed');
+  expect(await stillUnderWay()).toBe(open + 6);
+  for (const id of [5673, 5674, 5675]) expect((await membershipOf(tenant, id)) !== null).toBe(true); // the stale write
+  const grams = async (id: number) => tenant.collection(COLLECTIONS.userGrams).count({ r: id });
+  expect(await grams(5670)).toBe(0);
+
+  // Redelivered to the batch path (which leaves them to the per-event path) and to the per-event path.
+  const redeliver = async (id: number) => {
+    const facts = { id, username: `u${id}`, name: `User ${id}`, email: `u${id}@partner.org`, is_active: true };
+    const [outcome] = await importUserBatch(tenant, [{ facts, at: at(6, `b6.${id}`) }]);
+    expect(outcome).toBe('per-event');
+    return applyUserData(db, learner(id), at(6, `b6.${id}`), 'registration', org);
+  };
+  expect(await redeliver(5670)).toBe('duplicate');
+  expect(await redeliver(5673)).toBe('duplicate');
+  expect(await applyUserData(db, learner(5671), at(6, 'b6.5671'), 'registration', org)).toBe('duplicate');
+  expect(await applyUserData(db, learner(5674), at(6, 'b6.5674'), 'registration', org)).toBe('duplicate');
+  const finished = async (id: number) => ({
+    grams: (await grams(id)) > 0,
+    here: (await membershipOf(tenant, id))?.group ?? null,
+    there: (await membershipOf(otherTenant, id))?.group ?? null,
+    grp: (await userOf(tenant, id))?.grp ?? null,
+  });
+  for (const id of [5670, 5671]) expect(await finished(id)).toEqual({ grams: true, here: ruleGroups.get(org), there: null, grp: ruleGroups.get(org) });
+  for (const id of [5673, 5674]) expect(await finished(id)).toEqual({ grams: false, here: null, there: null, grp: null });
+
+  // 5672 and 5675: nothing comes again. Within the lease the sweep leaves the batches alone (they may be under way).
+  await finishAbandonedProjections(db, PROJECTION_LEASE_MS, Date.now() - 1000);
+  expect((await membershipOf(tenant, 5675)) !== null).toBe(true);
+  expect(await stillUnderWay()).toBe(open + 6);
+  await finishAbandonedProjections(db, PROJECTION_LEASE_MS, Date.now() + PROJECTION_LEASE_MS + 1000);
+  expect(await finished(5672)).toEqual({ grams: true, here: ruleGroups.get(org), there: null, grp: ruleGroups.get(org) });
+  expect(await finished(5675)).toEqual({ grams: false, here: null, there: null, grp: null });
+  expect(await stillUnderWay()).toBe(0);
+});
+
 test('an activation whose projection is overtaken by a move, then writes its membership in the old organization and is killed: its mark is left, so a redelivery or the sweep deletes that membership', async () => {
   const { org, tenant } = await orgWithRule();
   const { org: other, tenant: otherTenant } = await orgWithRule();
@@ -613,7 +678,9 @@ test.each([
       (i) => learnerState(i, orgs),
     );
     expect(orders[0]).toBe(orders[1]);
-    expect(runs).toBeGreaterThan(20); // both orders, each through every call
+    // Both orders, each through every call: the fewest are the batch path's registration (which
+    // writes a new learner once) and a retirement, 20 runs.
+    expect(runs).toBeGreaterThanOrEqual(20);
     expect(failures).toEqual([]);
   },
   300000,

@@ -129,14 +129,20 @@ function withoutChangeIds(h: { entries: { source: string; id: string }[]; floor:
 
 /**
  * What the stores hold, without what may legitimately differ: the integer ids of memberships
- * (claim order), and how many writes a learner's record went through (`rev`, `projected`: the
- * batch writes a new learner whole): each record's projection is complete (`settled`).
+ * (claim order), how many writes a learner's record went through (`rev`, `projected`: the batch
+ * writes a new learner whole) and the projection's bookkeeping (`writing`, `batch`, `facts_v`):
+ * each record's projection is complete (`settled`) and no batch is left under way.
  */
 async function state(db: Db) {
   const all = (name: string) => db.collection(name).find({}).sort({ org: 1, _id: 1 }).toArray();
   const memberships = await all(COLLECTIONS.memberships);
   return {
-    users: (await all(COLLECTIONS.users)).map(({ rev, projected, h, ...u }) => ({ ...u, h: withoutChangeIds(h), settled: projected === rev })),
+    openBatches: await db.collection(COLLECTIONS.batchProjections).countDocuments(),
+    users: (await all(COLLECTIONS.users)).map(({ rev, projected, h, writing, batch: _batch, facts_v: _v, ...u }) => ({
+      ...u,
+      h: withoutChangeIds(h),
+      settled: projected === rev && !writing?.length,
+    })),
     memberships: memberships.map(({ id: _id, ...m }) => m),
     changes: await changeIntents(db),
   };
