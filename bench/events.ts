@@ -70,11 +70,20 @@ const STALL_LIMIT_MS = Number(process.env.BENCH_EVENTS_TIMEOUT_MS || 30 * 60_000
 
 async function until(done: () => boolean | Promise<boolean>, what: string, progress: () => string): Promise<void> {
   const deadline = Date.now() + STALL_LIMIT_MS;
+  let told = Date.now();
   while (!(await done())) {
     if (Date.now() > deadline) throw new Error(`${what} did not finish within ${STALL_LIMIT_MS / 1000} s (${progress()})`);
+    // A long row says where it is every 30 s: a rate that falls shows while it falls.
+    if (Date.now() - told > 30_000) {
+      told = Date.now();
+      say(`${what}: ${progress()}`);
+    }
     await sleep(20);
   }
 }
+
+/** The services' log level (`BENCH_LOG_LEVEL`, default silent): `warn` shows a batch that failed and went per message. */
+const SERVICE_LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'silent';
 
 /** What the events rows measure beyond their rates, for the targets. */
 export interface EventFigures {
@@ -203,26 +212,37 @@ export async function benchEvents(opts: {
         PORT: '0', // its probes' port: any free one
         // Memberships made by rules are published, as deployed, to a topic of this run.
         CHANGES_TOPIC: `bench-changes-${run}`,
-        LOG_LEVEL: 'silent',
+        LOG_LEVEL: SERVICE_LOG_LEVEL,
         JWT_SECRET: 'bench-secret-not-used-0123456789',
         ...env,
       });
-      const service = await startService(config, createLogger('silent'));
+      const service = await startService(config, createLogger(SERVICE_LOG_LEVEL));
       await service.ready;
       const serviceStart = performance.now();
-      const handled = async () => {
+      const handled = async (outcome?: string) => {
         const metric = await service.metrics.eventsHandled.get();
-        return metric.values.filter((v) => v.labels.type === ACTIVATED && v.labels.outcome !== 'retried').reduce((sum, v) => sum + v.value, 0);
+        return metric.values
+          .filter((v) => v.labels.type === ACTIVATED && v.labels.outcome !== 'retried' && (outcome === undefined || v.labels.outcome === outcome))
+          .reduce((sum, v) => sum + v.value, 0);
       };
+      // Done when every event's learner is there: a message handled again (a redelivery after a
+      // rebalance) counts twice in the metric, so the metric alone says when to start looking.
+      const users = rowTenant.collection(COLLECTIONS.users);
       let applied = 0;
+      let stored = 0;
+      let lookedAt = 0;
       await until(
         async () => {
           applied = await handled();
-          return applied >= opts.events;
+          if (applied < opts.events || Date.now() - lookedAt < 1000) return false;
+          lookedAt = Date.now();
+          stored = await users.countDocuments();
+          return stored >= opts.events;
         },
         'the service consumer',
-        () => `${applied} of ${opts.events}`,
+        () => `${applied} handled (${stored} learners stored) of ${opts.events}, ${(applied / ((performance.now() - serviceStart) / 1000)).toFixed(0)}/s`,
       );
+      const handledAgain = await handled('duplicate');
       const serviceSeconds = (performance.now() - serviceStart) / 1000;
       const histogram = (await service.metrics.eventDuration.get()).values.filter((v) => v.labels.type === ACTIVATED);
       const durations = histogram.find((v) => v.metricName === 'event_handler_duration_seconds_sum');
@@ -239,7 +259,7 @@ export async function benchEvents(opts: {
         p50: bucketQuantile(buckets, opts.events, 0.5),
         p99: bucketQuantile(buckets, opts.events, 0.99),
         ceilingRate,
-        note: `all ${opts.events} applied in ${serviceSeconds.toFixed(0)} s; ${memberships}/${matching(opts.events)} memberships; latency = handler duration (histogram buckets, a batch's time shared by its events), mean ${durations ? ((durations.value / opts.events) * 1000).toFixed(1) : '?'} ms`,
+        note: `all ${opts.events} applied in ${serviceSeconds.toFixed(0)} s (${handledAgain} handled again as duplicates); ${memberships}/${matching(opts.events)} memberships; latency = handler duration (histogram buckets, a batch's time shared by its events), mean ${durations ? ((durations.value / opts.events) * 1000).toFixed(1) : '?'} ms`,
       } satisfies BenchRow;
     };
     say('service consumer: activation -> user + membership');

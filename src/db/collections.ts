@@ -27,7 +27,7 @@ export const COLLECTIONS = {
   userGrams: 'user_grams',
   courseGrams: 'course_grams',
   upgrades: 'upgrades',
-  batchProjections: 'batch_projections',
+  projectionIntents: 'projection_intents',
 } as const;
 
 /**
@@ -132,7 +132,7 @@ export interface UserDoc extends TenantDoc {
   writing?: string[];
   /**
    * The batch that inserted the record (its token), while it may be under way: the record counts
-   * as projected only once the batch's intent (`BatchProjectionDoc`) is gone.
+   * as projected only once the batch's intent (`ProjectionIntentDoc`) is gone.
    */
   batch?: string;
   /** The newest instant the learner's history holds, never lowered: the search grams' `t`. */
@@ -300,17 +300,17 @@ export interface LeaseDoc {
 }
 
 /**
- * A batch's projection under way (src/domain/import-users.ts): written before the batch inserts
- * its new learners' records (already marked `projected`, with the batch's token), deleted when
- * their memberships, list facts and grams are written. While it exists those records count as not
- * projected; one older than the lease is finished by the sweep (learners.ts).
+ * A projection under way (docs/event-core.md, "Writes"): written before it first writes in an
+ * organization, deleted when it is done. A learner's projection writes one (`_id`: its mark) and
+ * also marks the record (`writing`); a batch writes one for all its new learners (`_id`: its
+ * token, the records' `batch`). The sweep finishes the ones older than the lease: the collection
+ * is small (only what is under way), so finding them reads none of the records.
  */
-export interface BatchProjectionDoc {
-  /** The batch's token (the records' `batch`). */
+export interface ProjectionIntentDoc {
   _id: string;
-  /** Where and since when it writes, as a record's `writing` mark: `<ISO time>|<token>|<org>`. */
+  /** Where and since when it writes: `<ISO time>|<token>|<org>`. */
   mark: string;
-  /** The user ids (as `_id`s) of the records it inserts. */
+  /** The user ids (as `_id`s) of the records it projects. */
   ids: string[];
 }
 
@@ -348,7 +348,6 @@ const INDEXES: Record<string, IndexDescription[]> = {
     { key: { org: 1, listed: 1, id: 1 } }, // users/ (and its deep pages, covered), searches driven by it
     { key: { org: 1, grp: 1, listed: 1, id: 1 } }, // users?group=, users?no_group=true (grp 0), group cascade
     { key: { org: 1, member: 1, listed: 1, id: 1 } }, // users?no_group=false
-    { key: { writing: 1 } }, // the sweep of projections a dead process left marked (learners.ts)
   ],
   [COLLECTIONS.courses]: [
     { key: { org: 1, id: 1 }, unique: true }, // list by id
@@ -362,8 +361,8 @@ const INDEXES: Record<string, IndexDescription[]> = {
     { key: { r: 1, org: 1 } }, // a user's grams, when its record changes
   ],
   [COLLECTIONS.courseGrams]: [{ key: { g: 1, org: 1, r: 1 } }, { key: { r: 1, org: 1 } }],
-  [COLLECTIONS.batchProjections]: [
-    { key: { mark: 1 } }, // the sweep of batches a dead process left under way (learners.ts)
+  [COLLECTIONS.projectionIntents]: [
+    { key: { mark: 1 } }, // the sweep of projections a dead process left under way (learners.ts)
   ],
   [COLLECTIONS.auditLog]: [
     { key: { org: 1, time: -1 } }, // audit-log/, newest first (its TTL index: src/db/audit.ts)

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { type BatchProjectionDoc, COLLECTIONS, type LearnerRecordDoc, MAJORITY, type MembershipDoc, type StoredHistory } from './collections';
+import { COLLECTIONS, type LearnerRecordDoc, MAJORITY, type MembershipDoc, type ProjectionIntentDoc, type StoredHistory } from './collections';
 import { writeIfUnchanged } from './compare-and-set';
 import { readInPieces, refusedAsDuplicates } from './dialect';
 
@@ -11,14 +11,14 @@ import { readInPieces, refusedAsDuplicates } from './dialect';
  */
 export function learnerRecords(db: Db) {
   const records = db.collection<LearnerRecordDoc>(COLLECTIONS.users);
-  const batches = db.collection<BatchProjectionDoc>(COLLECTIONS.batchProjections, MAJORITY);
+  const intents = db.collection<ProjectionIntentDoc>(COLLECTIONS.projectionIntents, MAJORITY);
   // FerretDB v1 drops a null from `$setOnInsert` (the upgrade's retired learners): absent reads as none.
   const normalized = (doc: LearnerRecordDoc) => ({ ...doc, org: doc.org ?? null, m: doc.m ?? null });
   /** Of the batches that inserted `docs`, those still under way, with their marks: one query, none for batches seen closed. */
   async function pendingBatches(docs: readonly Pick<LearnerRecordDoc, 'batch'>[]): Promise<Map<string, string>> {
     const tokens = [...new Set(docs.map((d) => d.batch).filter((t): t is string => t !== undefined && !closedBatches.has(t)))];
     if (tokens.length === 0) return new Map();
-    const open = await readInPieces(tokens, (piece) => batches.find({ _id: { $in: piece } }, { projection: { mark: 1 } }).toArray());
+    const open = await readInPieces(tokens, (piece) => intents.find({ _id: { $in: piece } }, { projection: { mark: 1 } }).toArray());
     const pending = new Map(open.map((b) => [b._id, b.mark]));
     for (const t of tokens) if (!pending.has(t)) closedBatches.add(t);
     return pending;
@@ -75,23 +75,19 @@ export function learnerRecords(db: Db) {
       return done.matchedCount === 1;
     },
 
-    /** Records with a mark made before `cutoff` (an ISO time): projections their process left unfinished. */
-    async markedBefore(cutoff: string, limit: number): Promise<LearnerRecordDoc[]> {
-      const docs = await records
-        .find({ writing: { $lt: cutoff } })
-        .limit(limit)
-        .toArray();
-      return docs.map(normalized);
+    /** A projection begins (its intent, before its first write: collections.ts `ProjectionIntentDoc`); `key`: a batch's token, else the mark. */
+    async openIntent(key: string, mark: string, ids: readonly string[]): Promise<void> {
+      await intents.insertOne({ _id: key, mark, ids: [...ids] });
     },
 
-    /** A batch's projection begins (its intent, before its records are inserted: collections.ts `BatchProjectionDoc`). */
-    async openBatch(token: string, mark: string, ids: readonly string[]): Promise<void> {
-      await batches.insertOne({ _id: token, mark, ids: [...ids] });
+    /** Projections done: their intents go (`keys` as opened). */
+    async closeIntents(keys: readonly string[]): Promise<void> {
+      if (keys.length > 0) await intents.deleteMany({ _id: { $in: [...keys] } });
     },
 
     /** A batch's projection is complete: its records count as projected. */
     async closeBatch(token: string): Promise<void> {
-      await batches.deleteOne({ _id: token });
+      await intents.deleteOne({ _id: token });
       closedBatches.add(token);
     },
 
@@ -100,9 +96,9 @@ export function learnerRecords(db: Db) {
       return doc.batch === undefined ? null : ((await pendingBatches([doc])).get(doc.batch) ?? null);
     },
 
-    /** Batches whose mark was made before `cutoff` (an ISO time): ones their process left unfinished. */
-    abandonedBatches(cutoff: string, limit: number): Promise<BatchProjectionDoc[]> {
-      return batches
+    /** Intents whose mark was made before `cutoff` (an ISO time): projections their process left unfinished. */
+    abandonedIntents(cutoff: string, limit: number): Promise<ProjectionIntentDoc[]> {
+      return intents
         .find({ mark: { $lt: cutoff } })
         .limit(limit)
         .toArray();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { withCause } from '../db/change-context';
 import { recordAfterWrite } from '../db/change-log';
 import { COLLECTIONS, type LearnerRecordDoc, type MembershipDoc } from '../db/collections';
@@ -7,7 +8,7 @@ import { learnerRecords } from '../db/user-records';
 import { entryOf, isLegacyDuplicate } from './arrivals';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import type { LearnerEntry } from './learner-fold';
-import { afterProjection, firstRecord, isProjected, joinByRule, learnerHistory, Projection, project, type UserFacts, userEntry } from './learners';
+import { afterProjection, firstRecord, isProjected, joinByRule, learnerHistory, newMark, Projection, project, type UserFacts, userEntry } from './learners';
 import { syncUserGroups, userGroupFacts } from './list-facts';
 import { type Arriving, arrive } from './record-history';
 import { matchRules } from './rule-match';
@@ -61,8 +62,8 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
   ]);
   const ruleOf = new Map(matches.map((m) => [m.user, m.rule.group]));
   const pending = await records.pendingBatches([...stored.values()]);
-  const projection = new Projection();
-  const { mark } = projection.mark(tenant.org);
+  const token = randomUUID();
+  const mark = newMark(token, tenant.org);
   const fresh: { line: UserLine; doc: LearnerRecordDoc }[] = [];
   for (const line of lines) {
     const doc = stored.get(line.facts.id) ?? null;
@@ -77,20 +78,20 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
     const record = firstRecord(line.facts, tenant.org, line.at, true, ruleOf.get(line.facts) ?? null);
     // Inserted as projected, its list facts those of the membership it is about to get: the
     // batch's intent (opened first, closed when all is written) is what says it is not yet.
-    fresh.push({ line, doc: { ...record, ...userGroupFacts(record.m ?? undefined), projected: record.rev, batch: projection.token } });
+    fresh.push({ line, doc: { ...record, ...userGroupFacts(record.m ?? undefined), projected: record.rev, batch: token } });
     outcomes[firsts.get(line)!] = 'applied';
   }
   if (fresh.length === 0) return outcomes;
-  await records.openBatch(
-    projection.token,
+  await records.openIntent(
+    token,
     mark,
     fresh.map((f) => f.doc._id),
   );
   const refused = await records.insertNew(fresh.map((f) => f.doc));
   const inserted = fresh.filter((f) => !refused.has(f.doc._id));
   for (const f of fresh) if (refused.has(f.doc._id)) outcomes[firsts.get(f.line)!] = 'per-event';
-  await projectNew(tenant, inserted, projection);
-  await records.closeBatch(projection.token);
+  await projectNew(tenant, inserted, mark);
+  await records.closeBatch(token);
   return outcomes;
 }
 
@@ -101,7 +102,7 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
  * the rules read again: a rule created (and applied to existing learners) between the first read
  * and the insert saw none of them, so a learner activated here with no group joins its group.
  */
-async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; doc: LearnerRecordDoc }[], projection: Projection): Promise<void> {
+async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; doc: LearnerRecordDoc }[], batchMark: string): Promise<void> {
   if (inserted.length === 0) return;
   const docs = inserted.map((f) => f.doc);
   const members = docs.filter((d) => d.m);
@@ -141,8 +142,10 @@ async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; d
     const current = now.get(doc.id);
     if (!current) continue; // records are never deleted: not reached
     // Written since: projected again from what it is now (cleaning this organization if the learner left it).
-    if (current.rev !== doc.rev) await afterProjection(tenant.db, doc, projection);
-    else if (notMade.has(doc._id) || (doc.m && !liveGroups.has(String(doc.m.group)))) await project(tenant.db, { ...current, projected: 0 }, projection);
+    // Each its own projection, cleaning where the batch wrote too.
+    if (current.rev !== doc.rev) await afterProjection(tenant.db, doc, new Projection([batchMark]));
+    else if (notMade.has(doc._id) || (doc.m && !liveGroups.has(String(doc.m.group))))
+      await project(tenant.db, { ...current, projected: 0 }, new Projection([batchMark]));
   }
   const late = await matchRules(
     tenant,

@@ -207,25 +207,37 @@ function closedPeriod(before: LearnerState, after: LearnerState, made: EntryBody
  */
 export const isProjected = (doc: LearnerRecordDoc) => doc.projected === doc.rev && !doc.left?.length && !doc.writing?.length;
 
+/** A mark: where a projection writes (`org`), since when, and whose (`token`). Sorting marks sorts them by time. */
+export const newMark = (token: string, org: string) => `${new Date().toISOString()}|${token}|${org}`;
+
 /**
- * One projection's marks (`writing` on the record): one per organization it writes in, made
- * before it writes there, taken off when it is done.
+ * One learner's projection and its marks: one per organization it writes in, made (an intent,
+ * and on the record `writing`) before it writes there, taken off when it is done. `inherited`:
+ * marks of a projection this one finishes (a batch's), cleaned like its own but not its own.
  */
 export class Projection {
-  readonly token = randomUUID();
+  private readonly token = randomUUID();
   private readonly marked = new Map<string, string>();
+
+  constructor(private readonly inherited: readonly string[] = []) {}
 
   /** The mark for writing in `org` (one per organization), and whether it is new. */
   mark(org: string): { mark: string; isNew: boolean } {
     const known = this.marked.get(org);
     if (known) return { mark: known, isNew: false };
-    const mark = `${new Date().toISOString()}|${this.token}|${org}`;
+    const mark = newMark(this.token, org);
     this.marked.set(org, mark);
     return { mark, isNew: true };
   }
 
+  /** Its own marks. */
   get marks(): string[] {
     return [...this.marked.values()];
+  }
+
+  /** Every mark saying where it may have written: its own and those it inherited. */
+  get wrote(): string[] {
+    return [...this.inherited, ...this.marks];
   }
 }
 
@@ -262,6 +274,7 @@ export async function afterProjection(db: Db, done: LearnerRecordDoc, projection
   for (let round = 0; round < ROUNDS; round++) {
     const now = (await records.read(current.id)) ?? current;
     if (now.rev === current.rev && (await records.projected(now._id, now.rev!, projection.marks))) {
+      await records.closeIntents(projection.marks);
       // As stored now: with its list facts, which the projection derived.
       const own = new Set(projection.marks);
       return { ...now, left: [], projected: now.rev!, writing: (now.writing ?? []).filter((m) => !own.has(m)) };
@@ -276,7 +289,7 @@ async function projectOnce(db: Db, doc: LearnerRecordDoc, projection: Projection
   // Where the learner was (`left`), and where a projection may have written (a mark: on the
   // record, or this projection's own, a batch's being kept apart), but is not now.
   const upToNow = `${doc.event_time}#9999999999`;
-  const away = new Map([...(doc.writing ?? []), ...projection.marks].map((m) => [markedOrg(m), upToNow]));
+  const away = new Map([...(doc.writing ?? []), ...projection.wrote].map((m) => [markedOrg(m), upToNow]));
   for (const { org, upTo } of doc.left ?? []) away.set(org, upTo);
   away.delete(doc.org ?? '');
   for (const [org, upTo] of away) {
@@ -290,7 +303,11 @@ async function projectOnce(db: Db, doc: LearnerRecordDoc, projection: Projection
   if (doc.org === null) return;
   // Marked before the first write here: if this process dies after it, the mark outlives it.
   const { mark, isNew } = projection.mark(doc.org);
-  if (isNew) await learnerRecords(db).markWriting(doc._id, mark);
+  if (isNew) {
+    // The intent first: the sweep finds abandoned projections there, reading no record.
+    await learnerRecords(db).openIntent(mark, mark, [doc._id]);
+    await learnerRecords(db).markWriting(doc._id, mark);
+  }
   const home = new Tenant(db, doc.org);
   await syncMembership(db, home, doc);
   await syncUserGroups(home, [doc.id]);
@@ -302,34 +319,24 @@ async function projectOnce(db: Db, doc: LearnerRecordDoc, projection: Projection
 export const PROJECTION_LEASE_MS = 120_000;
 
 /**
- * Finishes projections a dead process left marked (`writing` older than `leaseMs`, or a batch's
- * intent as old): each such learner is projected again (cleaning where the marks point, its own
- * organization brought in line) and the old marks come off, or the batch's intent. Returns how
- * many learners it finished; any process may run it.
+ * Finishes projections a dead process left under way (an intent older than `leaseMs`): each
+ * learner it names is projected again as if the intent's mark were on its record (cleaning where
+ * it wrote if the learner left, its own organization brought in line), then the mark comes off
+ * the record and the intent goes. Returns how many learners it finished; any process may run it.
  */
 export async function finishAbandonedProjections(db: Db, leaseMs = PROJECTION_LEASE_MS, now = Date.now()): Promise<number> {
   const records = learnerRecords(db);
   const cutoff = new Date(now - leaseMs).toISOString();
   let finished = 0;
-  for (const batch of await records.abandonedBatches(cutoff, 10)) {
-    const docs = await records.readMany(batch.ids.map(Number));
-    // As if the batch's mark were on each record: where it wrote is cleaned if the learner left.
-    for (const doc of docs.values()) await project(db, { ...doc, projected: 0, writing: [...(doc.writing ?? []), batch.mark] });
-    await records.closeBatch(batch._id);
-    finished += docs.size;
-  }
-  // Pages of 100, at most 10 a call: the next call (a minute later) takes the rest.
-  for (let page = 0; page < 10; page++) {
-    const marked = await records.markedBefore(cutoff, 100);
-    for (const doc of marked) {
-      await project(db, { ...doc, projected: 0 });
-      await records.unmark(
-        doc._id,
-        (doc.writing ?? []).filter((m) => m < cutoff),
-      );
+  // At most 100 a call: the next call (a minute later) takes the rest.
+  for (const intent of await records.abandonedIntents(cutoff, 100)) {
+    const docs = await records.readMany(intent.ids.map(Number));
+    for (const doc of docs.values()) {
+      await project(db, { ...doc, projected: 0, writing: [...(doc.writing ?? []), intent.mark] });
+      await records.unmark(doc._id, [intent.mark]);
     }
-    finished += marked.length;
-    if (marked.length < 100) break;
+    await records.closeIntents([intent._id]);
+    finished += docs.size;
   }
   return finished;
 }

@@ -283,7 +283,7 @@ async function batchKilledAfterMemberships(id: number, org: string, afterRecords
 test('a batch killed after inserting its new learners (already marked projected) and their memberships: its intent makes a redelivery, by either path, or the sweep finish them', async () => {
   const { org, tenant } = await orgWithRule();
   const { org: other, tenant: otherTenant } = await orgWithRule();
-  const stillUnderWay = async () => db.collection(COLLECTIONS.batchProjections).countDocuments();
+  const stillUnderWay = async () => db.collection(COLLECTIONS.projectionIntents).countDocuments();
   const open = await stillUnderWay();
   // 5670-5672 stay where they are; their grams and list facts' sync never ran. 5673-5675 are
   // moved to `other` between the records' insert and the memberships' (written in `org`, stale).
@@ -323,6 +323,21 @@ test('a batch killed after inserting its new learners (already marked projected)
   expect(await finished(5672)).toEqual({ grams: true, here: ruleGroups.get(org), there: null, grp: ruleGroups.get(org) });
   expect(await finished(5675)).toEqual({ grams: false, here: null, there: null, grp: null });
   expect(await stillUnderWay()).toBe(0);
+});
+
+test('the sweep reads only the intents of projections under way, never the learners\' records, so its cost does not grow with the organization', async () => {
+  const watched = await MongoClient.connect(MONGO_URL, { monitorCommands: true });
+  const commands: string[] = [];
+  watched.on('commandStarted', (e) => commands.push(`${e.commandName} ${String(e.command[e.commandName])}`));
+  let sent: string[] = [];
+  try {
+    // With the cutoff an hour back, nothing is old enough: the one query finds no intent.
+    expect(await finishAbandonedProjections(watched.db(db.databaseName), PROJECTION_LEASE_MS, Date.now() - 30 * PROJECTION_LEASE_MS)).toBe(0);
+    sent = [...commands];
+  } finally {
+    await watched.close();
+  }
+  expect(sent).toEqual([`find ${COLLECTIONS.projectionIntents}`]);
 });
 
 test('an activation whose projection is overtaken by a move, then writes its membership in the old organization and is killed: its mark is left, so a redelivery or the sweep deletes that membership', async () => {

@@ -131,13 +131,13 @@ function withoutChangeIds(h: { entries: { source: string; id: string }[]; floor:
  * What the stores hold, without what may legitimately differ: the integer ids of memberships
  * (claim order), how many writes a learner's record went through (`rev`, `projected`: the batch
  * writes a new learner whole) and the projection's bookkeeping (`writing`, `batch`, `facts_v`):
- * each record's projection is complete (`settled`) and no batch is left under way.
+ * each record's projection is complete (`settled`) and no projection is left under way.
  */
 async function state(db: Db) {
   const all = (name: string) => db.collection(name).find({}).sort({ org: 1, _id: 1 }).toArray();
   const memberships = await all(COLLECTIONS.memberships);
   return {
-    openBatches: await db.collection(COLLECTIONS.batchProjections).countDocuments(),
+    underWay: await db.collection(COLLECTIONS.projectionIntents).countDocuments(),
     users: (await all(COLLECTIONS.users)).map(({ rev, projected, h, writing, batch: _batch, facts_v: _v, ...u }) => ({
       ...u,
       h: withoutChangeIds(h),
