@@ -125,9 +125,9 @@ export interface UserDoc extends TenantDoc {
   projected?: number;
   /**
    * Projections under way (docs/event-core.md, "Writes"): each marks the organization it is about
-   * to write in (`<ISO time>|<token>|<org>`) before it writes there and unmarks it when done, so a
-   * projection that died after writing leaves a durable trace: the next projection cleans where
-   * the marks point, and a mark older than the lease is finished by the sweep.
+   * to write in (`<ISO time>|<token>|<org>`, also its intent's) before it writes there and unmarks
+   * it when done, so a projection that died after writing leaves a durable trace: the next
+   * projection cleans where the marks point, and the sweep finishes an intent older than the lease.
    */
   writing?: string[];
   /**
