@@ -325,7 +325,7 @@ test('a batch killed after inserting its new learners (already marked projected)
   expect(await stillUnderWay()).toBe(0);
 });
 
-test('the sweep reads only the intents of projections under way, never the learners\' records, so its cost does not grow with the organization', async () => {
+test('the sweep reads only the intents of projections under way, never the learners’ records, so its cost does not grow with the organization', async () => {
   const watched = await MongoClient.connect(MONGO_URL, { monitorCommands: true });
   const commands: string[] = [];
   watched.on('commandStarted', (e) => commands.push(`${e.commandName} ${String(e.command[e.commandName])}`));
