@@ -91,11 +91,6 @@ export function learnerRecords(db: Db) {
       closedBatches.add(token);
     },
 
-    /** The mark of the batch that inserted `doc` if it may still be under way (its intent is there), else null. */
-    async pendingBatchMark(doc: Pick<LearnerRecordDoc, 'batch'>): Promise<string | null> {
-      return doc.batch === undefined ? null : ((await pendingBatches([doc])).get(doc.batch) ?? null);
-    },
-
     /** Intents whose mark was made before `cutoff` (an ISO time): projections their process left unfinished. */
     abandonedIntents(cutoff: string, limit: number): Promise<ProjectionIntentDoc[]> {
       return intents

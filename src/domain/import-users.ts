@@ -72,7 +72,7 @@ export async function importUserBatch(tenant: Tenant, batch: readonly UserLine[]
       const entry = { ...base, ...userEntry(line.facts, tenant.org, true, ruleOf.get(line.facts) ?? null) } as Arriving<LearnerEntry>;
       // A duplicate whose projection is complete writes nothing; anything else is the learner's compare-and-set, one by one.
       const duplicate = isLegacyDuplicate(doc, stamp) || arrive(learnerHistory(doc), entry).arrival === 'duplicate';
-      if (duplicate && isProjected(doc) && !(doc.batch !== undefined && pending.has(doc.batch))) outcomes[firsts.get(line)!] = 'duplicate';
+      if (duplicate && isProjected(doc, pending)) outcomes[firsts.get(line)!] = 'duplicate';
       continue;
     }
     const record = firstRecord(line.facts, tenant.org, line.at, true, ruleOf.get(line.facts) ?? null);
@@ -141,8 +141,8 @@ async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; d
   for (const doc of docs) {
     const current = now.get(doc.id);
     if (!current) continue; // records are never deleted: not reached
-    // Written since: projected again from what it is now (cleaning this organization if the learner left it).
-    // Each its own projection, cleaning where the batch wrote too.
+    // Written since, or its membership not made as planned: projected again from what it is now,
+    // as its own projection that also cleans where the batch wrote (if the learner left).
     if (current.rev !== doc.rev) await afterProjection(tenant.db, doc, new Projection([batchMark]));
     else if (notMade.has(doc._id) || (doc.m && !liveGroups.has(String(doc.m.group))))
       await project(tenant.db, { ...current, projected: 0 }, new Projection([batchMark]));

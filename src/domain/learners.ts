@@ -170,7 +170,7 @@ export async function applyLearnerEntry(
     if (typeof body === 'function') {
       // A change made now is checked against what the learner is, in full: a projection a dead
       // process left unfinished is finished first (a retried request then finds its membership).
-      if (doc && !isProjected(doc)) await project(db, doc);
+      if (doc) await project(db, doc); // nothing to do when it is projected
       stateBefore = foldLearner(before, await liveGroups(db, before));
       made = body(stateBefore, doc);
     } else made = body;
@@ -202,10 +202,11 @@ function closedPeriod(before: LearnerState, after: LearnerState, made: EntryBody
 
 /**
  * Whether what follows from the record is in place: its revision projected, nothing left behind
- * elsewhere, no projection under way (a record a batch inserted also needs its batch closed:
- * `pendingBatchMark` in user-records.ts).
+ * elsewhere, no projection under way, on the record or in the batch that inserted it (`pending`:
+ * the batches under way, `pendingBatches` of user-records.ts).
  */
-export const isProjected = (doc: LearnerRecordDoc) => doc.projected === doc.rev && !doc.left?.length && !doc.writing?.length;
+export const isProjected = (doc: LearnerRecordDoc, pending: ReadonlyMap<string, string>) =>
+  doc.projected === doc.rev && !doc.left?.length && !doc.writing?.length && !(doc.batch !== undefined && pending.has(doc.batch));
 
 /** A mark: where a projection writes (`org`), since when, and whose (`token`). Sorting marks sorts them by time. */
 export const newMark = (token: string, org: string) => `${new Date().toISOString()}|${token}|${org}`;
@@ -253,10 +254,11 @@ const markedOrg = (mark: string) => mark.slice(mark.indexOf('|', mark.indexOf('|
  * newest. Idempotent.
  */
 export async function project(db: Db, doc: LearnerRecordDoc, projection = new Projection()): Promise<LearnerRecordDoc> {
+  const pending = await learnerRecords(db).pendingBatches([doc]);
+  if (isProjected(doc, pending)) return doc;
   // A batch under way that inserted the record marks it as a projection on the record does.
-  const batchMark = await learnerRecords(db).pendingBatchMark(doc);
-  if (isProjected(doc) && batchMark === null) return doc;
-  await projectOnce(db, batchMark === null ? doc : { ...doc, writing: [...(doc.writing ?? []), batchMark] }, projection);
+  const batchMark = doc.batch === undefined ? undefined : pending.get(doc.batch);
+  await projectOnce(db, batchMark === undefined ? doc : { ...doc, writing: [...(doc.writing ?? []), batchMark] }, projection);
   return afterProjection(db, doc, projection);
 }
 
@@ -332,7 +334,8 @@ export async function finishAbandonedProjections(db: Db, leaseMs = PROJECTION_LE
   for (const intent of await records.abandonedIntents(cutoff, 100)) {
     const docs = await records.readMany(intent.ids.map(Number));
     for (const doc of docs.values()) {
-      await project(db, { ...doc, projected: 0, writing: [...(doc.writing ?? []), intent.mark] });
+      // Its mark is on the record, or the record's batch is this intent (still open): `project` cleans where it points.
+      await project(db, { ...doc, projected: 0 });
       await records.unmark(doc._id, [intent.mark]);
     }
     await records.closeIntents([intent._id]);
