@@ -510,6 +510,10 @@ export class EventModel {
     if (!o.groups.has(group)) return 400;
     o.memberships.set(user, group);
     this.adminChanged(org, user);
+    // The membership is the administrator's from here (SPEC §5: their later change stands): a
+    // removal older than the move, arriving later, leaves it, as it leaves one they created.
+    const at = this.users.get(user)?.adminAt;
+    if (at) o.born.set(user, at);
     return 200;
   }
 

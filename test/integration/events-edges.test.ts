@@ -122,6 +122,27 @@ test('a login and a deactivation of one time, a removal, a later login that make
   expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
 }, 60000);
 
+// Found by a long run of the event-history model (seed 677432192): an administrator's move is a
+// change made where the record stood then, so a retirement older than it (arriving later) takes
+// the membership only in its place, before the activation that brought the learner back.
+test('an activation of 8, one of 7 arriving later, an administrator’s move, then a retirement of 7: the moved membership stays', async () => {
+  const send = sender(topicOf(0), 1);
+  const { org, api, group } = await orgWithRule(service, 'moved-then-retired.edu');
+  const other = (await api.post('course-access-groups/', { name: 'moved here', description: '' })).body as { id: number };
+  const id = newUserId();
+  const user = { id, email: `learner${id}@moved-then-retired.edu`, is_active: true };
+  const at7 = { time: '2026-05-28T00:00:07Z' };
+  await handled(await send(structured(cloudEvent(TYPES.activated, userData(org, user), { time: '2026-05-28T00:00:08Z' }), id)));
+  await handled(await send(structured(cloudEvent(TYPES.activated, userData(org, user), at7), id)));
+  const member = (await api.get(`users/${id}/`)).body.membership;
+  expect(member).toMatchObject({ group: { id: group.id } });
+  expect((await api.patch(`memberships/${member.id}/`, { group: other.id })).status).toBe(200);
+  await handled(await send(structured(cloudEvent(TYPES.retired, { user: { id }, organization: org }, at7), id)));
+
+  // In event time: activated at 7, retired at 7, back at 8 (the rule's group), then moved.
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: other.id } } });
+}, 60000);
+
 // Item 2: a deletion of the same time as events the record applied, arriving after a newer event,
 // comes after those of its time (the tie rule), as it would have had it arrived in its place.
 test.each([

@@ -109,6 +109,18 @@ test("a stale retirement deletes an administrator's membership made before it; t
   expect(membership()).toBe(uni);
 });
 
+test("a stale retirement leaves an administrator's move made after it: the move is the membership's beginning", () => {
+  const { m, uni, corp, membership } = twoRules();
+  m.deliver(activation(5, 'ann@uni.edu'));
+  m.deliver(activation(4, 'ann@uni.edu')); // the period's activation now: the rule's membership begins at 4
+  expect(m.moveMembership('tenant-a', 7, corp)).toBe(200); // at the record's version, 5#1
+  expect(membership()).toBe(corp);
+  expect(m.deliver(retired(4))).toBe('stale');
+  // In event time: activated at 4, retired at 4, back at 5 (uni's rule), then moved to corp.
+  expect(membership()).toBe(corp);
+  expect(uni).not.toBe(corp);
+});
+
 test('the rule is matched when the activation arrives: a rule created later makes nothing of it', () => {
   const { m, membership } = twoRules();
   const early = activation(1, 'ann@mail.net');
