@@ -34,10 +34,10 @@ async function checkReferences(tenant: Tenant, input: { course?: string; group?:
 
 /**
  * Inserts a link, refusing an existing (course, group) pair with DRF's unique-together message;
- * then reads the course again (the child's half of docs/event-core.md's parent/child protocol):
- * a deletion or move of the course that ran meanwhile may have deleted its links before this one
- * was written, so the link removes itself and the course is, for this request, one that does
- * not exist.
+ * then reads its course and its group again (the child's half of docs/event-core.md's
+ * parent/child protocol): a deletion or move of the course, or a deletion of the group, that ran
+ * meanwhile may have deleted their links before this one was written, so the link removes
+ * itself and the course (or group) is, for this request, one that does not exist.
  */
 async function insert(tenant: Tenant, doc: Omit<GroupCourseDoc, 'org'> & { born: string }): Promise<GroupCourseDoc> {
   let inserted: GroupCourseDoc;
@@ -47,10 +47,11 @@ async function insert(tenant: Tenant, doc: Omit<GroupCourseDoc, 'org'> & { born:
     if (isDuplicateKey(err)) throw notUnique();
     throw err;
   }
-  if (await courseHolds(tenant, doc.course, doc.born)) return inserted;
+  const [courseOk, groupOk] = await Promise.all([courseHolds(tenant, doc.course, doc.born), groupExists(tenant, doc.group)]);
+  if (courseOk && groupOk) return inserted;
   await links(tenant).deleteMany({ _id: doc._id, born: doc.born });
   await syncCourseFacts(tenant, [doc.course]);
-  throw new Invalid({ course: [doesNotExist(doc.course)] });
+  throw new Invalid(courseOk ? { group: [doesNotExist(doc.group)] } : { course: [doesNotExist(doc.course)] });
 }
 
 export async function createGroupCourse(tenant: Tenant, input: { course: string; group: number }): Promise<GroupCourseDoc> {

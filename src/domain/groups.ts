@@ -10,6 +10,15 @@ const groups = (tenant: Tenant) => tenant.collection<GroupDoc>(COLLECTIONS.group
 /** Whether the organization has group `id` (a reference another record makes must exist). */
 export const groupExists = (tenant: Tenant, id: number) => groups(tenant).has({ _id: String(id) });
 
+/** Which of `ids` name groups that exist (group ids are never reused: the others were deleted). */
+export async function liveGroups(tenant: Tenant, ids: number[]): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const found = await groups(tenant)
+    .find({ _id: { $in: [...new Set(ids)].map(String) } }, { projection: { _id: 1 } })
+    .toArray();
+  return new Set(found.map((g) => Number(g._id)));
+}
+
 /** A new group, with an id claimed for it. */
 export async function createGroup(tenant: Tenant, input: { name: string; description: string }): Promise<GroupDoc> {
   const id = await tenant.nextId('groups');

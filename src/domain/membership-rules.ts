@@ -2,7 +2,7 @@ import { COLLECTIONS, type RuleDoc, type UserDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, fieldError } from '../errors';
-import { groupExists } from './groups';
+import { groupExists, liveGroups } from './groups';
 import { joinByRule } from './learners';
 import { matchRules, ruleDomain, ruleKey } from './rule-match';
 
@@ -16,8 +16,10 @@ import { matchRules, ruleDomain, ruleKey } from './rule-match';
  * Applies one rule to the learners already registered: every active learner of the organization
  * whose email's domain is the rule's and who has no membership joins the rule's group, as an
  * entry of their history (learners.ts `joinByRule`: a learner retired, moved or given a group
- * meanwhile is folded with it). Returns how many joined (0 when run again). Learners are read a
- * page at a time by public id, never all at once, and matched as an event matches them.
+ * meanwhile is folded with it). A record whose membership names a deleted group has none (the
+ * fold reads it so; the group's deletion does not rewrite the records). Returns how many joined
+ * (0 when run again). Learners are read a page at a time by public id, never all at once, and
+ * matched as an event matches them.
  */
 export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDoc, 'domain' | 'group'>, pageSize = 500): Promise<number> {
   const users = tenant.collection<UserDoc>(COLLECTIONS.users);
@@ -31,7 +33,8 @@ export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDo
       .toArray();
     if (page.length === 0) return created;
     after = page[page.length - 1]!.id;
-    const matching = (await matchRules(tenant, page)).filter((m) => m.rule.domain === ruleDomain(rule.domain) && !m.user.m);
+    const live = await liveGroups(tenant, page.flatMap((u) => (u.m ? [u.m.group] : [])));
+    const matching = (await matchRules(tenant, page)).filter((m) => m.rule.domain === ruleDomain(rule.domain) && !(m.user.m && live.has(m.user.m.group)));
     for (const m of matching) if (await joinByRule(tenant.db, tenant.org, m.user.id, rule.group)) created++;
   }
 }
@@ -61,7 +64,18 @@ export async function createRule(tenant: Tenant, input: { name: string; domain: 
   // Checked first so that a refused request claims no id.
   if (await taken(tenant, domain)) throw domainTaken();
   const id = await tenant.nextId('membership_rules');
-  return insert(tenant, { id, name: input.name, domain, group: input.group });
+  return ofLiveGroup(tenant, await insert(tenant, { id, name: input.name, domain, group: input.group }));
+}
+
+/**
+ * A rule hangs off its group (docs/event-core.md, "Children"): written, then its group read again.
+ * A deletion of the group that ran meanwhile may have swept its rules before this one was
+ * written, so the rule removes itself and the request names no group (as if the deletion came first).
+ */
+async function ofLiveGroup(tenant: Tenant, doc: RuleDoc): Promise<RuleDoc> {
+  if (await groupExists(tenant, doc.group)) return doc;
+  await rules(tenant).deleteMany({ _id: doc._id, id: doc.id, group: doc.group });
+  throw fieldError('group', doesNotExist(doc.group));
 }
 
 /**
@@ -75,9 +89,14 @@ export async function updateRule(tenant: Tenant, id: number, patch: { name?: str
   if (!old) return null;
   const domain = patch.domain === undefined ? old.domain : ruleDomain(patch.domain);
   const changes = { name: patch.name ?? old.name, group: patch.group ?? old.group };
-  if (domain === old.domain) return rules(tenant).findOneAndUpdate({ _id: old._id }, { $set: changes });
+  if (domain === old.domain) {
+    const updated = await rules(tenant).findOneAndUpdate({ _id: old._id }, { $set: changes });
+    // Moved onto a group deleted meanwhile: the group's deletion takes it, as had it come after.
+    if (updated && patch.group !== undefined && !(await groupExists(tenant, updated.group))) await rules(tenant).deleteMany({ _id: updated._id, group: updated.group });
+    return updated;
+  }
   if (await taken(tenant, domain)) throw domainTaken();
-  const doc = await insert(tenant, { id, domain, ...changes });
+  const doc = await ofLiveGroup(tenant, await insert(tenant, { id, domain, ...changes }));
   await rules(tenant).deleteMany({ id, _id: { $ne: doc._id } });
   return doc;
 }

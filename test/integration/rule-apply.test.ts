@@ -64,3 +64,17 @@ test('a body, when sent, must still be a JSON object of a JSON type', async () =
   expect((await a.post(`membership-rules/${ruleId}/apply/`, 'x=1', { 'Content-Type': 'text/plain' })).status).toBe(415);
   expect((await a.post(`membership-rules/${ruleId}/apply/`, '[1]')).status).toBe(400);
 });
+
+test('a learner whose membership went with its deleted group has none: applying another rule joins them (the record still names the dead group)', async () => {
+  const seed = seeder(service.db, 'org-c');
+  const c = client(service.baseUrl, await siteAdminToken('org-c'));
+  await seed.user(21, { email: 'x@dead-group.org' });
+  const gone = (await c.post('course-access-groups/', { name: 'Gone', description: '' })).body.id;
+  expect((await c.post('memberships/', { user: 21, group: gone })).status).toBe(201);
+  expect((await c.delete(`course-access-groups/${gone}/`)).status).toBe(204);
+  const next = (await c.post('course-access-groups/', { name: 'Next', description: '' })).body.id;
+  const rule = (await c.post('membership-rules/', { name: 'd', domain: 'dead-group.org', group: next })).body.id;
+
+  expect((await c.post(`membership-rules/${rule}/apply/`)).body).toEqual({ created: 1 });
+  expect((await c.get('users/21/')).body.membership).toMatchObject({ group: { id: next } });
+});
