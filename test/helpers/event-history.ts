@@ -80,6 +80,8 @@ export type Step =
   | { do: 'ungroup'; org: string; g: number }
   | { do: 'rule'; org: string; domain: string; g: number }
   | { do: 'unrule'; org: string; domain: string }
+  /** `POST membership-rules/<id>/apply/`: the rule of `domain` applied to the learners already there. */
+  | { do: 'apply'; org: string; domain: string }
   | { do: 'member'; org: string; user: number; g: number }
   | { do: 'unmember'; org: string; user: number }
   | { do: 'move'; org: string; user: number; g: number }
@@ -201,6 +203,7 @@ const rawStep: fc.Arbitrary<Raw> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('ungroup'), org: idx(3), g }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('rule'), org: idx(3), domain: fc.constantFrom(...RULE_DOMAINS), g }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('unrule'), org: idx(3), domain: fc.constantFrom(...RULE_DOMAINS) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('apply'), org: idx(3), domain: fc.constantFrom(...RULE_DOMAINS) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('member'), org: adminOrg, user: idx(5), g }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('unmember'), org: adminOrg, user: idx(5) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('move'), org: adminOrg, user: idx(5), g }) },
@@ -373,6 +376,8 @@ function bind(raw: Raw, s: Sizes, i: number): Step | Step[] {
       return { do: 'rule', org: org(r.org), domain: r.domain, g: r.g };
     case 'unrule':
       return { do: 'unrule', org: org(r.org), domain: r.domain };
+    case 'apply':
+      return { do: 'apply', org: org(r.org), domain: r.domain };
     case 'member':
       return { do: 'member', org: named(r.org, r.user % s.users)!, user: user(r.user), g: r.g };
     case 'unmember':

@@ -91,12 +91,14 @@ export interface UserRecord {
   is_active: boolean;
 }
 /**
- * One line of a learner's activation log: an activation (`a`, with the group its email's rule
- * named when it arrived, or null) or a deactivation (`d`), at its event's version.
+ * One line of a learner's activation log, at its event's version: an activation (`a`, with the
+ * group its email's rule named when it arrived, or null), a deactivation (`d`), an event that
+ * shows the learner active but cannot activate (`u`), or a rule applied to existing learners
+ * (`j`, its group: it joins a learner active then with no membership).
  */
 interface LogEntry {
   v: Version;
-  k: 'a' | 'd';
+  k: 'a' | 'd' | 'u' | 'j';
   g: number | null;
 }
 interface UserTrack extends Track {
@@ -109,6 +111,9 @@ interface UserTrack extends Track {
   adminAt: Version | null;
   /** How many late events the record placed (their order among themselves: LATE_BASE). */
   lates: number;
+  /** The version an administrator's write or a rule's application was last placed after, and how many were. */
+  placedAfter: Version | null;
+  placed: number;
 }
 
 export interface CourseRecord {
@@ -256,10 +261,9 @@ export class EventModel {
     }
     // The rule is matched now, at arrival, whether or not this activation turns out to be the first of its period.
     const capable = ACTIVATION_CAPABLE(e);
-    if (!capable && active) return;
     const v = applied ? version : this.lateAt(t, version);
     if (capable) this.addToLog(t, { v, k: 'a', g: this.org(org).rules.get(domainOf(e.user.email)) ?? null });
-    else this.addToLog(t, { v, k: 'd', g: null });
+    else this.addToLog(t, { v, k: active ? 'u' : 'd', g: null });
   }
 
   /** Where a late event of the learner's stands: after every event of its time seen so far. */
@@ -291,22 +295,42 @@ export class EventModel {
   }
 
   /**
-   * The activation whose rule the membership follows: of each period (the log's start, and
-   * after each deactivation) its first activation, the first of those that is newer than the
-   * administrator's last change (when there was one) and whose email matched a rule whose group
-   * still exists.
+   * The entry whose rule the membership follows: the first, newer than the administrator's last
+   * change (when there was one), that names a group that still exists and is either a period's
+   * first activation (the log's start, and after each deactivation, open a period) or a rule
+   * applied while the learner was active.
    */
   private target(t: UserTrack, groups: Map<number, string>): LogEntry | null {
+    const makes = (entry: LogEntry) => entry.g !== null && groups.has(entry.g) && newer(entry.v, t.adminAt);
     let periodOpen = true;
+    let active = true;
     for (const entry of t.log) {
       if (entry.k === 'd') {
         periodOpen = true;
-      } else if (periodOpen) {
-        periodOpen = false;
-        if (entry.g !== null && groups.has(entry.g) && newer(entry.v, t.adminAt)) return entry;
+        active = false;
+      } else if (entry.k === 'u') {
+        active = true;
+      } else if (entry.k === 'j') {
+        if (active && makes(entry)) return entry;
+      } else {
+        active = true;
+        if (periodOpen) {
+          periodOpen = false;
+          if (makes(entry)) return entry;
+        }
       }
     }
     return null;
+  }
+
+  /**
+   * Where an administrator's write or a rule's application takes its place: after every event the
+   * record holds and every such write placed before it, before the record's next event.
+   */
+  private placeNow(t: UserTrack): Version {
+    const v = t.version as Version;
+    if (!sameVersion(v, t.placedAfter ?? undefined)) [t.placedAfter, t.placed] = [v, 0];
+    return { t: v.t, n: v.n + 1 - 2 ** -++t.placed };
   }
 
   /** Brings the learner's membership in line with the log, after every user event. */
@@ -400,6 +424,8 @@ export class EventModel {
         removed: null,
         adminAt: null,
         lates: 0,
+        placedAfter: null,
+        placed: 0,
       };
       this.users.set(id, t);
     }
@@ -528,7 +554,27 @@ export class EventModel {
   private adminChanged(org: string, user: number) {
     this.org(org).ruleMade.delete(user);
     const t = this.users.get(user);
-    if (t) t.adminAt = t.version;
+    if (t) t.adminAt = this.placeNow(t);
+  }
+
+  /**
+   * `POST membership-rules/<id>/apply/`: every learner of the organization, active, with no
+   * membership and an email of the rule's domain, joins its group (a `j` entry in their log, so
+   * an older activation arriving later that makes a membership comes first). 404 without a rule.
+   */
+  applyRule(org: string, domain: string): { status: 200; created: number } | { status: 404 } {
+    const o = this.org(org);
+    const group = o.rules.get(domain.toLowerCase());
+    if (group === undefined) return { status: 404 };
+    let created = 0;
+    for (const t of this.users.values()) {
+      const rec = t.record;
+      if (!rec || rec.org !== org || !rec.is_active || o.memberships.has(rec.id) || domainOf(rec.email) !== domain.toLowerCase()) continue;
+      this.addToLog(t, { v: this.placeNow(t), k: 'j', g: group });
+      this.reconcile(t);
+      if (o.memberships.get(rec.id) === group) created++;
+    }
+    return { status: 200, created };
   }
 
   link(org: string, key: string, group: number): 201 | 400 {

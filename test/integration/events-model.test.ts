@@ -580,7 +580,7 @@ class Run {
   async adminStep(step: Exclude<Step, EventStep | { do: 'again' } | { do: 'kill' }>): Promise<string> {
     const api = await this.adminFor(step.org);
     // Each of the model's states takes the write; those that predict another status are dropped.
-    const expectStatus = (what: string, got: number, predict: (m: EventModel) => number) => {
+    const expectStatus = <T extends number | string>(what: string, got: T, predict: (m: EventModel) => T) => {
       const wants = this.models.map(predict);
       const kept = this.models.filter((_, i) => wants[i] === got);
       if (kept.length === 0) throw new Error(`${what}: the service answered ${got}, the model expects ${[...new Set(wants)].join(' or ')}`);
@@ -617,6 +617,17 @@ class Run {
         const rule = rules.find((r) => r.domain === step.domain.toLowerCase());
         const status = rule ? (await api.delete(`membership-rules/${rule.id}/`)).status : 404;
         return expectStatus('DELETE membership-rules', status, (m) => m.deleteRule(step.org, step.domain));
+      }
+      case 'apply': {
+        // The answer says how many joined: the model must agree on that too.
+        const rules = (await api.get('membership-rules/?limit=1000')).body.results as { id: number; domain: string }[];
+        const rule = rules.find((r) => r.domain === step.domain.toLowerCase());
+        const res = rule ? await api.post(`membership-rules/${rule.id}/apply/`, {}) : { status: 404, body: {} };
+        const got = res.status === 200 ? `200 created ${res.body.created}` : `${res.status}`;
+        return expectStatus('POST membership-rules/<id>/apply', got, (m) => {
+          const want = m.applyRule(step.org, step.domain);
+          return want.status === 200 ? `200 created ${want.created}` : `${want.status}`;
+        });
       }
       case 'member': {
         const group = await this.pickGroup(step.org, step.g);

@@ -386,6 +386,8 @@ describe('the fold against the reference model', () => {
       }),
     },
     { weight: 1, arbitrary: fc.record({ t: fc.constantFrom('deleteGroup' as const, 'deleteRule' as const), group: fc.integer({ min: 0, max: 3 }) }) },
+    // A rule applied to the learners already there (`POST membership-rules/<id>/apply/`).
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('apply' as const), org: fc.constantFrom(...orgs), domain: fc.constantFrom('a.org', 'b.org') }) },
   );
 
   test('an administrator’s move stands against an older retirement arriving later', () => {
@@ -447,9 +449,9 @@ describe('the fold against the reference model', () => {
           histories.set(uid, arrive(histories.get(uid)!, entry).history);
         };
         let admins = 0;
-        const admin = (uid: number, org: string, group: number | null) => {
+        const admin = (uid: number, org: string, group: number | null, move?: true) => {
           const h = histories.get(uid)!;
-          histories.set(uid, arrive(h, { kind: 'admin', source: 'cag:admin', id: `a${++admins}`, ...placeNow(h), timed: true, org, group }).history);
+          histories.set(uid, arrive(h, { kind: 'admin', source: 'cag:admin', id: `a${++admins}`, ...placeNow(h), timed: true, org, group, move }).history);
         };
         steps.forEach((s, i) => {
           switch (s.t) {
@@ -492,7 +494,7 @@ describe('the fold against the reference model', () => {
                 const ok = has && live.has(g) && groupOrg(s.group) === s.org;
                 // The model answers 404 before it looks at the group; the service too (no membership, nothing to move).
                 expect([s.t, !has ? 404 : ok ? 200 : 400]).toEqual([s.t, want]);
-                if (ok) admin(s.uid, s.org, g);
+                if (ok) admin(s.uid, s.org, g, true);
               } else {
                 want = model.deleteMembership(s.org, s.uid);
                 expect([s.t, has ? 204 : 404]).toEqual([s.t, want]);
@@ -507,6 +509,27 @@ describe('the fold against the reference model', () => {
               for (const [k, v] of rules) if (v === g) rules.delete(k);
               // The model reconciles a learner's membership at its next event: give each one.
               for (const e of sent) model.deliver(e);
+              break;
+            }
+            case 'apply': {
+              const want = model.applyRule(s.org, s.domain);
+              const group = rules.get(`${s.org} ${s.domain}`);
+              if (group === undefined) {
+                expect([s.t, 404]).toEqual([s.t, want.status]);
+                break;
+              }
+              // As the service does: each learner here, active, with no membership and the rule's domain, gets a join entry.
+              let created = 0;
+              for (const uid of userIds) {
+                const state = foldLearner(histories.get(uid)!, isLive);
+                const rec = state.record;
+                if (rec?.org !== s.org || !rec.is_active || state.membership !== null || rec.email.split('@')[1] !== s.domain) continue;
+                const h = histories.get(uid)!;
+                const next: Learner = arrive(h, { kind: 'join', source: 'cag:admin', id: `j${++admins}`, ...placeNow(h), timed: true, org: s.org, group }).history;
+                histories.set(uid, next);
+                if (foldLearner(next, isLive).membership?.group === group) created++;
+              }
+              expect([s.t, 200, created]).toEqual([s.t, want.status, 'created' in want ? want.created : -1]);
               break;
             }
             case 'deleteRule': {
