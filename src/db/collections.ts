@@ -168,8 +168,8 @@ export interface CourseDoc extends TenantDoc {
   since?: string;
   /**
    * Organizations the course left whose links and public record are still to be deleted: those
-   * born up to `upTo` (placeKey), the course's place when it left (one made there after it came
-   * back is newer).
+   * made up to `upTo` (placeKey), the course's place when it left, compared by arrival count (one
+   * made there after it came back came after more arrivals).
    */
   left?: { org: string; upTo: string }[];
   /** Identities (hashed, as before the history) of the newest events of a record upgraded from the earlier shape. */

@@ -78,19 +78,47 @@ async function applyCourseEntry(db: Db, key: string, at: string | EventStamp, bo
 }
 
 /**
- * Deletes a course's links and public record in the tenant's organization born before `bound`
- * (`$lt`: before its incarnation began) or up to it (`$lte`: up to when it left). A child without
- * `born` began before the history was kept: both take it.
+ * Deletes a course's links and public record in the tenant's organization born before `since`
+ * (before its current incarnation began). A child without `born` began before the history was
+ * kept: it goes too.
  */
-async function deleteCourseChildren(tenant: Tenant, key: string, bound: { $lt: string } | { $lte: string }): Promise<number> {
-  const born = { $or: [{ born: bound }, { born: { $exists: false } }] };
-  const [links, publicRecord] = await withCause('cascade', () =>
+async function deleteChildrenBefore(tenant: Tenant, key: string, since: string): Promise<void> {
+  const born = { $or: [{ born: { $lt: since } }, { born: { $exists: false } }] };
+  await withCause('cascade', () =>
     Promise.all([
       tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).deleteMany({ course: key, ...born } as Filter<GroupCourseDoc>),
       tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).deleteOne({ _id: key, ...born } as Filter<PublicCourseDoc>),
     ]),
   );
-  return links.deletedCount + publicRecord.deletedCount;
+}
+
+/** The arrival count in a place key (`<at>#<seq>`): arrivals only grow, places may not (an event without `time` moves earlier). */
+const seqOf = (key: string) => Number(key.slice(key.indexOf('#') + 1));
+
+/**
+ * Deletes a course's links and public record in an organization it left, made before it left:
+ * by arrival (`upTo`'s count), not by place, since an event without `time` moved earlier can
+ * put the leave's place below a child made while the course stood there. A child made there
+ * since came after the course's return, so after more arrivals: it stays. A child without `born`
+ * goes. Read, then deleted by id: nothing made before the leave can appear after it.
+ */
+async function deleteChildrenUpTo(tenant: Tenant, key: string, upTo: string): Promise<void> {
+  const made = (born: string | undefined) => born === undefined || seqOf(born) <= seqOf(upTo);
+  const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
+  const publics = tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses);
+  const [linked, publicRecord] = await Promise.all([
+    links.find({ course: key }, { projection: { _id: 1, born: 1 } }).toArray(),
+    publics.findOne({ _id: key }, { projection: { _id: 1, born: 1 } }),
+  ]);
+  const goneLinks = linked.filter((l) => made(l.born)).map((l) => l._id);
+  await withCause('cascade', () =>
+    Promise.all([
+      goneLinks.length > 0 ? links.deleteMany({ _id: { $in: goneLinks }, course: key } as Filter<GroupCourseDoc>) : null,
+      publicRecord && made(publicRecord.born)
+        ? publics.deleteOne({ _id: key, born: publicRecord.born === undefined ? { $exists: false } : publicRecord.born } as Filter<PublicCourseDoc>)
+        : null,
+    ]),
+  );
 }
 
 /**
@@ -103,7 +131,7 @@ async function project(db: Db, doc: CourseRecordDoc): Promise<void> {
   const key = doc._id;
   for (const { org, upTo } of doc.left ?? []) {
     const away = new Tenant(db, org);
-    await deleteCourseChildren(away, key, { $lte: upTo });
+    await deleteChildrenUpTo(away, key, upTo);
     // Grams up to its time when it left: a course back there since has newer ones.
     if (org !== doc.org) await unindexCourse(away, key, upTo.slice(0, upTo.indexOf('#')));
     await recordAfterWrite(db, COLLECTIONS.courses, [{ k: key, o: org }]);
@@ -111,7 +139,7 @@ async function project(db: Db, doc: CourseRecordDoc): Promise<void> {
   if (doc.left?.length) await courseRecords(db).leftDone(key, doc.rev!);
   if (doc.org === null) return;
   const home = new Tenant(db, doc.org);
-  if (doc.since) await deleteCourseChildren(home, key, { $lt: doc.since });
+  if (doc.since) await deleteChildrenBefore(home, key, doc.since);
   await syncCourseFacts(home, [key]);
   await indexCourse(home, doc);
   await recordAfterWrite(db, COLLECTIONS.courses, [{ k: key, o: doc.org }]);

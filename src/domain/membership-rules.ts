@@ -33,7 +33,10 @@ export async function applyRuleToExistingUsers(tenant: Tenant, rule: Pick<RuleDo
       .toArray();
     if (page.length === 0) return created;
     after = page[page.length - 1]!.id;
-    const live = await liveGroups(tenant, page.flatMap((u) => (u.m ? [u.m.group] : [])));
+    const live = await liveGroups(
+      tenant,
+      page.flatMap((u) => (u.m ? [u.m.group] : [])),
+    );
     const matching = (await matchRules(tenant, page)).filter((m) => m.rule.domain === ruleDomain(rule.domain) && !(m.user.m && live.has(m.user.m.group)));
     for (const m of matching) if (await joinByRule(tenant.db, tenant.org, m.user.id, rule.group)) created++;
   }
@@ -92,7 +95,8 @@ export async function updateRule(tenant: Tenant, id: number, patch: { name?: str
   if (domain === old.domain) {
     const updated = await rules(tenant).findOneAndUpdate({ _id: old._id }, { $set: changes });
     // Moved onto a group deleted meanwhile: the group's deletion takes it, as had it come after.
-    if (updated && patch.group !== undefined && !(await groupExists(tenant, updated.group))) await rules(tenant).deleteMany({ _id: updated._id, group: updated.group });
+    if (updated && patch.group !== undefined && !(await groupExists(tenant, updated.group)))
+      await rules(tenant).deleteMany({ _id: updated._id, group: updated.group });
     return updated;
   }
   if (await taken(tenant, domain)) throw domainTaken();

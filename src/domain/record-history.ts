@@ -103,7 +103,8 @@ export function arrive<E extends EntryBase, S>(h: History<E, S>, entry: Arriving
     // The first record of an identity says whether it has a `time`; an earlier Kafka timestamp moves one without.
     if (known.timed || entry.timed || entry.at >= known.at) return { history: h, arrival: 'duplicate' };
     if (h.floor && placeOrder({ at: entry.at, seq: known.seq }, h.floor.place) < 0) {
-      // Below the floor, as a new event there would be: it leaves the history (exactly right under a reset).
+      // Below the floor, as a new event there would be: it leaves the history (exactly right under
+      // a reset with `time`; a floor of the bounds is where this diverges).
       const entries = h.entries.filter((e) => e !== known);
       return { history: { ...h, entries, floor: { ...h.floor, ids: remember(h.floor.ids, [identityKey(known)]) } }, arrival: 'duplicate' };
     }
@@ -141,12 +142,13 @@ const instantMs = (at: string) => Date.parse(`${at.slice(0, 23)}Z`);
 
 /**
  * Folds into the floor what can no longer change the result: every entry before the newest
- * reset (exactly: a reset makes the state independent of them), then entries past the bounds
- * (the bounds of docs/event-core.md, where a new event below the floor is counted stale).
+ * reset with `time` (exactly: a reset makes the state independent of them; one without `time`
+ * may still move earlier, and what it passes counts again), then entries past the bounds (the
+ * bounds of docs/event-core.md, where a new event below the floor is counted stale).
  */
 export function compact<E extends EntryBase, S>(h: History<E, S>, fold: Fold<E, S>, bounds: Compaction): History<E, S> {
   let lastReset = h.entries.length - 1;
-  while (lastReset >= 0 && !fold.resets(h.entries[lastReset]!)) lastReset--;
+  while (lastReset >= 0 && !(fold.resets(h.entries[lastReset]!) && h.entries[lastReset]!.timed)) lastReset--;
   let cut = Math.max(0, lastReset);
   const newest = h.entries.at(-1);
   if (newest) {

@@ -629,3 +629,67 @@ test('an update of 4 in C, an activation without time stamped 4 here, a login of
   expect({ name: inC?.name, active: inC?.is_active }).toEqual({ name: 'In C', active: false });
   expect((await api.get(`memberships/?user=${id}`)).body.results).toEqual([]);
 }, 60000);
+
+// Found by a black-box attack (round 2): an event without time whose earlier Kafka record comes
+// after something hung on the course at its later place. The course leaves the organization at a
+// place below the children made while it stood there: they go all the same (by arrival, not by
+// place), in both arrival orders.
+test.each([
+  ['a deletion', (org: string, key: string) => cloudEvent(TYPES.courseDeleted, { course_key: key, organization: org }, { time: '2026-06-12T00:00:15Z' })],
+  [
+    'a catalog change naming another organization',
+    (org: string, key: string) =>
+      cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name: 'In B' }, organization: `${org}-b` }, { time: '2026-06-12T00:00:15Z' }),
+  ],
+])(
+  'a catalog change without time stamped 20, a link and a public record, %s of 15, then the change stamped 10: nothing stays in the organization',
+  async (_name, leave) => {
+    const { org, api, group } = await orgWithRule(service, 'untimed-children.edu');
+    const key = `course-v1:UNTIMED+K${newUserId()}+R`;
+    const change = untimed(cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name: 'Here' }, organization: org }));
+    const send = sender(topicOf(2), 2);
+    await handled(await send(stampedAt(change, key, '2026-06-12T00:00:20Z')));
+    expect((await api.post('group-courses/', { course: key, group: group.id })).status).toBe(201);
+    expect((await api.post('public-courses/', { course: key })).status).toBe(201);
+    await handled(await send(structured(leave(org, key), key)));
+    expect((await courseIn(org, key))?.name).toBe('Here'); // the leave at 15, the change at 20: still here
+    await handled(await send(stampedAt(change, key, '2026-06-12T00:00:10Z')));
+
+    // In event time: the change at 10, the leave at 15.
+    expect(await courseIn(org, key)).toBeNull();
+    expect({ links: (await api.get('group-courses/')).body.count, publics: (await api.get('public-courses/')).body.count }).toEqual({ links: 0, publics: 0 });
+  },
+  60000,
+);
+
+// The same attack: a reset without time folded what came before it away, so when its earlier
+// Kafka record moved it below them, they were lost. Only a reset with time is a floor now.
+test('an activation of 10, a retirement without time stamped 20, an update of 30, then the retirement stamped 5: the learner stands with the activation’s membership', async () => {
+  const { org, api, group } = await orgWithRule(service, 'untimed-reset.edu');
+  const id = newUserId();
+  const user = { id, email: `learner${id}@untimed-reset.edu`, is_active: true };
+  const retirement = untimed(cloudEvent(TYPES.retired, { user: { id }, organization: org }));
+  const send = sender(topicOf(0), 2);
+  await send(structured(cloudEvent(TYPES.activated, userData(org, user), { time: '2026-06-13T00:00:10Z' }), id));
+  await send(stampedAt(retirement, id, '2026-06-13T00:00:20Z'));
+  await handled(await send(structured(cloudEvent(TYPES.updated, userData(org, { ...user, name: 'Updated' }), { time: '2026-06-13T00:00:30Z' }), id)));
+  expect((await api.get(`users/${id}/`)).body.membership).toBeNull();
+  await handled(await send(stampedAt(retirement, id, '2026-06-13T00:00:05Z')));
+
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ name: 'Updated', membership: { group: { id: group.id } } });
+}, 60000);
+
+test('a catalog change of 10, a deletion without time stamped 20, then the deletion stamped 5: the course stands', async () => {
+  const { org } = await orgWithRule(service, 'untimed-deletion.edu');
+  const key = `course-v1:UNTIMED+D${newUserId()}+R`;
+  const deletion = untimed(cloudEvent(TYPES.courseDeleted, { course_key: key }));
+  const send = sender(topicOf(2), 2);
+  await send(
+    structured(cloudEvent(TYPES.catalogChanged, { catalog_info: { course_key: key, name: 'Kept' }, organization: org }, { time: '2026-06-14T00:00:10Z' }), key),
+  );
+  await handled(await send(stampedAt(deletion, key, '2026-06-14T00:00:20Z')));
+  expect(await courseIn(org, key)).toBeNull();
+  await handled(await send(stampedAt(deletion, key, '2026-06-14T00:00:05Z')));
+
+  expect((await courseIn(org, key))?.name).toBe('Kept');
+}, 60000);

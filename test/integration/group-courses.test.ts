@@ -88,7 +88,12 @@ test('validation and references: 400 on the field, nothing written', async () =>
  * Runs `request` and, right before its first `method` on `collection`, `meanwhile` (another
  * administrator's request landing between this one's checks and its write).
  */
-async function beforeCall<T>(method: 'insertOne' | 'findOneAndUpdate', collection: string, request: () => Promise<T>, meanwhile: () => Promise<unknown>): Promise<T> {
+async function beforeCall<T>(
+  method: 'insertOne' | 'findOneAndUpdate',
+  collection: string,
+  request: () => Promise<T>,
+  meanwhile: () => Promise<unknown>,
+): Promise<T> {
   const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
   let armed = true;
   const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
@@ -114,7 +119,12 @@ test('a link or a rule written after its group’s deletion swept (its checks pa
   const del = (id: number) => () => a.delete(`course-access-groups/${id}/`);
 
   const link = await beforeCall('insertOne', COLLECTIONS.groupCourses, () => a.post('group-courses/', { course: C2, group: doomed[0] }), del(doomed[0]!));
-  const rule = await beforeCall('insertOne', COLLECTIONS.rules, () => a.post('membership-rules/', { name: 'r', domain: 'doomed.org', group: doomed[1] }), del(doomed[1]!));
+  const rule = await beforeCall(
+    'insertOne',
+    COLLECTIONS.rules,
+    () => a.post('membership-rules/', { name: 'r', domain: 'doomed.org', group: doomed[1] }),
+    del(doomed[1]!),
+  );
   // A rule moved onto a group being deleted: applied, then taken by the deletion, as had it come first.
   const moved = (await a.post('membership-rules/', { name: 'm', domain: 'moved.org', group: g1.id })).body.id;
   const patch = await beforeCall('findOneAndUpdate', COLLECTIONS.rules, () => a.patch(`membership-rules/${moved}/`, { group: doomed[2] }), del(doomed[2]!));
@@ -122,7 +132,13 @@ test('a link or a rule written after its group’s deletion swept (its checks pa
   expect([link.status, link.body]).toEqual([400, { group: [`Invalid pk "${doomed[0]}" - object does not exist.`] }]);
   expect([rule.status, rule.body]).toEqual([400, { group: [`Invalid pk "${doomed[1]}" - object does not exist.`] }]);
   expect(patch.status).toBe(200);
-  const stored = async (name: string) => (await service.db.collection(name).find({ group: { $in: doomed } }).toArray()).length;
+  const stored = async (name: string) =>
+    (
+      await service.db
+        .collection(name)
+        .find({ group: { $in: doomed } })
+        .toArray()
+    ).length;
   expect({ links: await stored(COLLECTIONS.groupCourses), rules: await stored(COLLECTIONS.rules) }).toEqual({ links: 0, rules: 0 });
   expect((await a.get(`membership-rules/${moved}/`)).status).toBe(404);
   expect((await a.get('group-courses/?limit=1000')).body.results.filter((l: { group: { id: number } }) => doomed.includes(l.group.id))).toEqual([]);
