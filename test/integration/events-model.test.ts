@@ -130,6 +130,9 @@ const covered = {
    */
   orderDependent: 0,
   mostStates: 1,
+  /** Rules applied to the learners already there, and how many learners they joined. */
+  ruleApplications: 0,
+  joinedByApplication: 0,
   model: {} as Record<string, number>,
 };
 
@@ -624,6 +627,10 @@ class Run {
         const rule = rules.find((r) => r.domain === step.domain.toLowerCase());
         const res = rule ? await api.post(`membership-rules/${rule.id}/apply/`, {}) : { status: 404, body: {} };
         const got = res.status === 200 ? `200 created ${res.body.created}` : `${res.status}`;
+        if (res.status === 200) {
+          covered.ruleApplications++;
+          covered.joinedByApplication += res.body.created as number;
+        }
         return expectStatus('POST membership-rules/<id>/apply', got, (m) => {
           const want = m.applyRule(step.org, step.domain);
           return want.status === 200 ? `200 created ${want.created}` : `${want.status}`;
