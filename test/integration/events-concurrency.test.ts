@@ -13,7 +13,7 @@ import { deleteCourse } from '../../src/domain/courses';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
 import { importUserBatch } from '../../src/domain/import-users';
 import { finishAbandonedProjections, PROJECTION_LEASE_MS } from '../../src/domain/learners';
-import { createMembership, deleteMembership } from '../../src/domain/memberships';
+import { createMembership, deleteMembership, updateMembership } from '../../src/domain/memberships';
 import { identityKey } from '../../src/domain/record-history';
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
 import { Invalid } from '../../src/errors';
@@ -699,4 +699,60 @@ test.each([
     expect(failures).toEqual([]);
   },
   300000,
+);
+
+// Found by a black-box attack (round 3): an administrator's DELETE or PATCH names a membership by
+// its id. Between the request's read of it and its write, the learner's membership ended (a
+// retirement, a move away, another administrator's DELETE) and a rule made a new one in the same
+// group: the request names the old one, which is gone (404), and the new one stands.
+test.each([
+  [
+    'a retirement and a registration',
+    async (id: number, org: string) => {
+      await applyUserRetired(db, id, at(2, `ret-${id}`));
+      await applyUserData(db, learner(id), at(3, `reg2-${id}`), 'registration', org);
+    },
+  ],
+  [
+    'a move away and back',
+    async (id: number, org: string) => {
+      await applyUserData(db, learner(id), at(2, `away-${id}`), 'update', uniqueName('away'));
+      await applyUserData(db, learner(id), at(3, `back-${id}`), 'registration', org);
+    },
+  ],
+  [
+    'another administrator’s DELETE, a deactivation and an activation',
+    async (id: number, org: string) => {
+      const tenant = new Tenant(db, org);
+      expect(await deleteMembership(tenant, { id: (await membershipOf(tenant, id))!.id })).toBe(true);
+      await applyUserData(db, learner(id, false), at(2, `off-${id}`), 'update', org);
+      await applyUserData(db, learner(id), at(3, `on-${id}`), 'activation', org);
+    },
+  ],
+] as const)(
+  'a DELETE and a PATCH of a membership whose learner had %s meanwhile (a rule made a new one in its group): 404, and the new membership stands',
+  async (_name, meanwhile) => {
+    const { org, tenant } = await orgWithRule();
+    const other = await newGroup(tenant, 'elsewhere');
+    for (const request of ['DELETE', 'PATCH'] as const) {
+      const id = 5700 + Math.floor(Math.random() * 1e6);
+      await applyUserData(db, learner(id), at(1, `reg1-${id}`), 'registration', org);
+      const first = (await membershipOf(tenant, id))!;
+      const change = async (): Promise<unknown> =>
+        request === 'DELETE' ? deleteMembership(tenant, { id: first.id }) : updateMembership(tenant, first.id, { group: other });
+      const answer = await atCall(
+        'findOne',
+        COLLECTIONS.memberships,
+        async () => true,
+        change,
+        () => meanwhile(id, org),
+      );
+      const after = await membershipOf(tenant, id);
+      expect([request, answer, after && { group: after.group, automatic: after.automatic, renewed: after.id !== first.id }]).toEqual([
+        request,
+        request === 'DELETE' ? false : null,
+        { group: ruleGroups.get(org), automatic: true, renewed: true },
+      ]);
+    }
+  },
 );
