@@ -76,12 +76,12 @@ export async function createMembership(tenant: Tenant, input: { user: number; gr
 
 /**
  * Whether `current` is the membership `doc` is (the one a request named by its id), not one made
- * since: where it began, or, when a late older activation of the same period re-made it, what it
- * is (its group, and whether a rule made it). Another administrator's membership since, in
- * another group, is not it.
+ * since: the learner has held it without a break from no later than where `doc` began. A
+ * membership begins where the fold made it (a move keeps that place), so a late older activation
+ * of the same period that re-made it earlier is still it; one made after a break (a retirement,
+ * a move away and back, a removal, a new period's rule) begins after `doc` did and is not.
  */
-const isNamed = (current: LearnerMembership | null, doc: MembershipDoc) =>
-  current !== null && (placeKey(current.born) === (doc.born ?? '') || (current.group === doc.group && (current.by === 'rule') === doc.automatic));
+const isNamed = (current: LearnerMembership | null, doc: MembershipDoc) => current !== null && placeKey(current.born) <= (doc.born ?? '');
 
 /**
  * Applies an administrator's change to membership `doc`, the one the request named: null when the
