@@ -100,7 +100,7 @@ const seqOf = (key: string) => Number(key.slice(key.indexOf('#') + 1));
  * by arrival (`upTo`'s count), not by place, since an event without `time` moved earlier can
  * put the leave's place below a child made while the course stood there. A child made there
  * since came after the course's return, so after more arrivals: it stays. A child without `born`
- * goes. Read, then deleted by id: nothing made before the leave can appear after it.
+ * goes. Read, then deleted by `_id` and `born`: nothing made before the leave can appear after it.
  */
 async function deleteChildrenUpTo(tenant: Tenant, key: string, upTo: string): Promise<void> {
   const made = (born: string | undefined) => born === undefined || seqOf(born) <= seqOf(upTo);
@@ -110,10 +110,12 @@ async function deleteChildrenUpTo(tenant: Tenant, key: string, upTo: string): Pr
     links.find({ course: key }, { projection: { _id: 1, born: 1 } }).toArray(),
     publics.findOne({ _id: key }, { projection: { _id: 1, born: 1 } }),
   ]);
-  const goneLinks = linked.filter((l) => made(l.born)).map((l) => l._id);
+  // By `_id` and `born`: a link's `_id` is its (course, group) pair, so one made again after the
+  // course came back has the same `_id` and another `born`.
+  const gone = linked.filter((l) => made(l.born)).map((l) => ({ _id: l._id, born: l.born === undefined ? { $exists: false } : l.born }));
   await withCause('cascade', () =>
     Promise.all([
-      goneLinks.length > 0 ? links.deleteMany({ _id: { $in: goneLinks }, course: key } as Filter<GroupCourseDoc>) : null,
+      gone.length > 0 ? links.deleteMany({ $or: gone } as Filter<GroupCourseDoc>) : null,
       publicRecord && made(publicRecord.born)
         ? publics.deleteOne({ _id: key, born: publicRecord.born === undefined ? { $exists: false } : publicRecord.born } as Filter<PublicCourseDoc>)
         : null,
