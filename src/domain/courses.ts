@@ -66,7 +66,9 @@ async function applyCourseEntry(db: Db, key: string, at: string | EventStamp, bo
     const { history, arrival } = isLegacyDuplicate(doc, stamp)
       ? { history: before, arrival: 'duplicate' as const }
       : arrive(before, { ...base, ...body } as Arriving<CourseEntry>);
-    if (history === before || arrival === 'stale') {
+    // A stale event changes nothing, but one without `time` is remembered (its identity in the
+    // floor): a later Kafka record of it is the same event, placed at its earliest timestamp.
+    if (history === before || (arrival === 'stale' && base.timed)) {
       if (doc) await project(db, doc);
       return OUTCOME[arrival];
     }

@@ -179,7 +179,9 @@ export async function applyLearnerEntry(
       event && isLegacyDuplicate(doc, event.stamp)
         ? { history: before, arrival: 'duplicate' as const }
         : arrive(before, { ...base, ...made } as Arriving<LearnerEntry>);
-    if (history === before || arrival === 'stale') {
+    // A stale event changes nothing, but one without `time` is remembered (its identity in the
+    // floor): a later Kafka record of it is the same event, placed at its earliest timestamp.
+    if (history === before || (arrival === 'stale' && base.timed)) {
       return { outcome: OUTCOME[arrival], current: doc && (await project(db, doc)), activated: false };
     }
     const isLive = await liveGroups(db, history);
