@@ -1,4 +1,4 @@
-import type { Db } from 'mongodb';
+import { Collection, type Db } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, ensureIndexes, type GroupCourseDoc, type MembershipDoc, type RuleDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { normalizeEventTime } from '../../src/domain/event-time';
@@ -85,4 +85,31 @@ export function withHookBefore(tenant: Tenant, collectionName: string, hook: () 
  */
 export async function giveMembership(tenant: Tenant, input: { user: number; group: number; automatic: boolean }): Promise<MembershipDoc | null> {
   return (await importMembership(tenant, input)) ? membershipOf(tenant, input.user) : null;
+}
+
+/**
+ * Runs `apply`, and `meanwhile` right before its first `method` call on `collectionName` (the
+ * driver's, whatever module makes it): another process landing at that moment.
+ */
+export async function beforeFirst<T>(
+  method: 'insertMany' | 'insertOne' | 'findOneAndUpdate',
+  collectionName: string,
+  apply: () => Promise<T>,
+  meanwhile: () => Promise<unknown>,
+): Promise<T> {
+  const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
+  let fired = false;
+  const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
+    if (!fired && this.collectionName === collectionName) {
+      fired = true;
+      await meanwhile();
+    }
+    return original.apply(this, args);
+  } as never);
+  try {
+    return await apply();
+  } finally {
+    spy.mockRestore();
+    expect(fired).toBe(true);
+  }
 }

@@ -4,7 +4,7 @@
 // (a crash mid-batch, an administrator's request landing between two of the batch's commands)
 // are made exactly, by the state a crash leaves or by running the request at the batch's
 // command, never by timing.
-import { Collection, type Db, MongoClient } from 'mongodb';
+import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { type EventStamp, eventKey, normalizeEventTime } from '../../src/domain/event-time';
@@ -14,7 +14,7 @@ import type { UserFacts } from '../../src/domain/learners';
 import { applyRule, createRule } from '../../src/domain/membership-rules';
 import { deleteMembership, updateMembership } from '../../src/domain/memberships';
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
-import { giveMembership, withHookBefore } from '../helpers/domain';
+import { beforeFirst, giveMembership, withHookBefore } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 const ORG = 'review-org';
@@ -44,33 +44,6 @@ const asData = (f: UserFacts): UserEventData => ({
   user: { id: f.id, is_active: f.is_active, pii: { username: f.username, email: f.email, name: f.name } },
   organization: ORG,
 });
-/**
- * Runs `apply`, and `meanwhile` right before its first `method` call on `collectionName` (the
- * driver's, whatever module makes it): another process landing at that moment.
- */
-async function beforeFirst<T>(
-  method: 'insertMany' | 'insertOne',
-  collectionName: string,
-  apply: () => Promise<T>,
-  meanwhile: () => Promise<unknown>,
-): Promise<T> {
-  const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
-  let fired = false;
-  const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
-    if (!fired && this.collectionName === collectionName) {
-      fired = true;
-      await meanwhile();
-    }
-    return original.apply(this, args);
-  } as never);
-  try {
-    return await apply();
-  } finally {
-    spy.mockRestore();
-    expect(fired).toBe(true);
-  }
-}
-
 const gramsOf = (db: Db, id: number) => db.collection(COLLECTIONS.userGrams).countDocuments({ org: ORG, r: id });
 
 test('a redelivered run after a crash between a record and its search grams leaves the learners searchable, as the per-event path does', async () => {

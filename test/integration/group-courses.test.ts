@@ -1,6 +1,6 @@
 // docs/api.md: group-course links: shapes and codes, a (course, group) pair linked once, references.
-import { Collection } from 'mongodb';
 import { COLLECTIONS } from '../../src/db/collections';
+import { beforeFirst } from '../helpers/domain';
 import { client } from '../helpers/http';
 import { expectRefusedWithoutWrites, seeder } from '../helpers/seed';
 import { startTestService, type TestService } from '../helpers/stack';
@@ -84,32 +84,6 @@ test('validation and references: 400 on the field, nothing written', async () =>
   await a.delete(`group-courses/${body.id}/`);
 });
 
-/**
- * Runs `request` and, right before its first `method` on `collection`, `meanwhile` (another
- * administrator's request landing between this one's checks and its write).
- */
-async function beforeCall<T>(
-  method: 'insertOne' | 'findOneAndUpdate',
-  collection: string,
-  request: () => Promise<T>,
-  meanwhile: () => Promise<unknown>,
-): Promise<T> {
-  const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
-  let armed = true;
-  const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
-    if (armed && this.collectionName === collection) {
-      armed = false;
-      await meanwhile();
-    }
-    return original.apply(this, args);
-  } as never);
-  try {
-    return await request();
-  } finally {
-    spy.mockRestore();
-  }
-}
-
 // docs/event-core.md, "Children": a link or rule is written, then its group read again, so a
 // deletion of the group that swept before the write is seen by the write (found by an attack
 // of 8 links and 8 rules racing each group's deletion, which left orphans listed with no group).
@@ -118,8 +92,8 @@ test('a link or a rule written after its group’s deletion swept (its checks pa
   const doomed = [await group(), await group(), await group()];
   const del = (id: number) => () => a.delete(`course-access-groups/${id}/`);
 
-  const link = await beforeCall('insertOne', COLLECTIONS.groupCourses, () => a.post('group-courses/', { course: C2, group: doomed[0] }), del(doomed[0]!));
-  const rule = await beforeCall(
+  const link = await beforeFirst('insertOne', COLLECTIONS.groupCourses, () => a.post('group-courses/', { course: C2, group: doomed[0] }), del(doomed[0]!));
+  const rule = await beforeFirst(
     'insertOne',
     COLLECTIONS.rules,
     () => a.post('membership-rules/', { name: 'r', domain: 'doomed.org', group: doomed[1] }),
@@ -127,7 +101,7 @@ test('a link or a rule written after its group’s deletion swept (its checks pa
   );
   // A rule moved onto a group being deleted: applied, then taken by the deletion, as had it come first.
   const moved = (await a.post('membership-rules/', { name: 'm', domain: 'moved.org', group: g1.id })).body.id;
-  const patch = await beforeCall('findOneAndUpdate', COLLECTIONS.rules, () => a.patch(`membership-rules/${moved}/`, { group: doomed[2] }), del(doomed[2]!));
+  const patch = await beforeFirst('findOneAndUpdate', COLLECTIONS.rules, () => a.patch(`membership-rules/${moved}/`, { group: doomed[2] }), del(doomed[2]!));
 
   expect([link.status, link.body]).toEqual([400, { group: [`Invalid pk "${doomed[0]}" - object does not exist.`] }]);
   expect([rule.status, rule.body]).toEqual([400, { group: [`Invalid pk "${doomed[1]}" - object does not exist.`] }]);
