@@ -13,6 +13,15 @@ export function entryOf(at: string | EventStamp): { stamp: EventStamp; base: Omi
   return { stamp, base: { ...identity, at: stamp.time, timed: !stamp.provisional } };
 }
 
+/**
+ * Whether an arrival leaves the record as it was (nothing to write, only a projection to finish):
+ * a duplicate that moved nothing, or a stale event with `time`. A stale event without `time` is
+ * written all the same: its identity, in the floor, makes a later Kafka record of it the same
+ * event, placed at its earliest timestamp.
+ */
+export const writesNothing = <H>(history: H, before: H, arrival: Arrival, base: Pick<EntryBase, 'timed'>) =>
+  history === before || (arrival === 'stale' && base.timed);
+
 /** A late entry is folded in its place, and counted `stale` as an event older than the record always was. */
 export const OUTCOME: Record<Arrival, ApplyOutcome> = { applied: 'applied', late: 'stale', duplicate: 'duplicate', stale: 'stale' };
 

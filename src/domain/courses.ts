@@ -5,7 +5,7 @@ import { COLLECTIONS, type CourseRecordDoc, type GroupCourseDoc, type PublicCour
 import { courseRecords, legacyCourseHistory } from '../db/course-records';
 import { indexCourse, unindexCourse } from '../db/search-index';
 import { Tenant } from '../db/tenant';
-import { entryOf, historyBounds, isLegacyDuplicate, legacyIdsOf, OUTCOME } from './arrivals';
+import { entryOf, historyBounds, isLegacyDuplicate, legacyIdsOf, OUTCOME, writesNothing } from './arrivals';
 import { type CourseEntry, type CourseState, courseFold, foldCourse } from './course-fold';
 import type { ApplyOutcome, EventStamp } from './event-time';
 import { syncCourseFacts } from './list-facts';
@@ -66,9 +66,7 @@ async function applyCourseEntry(db: Db, key: string, at: string | EventStamp, bo
     const { history, arrival } = isLegacyDuplicate(doc, stamp)
       ? { history: before, arrival: 'duplicate' as const }
       : arrive(before, { ...base, ...body } as Arriving<CourseEntry>);
-    // A stale event changes nothing, but one without `time` is remembered (its identity in the
-    // floor): a later Kafka record of it is the same event, placed at its earliest timestamp.
-    if (history === before || (arrival === 'stale' && base.timed)) {
+    if (writesNothing(history, before, arrival, base)) {
       if (doc) await project(db, doc);
       return OUTCOME[arrival];
     }

@@ -7,7 +7,7 @@ import { isDuplicateKey } from '../db/driver-errors';
 import { indexUser, unindexUser } from '../db/search-index';
 import { Tenant } from '../db/tenant';
 import { learnerRecords, legacyLearnerHistory } from '../db/user-records';
-import { entryOf, historyBounds, isLegacyDuplicate, legacyIdsOf, OUTCOME, storedHistory } from './arrivals';
+import { entryOf, historyBounds, isLegacyDuplicate, legacyIdsOf, OUTCOME, storedHistory, writesNothing } from './arrivals';
 import type { ApplyOutcome, EventStamp } from './event-time';
 import { foldLearner, type IsLiveGroup, type LearnerEntry, type LearnerFacts, type LearnerState, learnerFold } from './learner-fold';
 import { syncUserGroups } from './list-facts';
@@ -179,9 +179,7 @@ export async function applyLearnerEntry(
       event && isLegacyDuplicate(doc, event.stamp)
         ? { history: before, arrival: 'duplicate' as const }
         : arrive(before, { ...base, ...made } as Arriving<LearnerEntry>);
-    // A stale event changes nothing, but one without `time` is remembered (its identity in the
-    // floor): a later Kafka record of it is the same event, placed at its earliest timestamp.
-    if (history === before || (arrival === 'stale' && base.timed)) {
+    if (writesNothing(history, before, arrival, base)) {
       return { outcome: OUTCOME[arrival], current: doc && (await project(db, doc)), activated: false };
     }
     const isLive = await liveGroups(db, history);
