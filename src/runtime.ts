@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db, MongoClient } from 'mongodb';
 import { type AvroDecoder, createAvroDecoder } from '../consumers/avro';
-import { createBatchHandler } from '../consumers/batch';
+import { type BatchHandler, createBatchHandler } from '../consumers/batch';
 import { createEventConsumer, type EventConsumer, type MessageHandler } from '../consumers/consumer';
 import { createDispatcher } from '../consumers/dispatch';
 import { createApp, createOperationsApp } from './app';
@@ -99,7 +99,7 @@ function withRetry(what: string, step: () => Promise<void>, log: Logger, signal:
 export async function startService(
   config: Config,
   log: Logger,
-  opts: { handle?: MessageHandler; signal?: AbortSignal; retry?: RetryPolicy; upgrade?: UpgradeOptions } = {},
+  opts: { handle?: MessageHandler; handleBatch?: BatchHandler; signal?: AbortSignal; retry?: RetryPolicy; upgrade?: UpgradeOptions } = {},
 ): Promise<Running> {
   const metrics = createMetrics();
   configureHistoryBounds(config);
@@ -128,9 +128,9 @@ export async function startService(
     const registry = registryClientSettings(config);
     if (registry) avro = createAvroDecoder(registry);
     const door = { db, log, metrics, defaultOrganization: config.DEFAULT_ORGANIZATION ?? null, avro };
-    // A test's own handler gets every message alone.
+    // A test's own handler gets every message alone, unless the test gives a batch handler too.
     const handle: MessageHandler = opts.handle ?? createDispatcher(door);
-    const handleBatch = opts.handle ? undefined : createBatchHandler(door);
+    const handleBatch = opts.handleBatch ?? (opts.handle ? undefined : createBatchHandler(door));
     consumer = createEventConsumer({ kafka: newKafka, config, log, handle, handleBatch, metrics, retry: opts.retry });
   }
 

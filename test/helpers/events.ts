@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type IHeaders, Kafka, type KafkaMessage, logLevel, type Producer } from 'kafkajs';
 import { MongoClient } from 'mongodb';
+import type { BatchHandler } from '../../consumers/batch';
 import type { MessageHandler, RetryPolicy } from '../../consumers/consumer';
 import { COLLECTIONS, type GroupDoc, type MembershipDoc, type RuleDoc, type UserDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
@@ -199,12 +200,12 @@ export interface EventTestService extends TestService {
  */
 export async function startEventService(
   env: Record<string, string | undefined> = {},
-  opts: { retry?: RetryPolicy; logs?: string[]; waitReady?: boolean; handle?: MessageHandler } = {},
+  opts: { retry?: RetryPolicy; logs?: string[]; waitReady?: boolean; handle?: MessageHandler; handleBatch?: BatchHandler } = {},
 ): Promise<EventTestService> {
   const config = testConfig({ SERVICE_ROLE: 'all', LOG_LEVEL: 'debug', ...env });
   const logs = opts.logs ?? [];
   const log = createLogger(config.LOG_LEVEL, { write: (line: string) => void logs.push(line) });
-  const running = await startService(config, log, { retry: opts.retry, handle: opts.handle });
+  const running = await startService(config, log, { retry: opts.retry, handle: opts.handle, handleBatch: opts.handleBatch });
   if (opts.waitReady !== false) await running.ready;
   return {
     ...running,
