@@ -58,12 +58,13 @@ interface PartitionState {
    */
   failure: { offset: string; attempts: number; poisoned: number; timer: NodeJS.Timeout | null; resume: () => void } | null;
   /**
-   * The last offset the batch path was offered. A message it left is handled alone, and a fetch
-   * cut short by the hold brings it again: offering it once more would cost a whole run's reads
-   * each time to take nothing (a crash's backlog, records in place but still to project, was
-   * handled 8 messages a second that way).
+   * The last run offered to the batch path: up to which offset, and the offsets it took (applied).
+   * A fetch cut short by the hold brings the rest of that run again. What the batch took is done;
+   * what it left is handled alone: offered once more, the batch would read the whole run again
+   * to take nothing (after a crash mid-batch every redelivered record is still to project, and
+   * the backlog went 8 messages a second that way).
    */
-  offeredThrough: number;
+  offered: { through: number; taken: ReadonlySet<string> };
 }
 
 /**
@@ -144,7 +145,7 @@ export function createEventConsumer(opts: {
     const key = `${topic}/${partition}`;
     let state = partitions.get(key);
     if (!state) {
-      state = { topic, partition, highWatermark: 0, next: 0, headTimestamp: null, failure: null, offeredThrough: -1 };
+      state = { topic, partition, highWatermark: 0, next: 0, headTimestamp: null, failure: null, offered: { through: -1, taken: new Set() } };
       partitions.set(key, state);
     }
     return state;
@@ -359,13 +360,15 @@ export function createEventConsumer(opts: {
             // of it is fetched again from the first message not resolved.
             if (Date.now() - since > BATCH_HOLD_MS) return;
             // A message waiting for its retry goes alone: its attempts are counted per message.
-            // Those the batch path was offered already go alone too, up to the first it was not.
-            const offered = messages.slice(i, i + batchSize).findIndex((m) => Number(m.offset) > state.offeredThrough);
-            const alreadyOffered = offered === -1 ? batchSize : offered;
-            const runLength = state.failure?.offset === messages[i]!.offset ? 1 : alreadyOffered > 0 ? alreadyOffered : batchSize;
-            const run = messages.slice(i, i + runLength);
-            const together = alreadyOffered > 0 ? new Set<string>() : await applyTogether(batch.topic, batch.partition, run);
-            state.offeredThrough = Math.max(state.offeredThrough, Number(run.at(-1)!.offset));
+            // The rest of a run offered before goes as the batch path answered it then.
+            const notOffered = messages.slice(i, i + batchSize).findIndex((m) => Number(m.offset) > state.offered.through);
+            const offeredBefore = notOffered === -1 ? batchSize : notOffered;
+            const run = messages.slice(i, i + (state.failure?.offset === messages[i]!.offset ? 1 : offeredBefore > 0 ? offeredBefore : batchSize));
+            let together = state.offered.taken;
+            if (offeredBefore === 0) {
+              together = await applyTogether(batch.topic, batch.partition, run);
+              state.offered = { through: Number(run.at(-1)!.offset), taken: together };
+            }
             let resolved: string | null = null;
             let alone = 0;
             const applied = Date.now();
