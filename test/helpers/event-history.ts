@@ -197,6 +197,10 @@ const rawStep: fc.Arbitrary<Raw> = fc.oneof(
       ev: eventFields,
     }),
   },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('lateRule'), user: idx(5), domain: fc.constantFrom(...RULE_DOMAINS), g, ev: eventFields }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('kill'), after: fc.nat(4) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('flag'), org: idx(3), on: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('group'), org: idx(3) }) },
@@ -362,6 +366,19 @@ function bind(raw: Raw, s: Sizes, i: number): Step | Step[] {
       return [
         ...registrations,
         { do: 'user', type: 'activated', user: user(first), org: named('home', first % s.users), active: true, email: 'racer@mail.net', name: RACER, ...ev },
+      ];
+    }
+    case 'lateRule': {
+      // A learner activated while its domain has no rule, then the rule made and applied: the one
+      // way a learner joins by application (drawn alone, an application mostly finds every
+      // matching learner in a group already). Newer than the history so far, as a burst.
+      const at = { ...ev, t: ev.t + 6, src: 0 as const };
+      const home = named('home', r.user % s.users)!;
+      return [
+        { do: 'unrule', org: home, domain: r.domain },
+        { do: 'user', type: 'activated', user: user(r.user), org: home, active: true, email: `late@${r.domain}`, name: 'Late', ...at },
+        { do: 'rule', org: home, domain: r.domain, g: r.g },
+        { do: 'apply', org: home, domain: r.domain },
       ];
     }
     case 'kill':
