@@ -110,6 +110,14 @@ async function connectedProducer(): Promise<Producer> {
   return producer;
 }
 
+/**
+ * Config of a test topic whose records carry Kafka timestamps of simulated instants months back
+ * (events without `time`): kept whatever their age. Under the broker's 7-day retention, checked
+ * every 5 minutes, a partition holding only such records is deleted whole, and a consumer not yet
+ * past them (one killed, one catching up) finds them gone.
+ */
+export const KEEP_OLD_RECORDS = [{ name: 'retention.ms', value: '-1' }];
+
 export async function produce(topic: string, messages: { key: string; value: string | Buffer | null; headers?: IHeaders }[]): Promise<void> {
   await (await connectedProducer()).send({ topic, acks: -1, messages });
 }

@@ -16,6 +16,7 @@ import {
   cloudEvent,
   dlqCount,
   type EventTestService,
+  KEEP_OLD_RECORDS,
   kafka,
   newUserId,
   produce,
@@ -57,7 +58,7 @@ async function newTopic(partitions = 1): Promise<string> {
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await untilBrokerKnows(() => admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true }));
+    await untilBrokerKnows(() => admin.createTopics({ topics: [{ topic, numPartitions: partitions, configEntries: KEEP_OLD_RECORDS }], waitForLeaders: true }));
   } finally {
     await admin.disconnect();
   }

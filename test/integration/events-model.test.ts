@@ -53,7 +53,7 @@ import {
   UNTIMED,
 } from '../helpers/event-history';
 import { deliverInAnyOrder, EventModel, type ModelEvent, recordOf } from '../helpers/event-model';
-import { closeProducer, kafka, produce, untilBrokerKnows, waitFor } from '../helpers/events';
+import { closeProducer, KEEP_OLD_RECORDS, kafka, produce, untilBrokerKnows, waitFor } from '../helpers/events';
 import { removeGroupMembers } from '../helpers/group-members';
 import { client } from '../helpers/http';
 import { killAll, type ServiceProcess, spawnService } from '../helpers/service-process';
@@ -214,7 +214,9 @@ class Run {
   private readonly read = new Map<ServiceProcess, number>();
 
   async start() {
-    await untilBrokerKnows(() => admin.createTopics({ topics: this.topics.map((topic) => ({ topic, numPartitions: PARTITIONS })), waitForLeaders: true }));
+    await untilBrokerKnows(() =>
+      admin.createTopics({ topics: this.topics.map((topic) => ({ topic, numPartitions: PARTITIONS, configEntries: KEEP_OLD_RECORDS })), waitForLeaders: true }),
+    );
     // The consumers start (a few seconds) while the API does.
     for (let i = 0; i < CONSUMERS; i++) this.consumers.push(this.spawnConsumer());
     this.api = await startTestService({ MONGO_DB: this.db, SERVICE_ROLE: 'api' });
