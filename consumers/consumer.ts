@@ -67,6 +67,13 @@ interface PartitionState {
   offered: { through: number; taken: ReadonlySet<string> };
 }
 
+/** How many of `messages` from `i` on (at most `max`) have offsets up to `through`: offered to the batch path already. */
+function countOffered(messages: readonly KafkaMessage[], i: number, through: number, max: number): number {
+  let n = 0;
+  while (n < max && i + n < messages.length && Number(messages[i + n]!.offset) <= through) n++;
+  return n;
+}
+
 /**
  * The kafkajs consumer: group `KAFKA_GROUP_ID`, topics `KAFKA_TOPICS`, partitions consumed
  * concurrently and the messages of one partition in order.
@@ -361,14 +368,10 @@ export function createEventConsumer(opts: {
             if (Date.now() - since > BATCH_HOLD_MS) return;
             // A message waiting for its retry goes alone: its attempts are counted per message.
             // The rest of a run offered before goes as the batch path answered it then.
-            const notOffered = messages.slice(i, i + batchSize).findIndex((m) => Number(m.offset) > state.offered.through);
-            const offeredBefore = notOffered === -1 ? batchSize : notOffered;
-            const run = messages.slice(i, i + (state.failure?.offset === messages[i]!.offset ? 1 : offeredBefore > 0 ? offeredBefore : batchSize));
-            let together = state.offered.taken;
-            if (offeredBefore === 0) {
-              together = await applyTogether(batch.topic, batch.partition, run);
-              state.offered = { through: Number(run.at(-1)!.offset), taken: together };
-            }
+            const offeredBefore = countOffered(messages, i, state.offered.through, batchSize);
+            const run = messages.slice(i, i + (state.failure?.offset === messages[i]!.offset ? 1 : offeredBefore || batchSize));
+            if (offeredBefore === 0) state.offered = { through: Number(run.at(-1)!.offset), taken: await applyTogether(batch.topic, batch.partition, run) };
+            const together = state.offered.taken;
             let resolved: string | null = null;
             let alone = 0;
             const applied = Date.now();

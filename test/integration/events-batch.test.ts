@@ -291,7 +291,7 @@ test('a consumer process SIGKILLed in the middle of a batch, then another readin
   const again = uniqueName('batch-kill');
   consumerProcess(db, topic, again);
   // The killed batches' records are in place but still to project, and each is finished alone on
-  // redelivery: 59 s alone here; a CI run beside the other import-heavy files took over 240 s.
+  // redelivery: caught up 55 s after the start alone here; a CI run beside the other import-heavy files took over 240 s.
   await waitCaughtUp(again, topic, 480_000);
   await expectAppliedOnce(db, ids, matching);
 }, 660_000);

@@ -3,7 +3,6 @@
 // brings the rest of the run again: what the batch took then is done, what it left goes alone;
 // offered again, the batch would read the whole run to take nothing. Against the real local Kafka,
 // with test handlers standing in for the event handlers.
-import type { KafkaMessage } from 'kafkajs';
 import type { BatchHandler } from '../../consumers/batch';
 import type { MessageHandler } from '../../consumers/consumer';
 import { closeProducer, type EventTestService, kafka, produce, startEventService, waitFor } from '../helpers/events';
@@ -16,7 +15,7 @@ const ALONE_MS = 100;
 const appliedAlone: number[] = [];
 const appliedTogether: number[] = [];
 const offered: number[] = [];
-const handle: MessageHandler = async ({ message }: { message: KafkaMessage }) => {
+const handle: MessageHandler = async ({ message }) => {
   await new Promise((r) => setTimeout(r, ALONE_MS));
   appliedAlone.push(Number(message.offset));
 };
