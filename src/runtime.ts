@@ -268,9 +268,10 @@ export async function startService(
   ready.catch(() => undefined); // only rejects when stopped before it finished
 
   /**
-   * A newer version may upgrade the stored data while this process runs: from its first pass on,
-   * this process stops consuming and relaying and refuses the API (not ready, saying why), so it
-   * leaves no record of the old shape after that upgrade. The upgrade waits for it (settleMs).
+   * A newer version may upgrade the stored data while this process runs: from the first pass of a
+   * contract upgrade on (a floor above this version), this process stops consuming and relaying
+   * and refuses the API (not ready, saying why), so it leaves no record of the old shape after
+   * that upgrade. The upgrade waits for it (settleMs). An expand upgrade leaves it serving.
    */
   let shapeWatch: NodeJS.Timeout | undefined;
   function watchShape() {
@@ -281,7 +282,7 @@ export async function startService(
           if (!reason || storedData !== null || draining) return;
           storedData = reason;
           clearInterval(shapeWatch);
-          log.error({ known: upgrades.length, shape }, `${reason}; this process stops serving and consuming`);
+          log.error({ known: upgrades.length, ...shape }, `${reason}; this process stops serving and consuming`);
           consumer?.stop().catch(() => undefined);
           relay.stop().catch(() => undefined);
         },

@@ -6,7 +6,7 @@ import { runInChangeContext } from '../db/change-context';
 import { connectWithin, createMongoClient } from '../db/client';
 import { ensureIndexes } from '../db/collections';
 import { Tenant } from '../db/tenant';
-import { bringStoredDataCurrent, NewerStoredShape } from '../db/upgrades';
+import { bringStoredDataCurrent, NewerStoredShape, type StoredShape, storedShape, UPGRADES } from '../db/upgrades';
 import { configureHistoryBounds } from '../domain/arrivals';
 import { reindexOrganization } from '../domain/list-facts';
 import { createLogger, type Logger } from '../log';
@@ -120,7 +120,7 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
     // Every command works on data of this version's shape: `upgrade` is only this step, reported.
     const ran = await bringStoredDataCurrent({ db, log, onWaiting: progressTo(io.stderr) });
     if (command === 'upgrade') {
-      io.stderr.write(ran ? 'stored data upgraded; it is current\n' : 'stored data is current; nothing to upgrade\n');
+      io.stderr.write(`${upgradeOutcome(await storedShape(db), ran)}\n`);
       return 0;
     }
     return await runInChangeContext(context, () => runCommand(db, command, values, positionals, concurrency, io, log));
@@ -138,6 +138,15 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
   } finally {
     await client.close();
   }
+}
+
+/** What `cag upgrade` did, in one line. */
+function upgradeOutcome(stored: StoredShape, ran: boolean): string {
+  // A rolled-back release's Job on a newer version's expand upgrades: nothing to do, and no failure to retry.
+  if (stored.shape > UPGRADES.length) {
+    return `stored data is of shape ${stored.shape}, newer than this version knows (${UPGRADES.length}), and this version still serves it (floor ${stored.floor}); nothing to upgrade`;
+  }
+  return ran ? 'stored data upgraded; it is current' : 'stored data is current; nothing to upgrade';
 }
 
 /** Reports the upgrade's progress on stderr: every change of what it waits for, at most every 5 s. */

@@ -17,10 +17,13 @@ import { legacyLearnerHistory } from './user-records';
  * Once per database: one process at a time runs them, under the lease `upgrades`
  * (src/db/lease.ts, as the change relay holds its own); every other process of this version waits
  * (not ready, saying why, from the progress the holder writes) until they are marked done. The
- * database records its shape (`{_id: 'shape', v}` in `upgrades`: how many upgrades it has been
- * through); a process that finds a shape newer than it knows refuses to write (not ready), so a
- * process of an older version stops once a newer one begins its upgrade. A holder that dies leaves
- * its progress; the next holder resumes it.
+ * database records its shape (`{_id: 'shape', v, floor}` in `upgrades`: how many upgrades it has
+ * been through, and the lowest shape a process must know to serve on it). Upgrades are expand, then
+ * contract: an expand upgrade leaves data that processes of the shape before it still serve
+ * correctly (they keep serving during it and after a rollback), a contract upgrade raises the
+ * floor, and a process that knows less than the floor refuses to write (not ready), so it stops
+ * once a newer version begins a contract. A holder that dies leaves its progress; the next holder
+ * resumes it.
  *
  * An upgrade reads its collection in passes: each pass streams every record in bounded batches
  * (no command waits for a whole collection to be read, whatever the driver's socket timeout) and
@@ -45,6 +48,13 @@ export interface Upgrade {
   prepare?(db: Db, docs: Document[]): Promise<unknown>;
   /** Conditional on the record still being of the old shape (a newer write is never undone). */
   upgrade(doc: Document, prepared?: unknown): AnyBulkWriteOperation<Document>;
+  /**
+   * An expand upgrade: the lowest shape whose processes still serve correctly on the data it
+   * leaves (they ignore what it adds; what they write meanwhile this version reads as it is, and a
+   * later contract upgrade brings it over). Absent: a contract, which only processes that know it
+   * may serve (its position in the list); older ones stop before its first pass.
+   */
+  servesFrom?: number;
 }
 
 /**
@@ -230,6 +240,14 @@ export const UPGRADES: readonly Upgrade[] = [
   LEARNER_HISTORIES,
 ];
 
+/** The lowest shape a process must know to serve on data that has been through `upgrades`. */
+export function servingFloor(upgrades: readonly Upgrade[]): number {
+  return upgrades.reduce((floor, u, i) => Math.max(floor, u.servesFrom ?? i + 1), 0);
+}
+
+/** Whether processes that do not know `upgrade` (at its place in `upgrades`) still serve on the data it leaves. */
+const isExpand = (upgrades: readonly Upgrade[], upgrade: Upgrade) => (upgrade.servesFrom ?? Number.POSITIVE_INFINITY) < upgrades.indexOf(upgrade) + 1;
+
 export const UPGRADE_LEASE = 'upgrades';
 const SHAPE = 'shape';
 const PROGRESS = 'progress';
@@ -243,6 +261,8 @@ interface DoneDoc {
 interface ShapeDoc {
   _id: typeof SHAPE;
   v: number;
+  /** The lowest shape a process must know to serve (absent, from versions before it: v). */
+  floor?: number;
   at: Date;
 }
 /** The holder's progress through the upgrade it runs (one at a time). */
@@ -264,9 +284,14 @@ const marks = (db: Db) => db.collection<UpgradesDoc>(COLLECTIONS.upgrades);
 const count = (n: number) => n.toLocaleString('en-US');
 
 /** Where the database stands against the upgrades a process knows. */
-export interface UpgradeState {
-  /** The database's shape (0: none recorded). */
+export interface StoredShape {
+  /** How many upgrades the database has been through, or is going through (0: none recorded). */
   shape: number;
+  /** The lowest shape a process must know to serve on it. */
+  floor: number;
+}
+
+export interface UpgradeState extends StoredShape {
   /** This process's upgrades the database has not been through. */
   pending: Upgrade[];
   /** The holder's progress, when an upgrade is under way. */
@@ -276,16 +301,17 @@ export interface UpgradeState {
 export async function readUpgradeState(db: Db, upgrades: readonly Upgrade[] = UPGRADES): Promise<UpgradeState> {
   const docs = await marks(db).find({}).toArray();
   const byId = new Map(docs.map((d) => [d._id, d]));
-  const shape = (byId.get(SHAPE) as ShapeDoc | undefined)?.v ?? 0;
   // A database marked with every upgrade but without a shape (upgraded by a version that did not
   // record one) is brought to its shape by the lease's holder, without reading any record.
   const pending = upgrades.filter((u) => !byId.has(u.name));
-  return { shape, pending, progress: (byId.get(PROGRESS) as ProgressDoc | undefined) ?? null };
+  return { ...shapeOf(byId.get(SHAPE) as ShapeDoc | undefined), pending, progress: (byId.get(PROGRESS) as ProgressDoc | undefined) ?? null };
 }
 
-/** Why a process of `known` shape must not write to a database of `shape`, or null when it may. */
-export function newerShapeReason(shape: number, known: number): string | null {
-  return shape > known ? `stored data is of shape ${shape}, newer than this version knows (${known}): a newer version has upgraded it` : null;
+const shapeOf = (doc: ShapeDoc | null | undefined): StoredShape => ({ shape: doc?.v ?? 0, floor: doc?.floor ?? doc?.v ?? 0 });
+
+/** Why a process of `known` shape must not write to a database of `stored` shape, or null when it may. */
+export function newerShapeReason(stored: StoredShape, known: number): string | null {
+  return stored.floor > known ? `stored data is of shape ${stored.shape}, newer than this version knows (${known}): a newer version has upgraded it` : null;
 }
 
 /** The readiness reason while `state` has upgrades pending. */
@@ -353,12 +379,15 @@ export async function bringStoredDataCurrent(opts: BringCurrentOptions): Promise
   for (;;) {
     opts.signal?.throwIfAborted();
     const state = await readUpgradeState(db, upgrades);
-    const newer = newerShapeReason(state.shape, upgrades.length);
+    const newer = newerShapeReason(state, upgrades.length);
     if (newer) {
       waiting(newer);
       throw new NewerStoredShape(newer);
     }
-    if (state.pending.length === 0 && state.shape === upgrades.length) {
+    // A newer shape this version still serves: a newer version's expand upgrades, done or under way.
+    if (state.pending.length === 0 && state.shape >= upgrades.length) {
+      if (state.shape > upgrades.length)
+        opts.log.info({ shape: state.shape, floor: state.floor, known: upgrades.length }, 'stored data is of a newer shape this version still serves');
       waiting(null);
       return ran;
     }
@@ -398,14 +427,17 @@ async function runUpgrades(
   };
   try {
     const before = await readUpgradeState(db, upgrades);
-    // The shape first: processes of an older version that know shapes stop writing from now on.
-    await marks(db).updateOne({ _id: SHAPE }, { $max: { v: upgrades.length }, $setOnInsert: { at: new Date() } } as never, { upsert: true });
+    // The shape and its floor first: processes below the floor (older than a contract upgrade)
+    // that know shapes stop writing from now on; those an expand upgrade still serves go on.
+    const floor = await raiseShape(db, upgrades);
     const announced = Date.now();
-    // Only a database that had a shape can have processes that watch it; nothing to wait for otherwise.
-    const settleMs = before.shape > 0 ? (opts.settleMs ?? DEFAULT_SETTLE_MS) : 0;
-    log.info({ shape: upgrades.length, was: before.shape, pending: before.pending.map((u) => u.name) }, 'upgrading stored data');
+    // Only a database that had a shape can have processes that watch it, and only a raised floor
+    // stops them; nothing to wait for otherwise.
+    const settleMs = before.shape > 0 && floor > before.floor ? (opts.settleMs ?? DEFAULT_SETTLE_MS) : 0;
+    log.info({ shape: upgrades.length, floor, was: before.shape, pending: before.pending.map((u) => u.name) }, 'upgrading stored data');
     for (const upgrade of before.pending) {
       const resume = before.progress?.upgrade === upgrade.name ? before.progress : null;
+      const expand = isExpand(upgrades, upgrade);
       for (let pass = resume?.pass ?? 1; ; pass++) {
         if (pass > 1) {
           const wait = announced + settleMs - Date.now();
@@ -415,9 +447,10 @@ async function runUpgrades(
         const from = resume && pass === resume.pass ? resume.scanned : 0;
         const upgraded = await runPass(opts, upgrade, pass, from, holding);
         log.info({ upgrade: upgrade.name, pass, upgraded }, `upgrade ${upgrade.name}: pass ${pass} upgraded ${upgraded} ${upgrade.unit}`);
-        // A whole pass that found nothing of the old shape, begun once older processes had
-        // stopped writing: none is left. Otherwise another pass (records written meanwhile).
-        if (upgraded === 0 && from === 0 && settled) break;
+        // Done after a whole pass begun once the processes below the floor had stopped writing
+        // (settled): for a contract, one that found nothing of the old shape; for an expand, any,
+        // since the older processes it serves may go on writing the old shape (a contract takes it).
+        if (from === 0 && settled && (expand || upgraded === 0)) break;
       }
       holding();
       await marks(db).updateOne({ _id: upgrade.name }, { $setOnInsert: { at: new Date() } }, { upsert: true });
@@ -511,10 +544,17 @@ async function runPass(
  */
 export async function markStoredDataCurrent(db: Db, upgrades: readonly Upgrade[] = UPGRADES): Promise<void> {
   for (const u of upgrades) await marks(db).updateOne({ _id: u.name }, { $setOnInsert: { at: new Date() } }, { upsert: true });
-  await marks(db).updateOne({ _id: SHAPE }, { $max: { v: upgrades.length }, $setOnInsert: { at: new Date() } } as never, { upsert: true });
+  await raiseShape(db, upgrades);
 }
 
-/** The database's recorded shape (0: none), for a running process's periodic check. */
-export async function storedShape(db: Db): Promise<number> {
-  return ((await marks(db).findOne({ _id: SHAPE })) as ShapeDoc | null)?.v ?? 0;
+/** Records the shape `upgrades` give and their floor (never lowering either); returns the floor. */
+async function raiseShape(db: Db, upgrades: readonly Upgrade[]): Promise<number> {
+  const floor = servingFloor(upgrades);
+  await marks(db).updateOne({ _id: SHAPE }, { $max: { v: upgrades.length, floor }, $setOnInsert: { at: new Date() } } as never, { upsert: true });
+  return floor;
+}
+
+/** The database's recorded shape and floor (0: none), for a running process's periodic check. */
+export async function storedShape(db: Db): Promise<StoredShape> {
+  return shapeOf((await marks(db).findOne({ _id: SHAPE })) as ShapeDoc | null);
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { bringStoredDataCurrent, UPGRADES, type Upgrade } from '../../src/db/upgrades';
+import { bringStoredDataCurrent, storedShape, UPGRADES, type Upgrade } from '../../src/db/upgrades';
 import { deleteCourse, upsertCourse } from '../../src/domain/courses';
 import { applyUserData, type UserEventKind } from '../../src/domain/user-event-data';
 import { createLogger } from '../../src/log';
@@ -425,18 +425,21 @@ test('the stored shape: a process of an older version refuses to serve or consum
   }
 }, 60000);
 
+/** `cag upgrade` of this version (as its Job runs it) on database `dbName`. */
+const cagUpgrade = (dbName: string) =>
+  new Promise<{ code: number; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [join(__dirname, '../../bin/cag.js'), 'upgrade'],
+      { env: { ...process.env, MONGO_URL, MONGO_DB: dbName, LOG_LEVEL: 'silent' } },
+      (err, _stdout, stderr) => resolve({ code: err ? Number(err.code) : 0, stderr }),
+    );
+  });
+
 test('`cag upgrade` runs the upgrades as a job: exit 0 with what it did, exit 0 again with nothing to do, exit 4 on a newer database', async () => {
   const name = uniqueName('upgrades-cag');
   const target = client.db(name);
-  const cag = (dbName: string) =>
-    new Promise<{ code: number; stderr: string }>((resolve) => {
-      execFile(
-        process.execPath,
-        [join(__dirname, '../../bin/cag.js'), 'upgrade'],
-        { env: { ...process.env, MONGO_URL, MONGO_DB: dbName, LOG_LEVEL: 'silent' } },
-        (err, _stdout, stderr) => resolve({ code: err ? Number(err.code) : 0, stderr }),
-      );
-    });
+  const cag = cagUpgrade;
   try {
     await ensureIndexes(target);
     await insertOldShapeUsers(target, 100);
@@ -494,3 +497,91 @@ test('`cag upgrade` started before the database answers (a fresh install) waits 
     await target.dropDatabase();
   }
 }, 90000);
+
+/** A later version's expand upgrade (for these tests): marks every group, and this version still serves on what it leaves. */
+const LATER_EXPAND: Upgrade = {
+  name: 'test-later-expand',
+  collection: COLLECTIONS.groups,
+  unit: 'groups',
+  projection: { _id: 1, later: 1 },
+  isOld: (g) => g.later === undefined,
+  upgrade: (g) => ({ updateOne: { filter: { _id: g._id, later: { $exists: false } }, update: { $set: { later: true } } } }),
+  servesFrom: UPGRADES.length,
+};
+
+test("rollback mid-upgrade: after a newer version's expand upgrade is interrupted, this version (the previous release) serves, consumes and its `cag upgrade` exits 0; rolled forward, nothing is left in the older shape; a contract interrupted after it leaves this version refusing", async () => {
+  const name = uniqueName('upgrades-rollback');
+  const target = client.db(name);
+  const started: Started[] = [];
+  const groupsOfOldShape = () => target.collection(COLLECTIONS.groups).countDocuments({ later: { $exists: false } });
+  try {
+    await ensureIndexes(target);
+    const token = await siteAdminToken('org-a');
+    const previous = await start(name, 'all', { shapeCheckMs: 100 });
+    started.push(previous);
+    await previous.running.ready;
+    for (let i = 0; i < 6; i++)
+      expect((await http(previous.url, token).post('course-access-groups/', { name: `before ${i}`, description: '' })).status).toBe(201);
+
+    // The newer version's upgrade stops after its first batch (its pod rolled back, its Job killed).
+    const stop = new AbortController();
+    await expect(
+      upgradeStoredRecords(target, {
+        upgrades: [...UPGRADES, LATER_EXPAND],
+        batchSize: 2,
+        signal: stop.signal,
+        afterBatch: async (u) => {
+          if (u === LATER_EXPAND) stop.abort();
+        },
+      }),
+    ).rejects.toThrow();
+    expect(await groupsOfOldShape()).toBe(4);
+    expect(await storedShape(target)).toEqual({ shape: NEWER, floor: UPGRADES.length });
+
+    // The previous release goes on: past several shape checks, ready, writing, and a new pod of it starts.
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await http(previous.url).get('/readyz')).body).toEqual({ status: 'ready' });
+    expect((await http(previous.url, token).post('course-access-groups/', { name: 'during the rollback', description: '' })).status).toBe(201);
+    const restarted = await start(name, 'api');
+    started.push(restarted);
+    await restarted.running.ready;
+    const list = await http(restarted.url, token).get('course-access-groups/');
+    expect({ status: list.status, count: list.body.count }).toEqual({ status: 200, count: 7 });
+    // Its Job (recreated by the rollback) has nothing to do, and says why: no failure to retry.
+    expect(await cagUpgrade(name)).toEqual({
+      code: 0,
+      stderr: `stored data is of shape ${NEWER}, newer than this version knows (${UPGRADES.length}), and this version still serves it (floor ${UPGRADES.length}); nothing to upgrade\n`,
+    });
+
+    // Rolled forward: the interrupted pass resumes, and a whole pass takes what the rollback wrote.
+    await upgradeStoredRecords(target, { upgrades: [...UPGRADES, LATER_EXPAND], batchSize: 2 });
+    expect(await groupsOfOldShape()).toBe(0);
+    expect((await http(previous.url).get('/readyz')).body).toEqual({ status: 'ready' });
+
+    // A contract after it (one more version) stops the previous release from its first pass on.
+    const contract = new AbortController();
+    await expect(
+      upgradeStoredRecords(target, {
+        upgrades: [...UPGRADES, LATER_EXPAND, LATER],
+        settleMs: 500,
+        signal: contract.signal,
+        afterBatch: async (u) => {
+          if (u === LATER) contract.abort();
+        },
+      }),
+    ).rejects.toThrow();
+    const refused = await waitFor(
+      () => http(previous.url).get('/readyz'),
+      (r) => r.status === 503,
+      10000,
+    );
+    expect(refused.body.failing).toContain(
+      `stored data is of shape ${NEWER + 1}, newer than this version knows (${UPGRADES.length}): a newer version has upgraded it`,
+    );
+    expect((await http(previous.url, token).post('course-access-groups/', { name: 'after the contract', description: '' })).status).toBe(503);
+    expect((await cagUpgrade(name)).code).toBe(4);
+  } finally {
+    await Promise.all(started.map((s) => s.running.stop()));
+    await target.dropDatabase();
+  }
+}, 120000);

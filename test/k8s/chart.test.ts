@@ -133,6 +133,8 @@ describe.each(CI_FILES)('rendered with ci/%s', (file) => {
       expect(mebibytes(c.resources.requests.memory)).toBeGreaterThanOrEqual(289);
       expect(mebibytes(c.resources.limits.memory)).toBeGreaterThan(mebibytes(c.resources.requests.memory));
       expect(d.spec.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+      // Longer than a stored-data upgrade of 100,000 learners (575 s), during which new pods are not ready.
+      expect(d.spec.progressDeadlineSeconds).toBeGreaterThanOrEqual(1800);
       expect(d.spec.template.metadata.annotations['checksum/config']).toMatch(/^[0-9a-f]{64}$/);
       expect(d.spec.selector.matchLabels['app.kubernetes.io/component']).toBe(role);
     }
@@ -207,6 +209,14 @@ describe('values', () => {
     expect(await checksum({ 'config.logLevel': 'debug' })).not.toBe(base);
     expect(await checksum({ 'secrets.mongoUrl': 'mongodb://other:27017/' })).not.toBe(base);
     expect(await checksum({ 'api.replicas': '5' })).toBe(base);
+  });
+
+  test('the rollout deadline is a setting, below which the schema refuses (a minute)', async () => {
+    const set = await render({ files: minimal, set: { progressDeadlineSeconds: '3600' } });
+    expect(byKind(set.objects, 'Deployment').map((d) => d.spec.progressDeadlineSeconds)).toEqual([3600, 3600]);
+    const refused = await render({ files: minimal, set: { progressDeadlineSeconds: '30' } });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('progressDeadlineSeconds');
   });
 
   test('an existing Secret replaces the chart Secret, and the helm test reads its JWT_SECRET from it', async () => {
