@@ -78,7 +78,11 @@ export function createApp(deps: AppDeps): Koa {
   // then the console's page and modules (no token: the page asks for one).
   const { LMS_OAUTH, LMS_JWT_ISSUERS, LMS_JWT_PUBLIC_SIGNING_JWK_SET } = deps.config;
   const verifyLmsToken = LMS_JWT_ISSUERS && LMS_JWT_PUBLIC_SIGNING_JWK_SET ? createLmsTokenVerifier(LMS_JWT_ISSUERS, LMS_JWT_PUBLIC_SIGNING_JWK_SET) : null;
-  const signInRouter = consoleSignInRoutes(LMS_OAUTH, verifyLmsToken);
+  const signInRouter = consoleSignInRoutes(
+    LMS_OAUTH,
+    verifyLmsToken,
+    (LMS_JWT_ISSUERS ?? []).map((i) => i.ISSUER),
+  );
   app.use(signInRouter.routes());
   const consoleRouter = consoleRoutes();
   app.use(consoleRouter.routes());

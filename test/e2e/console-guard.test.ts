@@ -53,11 +53,29 @@ const lmsToken = (claims: Record<string, unknown>) =>
     .setExpirationTime('1h')
     .sign(lmsKey.privateKey);
 
+/** The service's trust in the LMS's tokens (its issuer and key set). */
+const LMS_TRUST = {
+  LMS_JWT_ISSUERS: JSON.stringify([{ ISSUER: LMS_ISSUER, AUDIENCE: 'openedx' }]),
+  LMS_JWT_PUBLIC_SIGNING_JWK_SET: JSON.stringify({ keys: [{ kid: 'openedx', ...lmsKey.publicKey.export({ format: 'jwk' }) }] }),
+};
+/** The console's sign-in through the LMS: with it, a pasted LMS token is traded for the console's own (no LMS is contacted for that). */
+const PUBLIC_URL = 'http://console-guard.test';
+const LMS_SIGN_IN = {
+  PUBLIC_URL,
+  LMS_OAUTH_URL: 'http://lms.console.test',
+  LMS_OAUTH_CLIENT_ID: 'console',
+  LMS_OAUTH_CLIENT_SECRET: 'the-console-client-secret-of-this-test',
+};
+const CONSOLE_ISSUER = `${PUBLIC_URL}/course_access_groups/console`;
+
+/** The claims of the token the tab keeps. */
+const keptClaims = async (page: Page): Promise<Record<string, unknown>> => {
+  const kept: string = await page.evaluate(() => sessionStorage.getItem('cag-console-token'));
+  return JSON.parse(Buffer.from(kept.split('.')[1]!, 'base64url').toString());
+};
+
 beforeAll(async () => {
-  service = await startTestService({
-    LMS_JWT_ISSUERS: JSON.stringify([{ ISSUER: LMS_ISSUER, AUDIENCE: 'openedx' }]),
-    LMS_JWT_PUBLIC_SIGNING_JWK_SET: JSON.stringify({ keys: [{ kid: 'openedx', ...lmsKey.publicKey.export({ format: 'jwk' }) }] }),
-  });
+  service = await startTestService({ ...LMS_TRUST, ...LMS_SIGN_IN });
   a = client(service.baseUrl, await siteAdminToken('org-a'));
   b = client(service.baseUrl, await siteAdminToken('org-b'));
   const seedA = seeder(service.db, 'org-a');
@@ -339,8 +357,12 @@ describe('tokens', () => {
       if (r.url().includes('/api/v1/')) calls.push(r.url());
     });
     const roles = ['course_access_groups_admin:org-a', 'course_access_groups_admin:org-b'];
-    await pasteToken(page, service.baseUrl, await lmsToken({ user_id: 12, roles }));
+    const pasted = await lmsToken({ user_id: 12, roles });
+    await pasteToken(page, service.baseUrl, pasted);
     await page.getByRole('heading', { name: 'Choose an organization' }).waitFor();
+    // The tab keeps the console's own token, traded for the LMS's, which it never stored.
+    expect(await keptClaims(page)).toMatchObject({ iss: CONSOLE_ISSUER, aud: CONSOLE_ISSUER, user_id: 12, roles });
+    expect(await page.evaluate(() => JSON.stringify(Object.entries(sessionStorage)))).not.toContain(pasted.split('.')[2]);
     expect(await page.locator('main').innerText()).toContain('You administer org-a, org-b');
     const picker = page.getByRole('form', { name: 'Organization' });
     // A list of their own organizations, not a free field (staff's).
@@ -357,10 +379,37 @@ describe('tokens', () => {
   test("the LMS's own token: an administrator of one organization works in it, with no choice to make", async () => {
     const page = await newPage();
     await openConsole(page, service.baseUrl, await lmsToken({ user_id: 13, roles: ['course_access_groups_admin:org-a'] }));
+    expect(await keptClaims(page)).toMatchObject({ iss: CONSOLE_ISSUER, user_id: 13 });
     expect(await page.locator('.who').innerText()).toContain('site administrator of org-a');
     expect(await page.getByRole('form', { name: 'Organization' }).count()).toBe(0);
     await go(page, '#/groups');
     expect(await page.locator('table.data tbody td[data-label="Name"]').allInnerTexts()).toContain('Secret group of A');
+  });
+
+  test("the LMS's own token of someone who administers nothing here: refused with the service's reason, nothing kept", async () => {
+    const page = await newPage();
+    await pasteToken(page, service.baseUrl, await lmsToken({ user_id: 14, roles: [] }));
+    await page.getByRole('form', { name: 'Sign in' }).locator('[aria-invalid="true"]').waitFor();
+    expect(await fieldErrorText(page, 'Sign in', 'token')).toMatch(/^Your LMS account \(user 14\) administers no organization in Course Access Groups/);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  test('without the sign-in through the LMS the service cannot trade an LMS token: the console refuses to keep it and says why', async () => {
+    const lmsOnly = await startTestService(LMS_TRUST);
+    try {
+      const page = await newPage();
+      await pasteToken(page, lmsOnly.baseUrl, await lmsToken({ user_id: 13, roles: ['course_access_groups_admin:org-a'] }));
+      await page.getByRole('form', { name: 'Sign in' }).locator('[aria-invalid="true"]').waitFor();
+      expect(await fieldErrorText(page, 'Sign in', 'token')).toBe(
+        'This is the LMS’s own token, which opens every Open edX service: the console does not keep it. Sign in with the LMS (the service’s LMS_OAUTH_* settings), or paste a token of this service’s own keys.',
+      );
+      expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+      // A token of the service's own keys is still kept as it is.
+      await openConsole(page, lmsOnly.baseUrl, await siteAdminToken('org-a'));
+      expect(await page.locator('.who').innerText()).toContain('site administrator of org-a');
+    } finally {
+      await lmsOnly.close();
+    }
   });
 });
 

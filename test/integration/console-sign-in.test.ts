@@ -5,7 +5,7 @@
 // state, the LMS's error parameter (a real one, from DOT), a code the LMS refuses, an LMS that
 // cannot be reached, a token the trust path refuses, and a user with no role here.
 import { generateKeyPairSync } from 'node:crypto';
-import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose';
 import { CONSOLE_PREFIX } from '../../src/console/route';
 import { randomToken } from '../../src/console/sign-in/pkce';
 import { ATTEMPTS_COOKIE, derivedKey, FINISH_COOKIE, MAX_ATTEMPTS, newAttempt, sealAttempts } from '../../src/console/sign-in/state-cookie';
@@ -219,6 +219,8 @@ test('config.json offers the LMS sign-in with its login route and the LMS logout
       login: `${CONSOLE_PREFIX}/oauth/login`,
       logout: `${lms.url}/logout?redirect_url=${encodeURIComponent(`http://127.0.0.1:${GOOD_PORT}${CONSOLE_PREFIX}/`)}`,
     },
+    lmsIssuers: JSON.parse(lms.issuers).map((i: { ISSUER: string }) => i.ISSUER),
+    exchange: 'oauth/exchange',
   });
 });
 
@@ -355,10 +357,95 @@ test('platform staff are let in (they choose an organization in the console)', a
 test('without LMS_OAUTH_CLIENT_ID the routes do not exist and config.json says so', async () => {
   const off = await startTestService({ LMS_JWT_ISSUERS: lms.issuers, LMS_JWT_PUBLIC_SIGNING_JWK_SET: lms.publicKeySet });
   try {
-    expect((await client(off.baseUrl).get(`${CONSOLE_PREFIX}/config.json`)).body).toEqual({ lmsSignIn: null });
+    // The LMS's issuers still (its tokens are trusted): the page refuses to keep one, having nowhere to trade it.
+    expect((await client(off.baseUrl).get(`${CONSOLE_PREFIX}/config.json`)).body).toEqual({
+      lmsSignIn: null,
+      lmsIssuers: JSON.parse(lms.issuers).map((i: { ISSUER: string }) => i.ISSUER),
+      exchange: null,
+    });
+    expect((await fetch(`${off.baseUrl}${CONSOLE_PREFIX}/oauth/exchange`, { method: 'POST' })).status).toBe(404);
     expect((await get(`${off.baseUrl}${CONSOLE_PREFIX}/oauth/login`)).status).toBe(404);
     expect((await get(`${off.baseUrl}${CONSOLE_PREFIX}/oauth/callback?code=a&state=b`)).status).toBe(404);
   } finally {
     await off.close();
   }
+});
+
+describe('oauth/exchange: an LMS JWT pasted by hand is traded for the console token; the page never keeps the LMS one', () => {
+  // An LMS of the test's own key (the stand-in's private key stays in its process), shaped as
+  // edx-platform's oauth_dispatch/jwt.py _create_jwt makes them (lms-jwt.test.ts proves the shape).
+  const lmsKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const ISSUER = 'http://lms.exchange.test/oauth2';
+  const PUBLIC_URL = 'http://cag.exchange.test';
+  let service: TestService;
+  const lmsToken = (claims: Record<string, unknown>, exp = '1h') =>
+    new SignJWT({ version: '1.2.0', is_restricted: false, filters: [], scopes: ['user_id', 'email', 'profile'], administrator: false, ...claims })
+      .setProtectedHeader({ alg: 'RS512' })
+      .setIssuer(ISSUER)
+      .setAudience('openedx')
+      .setIssuedAt()
+      .setExpirationTime(exp)
+      .sign(lmsKey.privateKey);
+  const exchange = (authorization?: string) =>
+    fetch(`${service.baseUrl}${CONSOLE_PREFIX}/oauth/exchange`, { method: 'POST', headers: authorization ? { Authorization: authorization } : {} }).then(
+      async (res) => ({ status: res.status, cache: res.headers.get('cache-control'), body: (await res.json()) as { token?: string; detail?: string } }),
+    );
+
+  beforeAll(async () => {
+    service = await startTestService({
+      PUBLIC_URL,
+      LMS_OAUTH_URL: 'http://lms.exchange.test',
+      LMS_OAUTH_CLIENT_ID: 'console',
+      LMS_OAUTH_CLIENT_SECRET: 'the-exchange-test-client-secret',
+      LMS_JWT_ISSUERS: JSON.stringify([{ ISSUER, AUDIENCE: 'openedx' }]),
+      LMS_JWT_PUBLIC_SIGNING_JWK_SET: JSON.stringify({ keys: [{ kid: 'openedx', ...lmsKey.publicKey.export({ format: 'jwk' }) }] }),
+    });
+    const a = client(service.baseUrl, await siteAdminToken('org-a'));
+    expect((await a.post('course-access-groups/', { name: 'Group of A', description: '' })).status).toBe(201);
+  });
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  test("a trusted LMS token gives the console's own token (HS256, this service's issuer and audience, the same user and roles, no longer-lived), which the API takes", async () => {
+    const pasted = await lmsToken({ user_id: 21, roles: ['course_access_groups_admin:org-a'] }, '2h');
+    const traded = await exchange(`JWT ${pasted}`);
+    expect({ status: traded.status, cache: traded.cache }).toEqual({ status: 200, cache: 'no-store' });
+    const token = traded.body.token!;
+    expect(decodeProtectedHeader(token).alg).toBe('HS256');
+    const claims = decodeJwt(token);
+    expect(claims).toMatchObject({
+      iss: `${PUBLIC_URL}${CONSOLE_PREFIX}`,
+      aud: `${PUBLIC_URL}${CONSOLE_PREFIX}`,
+      user_id: 21,
+      roles: ['course_access_groups_admin:org-a'],
+    });
+    expect(claims.exp! - claims.iat!).toBeLessThanOrEqual(3600);
+    expect(token).not.toContain(pasted.split('.')[2]);
+    const groups = await client(service.baseUrl).get('course-access-groups/', { Authorization: `Bearer ${token}` });
+    expect(groups.body.results.map((g: { name: string }) => g.name)).toEqual(['Group of A']);
+    // `Bearer` as well as the LMS's `JWT` prefix.
+    expect((await exchange(`Bearer ${pasted}`)).status).toBe(200);
+  });
+
+  test("refused, with the reason and no token: no token, a token of the service's own keys (the LMS's trust path alone), an expired or forged LMS token, a user who administers nothing here", async () => {
+    expect(await exchange()).toMatchObject({ status: 401, body: { detail: expect.any(String) } });
+    expect((await exchange(`Bearer ${await siteAdminToken('org-a')}`)).status).toBe(401);
+    expect(await exchange(`JWT ${await lmsToken({ user_id: 21, roles: ['course_access_groups_admin:org-a'] }, '-1m')}`)).toMatchObject({
+      status: 401,
+      body: { detail: 'Token has expired.' },
+    });
+    const forged = await new SignJWT({ user_id: 21, roles: ['course_access_groups_admin:org-a'] })
+      .setProtectedHeader({ alg: 'RS512' })
+      .setIssuer(ISSUER)
+      .setAudience('openedx')
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
+    expect((await exchange(`JWT ${forged}`)).status).toBe(401);
+    const nobody = await exchange(`JWT ${await lmsToken({ user_id: 22, roles: [] })}`);
+    expect(nobody.status).toBe(403);
+    expect(nobody.body.detail).toMatch(/^Your LMS account \(user 22\) administers no organization/);
+    expect(nobody.body.token).toBeUndefined();
+  });
 });

@@ -10,8 +10,8 @@ import { overviewPage } from './page-overview.js';
 import { rulesPage } from './page-rules.js';
 import { usersPage } from './page-users.js';
 import * as session from './session.js';
-import { beginLmsSignIn, finishLmsSignIn, type LmsSignIn, lmsSignIn, loginUrl } from './sign-in-config.js';
-import { type Claims, carriesToken, relativeExpiry, roleLabel } from './token.js';
+import { beginLmsSignIn, consoleConfig, exchangeLmsToken, finishLmsSignIn, type LmsSignIn, lmsSignIn, loginUrl } from './sign-in-config.js';
+import { type Claims, carriesToken, parseToken, relativeExpiry, roleLabel } from './token.js';
 import { actionForm, clearFlash, field, selectField, submit, text, textArea } from './ui.js';
 
 interface Route {
@@ -65,12 +65,12 @@ function showSignIn(message: string | null): void {
         name: 'token',
         label: 'Access token',
         rows: 4,
-        help: 'The JWT the LMS gives you. It stays in this tab only (sessionStorage) until you sign out or close it.',
+        help: 'A token of this service’s own keys, or the LMS’s JWT (the service trades it for the console’s own: the LMS’s is never kept here). It stays in this tab only (sessionStorage) until you sign out or close it.',
       }),
       h('div', { class: 'actions' }, submit('Sign in')),
     ],
     async (data, f) => {
-      const problem = session.start(text(data, 'token'));
+      const problem = session.start(await keepable(text(data, 'token')));
       if (problem) throw new ApiError(400, { token: [problem] }, problem);
       f.reset();
       await enter();
@@ -109,6 +109,27 @@ function showSignIn(message: string | null): void {
       h('p', { class: 'muted small' }, 'Developers: ', h('code', null, 'npm run token -- --site-admin <org>'), ' prints a token for the local service.'),
     ),
   );
+}
+
+/**
+ * A pasted token as this tab may keep it: the LMS's own JWT (by its issuer) is traded for the
+ * console's token, or refused when the service cannot trade it; any other token as it is (the
+ * session says what is wrong with it).
+ */
+async function keepable(raw: string): Promise<string> {
+  const parsed = parseToken(raw);
+  if (!parsed.ok) return raw;
+  const config = await consoleConfig();
+  if (!config.lmsIssuers.includes(parsed.claims.issuer ?? '')) return parsed.token;
+  const refuse = (why: string) => new ApiError(400, { token: [why] }, why);
+  if (!config.exchange) {
+    throw refuse(
+      'This is the LMS’s own token, which opens every Open edX service: the console does not keep it. Sign in with the LMS (the service’s LMS_OAUTH_* settings), or paste a token of this service’s own keys.',
+    );
+  }
+  const traded = await exchangeLmsToken(config.exchange, parsed.token);
+  if ('error' in traded) throw refuse(traded.error);
+  return traded.token;
 }
 
 /**

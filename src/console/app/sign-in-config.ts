@@ -7,21 +7,58 @@ export interface LmsSignIn {
   logout: string;
 }
 
-let loaded: Promise<LmsSignIn | null> | null = null;
+/** The service's `config.json`: what the console's sign-in may offer (no token needed to read it). */
+export interface ConsoleConfig {
+  lmsSignIn: LmsSignIn | null;
+  /** The issuers of the LMS's tokens, which the page never keeps as they are. */
+  lmsIssuers: string[];
+  /** Where a pasted LMS token is traded for the console's own; null when the service cannot. */
+  exchange: string | null;
+}
 
-export function lmsSignIn(): Promise<LmsSignIn | null> {
+let loaded: Promise<ConsoleConfig> | null = null;
+
+export function consoleConfig(): Promise<ConsoleConfig> {
   loaded ??= (async () => {
     try {
       const res = await fetch('config.json', { credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' });
-      if (!res.ok) return null;
-      const body = (await res.json()) as { lmsSignIn?: LmsSignIn | null };
+      if (!res.ok) return { lmsSignIn: null, lmsIssuers: [], exchange: null };
+      const body = (await res.json()) as Partial<ConsoleConfig>;
       const offer = body.lmsSignIn;
-      return offer && typeof offer.login === 'string' && typeof offer.logout === 'string' ? offer : null;
+      return {
+        lmsSignIn: offer && typeof offer.login === 'string' && typeof offer.logout === 'string' ? offer : null,
+        lmsIssuers: Array.isArray(body.lmsIssuers) ? body.lmsIssuers.filter((i): i is string => typeof i === 'string') : [],
+        exchange: typeof body.exchange === 'string' ? body.exchange : null,
+      };
     } catch {
-      return null; // the paste form still works
+      return { lmsSignIn: null, lmsIssuers: [], exchange: null }; // the paste form still works
     }
   })();
   return loaded;
+}
+
+export const lmsSignIn = (): Promise<LmsSignIn | null> => consoleConfig().then((c) => c.lmsSignIn);
+
+/**
+ * The console's own token for an LMS JWT pasted by hand (the service checks it as the LMS's
+ * sign-in does), or why there is none. The LMS's JWT opens every Open edX service, so the page
+ * never keeps it (docs/console.md, "Pasted tokens").
+ */
+export async function exchangeLmsToken(exchange: string, lmsToken: string): Promise<{ token: string } | { error: string }> {
+  try {
+    const res = await fetch(exchange, {
+      method: 'POST',
+      headers: { Authorization: `JWT ${lmsToken}`, Accept: 'application/json' },
+      credentials: 'omit',
+      cache: 'no-store',
+      referrerPolicy: 'no-referrer',
+    });
+    const body = (await res.json()) as { token?: unknown; detail?: unknown };
+    if (res.ok && typeof body.token === 'string') return { token: body.token };
+    return { error: typeof body.detail === 'string' ? body.detail : 'The service refused this LMS token.' };
+  } catch {
+    return { error: 'The service cannot be reached. Check the connection and try again.' };
+  }
 }
 
 /** The sign-in through the LMS, coming back to `route` (`#/groups/3`): a link, started from the console page. */

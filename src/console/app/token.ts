@@ -14,6 +14,8 @@ export interface Claims {
   exp: number;
   /** When the token was issued (seconds since the epoch), when it says. */
   iat?: number;
+  /** Who issued it (`iss`), when it says: the LMS's own tokens are never kept as they are. */
+  issuer?: string;
 }
 
 export type Parsed = { ok: true; token: string; claims: Claims } | { ok: false; error: string };
@@ -66,6 +68,7 @@ export function parseToken(raw: string): Parsed {
       administeredOrgs,
       exp: p.exp,
       ...(typeof p.iat === 'number' ? { iat: p.iat } : {}),
+      ...(typeof p.iss === 'string' ? { issuer: p.iss } : {}),
     },
   };
 }

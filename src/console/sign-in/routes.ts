@@ -26,6 +26,8 @@ import { whyNotConsoleUser } from './who-may-sign-in';
 export const LOGIN_PATH = `${CONSOLE_PREFIX}/oauth/login`;
 export const CALLBACK_PATH = `${CONSOLE_PREFIX}/oauth/callback`;
 export const FINISH_PATH = `${CONSOLE_PREFIX}/oauth/finish`;
+/** Where the console trades an LMS JWT pasted by hand for its own token (relative to the console's page). */
+export const EXCHANGE = 'oauth/exchange';
 /** The header the console's tab sends its sign-in secret in (a custom header: no other origin can send it without a preflight the service never allows). */
 export const TAB_HEADER = 'X-Console-Sign-In';
 /** The query the console page starts a sign-in from its own tab on (a link to oauth/login, which has no tab of its own). */
@@ -48,23 +50,30 @@ const CONSOLE_ROUTE = /^#\/[A-Za-z0-9/_-]{0,200}$/;
 /** What the console's page needs to offer the sign-in through the LMS; null when it is off. */
 export interface ConsoleSignInConfig {
   lmsSignIn: { login: string; logout: string } | null;
+  /** The LMS's issuers (public): a pasted token from one of them is never kept by the page as it is. */
+  lmsIssuers: string[];
+  /** Where a pasted LMS token is traded for the console's own (null: not offered, and the page refuses it). */
+  exchange: string | null;
 }
 
 /**
  * The console's sign-in through the LMS (docs/console.md): `oauth/login` sends the browser to the
  * LMS's `/oauth2/authorize` (authorization code, PKCE S256, a random state), `oauth/callback` checks
- * the state, exchanges the code, verifies the JWT with the LMS's trust path and hands it to the
- * console in the URL fragment, or answers with a page that says why not. `config.json` tells the
+ * the state, exchanges the code, verifies the JWT with the LMS's trust path and keeps the
+ * console's own token for the tab that started it (`oauth/finish`), or answers with a page that
+ * says why not; `oauth/exchange` trades an LMS JWT pasted by hand for the console's own token. `config.json` tells the
  * page whether to offer it. `verifyLmsToken` is the LMS's trust path alone: a token of the
  * service's own keys cannot come in this way.
  */
-export function consoleSignInRoutes(settings: LmsOauthSettings | null, verifyLmsToken: TokenVerifier | null): Router {
+export function consoleSignInRoutes(settings: LmsOauthSettings | null, verifyLmsToken: TokenVerifier | null, lmsIssuers: readonly string[] = []): Router {
   const router = new Router({ prefix: CONSOLE_PREFIX });
+  const offered = settings !== null && verifyLmsToken !== null;
   const config: ConsoleSignInConfig = {
-    lmsSignIn:
-      settings && verifyLmsToken
-        ? { login: LOGIN_PATH, logout: `${settings.browserUrl}/logout?redirect_url=${encodeURIComponent(`${settings.publicUrl}${CONSOLE_PREFIX}/`)}` }
-        : null,
+    lmsSignIn: offered
+      ? { login: LOGIN_PATH, logout: `${settings.browserUrl}/logout?redirect_url=${encodeURIComponent(`${settings.publicUrl}${CONSOLE_PREFIX}/`)}` }
+      : null,
+    lmsIssuers: verifyLmsToken ? [...lmsIssuers] : [],
+    exchange: offered ? EXCHANGE : null,
   };
   router.get('/config.json', (ctx) => {
     ctx.set(CONSOLE_HEADERS);
@@ -216,6 +225,34 @@ export function consoleSignInRoutes(settings: LmsOauthSettings | null, verifyLms
       return;
     }
     ctx.body = done;
+  });
+
+  // An LMS JWT pasted by hand (docs/console.md, "Pasted tokens"): checked as the callback checks
+  // the one it gets, and traded for the console's own token, so the page never keeps the LMS's.
+  // Sent in the Authorization header, as to the API: the answer is a token for the sender alone.
+  router.post(`/${EXCHANGE}`, async (ctx) => {
+    noStore(ctx);
+    const lmsToken = ctx
+      .get('Authorization')
+      .replace(/^(?:Bearer|JWT)\s+/i, '')
+      .trim();
+    let principal: Awaited<ReturnType<TokenVerifier>>;
+    try {
+      principal = await verifyLmsToken(lmsToken);
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err;
+      ctx.status = err.status;
+      ctx.body = err.body;
+      return;
+    }
+    const why = whyNotConsoleUser(principal);
+    if (why) {
+      ctx.status = 403;
+      ctx.body = { detail: why };
+      return;
+    }
+    ctx.state.log.info({ user_id: principal.userId }, 'console token given for a pasted LMS token');
+    ctx.body = { token: await signConsoleToken(principal, decodeJwt(lmsToken).exp!) };
   });
 
   return router;
