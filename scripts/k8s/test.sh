@@ -9,7 +9,9 @@
 #      (test/k8s/tutor-plugin.test.ts)
 #   3. a real node (scripts/k8s/node.sh: Debian's containerd and crun, kubelet and kube-scheduler
 #      built like the control plane, pods on the host network) joined to that control plane: the
-#      chart's pods run, probed, tested, rolled out and evicted (test/k8s/node.test.ts), against
+#      chart's pods run, probed, tested, rolled out and evicted (test/k8s/node.test.ts); docs/
+#      install-tutor.md's "Tutor for Open edX, Helm for the service" installed and fed by the real
+#      Open edX producer (test/k8s/node-tutor.test.ts), against
 #      the local stack's MongoDB and Kafka (MONGO_URL, KAFKA_BROKERS; .ci/run's stack). Where no
 #      node can be made (not root, no cgroup v1, no local stack) it says why and exits 77, which
 #      .ci/run reports as a warning after steps 1 and 2 passed.
@@ -71,7 +73,7 @@ else
   why="scripts/k8s/node.sh could not make a node here (its CANNOT line above says why)"
 fi
 if [[ $node_status == 0 ]]; then
-  npx jest --config jest.k8s.config.js test/k8s/node.test.ts
+  npx jest --config jest.k8s.config.js test/k8s/node.test.ts test/k8s/node-tutor.test.ts
   say "steps 1, 2 and 3 passed in $((SECONDS - started)) s"
   exit 0
 fi

@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 
 const run = promisify(execFile);
 /** The chart's folder: its ci/ values files are read from here. */
@@ -70,3 +71,43 @@ export async function render(opts: { release?: string; namespace?: string; files
 export const byKind = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind);
 export const deployment = (objects: K8sObject[], role: 'api' | 'consumer') =>
   objects.find((o) => o.kind === 'Deployment' && o.metadata.labels?.['app.kubernetes.io/component'] === role);
+
+/**
+ * docs/install-tutor.md's "Tutor for Open edX, Helm for the service" block as an operator runs it:
+ * a Tutor root with the plugin enabled and an organization (scripts/k8s/tutor-render.sh, Tutor 21,
+ * the release's wheel under RELEASE_DIR), the packaged chart in the working folder under the name
+ * the block gives, `tutor` on the PATH. `edit` makes the block what the test runs (`helm template`
+ * where there is no cluster; this machine's addresses); it must change it. Returns the block's
+ * output and the Tutor root.
+ */
+export async function runTutorSplitBlock(dir: string, edit: (block: string) => string): Promise<{ stdout: string; root: string }> {
+  const doc = readFileSync(path.resolve(__dirname, '../../docs/install-tutor.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Tutor for Open edX, Helm for the service'));
+  const block = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
+  const root = path.join(dir, 'tutor-helm');
+  await run('bash', [path.resolve(__dirname, '../../scripts/k8s/tutor-render.sh'), root]);
+  const { version } = parse(readFileSync(path.join(CHART_DIR, 'Chart.yaml'), 'utf8')) as { version: string };
+  const packaged = CHART.endsWith('.tgz') ? CHART : (await ok('helm', ['package', CHART_DIR, '--destination', dir])).trim().split(': ').pop()!;
+  const chartDir = path.join(dir, 'tutor-helm-chart');
+  mkdirSync(chartDir, { recursive: true });
+  copyFileSync(packaged, path.join(chartDir, `course-access-groups-${version}.tgz`));
+  const python = (await run('bash', [path.resolve(__dirname, '../../scripts/tutor-plugin.sh'), '21'])).stdout.trim();
+  const bin = path.join(dir, 'tutor-helm-bin');
+  mkdirSync(bin, { recursive: true });
+  const main = "import sys; from tutor.commands.cli import main; sys.argv[0] = 'tutor'; sys.exit(main())";
+  writeFileSync(path.join(bin, 'tutor'), `#!/bin/sh\nexec ${JSON.stringify(python)} -c ${JSON.stringify(main)} "$@"\n`, { mode: 0o755 });
+  const script = edit(block);
+  if (script === block) throw new Error('runTutorSplitBlock: the edit changed nothing in the block');
+  const { stdout } = await run('sh', ['-e', '-c', script], {
+    cwd: chartDir,
+    maxBuffer: 64e6,
+    env: {
+      ...process.env,
+      PATH: `${bin}:${TOOLS}:${process.env.PATH}`,
+      TUTOR_ROOT: root,
+      TUTOR_PLUGINS_ROOT: path.join(root, 'plugins'),
+      PYTHONPATH: path.join(root, 'site'),
+    },
+  });
+  return { stdout, root };
+}
