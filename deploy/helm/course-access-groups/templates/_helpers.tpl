@@ -333,51 +333,56 @@ The console's sign-in through the LMS, refused here as start-up would refuse it
 {{- end -}}
 {{- end -}}
 
-{{/* The upgrade Job's pod template (its hash names the Job). */}}
-{{- define "cag.upgradePod" -}}
-{{- $j := .Values.upgradeJob -}}
+{{/*
+The pod template of a Job of the chart, its hash the Job's name: the service's image, environment,
+mounts and security, as the roles' pods. (dict "ctx" . "name" "upgrade" "job" .Values.upgradeJob
+"command" (list ...)): the component and container name, the Job's values, the command.
+*/}}
+{{- define "cag.jobPod" -}}
+{{- $ctx := .ctx -}}
+{{- $j := .job -}}
 metadata:
   labels:
-    {{- include "cag.selectorLabels" (dict "ctx" . "role" "upgrade") | nindent 4 }}
+    {{- include "cag.selectorLabels" (dict "ctx" $ctx "role" .name) | nindent 4 }}
     {{- with $j.podLabels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
   annotations:
-    checksum/config: {{ cat (include (print .Template.BasePath "/configmap.yaml") .) (include (print .Template.BasePath "/secret.yaml") .) | sha256sum }}
+    checksum/config: {{ cat (include (print $ctx.Template.BasePath "/configmap.yaml") $ctx) (include (print $ctx.Template.BasePath "/secret.yaml") $ctx) | sha256sum }}
     {{- with $j.podAnnotations }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
 spec:
   restartPolicy: Never
-  serviceAccountName: {{ include "cag.serviceAccountName" . }}
+  serviceAccountName: {{ include "cag.serviceAccountName" $ctx }}
   automountServiceAccountToken: false
-  {{- with include "cag.hostNetwork" . }}{{ . | nindent 2 }}{{ end }}
-  {{- with .Values.imagePullSecrets }}
+  {{- with include "cag.hostNetwork" $ctx }}{{ . | nindent 2 }}{{ end }}
+  {{- with $ctx.Values.imagePullSecrets }}
   imagePullSecrets:
     {{- toYaml . | nindent 4 }}
   {{- end }}
   securityContext:
-    {{- toYaml .Values.podSecurityContext | nindent 4 }}
+    {{- toYaml $ctx.Values.podSecurityContext | nindent 4 }}
   containers:
-    - name: upgrade
-      image: {{ include "cag.image" . | quote }}
-      imagePullPolicy: {{ .Values.image.pullPolicy }}
+    - name: {{ .name }}
+      image: {{ include "cag.image" $ctx | quote }}
+      imagePullPolicy: {{ $ctx.Values.image.pullPolicy }}
       command:
-        {{- toYaml $j.command | nindent 8 }}
+        {{- toYaml .command | nindent 8 }}
       envFrom:
-        {{- include "cag.envFrom" . | trim | nindent 8 }}
+        {{- include "cag.envFrom" $ctx | trim | nindent 8 }}
       env:
         - name: CAG_OPERATOR
-          value: helm-upgrade-job
-        {{- include "cag.env" . | trim | nindent 8 }}
+          value: helm-{{ .name }}-job
+        {{- include "cag.env" $ctx | trim | nindent 8 }}
       resources:
         {{- toYaml $j.resources | nindent 8 }}
       securityContext:
-        {{- toYaml .Values.securityContext | nindent 8 }}
+        {{- toYaml $ctx.Values.securityContext | nindent 8 }}
       volumeMounts:
-        {{- include "cag.volumeMounts" . | trim | nindent 8 }}
+        {{- include "cag.volumeMounts" $ctx | trim | nindent 8 }}
   volumes:
-    {{- include "cag.volumes" . | trim | nindent 4 }}
+    {{- include "cag.volumes" $ctx | trim | nindent 4 }}
   {{- with $j.nodeSelector }}
   nodeSelector:
     {{- toYaml . | nindent 4 }}
