@@ -41,8 +41,10 @@ const NAMESPACED = [
 const CUSTOM = ['ServiceMonitor', 'HTTPRoute'];
 /** Every Kubernetes minor the chart claims (Chart.yaml kubeVersion >=1.27) up to the newest tested. */
 const KUBE_MINORS = [27, 28, 29, 30, 31, 32, 33, 34].map((m) => `1.${m}.0`);
-const upgradeJob = (objects: K8sObject[]) => byKind(objects, 'Job')[0];
-/** The containers of the service (both roles and the upgrade Job), by role. */
+const job = (objects: K8sObject[], component: 'upgrade' | 'topics') =>
+  byKind(objects, 'Job').find((j) => j.metadata.labels?.['app.kubernetes.io/component'] === component);
+const upgradeJob = (objects: K8sObject[]) => job(objects, 'upgrade');
+/** The containers of the service (both roles and the Jobs), by role. */
 const serviceContainers = (objects: K8sObject[]) =>
   [...byKind(objects, 'Deployment'), ...byKind(objects, 'Job')].map((o) => ({
     role: o.metadata.labels!['app.kubernetes.io/component'] as string,
@@ -51,12 +53,12 @@ const serviceContainers = (objects: K8sObject[]) =>
   }));
 /**
  * Each service container's environment as the kubelet builds it: envFrom (the release's ConfigMaps
- * and Secrets), then env; `external` holds the Secrets the release refers to but does not render.
+ * and Secrets), then env; `external` holds the Secrets and ConfigMaps it refers to but does not render.
  */
 const environments = (objects: K8sObject[], external: Record<string, Record<string, string>> = {}) => {
   const data = (kind: 'ConfigMap' | 'Secret', name: string): Record<string, string> => {
     const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
-    const found = o ? (kind === 'Secret' ? o.stringData : o.data) : kind === 'Secret' ? external[name] : undefined;
+    const found = o ? (kind === 'Secret' ? o.stringData : o.data) : external[name];
     if (!found) throw new Error(`a container refers to ${kind} ${name}, which is neither rendered nor given`);
     return found;
   };
@@ -395,7 +397,7 @@ describe('issue 36: production values', () => {
     });
     expect(data).not.toHaveProperty('KAFKA_SASL_PASSWORD');
     const containers = serviceContainers(objects);
-    expect(containers.map((x) => x.role).sort()).toEqual(['api', 'consumer', 'upgrade']);
+    expect(containers.map((x) => x.role).sort()).toEqual(['api', 'consumer', 'topics', 'upgrade']);
     for (const { pod, c } of containers) {
       expect(c.env).toContainEqual({ name: 'KAFKA_SASL_PASSWORD_FILE', value: '/etc/course-access-groups/kafka-sasl/api-secret' });
       expect(c.volumeMounts).toEqual(
@@ -457,6 +459,60 @@ describe('issue 36: production values', () => {
     expect(upgradeJob((await render({ files: minimal, set: { 'upgradeJob.enabled': 'false' } })).objects)).toBeUndefined();
     const custom = upgradeJob((await render({ files: minimal, set: { 'upgradeJob.command': '{node,dist/src/cli/main.js,upgrade,--verbose}' } })).objects)!;
     expect(custom.spec.template.spec.containers[0].command).toEqual(['node', 'dist/src/cli/main.js', 'upgrade', '--verbose']);
+  });
+
+  test('the topics Job (opt-in): off by default; on, a plain Job running cag topics --create with the Kafka settings, mounts and restricted security of the service pods, named after the release, a new name when its pod changes', async () => {
+    expect(job((await render({ files: minimal })).objects, 'topics')).toBeUndefined();
+    const { objects } = await render({ files: [ciValues('everything-on-values.yaml')] });
+    const topics = job(objects, 'topics')!;
+    expect(topics.metadata.annotations?.['helm.sh/hook']).toBeUndefined();
+    expect(topics.metadata.name).toMatch(/^cag-course-access-groups-topics-[0-9a-f]{8}$/);
+    // Exit 2 (a command line it refuses) fails the Job at once; exit 1 (a broker not answering yet,
+    // a topic refused) is retried up to backoffLimit times.
+    expect(topics.spec.podFailurePolicy).toEqual({
+      rules: [{ action: 'FailJob', onExitCodes: { containerName: 'topics', operator: 'In', values: [2] }, onPodConditions: [] }],
+    });
+    expect(topics.spec.backoffLimit).toBe(3);
+    const pod = topics.spec.template.spec;
+    const consumer = deployment(objects, 'consumer')!.spec.template.spec;
+    expect(pod.restartPolicy).toBe('Never');
+    expect(pod.containers).toHaveLength(1);
+    expect(pod.containers[0]).toMatchObject({
+      name: 'topics',
+      image: `registry.example.internal/course-access-groups:${APP_VERSION}`,
+      command: ['node', 'dist/src/cli/main.js', 'topics', '--create', '--partitions', '6', '--replication-factor', '3'],
+    });
+    // The service's Kafka settings and files: the consumer's environment sources, mounts, volumes and security.
+    const [c, cc] = [pod.containers[0], consumer.containers[0]];
+    expect(c.envFrom).toEqual(cc.envFrom);
+    expect(c.volumeMounts).toEqual(cc.volumeMounts);
+    expect(pod.volumes).toEqual(consumer.volumes);
+    expect(c.env).toContainEqual({ name: 'KAFKA_SASL_PASSWORD_FILE', value: '/etc/course-access-groups/kafka-sasl/api-secret' });
+    const kafkaOf = (env: Record<string, string>) => Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('KAFKA_') || k === 'CHANGES_TOPIC'));
+    const envs = Object.fromEntries(environments(objects, { 'cag-site-settings': {} }).map((e) => [e.role, e.env]));
+    expect(kafkaOf(envs.topics!)).toEqual(kafkaOf(envs.consumer!));
+    expect(kafkaOf(envs.topics!)).toMatchObject({ KAFKA_SSL: 'on', KAFKA_SASL_MECHANISM: 'plain', KAFKA_DLQ_PREFIX: 'course-access-groups.lms.cag.' });
+    // PodSecurity restricted, as every pod of the release.
+    expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(topics.spec.template.metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': 'cag', 'app.kubernetes.io/component': 'topics' });
+    // A Job's template cannot change in place: a new image, setting or option names a new Job; a replica count does not.
+    const name = async (set: Record<string, string>) =>
+      job((await render({ files: minimal, set: { 'topicsJob.enabled': 'true', ...set } })).objects, 'topics')!.metadata.name;
+    const base = await name({});
+    expect(base).toMatch(/^cag-course-access-groups-topics-[0-9a-f]{8}$/);
+    expect(await name({ 'image.tag': `${APP_VERSION}-next` })).not.toBe(base);
+    expect(await name({ 'config.kafkaBrokers': 'kafka-2.example.internal:9092' })).not.toBe(base);
+    expect(await name({ 'topicsJob.partitions': '3' })).not.toBe(base);
+    expect(await name({ 'api.replicas': '5' })).toBe(base);
+    // Named after the release: another release's topics Job is another Job.
+    const other = job((await render({ release: 'cag2', files: minimal, set: { 'topicsJob.enabled': 'true' } })).objects, 'topics')!;
+    expect(other.metadata.name).toMatch(/^cag2-course-access-groups-topics-[0-9a-f]{8}$/);
+    // The upgrade Job is the same as without it.
+    expect(upgradeJob(objects)).toEqual(
+      upgradeJob((await render({ files: [ciValues('everything-on-values.yaml')], set: { 'topicsJob.enabled': 'false' } })).objects),
+    );
   });
 
   test('NetworkPolicy, Ingress and HTTPRoute only when asked for; the routes send /course_access_groups/ (API and console) to the API', async () => {
@@ -789,6 +845,7 @@ describe('values refused at render time, with a message', () => {
     ['an unknown PDB eviction policy (schema)', { 'api.pdb.unhealthyPodEvictionPolicy': 'Never' }, '/api/pdb/unhealthyPodEvictionPolicy'],
     ['a session timeout under Kafka’s least (schema)', { 'config.kafkaSessionTimeoutMs': '5000' }, '/config/kafkaSessionTimeoutMs'],
     ['a relay lease under 3 s (schema)', { 'config.changeRelayLeaseMs': '2000' }, '/config/changeRelayLeaseMs'],
+    ['a topics Job partition count under 1 (schema)', { 'topicsJob.enabled': 'true', 'topicsJob.partitions': '0' }, '/topicsJob/partitions'],
     [
       "the console's sign-in with a client id alone: everything else it needs, named",
       { 'lmsOauth.clientId': 'course-access-groups-sso' },
