@@ -1,5 +1,5 @@
-// The chart's upgrade Job (deploy/helm/course-access-groups/templates/upgrade-job.yaml) run as a
-// node would run it, where no node runs it here (the chart's README): the chart rendered by the
+// The chart's upgrade Job (deploy/helm/course-access-groups/templates/upgrade-job.yaml), and its
+// topics Job (templates/topics-job.yaml, against the stack's Kafka), run as a node would run them, where no node runs it here (the chart's README): the chart rendered by the
 // real helm (the release's packaged chart when CAG_CHART_TGZ or RELEASE_DIR names one, as
 // `npm run test:k8s` installs it), the Job's container command and environment taken exactly as
 // rendered (its ConfigMap and Secret resolved as the kubelet does), and that command run with the
@@ -8,11 +8,12 @@ import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Kafka, logLevel } from 'kafkajs';
 import { type Db, MongoClient } from 'mongodb';
 import { parseAllDocuments } from 'yaml';
 import { COLLECTIONS } from '../../src/db/collections';
 import { UPGRADES } from '../../src/db/upgrades';
-import { MONGO_URL, uniqueName } from '../helpers/stack';
+import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../..');
@@ -22,7 +23,7 @@ const version = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')
 const CHART = process.env.CAG_CHART_TGZ || (process.env.RELEASE_DIR ? path.join(process.env.RELEASE_DIR, `course-access-groups-${version}.tgz`) : CHART_DIR);
 const USERS = 300;
 
-type K8sObject = { kind: string; metadata: { name: string }; [key: string]: any };
+type K8sObject = { kind: string; metadata: { name: string; labels?: Record<string, string> }; [key: string]: any };
 let helm: string;
 let client: MongoClient;
 
@@ -47,8 +48,8 @@ afterAll(async () => {
   await client.close();
 });
 
-/** The release's objects as `helm template` renders them with a values file and the test's database. */
-async function renderRelease(valuesFile: string, dbName: string): Promise<K8sObject[]> {
+/** The release's objects as `helm template` renders them with a values file, the test's database and `set`. */
+async function renderRelease(valuesFile: string, dbName: string, set: Record<string, string> = {}): Promise<K8sObject[]> {
   const { stdout } = await run(helm, [
     'template',
     'cag',
@@ -61,15 +62,16 @@ async function renderRelease(valuesFile: string, dbName: string): Promise<K8sObj
     `secrets.mongoUrl=${MONGO_URL}`,
     '--set',
     `config.mongoDb=${dbName}`,
+    ...Object.entries(set).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
   ]);
   return parseAllDocuments(stdout)
     .map((d) => d.toJS() as K8sObject | null)
     .filter((o): o is K8sObject => o !== null);
 }
 
-/** The Job's one container: its command, and its environment resolved from the release's own ConfigMap and Secret as the kubelet would. */
-function jobContainer(objects: K8sObject[]) {
-  const jobs = objects.filter((o) => o.kind === 'Job');
+/** The Job's (of that component) one container: its command, and its environment resolved from the release's own ConfigMap and Secret as the kubelet would. */
+function jobContainer(objects: K8sObject[], component = 'upgrade') {
+  const jobs = objects.filter((o) => o.kind === 'Job' && o.metadata.labels?.['app.kubernetes.io/component'] === component);
   expect(jobs).toHaveLength(1);
   const pod = jobs[0]!.spec.template.spec;
   expect(pod.containers).toHaveLength(1);
@@ -197,3 +199,58 @@ test("the rendered Job (an LMS-only release) on a database a newer version has m
     await db.dropDatabase();
   }
 }, 60000);
+
+test("the rendered topics Job against the stack's Kafka: `cag topics --create` creates every topic the release's settings need, a second run (the next Job) creates nothing, and the exit codes are the ones its podFailurePolicy and backoffLimit expect", async () => {
+  const prefix = uniqueName('topics_job');
+  // The release's own names: the consumed topics under the LMS's prefix, the dead-letter topics
+  // under the release's prefix (course-access-groups.<namespace>.<release>.), the changes topic.
+  const consumed = ['user-account-activated', 'user-lifecycle', 'course-catalog'].map((t) => `${prefix}-${t}`);
+  const topics = [...consumed, ...consumed.map((t) => `course-access-groups.lms.cag.${t}.dlq`), `${prefix}.changes`];
+  const kafka = new Kafka({ clientId: 'topics-job-test', brokers: KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const set = {
+      'topicsJob.enabled': 'true',
+      'config.kafkaBrokers': KAFKA_BROKERS.replace(/,/g, '\\,'),
+      'config.topicPrefix': prefix,
+      'config.changesTopic': `${prefix}.changes`,
+    };
+    const objects = await renderRelease('default-values.yaml', uniqueName('topics_job'), set);
+    const { argv, env, pod } = jobContainer(objects, 'topics');
+    expect(argv).toEqual(['node', 'dist/src/cli/main.js', 'topics', '--create']);
+    expect(pod.restartPolicy).toBe('Never');
+    expect(env).toMatchObject({ KAFKA_BROKERS, KAFKA_DLQ_PREFIX: 'course-access-groups.lms.cag.', CHANGES_TOPIC: `${prefix}.changes` });
+    const outcomes = (stderr: string) =>
+      stderr
+        .split('\n')
+        .filter((l) => topics.some((t) => l.startsWith(`${t}: `)))
+        .sort();
+    expect(await admin.listTopics()).not.toContain(consumed[0]);
+
+    const first = await runJob(argv, env);
+    expect({ code: first.code, outcomes: outcomes(first.stderr) }).toEqual({ code: 0, outcomes: topics.map((t) => `${t}: created`).sort() });
+    for (const t of topics) expect(first.stdout).toMatch(new RegExp(`^  ${t.replace(/\./g, '\\.')} +(read|write) `, 'm'));
+    expect(await admin.listTopics()).toEqual(expect.arrayContaining(topics));
+    expect(logLines(first.stderr).filter((l) => l.level >= 40)).toEqual([]);
+
+    // The next Job (a changed setting renames it) finds them all: nothing created, exit 0.
+    const again = await runJob(argv, env);
+    expect({ code: again.code, outcomes: outcomes(again.stderr) }).toEqual({ code: 0, outcomes: topics.map((t) => `${t}: exists`).sort() });
+
+    // Exit 2, a command line the command refuses, fails the Job at once: the same command cannot succeed.
+    const job = objects.find((o) => o.kind === 'Job' && o.metadata.labels?.['app.kubernetes.io/component'] === 'topics')!;
+    const wrong = await runJob([...argv, '--partitions', '0'], env);
+    expect(wrong.code).toBe(2);
+    expect(job.spec.podFailurePolicy.rules).toEqual([
+      { action: 'FailJob', onExitCodes: { containerName: pod.containers[0].name, operator: 'In', values: [wrong.code] }, onPodConditions: [] },
+    ]);
+    // Exit 1, a broker that does not answer (yet), is retried up to backoffLimit times, not failed at once.
+    const away = await runJob(argv, { ...env, KAFKA_BROKERS: '127.0.0.1:1' });
+    expect(away.code).toBe(1);
+    expect(job.spec.backoffLimit).toBeGreaterThan(0);
+  } finally {
+    await admin.deleteTopics({ topics }).catch(() => undefined);
+    await admin.disconnect();
+  }
+}, 120000);

@@ -41,14 +41,40 @@ const NAMESPACED = [
 const CUSTOM = ['ServiceMonitor', 'HTTPRoute'];
 /** Every Kubernetes minor the chart claims (Chart.yaml kubeVersion >=1.27) up to the newest tested. */
 const KUBE_MINORS = [27, 28, 29, 30, 31, 32, 33, 34].map((m) => `1.${m}.0`);
-const upgradeJob = (objects: K8sObject[]) => byKind(objects, 'Job')[0];
-/** The containers of the service (both roles and the upgrade Job), by role. */
+const job = (objects: K8sObject[], component: 'upgrade' | 'topics') =>
+  byKind(objects, 'Job').find((j) => j.metadata.labels?.['app.kubernetes.io/component'] === component);
+const upgradeJob = (objects: K8sObject[]) => job(objects, 'upgrade');
+/** The containers of the service (both roles and the Jobs), by role. */
 const serviceContainers = (objects: K8sObject[]) =>
   [...byKind(objects, 'Deployment'), ...byKind(objects, 'Job')].map((o) => ({
     role: o.metadata.labels!['app.kubernetes.io/component'] as string,
     pod: o.spec.template.spec,
     c: o.spec.template.spec.containers[0],
   }));
+/**
+ * Each service container's environment as the kubelet builds it: envFrom (the release's ConfigMaps
+ * and Secrets), then env; `external` holds the Secrets and ConfigMaps it refers to but does not render.
+ */
+const environments = (objects: K8sObject[], external: Record<string, Record<string, string>> = {}) => {
+  const data = (kind: 'ConfigMap' | 'Secret', name: string): Record<string, string> => {
+    const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
+    const found = o ? (kind === 'Secret' ? o.stringData : o.data) : external[name];
+    if (!found) throw new Error(`a container refers to ${kind} ${name}, which is neither rendered nor given`);
+    return found;
+  };
+  return serviceContainers(objects).map(({ role, c }) => {
+    const env: Record<string, string> = {};
+    for (const from of c.envFrom ?? []) Object.assign(env, from.configMapRef ? data('ConfigMap', from.configMapRef.name) : data('Secret', from.secretRef.name));
+    for (const e of c.env ?? []) {
+      const ref = e.valueFrom?.secretKeyRef ?? e.valueFrom?.configMapKeyRef;
+      if ('value' in e) env[e.name] = e.value;
+      else if (ref && data(e.valueFrom.secretKeyRef ? 'Secret' : 'ConfigMap', ref.name)[ref.key] !== undefined)
+        env[e.name] = data(e.valueFrom.secretKeyRef ? 'Secret' : 'ConfigMap', ref.name)[ref.key]!;
+      else if (!ref?.optional) throw new Error(`${role}: ${e.name} names a key its ${ref ? ref.name : 'source'} does not hold`);
+    }
+    return { role, env };
+  });
+};
 const mebibytes = (q: string) => {
   const m = /^(\d+)(Mi|Gi)$/.exec(q);
   if (!m) throw new Error(`unexpected quantity ${q}`);
@@ -371,7 +397,7 @@ describe('issue 36: production values', () => {
     });
     expect(data).not.toHaveProperty('KAFKA_SASL_PASSWORD');
     const containers = serviceContainers(objects);
-    expect(containers.map((x) => x.role).sort()).toEqual(['api', 'consumer', 'upgrade']);
+    expect(containers.map((x) => x.role).sort()).toEqual(['api', 'consumer', 'topics', 'upgrade']);
     for (const { pod, c } of containers) {
       expect(c.env).toContainEqual({ name: 'KAFKA_SASL_PASSWORD_FILE', value: '/etc/course-access-groups/kafka-sasl/api-secret' });
       expect(c.volumeMounts).toEqual(
@@ -433,6 +459,60 @@ describe('issue 36: production values', () => {
     expect(upgradeJob((await render({ files: minimal, set: { 'upgradeJob.enabled': 'false' } })).objects)).toBeUndefined();
     const custom = upgradeJob((await render({ files: minimal, set: { 'upgradeJob.command': '{node,dist/src/cli/main.js,upgrade,--verbose}' } })).objects)!;
     expect(custom.spec.template.spec.containers[0].command).toEqual(['node', 'dist/src/cli/main.js', 'upgrade', '--verbose']);
+  });
+
+  test('the topics Job (opt-in): off by default; on, a plain Job running cag topics --create with the Kafka settings, mounts and restricted security of the service pods, named after the release, a new name when its pod changes', async () => {
+    expect(job((await render({ files: minimal })).objects, 'topics')).toBeUndefined();
+    const { objects } = await render({ files: [ciValues('everything-on-values.yaml')] });
+    const topics = job(objects, 'topics')!;
+    expect(topics.metadata.annotations?.['helm.sh/hook']).toBeUndefined();
+    expect(topics.metadata.name).toMatch(/^cag-course-access-groups-topics-[0-9a-f]{8}$/);
+    // Exit 2 (a command line it refuses) fails the Job at once; exit 1 (a broker not answering yet,
+    // a topic refused) is retried up to backoffLimit times.
+    expect(topics.spec.podFailurePolicy).toEqual({
+      rules: [{ action: 'FailJob', onExitCodes: { containerName: 'topics', operator: 'In', values: [2] }, onPodConditions: [] }],
+    });
+    expect(topics.spec.backoffLimit).toBe(3);
+    const pod = topics.spec.template.spec;
+    const consumer = deployment(objects, 'consumer')!.spec.template.spec;
+    expect(pod.restartPolicy).toBe('Never');
+    expect(pod.containers).toHaveLength(1);
+    expect(pod.containers[0]).toMatchObject({
+      name: 'topics',
+      image: `registry.example.internal/course-access-groups:${APP_VERSION}`,
+      command: ['node', 'dist/src/cli/main.js', 'topics', '--create', '--partitions', '6', '--replication-factor', '3'],
+    });
+    // The service's Kafka settings and files: the consumer's environment sources, mounts, volumes and security.
+    const [c, cc] = [pod.containers[0], consumer.containers[0]];
+    expect(c.envFrom).toEqual(cc.envFrom);
+    expect(c.volumeMounts).toEqual(cc.volumeMounts);
+    expect(pod.volumes).toEqual(consumer.volumes);
+    expect(c.env).toContainEqual({ name: 'KAFKA_SASL_PASSWORD_FILE', value: '/etc/course-access-groups/kafka-sasl/api-secret' });
+    const kafkaOf = (env: Record<string, string>) => Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('KAFKA_') || k === 'CHANGES_TOPIC'));
+    const envs = Object.fromEntries(environments(objects, { 'cag-site-settings': {} }).map((e) => [e.role, e.env]));
+    expect(kafkaOf(envs.topics!)).toEqual(kafkaOf(envs.consumer!));
+    expect(kafkaOf(envs.topics!)).toMatchObject({ KAFKA_SSL: 'on', KAFKA_SASL_MECHANISM: 'plain', KAFKA_DLQ_PREFIX: 'course-access-groups.lms.cag.' });
+    // PodSecurity restricted, as every pod of the release.
+    expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(topics.spec.template.metadata.labels).toMatchObject({ 'app.kubernetes.io/instance': 'cag', 'app.kubernetes.io/component': 'topics' });
+    // A Job's template cannot change in place: a new image, setting or option names a new Job; a replica count does not.
+    const name = async (set: Record<string, string>) =>
+      job((await render({ files: minimal, set: { 'topicsJob.enabled': 'true', ...set } })).objects, 'topics')!.metadata.name;
+    const base = await name({});
+    expect(base).toMatch(/^cag-course-access-groups-topics-[0-9a-f]{8}$/);
+    expect(await name({ 'image.tag': `${APP_VERSION}-next` })).not.toBe(base);
+    expect(await name({ 'config.kafkaBrokers': 'kafka-2.example.internal:9092' })).not.toBe(base);
+    expect(await name({ 'topicsJob.partitions': '3' })).not.toBe(base);
+    expect(await name({ 'api.replicas': '5' })).toBe(base);
+    // Named after the release: another release's topics Job is another Job.
+    const other = job((await render({ release: 'cag2', files: minimal, set: { 'topicsJob.enabled': 'true' } })).objects, 'topics')!;
+    expect(other.metadata.name).toMatch(/^cag2-course-access-groups-topics-[0-9a-f]{8}$/);
+    // The upgrade Job is the same as without it.
+    expect(upgradeJob(objects)).toEqual(
+      upgradeJob((await render({ files: [ciValues('everything-on-values.yaml')], set: { 'topicsJob.enabled': 'false' } })).objects),
+    );
   });
 
   test('NetworkPolicy, Ingress and HTTPRoute only when asked for; the routes send /course_access_groups/ (API and console) to the API', async () => {
@@ -615,6 +695,82 @@ describe('issue 36: production values', () => {
   });
 });
 
+describe("the console's sign-in through the LMS (lmsOauth)", () => {
+  const lmsOnly = [ciValues('lms-only-values.yaml')];
+  const signIn = {
+    'lmsOauth.clientId': 'course-access-groups-sso',
+    'lmsOauth.url': 'https://lms.example.org',
+    'lmsOauth.internalUrl': 'http://lms:8000',
+    'config.publicUrl': 'https://course-access-groups.lms.example.org',
+  };
+  const SECRET = 'oauth-client-secret-5b1e9c';
+  const expected = {
+    browserUrl: 'https://lms.example.org',
+    internalUrl: 'http://lms:8000',
+    clientId: 'course-access-groups-sso',
+    clientSecret: SECRET,
+    publicUrl: 'https://course-access-groups.lms.example.org',
+  };
+
+  test("in the chart's Secret: every pod's environment resolves to the settings, the secret in no ConfigMap or pod spec, and the service's loader turns the sign-in on", async () => {
+    const r = await render({ files: lmsOnly, set: { ...signIn, 'secrets.lmsOauthClientSecret': SECRET } });
+    expect(r.stderr).toBe('');
+    const [cm] = byKind(r.objects, 'ConfigMap');
+    expect(cm!.data).toMatchObject({
+      LMS_OAUTH_CLIENT_ID: 'course-access-groups-sso',
+      LMS_OAUTH_URL: 'https://lms.example.org',
+      LMS_OAUTH_INTERNAL_URL: 'http://lms:8000',
+      PUBLIC_URL: 'https://course-access-groups.lms.example.org',
+    });
+    for (const c of byKind(r.objects, 'ConfigMap')) expect(JSON.stringify(c)).not.toContain(SECRET);
+    expect(byKind(r.objects, 'Secret')[0]!.stringData.LMS_OAUTH_CLIENT_SECRET).toBe(SECRET);
+    for (const { c } of serviceContainers(r.objects)) expect(JSON.stringify(c)).not.toContain(SECRET);
+    const envs = environments(r.objects);
+    expect(envs.map((e) => e.role)).toEqual(['api', 'consumer', 'upgrade']);
+    for (const { role, env } of envs.filter((e) => e.role !== 'upgrade')) {
+      expect({ role, secret: env.LMS_OAUTH_CLIENT_SECRET }).toEqual({ role, secret: SECRET });
+      // What start-up does with that environment (src/config.ts): the sign-in on, no exit 2.
+      expect(loadConfig(env).LMS_OAUTH).toEqual(expected);
+    }
+    // lmsOauth.internalUrl is optional: the code exchange then goes to lmsOauth.url.
+    const plain = await render({ files: lmsOnly, set: { ...signIn, 'lmsOauth.internalUrl': '', 'secrets.lmsOauthClientSecret': SECRET } });
+    expect(byKind(plain.objects, 'ConfigMap')[0]!.data.LMS_OAUTH_INTERNAL_URL).toBeUndefined();
+    expect(loadConfig(environments(plain.objects)[0]!.env).LMS_OAUTH).toEqual({ ...expected, internalUrl: 'https://lms.example.org' });
+  });
+
+  test('in an existing Secret: read under the key existingSecret.keys.lmsOauthClientSecret names, and required (not optional)', async () => {
+    const r = await render({
+      files: lmsOnly,
+      set: { ...signIn, 'secrets.mongoUrl': 'null', 'existingSecret.name': 'cag-credentials', 'existingSecret.keys.lmsOauthClientSecret': 'oauth2-secret' },
+    });
+    expect(r.stderr).toBe('');
+    expect(byKind(r.objects, 'Secret')).toEqual([]);
+    for (const { c } of serviceContainers(r.objects)) {
+      expect(c.env).toContainEqual({ name: 'LMS_OAUTH_CLIENT_SECRET', valueFrom: { secretKeyRef: { name: 'cag-credentials', key: 'oauth2-secret' } } });
+    }
+    const credentials = { 'cag-credentials': { MONGO_URL: 'mongodb://mongo.example.internal:27017/', 'oauth2-secret': SECRET } };
+    for (const { env } of environments(r.objects, credentials).filter((e) => e.role !== 'upgrade')) expect(loadConfig(env).LMS_OAUTH).toEqual(expected);
+    // The key missing from that Secret: the pods' environment cannot be built (the kubelet refuses to start them).
+    expect(() => environments(r.objects, { 'cag-credentials': { MONGO_URL: 'mongodb://mongo.example.internal:27017/' } })).toThrow(
+      'LMS_OAUTH_CLIENT_SECRET names a key its cag-credentials does not hold',
+    );
+  });
+
+  test('the client id with all but the secret: refused, naming the secret alone', async () => {
+    const r = await render({ files: lmsOnly, set: signIn });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(
+      "lmsOauth.clientId is set (the console's sign-in through the LMS), but not: secrets.lmsOauthClientSecret (LMS_OAUTH_CLIENT_SECRET; or existingSecret.name, read under existingSecret.keys.lmsOauthClientSecret)\n",
+    );
+  });
+
+  test.each(CI_FILES)('without the values nothing changes (ci/%s): no LMS_OAUTH_* nor PUBLIC_URL anywhere, and the sign-in off', async (file) => {
+    const r = await render({ files: [ciValues(file)] });
+    expect(r.text).not.toMatch(/LMS_OAUTH|PUBLIC_URL/);
+    if (file === 'lms-only-values.yaml') expect(loadConfig(environments(r.objects)[0]!.env).LMS_OAUTH).toBeNull();
+  });
+});
+
 describe('values refused at render time, with a message', () => {
   test.each([
     [
@@ -689,6 +845,34 @@ describe('values refused at render time, with a message', () => {
     ['an unknown PDB eviction policy (schema)', { 'api.pdb.unhealthyPodEvictionPolicy': 'Never' }, '/api/pdb/unhealthyPodEvictionPolicy'],
     ['a session timeout under Kafka’s least (schema)', { 'config.kafkaSessionTimeoutMs': '5000' }, '/config/kafkaSessionTimeoutMs'],
     ['a relay lease under 3 s (schema)', { 'config.changeRelayLeaseMs': '2000' }, '/config/changeRelayLeaseMs'],
+    ['a topics Job partition count under 1 (schema)', { 'topicsJob.enabled': 'true', 'topicsJob.partitions': '0' }, '/topicsJob/partitions'],
+    [
+      "the console's sign-in with a client id alone: everything else it needs, named",
+      { 'lmsOauth.clientId': 'course-access-groups-sso' },
+      "lmsOauth.clientId is set (the console's sign-in through the LMS), but not: lmsOauth.url (LMS_OAUTH_URL: the LMS's root as browsers reach it); " +
+        "config.publicUrl (PUBLIC_URL: the service's root as browsers reach it); " +
+        "auth.lms.issuers and auth.lms.jwkSet (the LMS's trust path: it verifies the token the sign-in receives); " +
+        'secrets.lmsOauthClientSecret (LMS_OAUTH_CLIENT_SECRET; or existingSecret.name, read under existingSecret.keys.lmsOauthClientSecret)',
+    ],
+    [
+      "the console's sign-in settings without its client id",
+      { 'lmsOauth.url': 'https://lms.example.org', 'secrets.lmsOauthClientSecret': 'oauth-secret' },
+      "lmsOauth.url, secrets.lmsOauthClientSecret set, but lmsOauth.clientId is not (the console's sign-in through the LMS is on only with a client id)",
+    ],
+    [
+      "the console's client secret inline beside an existing Secret",
+      {
+        'existingSecret.name': 'mine',
+        'existingSecret.jwtKey': 'JWT_SECRET',
+        'auth.jwtSecret': 'null',
+        'secrets.mongoUrl': 'null',
+        'secrets.lmsOauthClientSecret': 'oauth-secret',
+      },
+      'existingSecret.name is set: put MONGO_URL, the JWT key, the registry and Kafka credentials and the LMS OAuth2 client secret in that Secret',
+    ],
+    ['a public URL with a path, which the service refuses (schema)', { 'config.publicUrl': 'https://lms.example.org/cag' }, '/config/publicUrl'],
+    ['an LMS URL that is not http(s) (schema)', { 'lmsOauth.url': 'lms.example.org' }, '/lmsOauth/url'],
+    ['an LMS internal URL with a query (schema)', { 'lmsOauth.internalUrl': 'http://lms:8000/?x=1' }, '/lmsOauth/internalUrl'],
   ])('%s', async (_what, set, message) => {
     const r = await render({ files: minimal, set });
     expect(r.code).not.toBe(0);
@@ -714,7 +898,7 @@ describe('values refused at render time, with a message', () => {
   });
 });
 
-test("docs/install-tutor.md's Tutor for Open edX, Helm for the service: the chart's topics, LMS trust path and Service are what the Tutor-rendered LMS uses", async () => {
+test("docs/install-tutor.md's Tutor for Open edX, Helm for the service: the chart's topics, LMS trust path, console sign-in and Service are what the Tutor-rendered LMS uses", async () => {
   const doc = readFileSync(path.resolve(__dirname, '../../docs/install-tutor.md'), 'utf8');
   const section = doc.slice(doc.indexOf('## Tutor for Open edX, Helm for the service'));
   const block = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
@@ -763,7 +947,52 @@ test("docs/install-tutor.md's Tutor for Open edX, Helm for the service: the char
   const [key] = JSON.parse(data.LMS_JWT_PUBLIC_SIGNING_JWK_SET!).keys as { kid: string; n: string }[];
   expect(key!.kid).toBe('openedx');
   expect(lms).toContain(`"n": "${key!.n}"`); // the LMS's JWT_PUBLIC_SIGNING_JWK_SET, as Tutor renders it
-  const config = loadConfig({ ...data, MONGO_URL: 'mongodb://cag:PASSWORD@mongo-0.mongo:27017/?replicaSet=rs0' });
+  // The console's sign-in through the LMS: the application the init task registers, as Tutor renders
+  // that task (create_dot_application's client id and redirect URI), with Tutor's secret.
+  const tutorEnv = { ...process.env, TUTOR_ROOT: root, TUTOR_PLUGINS_ROOT: path.join(root, 'plugins'), PYTHONPATH: path.join(root, 'site') };
+  const initTask = (
+    await run(
+      python,
+      [
+        '-c',
+        [
+          'from tutor import config as tutor_config, env, hooks',
+          'hooks.Actions.CORE_READY.do()',
+          `hooks.Actions.PROJECT_ROOT_READY.do(${JSON.stringify(root)})`,
+          `config = tutor_config.load(${JSON.stringify(root)})`,
+          '[task] = [c for s, c in hooks.Filters.CLI_DO_INIT_TASKS.iterate() if s == "lms" and "course_access_groups" in c]',
+          'print(env.render_str(config, task))',
+        ].join('\n'),
+      ],
+      { cwd: tmp, env: tutorEnv },
+    )
+  ).stdout;
+  const registered = initTask.slice(initTask.indexOf('./manage.py lms create_dot_application'));
+  expect(data.LMS_OAUTH_CLIENT_ID).toBe(/--client-id (\S+)/.exec(registered)![1]);
+  expect(`${data.PUBLIC_URL}/course_access_groups/console/oauth/callback`).toBe(/--redirect-uris "([^"]+)"/.exec(registered)![1]);
+  // Browsers authorize at the LMS's public root (its JWT issuer's); the pods exchange the code with
+  // Tutor's lms Service, which is in the release's namespace.
+  expect(`${data.LMS_OAUTH_URL}/oauth2`).toBe('http://local.openedx.io/oauth2');
+  expect(data.LMS_OAUTH_INTERNAL_URL).toBe('http://lms:8000');
+  const tutorServices = parseObjects(readFileSync(path.join(root, 'env/k8s/services.yml'), 'utf8'));
+  const lmsService = tutorServices.find((o) => o.kind === 'Service' && o.metadata.name === 'lms');
+  expect((lmsService!.spec.ports as { port: number }[]).map((p) => p.port)).toContain(8000);
+  const tutorNamespace = (await run(path.join(bin, 'tutor'), ['config', 'printvalue', 'K8S_NAMESPACE'], { env: tutorEnv })).stdout.trim();
+  expect(byKind(objects, 'ConfigMap')[0]!.metadata.namespace).toBe(tutorNamespace);
+  const oauthSecret = (parse(readFileSync(path.join(root, 'config.yml'), 'utf8')) as Record<string, string>).COURSE_ACCESS_GROUPS_OAUTH2_SECRET_SSO!;
+  expect(oauthSecret).toMatch(/^[A-Za-z0-9]{48}$/);
+  const [secret] = byKind(objects, 'Secret');
+  expect(secret!.stringData.LMS_OAUTH_CLIENT_SECRET).toBe(oauthSecret);
+  for (const cm of byKind(objects, 'ConfigMap')) expect(JSON.stringify(cm)).not.toContain(oauthSecret);
+  const config = loadConfig({ ...data, ...secret!.stringData });
+  expect(config.MONGO_URL).toBe('mongodb://cag:PASSWORD@mongo-0.mongo:27017/?replicaSet=rs0');
+  expect(config.LMS_OAUTH).toEqual({
+    browserUrl: 'http://local.openedx.io',
+    internalUrl: 'http://lms:8000',
+    clientId: data.LMS_OAUTH_CLIENT_ID,
+    clientSecret: oauthSecret,
+    publicUrl: data.PUBLIC_URL,
+  });
   expect(config.KAFKA_TOPICS).toEqual([`${prefix}-user-account-activated`, `${prefix}-user-lifecycle`, `${prefix}-course-catalog`]);
   // The LMS plugin calls the chart's API Service.
   const serviceUrl = new URL(/"SERVICE_URL": "([^"]+)"/.exec(lms)![1]!);

@@ -130,6 +130,12 @@ extra entries. Called with the root context; the role's own entries follow it.
     secretKeyRef: { name: {{ $es.name | quote }}, key: {{ $key | quote }}, optional: true }
 {{- end }}
 {{- end }}
+{{- /* Required with a client id (the service would exit 2 without it): the kubelet names a missing key. */}}
+{{- if .Values.lmsOauth.clientId }}
+- name: LMS_OAUTH_CLIENT_SECRET
+  valueFrom:
+    secretKeyRef: { name: {{ $es.name | quote }}, key: {{ $es.keys.lmsOauthClientSecret | quote }} }
+{{- end }}
 {{- end }}
 {{- if .Values.kafka.sasl.passwordSecret.name }}
 - name: KAFKA_SASL_PASSWORD_FILE
@@ -223,8 +229,8 @@ issuers with its key set), and the settings without a default.
 {{- fail "auth.algorithm, auth.issuer and auth.audience apply to the service's keys, and no JWT key source is set (auth.lms.issuers holds the LMS's issuers and audiences)" -}}
 {{- end -}}
 {{- if .Values.existingSecret.name -}}
-{{- if or .Values.auth.jwtSecret .Values.auth.jwtPublicKey .Values.secrets.mongoUrl .Values.secrets.schemaRegistryUsername .Values.secrets.schemaRegistryPassword .Values.kafka.sasl.password -}}
-{{- fail "existingSecret.name is set: put MONGO_URL, the JWT key and the registry and Kafka credentials in that Secret, not in auth.jwtSecret, auth.jwtPublicKey, secrets.* or kafka.sasl.password" -}}
+{{- if or .Values.auth.jwtSecret .Values.auth.jwtPublicKey .Values.secrets.mongoUrl .Values.secrets.schemaRegistryUsername .Values.secrets.schemaRegistryPassword .Values.secrets.lmsOauthClientSecret .Values.kafka.sasl.password -}}
+{{- fail "existingSecret.name is set: put MONGO_URL, the JWT key, the registry and Kafka credentials and the LMS OAuth2 client secret in that Secret, not in auth.jwtSecret, auth.jwtPublicKey, secrets.* or kafka.sasl.password" -}}
 {{- end -}}
 {{- else -}}
 {{- if .Values.existingSecret.jwtKey -}}
@@ -247,6 +253,7 @@ issuers with its key set), and the settings without a default.
 {{- fail "secrets.schemaRegistryUsername: basic auth over an http:// config.schemaRegistryUrl would send the password in clear (the service refuses it at start-up): use the https:// URL of the registry" -}}
 {{- end -}}
 {{- include "cag.validateKafka" . -}}
+{{- include "cag.validateLmsOauth" . -}}
 {{- if and .Values.ingress.enabled (not .Values.ingress.hosts) -}}
 {{- fail "ingress.enabled: give ingress.hosts (the host names browsers use, e.g. lms.example.org)" -}}
 {{- end -}}
@@ -300,51 +307,82 @@ issuers with its key set), and the settings without a default.
 {{- end -}}
 {{- end -}}
 
-{{/* The upgrade Job's pod template (its hash names the Job). */}}
-{{- define "cag.upgradePod" -}}
-{{- $j := .Values.upgradeJob -}}
+{{/*
+The console's sign-in through the LMS, refused here as start-up would refuse it
+(src/lms-oauth-settings.ts): settings without a client id, or a client id without what it needs.
+*/}}
+{{- define "cag.validateLmsOauth" -}}
+{{- $o := .Values.lmsOauth -}}
+{{- if not $o.clientId -}}
+{{- $orphans := list -}}
+{{- if $o.url }}{{ $orphans = append $orphans "lmsOauth.url" }}{{ end -}}
+{{- if $o.internalUrl }}{{ $orphans = append $orphans "lmsOauth.internalUrl" }}{{ end -}}
+{{- if .Values.secrets.lmsOauthClientSecret }}{{ $orphans = append $orphans "secrets.lmsOauthClientSecret" }}{{ end -}}
+{{- if $orphans -}}
+{{- fail (printf "%s set, but lmsOauth.clientId is not (the console's sign-in through the LMS is on only with a client id)" (join ", " $orphans)) -}}
+{{- end -}}
+{{- else -}}
+{{- $missing := list -}}
+{{- if not $o.url }}{{ $missing = append $missing "lmsOauth.url (LMS_OAUTH_URL: the LMS's root as browsers reach it)" }}{{ end -}}
+{{- if not .Values.config.publicUrl }}{{ $missing = append $missing "config.publicUrl (PUBLIC_URL: the service's root as browsers reach it)" }}{{ end -}}
+{{- if not .Values.auth.lms.issuers }}{{ $missing = append $missing "auth.lms.issuers and auth.lms.jwkSet (the LMS's trust path: it verifies the token the sign-in receives)" }}{{ end -}}
+{{- if not (or .Values.existingSecret.name .Values.secrets.lmsOauthClientSecret) }}{{ $missing = append $missing "secrets.lmsOauthClientSecret (LMS_OAUTH_CLIENT_SECRET; or existingSecret.name, read under existingSecret.keys.lmsOauthClientSecret)" }}{{ end -}}
+{{- if $missing -}}
+{{- fail (printf "lmsOauth.clientId is set (the console's sign-in through the LMS), but not: %s" (join "; " $missing)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The pod template of a Job of the chart, its hash the Job's name: the service's image, environment,
+mounts and security, as the roles' pods. (dict "ctx" . "name" "upgrade" "job" .Values.upgradeJob
+"command" (list ...)): the component and container name, the Job's values, the command.
+*/}}
+{{- define "cag.jobPod" -}}
+{{- $ctx := .ctx -}}
+{{- $j := .job -}}
 metadata:
   labels:
-    {{- include "cag.selectorLabels" (dict "ctx" . "role" "upgrade") | nindent 4 }}
+    {{- include "cag.selectorLabels" (dict "ctx" $ctx "role" .name) | nindent 4 }}
     {{- with $j.podLabels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
   annotations:
-    checksum/config: {{ cat (include (print .Template.BasePath "/configmap.yaml") .) (include (print .Template.BasePath "/secret.yaml") .) | sha256sum }}
+    checksum/config: {{ cat (include (print $ctx.Template.BasePath "/configmap.yaml") $ctx) (include (print $ctx.Template.BasePath "/secret.yaml") $ctx) | sha256sum }}
     {{- with $j.podAnnotations }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
 spec:
   restartPolicy: Never
-  serviceAccountName: {{ include "cag.serviceAccountName" . }}
+  serviceAccountName: {{ include "cag.serviceAccountName" $ctx }}
   automountServiceAccountToken: false
-  {{- with include "cag.hostNetwork" . }}{{ . | nindent 2 }}{{ end }}
-  {{- with .Values.imagePullSecrets }}
+  {{- with include "cag.hostNetwork" $ctx }}{{ . | nindent 2 }}{{ end }}
+  {{- with $ctx.Values.imagePullSecrets }}
   imagePullSecrets:
     {{- toYaml . | nindent 4 }}
   {{- end }}
   securityContext:
-    {{- toYaml .Values.podSecurityContext | nindent 4 }}
+    {{- toYaml $ctx.Values.podSecurityContext | nindent 4 }}
   containers:
-    - name: upgrade
-      image: {{ include "cag.image" . | quote }}
-      imagePullPolicy: {{ .Values.image.pullPolicy }}
+    - name: {{ .name }}
+      image: {{ include "cag.image" $ctx | quote }}
+      imagePullPolicy: {{ $ctx.Values.image.pullPolicy }}
       command:
-        {{- toYaml $j.command | nindent 8 }}
+        {{- toYaml .command | nindent 8 }}
       envFrom:
-        {{- include "cag.envFrom" . | trim | nindent 8 }}
+        {{- include "cag.envFrom" $ctx | trim | nindent 8 }}
       env:
         - name: CAG_OPERATOR
-          value: helm-upgrade-job
-        {{- include "cag.env" . | trim | nindent 8 }}
+          value: helm-{{ .name }}-job
+        {{- include "cag.env" $ctx | trim | nindent 8 }}
       resources:
         {{- toYaml $j.resources | nindent 8 }}
       securityContext:
-        {{- toYaml .Values.securityContext | nindent 8 }}
+        {{- toYaml $ctx.Values.securityContext | nindent 8 }}
       volumeMounts:
-        {{- include "cag.volumeMounts" . | trim | nindent 8 }}
+        {{- include "cag.volumeMounts" $ctx | trim | nindent 8 }}
   volumes:
-    {{- include "cag.volumes" . | trim | nindent 4 }}
+    {{- include "cag.volumes" $ctx | trim | nindent 4 }}
   {{- with $j.nodeSelector }}
   nodeSelector:
     {{- toYaml . | nindent 4 }}
