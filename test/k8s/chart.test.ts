@@ -5,13 +5,13 @@
 // kubernetes-validate, strict: unknown fields refused).
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config';
-import { byKind, CHART, CHART_DIR, CI_FILES, ciValues, deployment, type K8sObject, parseObjects, render, tool } from './tools';
+import { byKind, CHART, CHART_DIR, CI_FILES, ciValues, deployment, type K8sObject, parseObjects, render, runTutorSplitBlock, tool } from './tools';
 
 const run = promisify(execFile);
 const VALIDATE_PYTHON = process.env.K8S_VALIDATE_PYTHON ?? '';
@@ -899,35 +899,9 @@ describe('values refused at render time, with a message', () => {
 });
 
 test("docs/install-tutor.md's Tutor for Open edX, Helm for the service: the chart's topics, LMS trust path, console sign-in and Service are what the Tutor-rendered LMS uses", async () => {
-  const doc = readFileSync(path.resolve(__dirname, '../../docs/install-tutor.md'), 'utf8');
-  const section = doc.slice(doc.indexOf('## Tutor for Open edX, Helm for the service'));
-  const block = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
-  // A Tutor root with the plugin enabled and an organization (steps 1 to 3), then the block as
-  // written, `helm template` in place of `helm install` (no cluster here), with the packaged chart.
-  const root = path.join(tmp, 'tutor-helm');
-  await run('bash', [path.resolve(__dirname, '../../scripts/k8s/tutor-render.sh'), root]);
-  const packaged = CHART.endsWith('.tgz') ? CHART : (await tool('helm', ['package', CHART_DIR, '--destination', tmp])).stdout.trim().split(': ').pop()!;
-  const chartDir = path.join(tmp, 'tutor-helm-chart');
-  mkdirSync(chartDir, { recursive: true });
-  copyFileSync(packaged, path.join(chartDir, `course-access-groups-${CHART_VERSION}.tgz`));
-  const python = (await run('bash', [path.resolve(__dirname, '../../scripts/tutor-plugin.sh'), '21'])).stdout.trim();
-  const bin = path.join(tmp, 'tutor-helm-bin');
-  mkdirSync(bin, { recursive: true });
-  const main = "import sys; from tutor.commands.cli import main; sys.argv[0] = 'tutor'; sys.exit(main())";
-  writeFileSync(path.join(bin, 'tutor'), `#!/bin/sh\nexec ${JSON.stringify(python)} -c ${JSON.stringify(main)} "$@"\n`, { mode: 0o755 });
-  const script = block.replace('helm install ', 'helm template ');
-  expect(script).not.toBe(block);
-  const { stdout } = await run('sh', ['-e', '-c', script], {
-    cwd: chartDir,
-    maxBuffer: 64e6,
-    env: {
-      ...process.env,
-      PATH: `${bin}:${process.env.K8S_TOOLS}:${process.env.PATH}`,
-      TUTOR_ROOT: root,
-      TUTOR_PLUGINS_ROOT: path.join(root, 'plugins'),
-      PYTHONPATH: path.join(root, 'site'),
-    },
-  });
+  // The block as written (runTutorSplitBlock: a Tutor root with the plugin and an organization,
+  // steps 1 to 3, and the packaged chart), `helm template` in place of `helm install` (no cluster here).
+  const { stdout, root, python, tutor } = await runTutorSplitBlock(tmp, (block) => block.replace('helm install ', 'helm template '));
   const objects = parseObjects(stdout);
   const data = byKind(objects, 'ConfigMap')[0]!.data as Record<string, string>;
   // Where the LMS publishes: its rendered prefix, with the topics of the plugin's settings.
@@ -977,7 +951,7 @@ test("docs/install-tutor.md's Tutor for Open edX, Helm for the service: the char
   const tutorServices = parseObjects(readFileSync(path.join(root, 'env/k8s/services.yml'), 'utf8'));
   const lmsService = tutorServices.find((o) => o.kind === 'Service' && o.metadata.name === 'lms');
   expect((lmsService!.spec.ports as { port: number }[]).map((p) => p.port)).toContain(8000);
-  const tutorNamespace = (await run(path.join(bin, 'tutor'), ['config', 'printvalue', 'K8S_NAMESPACE'], { env: tutorEnv })).stdout.trim();
+  const tutorNamespace = (await run(tutor, ['config', 'printvalue', 'K8S_NAMESPACE'], { env: tutorEnv })).stdout.trim();
   expect(byKind(objects, 'ConfigMap')[0]!.metadata.namespace).toBe(tutorNamespace);
   const oauthSecret = (parse(readFileSync(path.join(root, 'config.yml'), 'utf8')) as Record<string, string>).COURSE_ACCESS_GROUPS_OAUTH2_SECRET_SSO!;
   expect(oauthSecret).toMatch(/^[A-Za-z0-9]{48}$/);

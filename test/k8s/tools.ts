@@ -78,9 +78,12 @@ export const deployment = (objects: K8sObject[], role: 'api' | 'consumer') =>
  * the release's wheel under RELEASE_DIR), the packaged chart in the working folder under the name
  * the block gives, `tutor` on the PATH. `edit` makes the block what the test runs (`helm template`
  * where there is no cluster; this machine's addresses); it must change it. Returns the block's
- * output and the Tutor root.
+ * output, the Tutor root, Tutor's python and its `tutor` command.
  */
-export async function runTutorSplitBlock(dir: string, edit: (block: string) => string): Promise<{ stdout: string; root: string }> {
+export async function runTutorSplitBlock(
+  dir: string,
+  edit: (block: string) => string,
+): Promise<{ stdout: string; root: string; python: string; tutor: string }> {
   const doc = readFileSync(path.resolve(__dirname, '../../docs/install-tutor.md'), 'utf8');
   const section = doc.slice(doc.indexOf('## Tutor for Open edX, Helm for the service'));
   const block = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
@@ -109,5 +112,5 @@ export async function runTutorSplitBlock(dir: string, edit: (block: string) => s
       PYTHONPATH: path.join(root, 'site'),
     },
   });
-  return { stdout, root };
+  return { stdout, root, python, tutor: path.join(bin, 'tutor') };
 }
