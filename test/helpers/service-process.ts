@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
+import { builtProgram } from './built';
 import { TEST_JWT_SECRET } from './stack';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -13,11 +14,12 @@ export interface ServiceProcess {
 }
 
 /**
- * The service as production runs it: `src/main.ts` in a child process (through tsx), configured
- * by environment only, so signals and SIGKILL hit a real process.
+ * The service as production runs it: `src/main.ts` in a child process (through tsx), or with
+ * `built` the compiled program as the image runs it (dist/src/main.js, built first when stale),
+ * configured by environment only, so signals and SIGKILL hit a real process.
  */
-export function spawnService(env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+export function spawnService(env: Record<string, string>, opts: { built?: boolean } = {}): ServiceProcess {
+  const child = spawn(process.execPath, opts.built ? [builtProgram('src/main.js')] : ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

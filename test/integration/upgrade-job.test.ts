@@ -5,7 +5,7 @@
 // rendered (its ConfigMap and Secret resolved as the kubelet does), and that command run with the
 // built program (dist/, as in the image) against a database of the local stack.
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
@@ -13,6 +13,7 @@ import { type Db, MongoClient } from 'mongodb';
 import { parseAllDocuments } from 'yaml';
 import { COLLECTIONS } from '../../src/db/collections';
 import { UPGRADES } from '../../src/db/upgrades';
+import { builtProgram } from '../helpers/built';
 import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
 
 const run = promisify(execFile);
@@ -27,21 +28,11 @@ type K8sObject = { kind: string; metadata: { name: string; labels?: Record<strin
 let helm: string;
 let client: MongoClient;
 
-/** The newest modification time under `dir` (src/ and consumers/, against the built dist/). */
-const newest = (dir: string): number =>
-  readdirSync(dir, { withFileTypes: true }).reduce((t, e) => {
-    const p = path.join(dir, e.name);
-    return Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
-  }, 0);
-
 beforeAll(() => {
   // helm as `npm run test:k8s` builds it (cached in ~/.cache/course-access-groups/k8s).
   helm = path.join(execFileSync('bash', [path.join(ROOT, 'scripts/k8s/tools.sh')], { encoding: 'utf8' }).trim(), 'helm');
-  // The Job runs the built program; CI has built it (`npm run build`), a clone may not have.
-  const built = path.join(ROOT, 'dist/src/cli/main.js');
-  if (!existsSync(built) || statSync(built).mtimeMs < Math.max(newest(path.join(ROOT, 'src')), newest(path.join(ROOT, 'consumers')))) {
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { cwd: ROOT });
-  }
+  // The Job runs the built program.
+  builtProgram('src/cli/main.js');
   client = new MongoClient(MONGO_URL);
 }, 600000);
 afterAll(async () => {

@@ -6,15 +6,17 @@ import { join } from 'node:path';
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { bringStoredDataCurrent, storedShape, UPGRADES, type Upgrade } from '../../src/db/upgrades';
+import { bringStoredDataCurrent, SHAPE_CHECK_MS, storedShape, UPGRADES, type Upgrade } from '../../src/db/upgrades';
 import { deleteCourse, upsertCourse } from '../../src/domain/courses';
 import { applyUserData, type UserEventKind } from '../../src/domain/user-event-data';
 import { createLogger } from '../../src/log';
 import { type Running, startService, type UpgradeOptions } from '../../src/runtime';
+import { builtProgram } from '../helpers/built';
 import { day, groupWithRule, membershipOf, userOf } from '../helpers/domain';
 import { waitFor } from '../helpers/events';
 import { client as http } from '../helpers/http';
-import { MONGO_URL, testConfig, uniqueName } from '../helpers/stack';
+import { killAll, type ServiceProcess, spawnService } from '../helpers/service-process';
+import { KAFKA_BROKERS, MONGO_URL, testConfig, uniqueName } from '../helpers/stack';
 import { freePort, tcpProxy } from '../helpers/tcp-proxy';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -509,19 +511,54 @@ const LATER_EXPAND: Upgrade = {
   servesFrom: UPGRADES.length,
 };
 
-test("rollback mid-upgrade: after a newer version's expand upgrade is interrupted, this version (the previous release) serves, consumes and its `cag upgrade` exits 0; rolled forward, nothing is left in the older shape; a contract interrupted after it leaves this version refusing", async () => {
+test("rollback mid-upgrade: after a newer version's expand upgrade is interrupted, this version's built program (the previous release's dist/) serves and its `cag upgrade` exits 0; rolled forward, nothing is left in the older shape; a contract interrupted after it leaves that program refusing", async () => {
   const name = uniqueName('upgrades-rollback');
   const target = client.db(name);
-  const started: Started[] = [];
+  const processes: ServiceProcess[] = [];
   const groupsOfOldShape = () => target.collection(COLLECTIONS.groups).countDocuments({ later: { $exists: false } });
+  /** The previous release as its image runs it: dist/src/main.js, on this database. */
+  const previousRelease = async (role: 'all' | 'api') => {
+    const port = await freePort();
+    const p = spawnService(
+      {
+        MONGO_URL,
+        MONGO_DB: name,
+        PORT: String(port),
+        SERVICE_ROLE: role,
+        KAFKA_BROKERS,
+        KAFKA_GROUP_ID: uniqueName('g'),
+        KAFKA_TOPICS: uniqueName('rollback'),
+        CHANGES_TOPIC: '',
+      },
+      { built: true },
+    );
+    processes.push(p);
+    const url = `http://127.0.0.1:${port}`;
+    const up = await waitFor(
+      () =>
+        http(url)
+          .get('/readyz')
+          .catch(() => ({ status: 0, body: {} }) as never),
+      (r) => r.status === 200,
+      60000,
+    );
+    expect({ status: up.status, output: up.status === 200 ? '' : p.output() }).toEqual({ status: 200, output: '' });
+    return url;
+  };
+  const builtCag = () =>
+    new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [builtProgram('src/cli/main.js'), 'upgrade'],
+        { env: { PATH: process.env.PATH, MONGO_URL, MONGO_DB: name, LOG_LEVEL: 'silent' } },
+        (err, _stdout, stderr) => resolve({ code: err ? Number(err.code) : 0, stderr }),
+      );
+    });
   try {
     await ensureIndexes(target);
     const token = await siteAdminToken('org-a');
-    const previous = await start(name, 'all', { shapeCheckMs: 100 });
-    started.push(previous);
-    await previous.running.ready;
-    for (let i = 0; i < 6; i++)
-      expect((await http(previous.url, token).post('course-access-groups/', { name: `before ${i}`, description: '' })).status).toBe(201);
+    const previous = await previousRelease('all');
+    for (let i = 0; i < 6; i++) expect((await http(previous, token).post('course-access-groups/', { name: `before ${i}`, description: '' })).status).toBe(201);
 
     // The newer version's upgrade stops after its first batch (its pod rolled back, its Job killed).
     const stop = new AbortController();
@@ -538,17 +575,15 @@ test("rollback mid-upgrade: after a newer version's expand upgrade is interrupte
     expect(await groupsOfOldShape()).toBe(4);
     expect(await storedShape(target)).toEqual({ shape: NEWER, floor: UPGRADES.length });
 
-    // The previous release goes on: past several shape checks, ready, writing, and a new pod of it starts.
-    await new Promise((r) => setTimeout(r, 500));
-    expect((await http(previous.url).get('/readyz')).body).toEqual({ status: 'ready' });
-    expect((await http(previous.url, token).post('course-access-groups/', { name: 'during the rollback', description: '' })).status).toBe(201);
-    const restarted = await start(name, 'api');
-    started.push(restarted);
-    await restarted.running.ready;
-    const list = await http(restarted.url, token).get('course-access-groups/');
+    // The previous release goes on: past two of its shape checks (every 5 s), ready, writing, and a new pod of it starts.
+    await new Promise((r) => setTimeout(r, 2 * SHAPE_CHECK_MS + 1000));
+    expect((await http(previous).get('/readyz')).body).toEqual({ status: 'ready' });
+    expect((await http(previous, token).post('course-access-groups/', { name: 'during the rollback', description: '' })).status).toBe(201);
+    const restarted = await previousRelease('api');
+    const list = await http(restarted, token).get('course-access-groups/');
     expect({ status: list.status, count: list.body.count }).toEqual({ status: 200, count: 7 });
     // Its Job (recreated by the rollback) has nothing to do, and says why: no failure to retry.
-    expect(await cagUpgrade(name)).toEqual({
+    expect(await builtCag()).toEqual({
       code: 0,
       stderr: `stored data is of shape ${NEWER}, newer than this version knows (${UPGRADES.length}), and this version still serves it (floor ${UPGRADES.length}); nothing to upgrade\n`,
     });
@@ -556,14 +591,14 @@ test("rollback mid-upgrade: after a newer version's expand upgrade is interrupte
     // Rolled forward: the interrupted pass resumes, and a whole pass takes what the rollback wrote.
     await upgradeStoredRecords(target, { upgrades: [...UPGRADES, LATER_EXPAND], batchSize: 2 });
     expect(await groupsOfOldShape()).toBe(0);
-    expect((await http(previous.url).get('/readyz')).body).toEqual({ status: 'ready' });
+    expect((await http(previous).get('/readyz')).body).toEqual({ status: 'ready' });
 
     // A contract after it (one more version) stops the previous release from its first pass on.
     const contract = new AbortController();
     await expect(
       upgradeStoredRecords(target, {
         upgrades: [...UPGRADES, LATER_EXPAND, LATER],
-        settleMs: 500,
+        settleMs: 2 * SHAPE_CHECK_MS,
         signal: contract.signal,
         afterBatch: async (u) => {
           if (u === LATER) contract.abort();
@@ -571,17 +606,17 @@ test("rollback mid-upgrade: after a newer version's expand upgrade is interrupte
       }),
     ).rejects.toThrow();
     const refused = await waitFor(
-      () => http(previous.url).get('/readyz'),
+      () => http(previous).get('/readyz'),
       (r) => r.status === 503,
-      10000,
+      3 * SHAPE_CHECK_MS,
     );
     expect(refused.body.failing).toContain(
       `stored data is of shape ${NEWER + 1}, newer than this version knows (${UPGRADES.length}): a newer version has upgraded it`,
     );
-    expect((await http(previous.url, token).post('course-access-groups/', { name: 'after the contract', description: '' })).status).toBe(503);
-    expect((await cagUpgrade(name)).code).toBe(4);
+    expect((await http(previous, token).post('course-access-groups/', { name: 'after the contract', description: '' })).status).toBe(503);
+    expect((await builtCag()).code).toBe(4);
   } finally {
-    await Promise.all(started.map((s) => s.running.stop()));
+    killAll(processes);
     await target.dropDatabase();
   }
-}, 120000);
+}, 180000);
