@@ -142,11 +142,12 @@ export async function runCli(argv: string[], io: CliIo = { stdout: process.stdou
 
 /** What `cag upgrade` did, in one line. */
 function upgradeOutcome(stored: StoredShape, ran: boolean): string {
+  if (ran) return 'stored data upgraded; it is current';
   // A rolled-back release's Job on a newer version's expand upgrades: nothing to do, and no failure to retry.
   if (stored.shape > UPGRADES.length) {
     return `stored data is of shape ${stored.shape}, newer than this version knows (${UPGRADES.length}), and this version still serves it (floor ${stored.floor}); nothing to upgrade`;
   }
-  return ran ? 'stored data upgraded; it is current' : 'stored data is current; nothing to upgrade';
+  return 'stored data is current; nothing to upgrade';
 }
 
 /** Reports the upgrade's progress on stderr: every change of what it waits for, at most every 5 s. */

@@ -240,9 +240,16 @@ export const UPGRADES: readonly Upgrade[] = [
   LEARNER_HISTORIES,
 ];
 
-/** The lowest shape a process must know to serve on data that has been through `upgrades`. */
-export function servingFloor(upgrades: readonly Upgrade[]): number {
-  return upgrades.reduce((floor, u, i) => Math.max(floor, u.servesFrom ?? i + 1), 0);
+/**
+ * The lowest shape a process must know to serve on data that has been through `upgrades` (those
+ * of them `through` says, each at its place in the list). An upgrade's `servesFrom` is at most its
+ * own place: a floor above the list would refuse the version's own data, for good.
+ */
+export function servingFloor(upgrades: readonly Upgrade[], through: (u: Upgrade) => boolean = () => true): number {
+  return upgrades.reduce((floor, u, i) => {
+    if (u.servesFrom !== undefined && u.servesFrom > i + 1) throw new Error(`upgrade ${u.name}: servesFrom ${u.servesFrom} is above its place (${i + 1})`);
+    return through(u) ? Math.max(floor, u.servesFrom ?? i + 1) : floor;
+  }, 0);
 }
 
 /** Whether processes that do not know `upgrade` (at its place in `upgrades`) still serve on the data it leaves. */
@@ -431,9 +438,12 @@ async function runUpgrades(
     // that know shapes stop writing from now on; those an expand upgrade still serves go on.
     const floor = await raiseShape(db, upgrades);
     const announced = Date.now();
-    // Only a database that had a shape can have processes that watch it, and only a raised floor
-    // stops them; nothing to wait for otherwise.
-    const settleMs = before.shape > 0 && floor > before.floor ? (opts.settleMs ?? DEFAULT_SETTLE_MS) : 0;
+    // Only a database that had a shape can have processes that watch it, and only a floor above the
+    // one the done upgrades set stops them; nothing to wait for otherwise. Measured from the done
+    // upgrades, not the stored floor: a holder that raised it and stopped (a resumed contract) left
+    // older processes that may not have noticed yet.
+    const settledFloor = servingFloor(upgrades, (u) => !before.pending.includes(u));
+    const settleMs = before.shape > 0 && floor > settledFloor ? (opts.settleMs ?? DEFAULT_SETTLE_MS) : 0;
     log.info({ shape: upgrades.length, floor, was: before.shape, pending: before.pending.map((u) => u.name) }, 'upgrading stored data');
     for (const upgrade of before.pending) {
       const resume = before.progress?.upgrade === upgrade.name ? before.progress : null;

@@ -394,6 +394,29 @@ describe('tokens', () => {
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
   });
 
+  test("while config.json cannot be read (a proxy's 502 during a deploy) a pasted token is kept by no one; once it answers, the LMS's is traded", async () => {
+    // Not watched for console errors: the browser logs the 502 this test makes. Script errors are still checked.
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    contexts.push(context);
+    const page = await context.newPage();
+    const scriptErrors: string[] = [];
+    page.on('pageerror', (e) => scriptErrors.push(e.message));
+    let down = true;
+    await page.route('**/course_access_groups/console/config.json', (route) => (down ? route.fulfill({ status: 502, body: 'Bad gateway' }) : route.continue()));
+    const pasted = await lmsToken({ user_id: 15, roles: ['course_access_groups_admin:org-a'] });
+    await pasteToken(page, service.baseUrl, pasted);
+    await page.getByRole('form', { name: 'Sign in' }).locator('[aria-invalid="true"]').waitFor();
+    expect(await fieldErrorText(page, 'Sign in', 'token')).toBe('The service cannot be reached. Check the connection and try again.');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    down = false;
+    const form = page.getByRole('form', { name: 'Sign in' });
+    await form.getByLabel('Access token').fill(pasted);
+    await form.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+    expect(await keptClaims(page)).toMatchObject({ iss: CONSOLE_ISSUER, user_id: 15 });
+    expect(scriptErrors).toEqual([]);
+  });
+
   test('without the sign-in through the LMS the service cannot trade an LMS token: the console refuses to keep it and says why', async () => {
     const lmsOnly = await startTestService(LMS_TRUST);
     try {

@@ -28,8 +28,10 @@ export function builtProgram(rel = 'src/main.js'): string {
       mkdirSync(lock);
       break;
     } catch {
-      if (Date.now() > until) throw new Error(`dist/ is being built by another process for 5 minutes (${lock})`);
-      execFileSync('sleep', ['1']);
+      // A lock older than any build (tsc takes under a minute here) was left by a killed worker.
+      if (Date.now() - statSync(lock, { throwIfNoEntry: false })!.mtimeMs > 180_000) rmSync(lock, { recursive: true, force: true });
+      else if (Date.now() > until) throw new Error(`dist/ is being built by another process for 5 minutes (${lock})`);
+      else execFileSync('sleep', ['1']);
     }
   }
   try {

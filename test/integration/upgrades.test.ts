@@ -620,3 +620,39 @@ test("rollback mid-upgrade: after a newer version's expand upgrade is interrupte
     await target.dropDatabase();
   }
 }, 180000);
+
+test('a contract resumed by another holder (the first one stopped after raising the floor) still waits for older processes before its confirming pass: what one writes within the window is upgraded', async () => {
+  const name = uniqueName('upgrades-resumed-settle');
+  const target = client.db(name);
+  const SETTLE = 3000;
+  try {
+    await ensureIndexes(target);
+    await upgradeStoredRecords(target); // this version's shape: older processes of it watch the floor
+    const users = target.collection(COLLECTIONS.users);
+    await insertOldShapeUsers(target, 6, 1, 'current');
+    // The newer version's first holder raises the floor, then stops after one batch (SIGTERM: its lease released).
+    const stop = new AbortController();
+    const raised = Date.now();
+    await expect(
+      upgradeStoredRecords(target, {
+        upgrades: [...UPGRADES, LATER],
+        settleMs: SETTLE,
+        batchSize: 2,
+        signal: stop.signal,
+        afterBatch: async (u) => {
+          if (u === LATER) stop.abort();
+        },
+      }),
+    ).rejects.toThrow();
+    // An older process that has not noticed the floor yet (it has SETTLE) writes a learner of its shape late in that window.
+    const older = new Promise<void>((resolve, reject) =>
+      setTimeout(() => users.insertOne({ _id: 'written-by-an-older-process' } as never).then(() => resolve(), reject), SETTLE - 500),
+    );
+    // Another pod of the newer version takes the lease at once and resumes.
+    await upgradeStoredRecords(target, { upgrades: [...UPGRADES, LATER], settleMs: SETTLE, batchSize: 2 });
+    await older;
+    expect({ waited: Date.now() - raised >= SETTLE, left: await users.countDocuments({ later: { $exists: false } }) }).toEqual({ waited: true, left: 0 });
+  } finally {
+    await target.dropDatabase();
+  }
+}, 60000);

@@ -42,18 +42,23 @@ beforeAll(async () => {
   );
   await ok('kubectl', ['create', 'namespace', NS]);
   await ok('kubectl', ['label', 'namespace', NS, 'pod-security.kubernetes.io/enforce=privileged']);
-  const { root } = await runTutorSplitBlock(
-    tmp,
-    (block) =>
-      `${block
-        .replace('kafka-0.kafka:9092', KAFKA_BROKERS)
-        .replace('http://registry.openedx:8080/apis/ccompat/v7', SCHEMA_REGISTRY_URL)
-        .replaceAll('.openedx:8000', `.${NS}:8000`)
-        .replace('--namespace openedx', `--namespace ${NS}`)
-        .replace('registry.example.org/course-access-groups', 'docker.io/library/course-access-groups')
-        .replace('mongodb://cag:PASSWORD@mongo-0.mongo:27017/?replicaSet=rs0', MONGO_URL)
-        .trimEnd()} \\\n  -f ${node} --wait --wait-for-jobs --timeout 300s\n`,
-  );
+  // Each of this machine's values in place of the doc's, every one of which must be there: a doc
+  // that changed fails here rather than installing into a real `openedx` namespace.
+  const swaps: [string, string][] = [
+    ['kafka-0.kafka:9092', KAFKA_BROKERS],
+    ['http://registry.openedx:8080/apis/ccompat/v7', SCHEMA_REGISTRY_URL],
+    ['.openedx:8000', `.${NS}:8000`],
+    ['--namespace openedx', `--namespace ${NS}`],
+    ['registry.example.org/course-access-groups', 'docker.io/library/course-access-groups'],
+    ['mongodb://cag:PASSWORD@mongo-0.mongo:27017/?replicaSet=rs0', MONGO_URL],
+  ];
+  const { root } = await runTutorSplitBlock(tmp, (block) => {
+    const local = swaps.reduce((text, [from, to]) => {
+      if (!text.includes(from)) throw new Error(`docs/install-tutor.md's block no longer holds ${from}`);
+      return text.replaceAll(from, to);
+    }, block);
+    return `${local.trimEnd()} \\\n  -f ${node} --wait --wait-for-jobs --timeout 300s\n`;
+  });
   rendered = parse(readFileSync(path.join(root, 'env/plugins/course-access-groups/apps/helm/values.yaml'), 'utf8'));
   mongo = new MongoClient(MONGO_URL);
 }, 600000);

@@ -34,3 +34,10 @@ test('a process below the floor refuses, saying why; one at or above it serves a
   );
   expect(newerShapeReason({ shape: n + 2, floor: n + 1 }, n + 1)).toBeNull();
 });
+
+test('the floor of the upgrades done so far (each at its place), and no servesFrom above its own place', () => {
+  const contract = upgrade('contract');
+  const list = [...UPGRADES, upgrade('expand', n), contract];
+  expect(servingFloor(list, (u) => u !== contract)).toBe(n);
+  expect(() => servingFloor([...UPGRADES, upgrade('wrong', n + 2)])).toThrow(`upgrade wrong: servesFrom ${n + 2} is above its place (${n + 1})`);
+});

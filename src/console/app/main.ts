@@ -119,9 +119,11 @@ function showSignIn(message: string | null): void {
 async function keepable(raw: string): Promise<string> {
   const parsed = parseToken(raw);
   if (!parsed.ok) return raw;
-  const config = await consoleConfig();
-  if (!config.lmsIssuers.includes(parsed.claims.issuer ?? '')) return parsed.token;
   const refuse = (why: string) => new ApiError(400, { token: [why] }, why);
+  // Without the service's answer the page cannot tell the LMS's token from another: it keeps none.
+  const config = await consoleConfig();
+  if (config === null) throw refuse('The service cannot be reached. Check the connection and try again.');
+  if (!config.lmsIssuers.includes(parsed.claims.issuer ?? '')) return parsed.token;
   if (!config.exchange) {
     throw refuse(
       'This is the LMS’s own token, which opens every Open edX service: the console does not keep it. Sign in with the LMS (the service’s LMS_OAUTH_* settings), or paste a token of this service’s own keys.',

@@ -16,13 +16,14 @@ export interface ConsoleConfig {
   exchange: string | null;
 }
 
-let loaded: Promise<ConsoleConfig> | null = null;
+let loaded: Promise<ConsoleConfig | null> | null = null;
 
-export function consoleConfig(): Promise<ConsoleConfig> {
+/** The service's config.json, or null when it could not be read (asked again next time: a failure is never kept). */
+export function consoleConfig(): Promise<ConsoleConfig | null> {
   loaded ??= (async () => {
     try {
       const res = await fetch('config.json', { credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' });
-      if (!res.ok) return { lmsSignIn: null, lmsIssuers: [], exchange: null };
+      if (!res.ok) return null;
       const body = (await res.json()) as Partial<ConsoleConfig>;
       const offer = body.lmsSignIn;
       return {
@@ -31,13 +32,16 @@ export function consoleConfig(): Promise<ConsoleConfig> {
         exchange: typeof body.exchange === 'string' ? body.exchange : null,
       };
     } catch {
-      return { lmsSignIn: null, lmsIssuers: [], exchange: null }; // the paste form still works
+      return null;
     }
-  })();
+  })().then((config) => {
+    if (config === null) loaded = null;
+    return config;
+  });
   return loaded;
 }
 
-export const lmsSignIn = (): Promise<LmsSignIn | null> => consoleConfig().then((c) => c.lmsSignIn);
+export const lmsSignIn = (): Promise<LmsSignIn | null> => consoleConfig().then((c) => c?.lmsSignIn ?? null);
 
 /**
  * The console's own token for an LMS JWT pasted by hand (the service checks it as the LMS's
