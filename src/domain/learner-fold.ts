@@ -93,10 +93,18 @@ function userStep(s: LearnerState, e: Extract<LearnerEntry, { kind: 'user' }>, i
   else if (e.capable && periodOpen) {
     // The period's one activation: its rule applies, once, and only to a learner with no group.
     periodOpen = false;
-    if (membership === null && e.rule !== null && isLive(e.rule)) membership = { group: e.rule, by: 'rule', born: { at: e.at, seq: e.seq } };
+    if (!inGroup(membership, isLive) && e.rule !== null) membership = { group: e.rule, by: 'rule', born: { at: e.at, seq: e.seq } };
   }
   return { record, membership, since, periodOpen };
 }
+
+/**
+ * Whether the learner is in a group that still exists. The walk makes and keeps a membership
+ * whose group was deleted since, as it was made then (it is left out at the end, `foldLearner`):
+ * a move after it still moves that membership, keeping who made it and where it began, as it did
+ * when the move was made, while a rule or a join after it finds the learner in no group.
+ */
+const inGroup = (m: LearnerMembership | null, isLive: IsLiveGroup) => m !== null && isLive(m.group);
 
 /** The fold of a learner's entries; `isLive` tells which groups still exist. */
 export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerState> {
@@ -112,12 +120,12 @@ export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerStat
         case 'admin':
           // Made in the organization that held the learner then: moved since (a late event), it concerns the learner no more.
           if (s.record?.org !== e.org) return s;
-          if (e.group === null || !isLive(e.group)) return { ...s, membership: null };
+          if (e.group === null) return { ...s, membership: null };
           // A move keeps the membership (who made it, where it began); a creation begins one.
           if (e.move && s.membership) return { ...s, membership: { ...s.membership, group: e.group } };
           return { ...s, membership: { group: e.group, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } } };
         case 'join':
-          if (s.record?.org !== e.org || !s.record.is_active || s.membership !== null || !isLive(e.group)) return s;
+          if (s.record?.org !== e.org || !s.record.is_active || inGroup(s.membership, isLive)) return s;
           return { ...s, membership: { group: e.group, by: 'rule', born: { at: e.at, seq: e.seq } } };
       }
     },

@@ -114,3 +114,18 @@ test('deleting a group deletes its memberships, rules and course links, and noth
   // The user is free again.
   expect((await a.post('memberships/', { user: 50, group: kept.id })).status).toBe(201);
 });
+
+test('a membership moved to another group stays when the group it left is deleted (it may still be moved, and keeps where it began), and goes with the one it joined', async () => {
+  const left = (await a.post('course-access-groups/', { name: 'Left', description: '' })).body;
+  const joined = (await a.post('course-access-groups/', { name: 'Joined', description: '' })).body;
+  await seeder(service.db, 'org-a').user(6);
+  const made = await a.post('memberships/', { user: 6, group: left.id });
+  expect(made.status).toBe(201);
+  expect((await a.patch(`memberships/${made.body.id}/`, { group: joined.id })).status).toBe(200);
+  expect((await a.delete(`course-access-groups/${left.id}/`)).status).toBe(204);
+  const kept = await a.get(`memberships/${made.body.id}/`);
+  expect({ status: kept.status, group: kept.body.group?.id }).toEqual({ status: 200, group: joined.id });
+  expect((await a.patch(`memberships/${made.body.id}/`, { group: joined.id })).status).toBe(200);
+  expect((await a.delete(`course-access-groups/${joined.id}/`)).status).toBe(204);
+  expect((await a.get(`memberships/${made.body.id}/`)).status).toBe(404);
+});

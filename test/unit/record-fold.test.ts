@@ -291,6 +291,20 @@ describe('a learner', () => {
     expect(foldLearner(h, allLive)).toMatchObject({ record: null, membership: null });
   });
 
+  test('a membership moved to another group is the same membership after the group it left is deleted: who made it and where it began stay; deleted with the group it joined, the learner is in no group', () => {
+    // A rule's membership (group 1, made at the activation), then an administrator moves it to group 3.
+    let h = deliverAll([user(1)]);
+    h = arrive(h, { kind: 'admin', source: 'cag:admin', id: 'm', ...placeNow(h), timed: true, org: 'A', group: 3, move: true }).history;
+    const before = foldLearner(h, allLive).membership;
+    expect(before).toMatchObject({ group: 3, by: 'rule', born: { at: instant(1) } });
+    // Group 1 deleted since: the fold reads it as not live, and the membership is still the one that was moved.
+    expect(foldLearner(h, (g) => g !== 1).membership).toEqual(before);
+    // Group 3 deleted: no membership, and a join finds the learner in no group.
+    expect(foldLearner(h, (g) => g !== 3).membership).toBeNull();
+    h = arrive(h, { kind: 'join', source: 'cag:apply', id: 'j', ...placeNow(h), timed: true, org: 'A', group: 2 }).history;
+    expect(foldLearner(h, (g) => g !== 3).membership).toMatchObject({ group: 2, by: 'rule' });
+  });
+
   test('a move leaves the membership behind, keeps is_staff and starts site administration again', () => {
     const s = fold([user(1, { staff: true, admin: true }), user(2, { org: 'B', rule: null })]);
     expect(s.record).toMatchObject({ org: 'B', is_staff: true, is_site_admin: false });
