@@ -37,6 +37,33 @@ export const OTHER_ORG = 'bench-other';
 const EPOCH = '2020-01-01T00:00:00Z';
 export const WORDS = ['amber', 'birch', 'cedar', 'delta', 'ember', 'fjord', 'gamma', 'heron', 'indigo', 'juniper', 'kestrel', 'lumen'];
 
+/**
+ * A user as a version before the learners' histories stored it (no `h`; its earlier bookkeeping
+ * `act_v`, `act_done`): what bench/upgrade.ts and bench/upgrade-writes.ts upgrade.
+ */
+export function oldShapeUser(id: number, p: { username: string; name: string; email: string; active: boolean }) {
+  const epoch = '2020-01-01T00:00:00Z';
+  return {
+    _id: String(id),
+    id,
+    org: MAIN_ORG,
+    username: p.username,
+    name: p.name,
+    email: p.email,
+    email_lower: p.email,
+    is_active: p.active,
+    is_staff: false,
+    is_site_admin: false,
+    event_time: epoch,
+    listed: 1,
+    grp: 0,
+    member: 0,
+    facts_v: 0,
+    act_v: `${epoch}#0000`,
+    act_done: p.active,
+  };
+}
+
 /** A deterministic pseudo-random sequence (mulberry32), so every run seeds the same data set. */
 export function random(seed: number): () => number {
   let a = seed >>> 0;

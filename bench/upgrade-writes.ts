@@ -16,35 +16,16 @@ import { parseArgs } from 'node:util';
 import { type Db, type Document, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes } from '../src/db/collections';
 import { LEARNER_HISTORIES } from '../src/db/upgrades';
+import { oldShapeUser } from './seed';
 
 const { values } = parseArgs({ options: { users: { type: 'string', default: '10000' } } });
 const N = Number(values.users);
-const EPOCH = '2020-01-01T00:00:00Z';
 const BATCH = 500;
 
 async function seedOldShape(db: Db): Promise<void> {
   const docs = Array.from({ length: N }, (_, i) => {
     const id = i + 1;
-    const email = `first.last${id}@word${id % 50}.example.com`;
-    return {
-      _id: String(id),
-      id,
-      org: 'bench-main',
-      username: `first${id}`,
-      name: 'First Last',
-      email,
-      email_lower: email,
-      is_active: id % 50 !== 0,
-      is_staff: false,
-      is_site_admin: false,
-      event_time: EPOCH,
-      listed: 1,
-      grp: 0,
-      member: 0,
-      facts_v: 0,
-      act_v: `${EPOCH}#0000`,
-      act_done: id % 50 !== 0,
-    };
+    return oldShapeUser(id, { username: `first${id}`, name: 'First Last', email: `first.last${id}@word${id % 50}.example.com`, active: id % 50 !== 0 });
   });
   for (let i = 0; i < N; i += 5000) await db.collection(COLLECTIONS.users).insertMany(docs.slice(i, i + 5000) as never, { ordered: false });
 }

@@ -18,10 +18,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes } from '../src/db/collections';
-import { random, WORDS } from './seed';
+import { oldShapeUser, random, WORDS } from './seed';
 
 const ROOT = join(__dirname, '..');
-const EPOCH = '2020-01-01T00:00:00Z';
 
 const { values } = parseArgs({
   options: { users: { type: 'string', default: '100000' }, keep: { type: 'boolean', default: false } },
@@ -54,25 +53,7 @@ async function seedOldShapeUsers(db: Db, n: number): Promise<void> {
       const last = pick(WORDS);
       const email = `${first}.${last}${id}@${pick(WORDS)}.example.com`;
       const active = next() > 0.02;
-      docs.push({
-        _id: String(id),
-        id,
-        org: 'bench-main',
-        username: `${first}${id}`,
-        name: `${first} ${last}`,
-        email,
-        email_lower: email,
-        is_active: active,
-        is_staff: false,
-        is_site_admin: false,
-        event_time: EPOCH,
-        listed: 1,
-        grp: 0,
-        member: 0,
-        facts_v: 0,
-        act_v: `${EPOCH}#0000`,
-        act_done: active,
-      });
+      docs.push(oldShapeUser(id, { username: `${first}${id}`, name: `${first} ${last}`, email, active }));
     }
     await users.insertMany(docs as never, { ordered: false });
     if (Date.now() - lastSaid > 10_000) {

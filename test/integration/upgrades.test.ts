@@ -371,15 +371,19 @@ test('an upgrade stopped half-way (its process stopped or dead) is resumed where
   }
 }, 60000);
 
-/** A later version's upgrade (for these tests): marks every user. */
-const LATER: Upgrade = {
-  name: 'test-later',
-  collection: COLLECTIONS.users,
-  unit: 'users',
+/** A later version's upgrade (for these tests): marks every record of `collection`; `servesFrom` makes it an expand. */
+const marking = (name: string, collection: string, unit: string, servesFrom?: number): Upgrade => ({
+  name,
+  collection,
+  unit,
   projection: { _id: 1, later: 1 },
-  isOld: (u) => u.later === undefined,
-  upgrade: (u) => ({ updateOne: { filter: { _id: u._id, later: { $exists: false } }, update: { $set: { later: true } } } }),
-};
+  isOld: (doc) => doc.later === undefined,
+  upgrade: (doc) => ({ updateOne: { filter: { _id: doc._id, later: { $exists: false } }, update: { $set: { later: true } } } }),
+  ...(servesFrom === undefined ? {} : { servesFrom }),
+});
+
+/** A later version's contract: marks every user. */
+const LATER = marking('test-later', COLLECTIONS.users, 'users');
 
 /** The shape a newer version's one more upgrade gives. */
 const NEWER = UPGRADES.length + 1;
@@ -501,15 +505,7 @@ test('`cag upgrade` started before the database answers (a fresh install) waits 
 }, 90000);
 
 /** A later version's expand upgrade (for these tests): marks every group, and this version still serves on what it leaves. */
-const LATER_EXPAND: Upgrade = {
-  name: 'test-later-expand',
-  collection: COLLECTIONS.groups,
-  unit: 'groups',
-  projection: { _id: 1, later: 1 },
-  isOld: (g) => g.later === undefined,
-  upgrade: (g) => ({ updateOne: { filter: { _id: g._id, later: { $exists: false } }, update: { $set: { later: true } } } }),
-  servesFrom: UPGRADES.length,
-};
+const LATER_EXPAND = marking('test-later-expand', COLLECTIONS.groups, 'groups', UPGRADES.length);
 
 test("rollback mid-upgrade: after a newer version's expand upgrade is interrupted, this version's built program (the previous release's dist/) serves and its `cag upgrade` exits 0; rolled forward, nothing is left in the older shape; a contract interrupted after it leaves that program refusing", async () => {
   const name = uniqueName('upgrades-rollback');
