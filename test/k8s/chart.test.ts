@@ -459,6 +459,12 @@ describe('issue 36: production values', () => {
     expect(upgradeJob((await render({ files: minimal, set: { 'upgradeJob.enabled': 'false' } })).objects)).toBeUndefined();
     const custom = upgradeJob((await render({ files: minimal, set: { 'upgradeJob.command': '{node,dist/src/cli/main.js,upgrade,--verbose}' } })).objects)!;
     expect(custom.spec.template.spec.containers[0].command).toEqual(['node', 'dist/src/cli/main.js', 'upgrade', '--verbose']);
+    // Unset by default; set, from a values file (a YAML number: float64 in Helm) or --set (int64), either way.
+    expect([job.spec.ttlSecondsAfterFinished, job.spec.activeDeadlineSeconds]).toEqual([undefined, undefined]);
+    const timed = upgradeJob(
+      (await render({ files: minimal, set: { 'upgradeJob.ttlSecondsAfterFinished': '600', 'upgradeJob.activeDeadlineSeconds': '3600' } })).objects,
+    )!;
+    expect([timed.spec.ttlSecondsAfterFinished, timed.spec.activeDeadlineSeconds]).toEqual([600, 3600]);
   });
 
   test('the topics Job (opt-in): off by default; on, a plain Job running cag topics --create with the Kafka settings, mounts and restricted security of the service pods, named after the release, a new name when its pod changes', async () => {
