@@ -1,5 +1,5 @@
 /**
- * `npm run profile -- activation|access|change-log|lists|import|events`: where one request's time goes,
+ * `npm run profile -- activation|access|change-log|lists|candidates|import|events`: where one request's time goes,
  * command by command (the driver's command monitoring), on the server at MONGO_URL, one client,
  * no concurrency. The benchmark says how fast; this says why.
  *
@@ -19,6 +19,9 @@
  *   100,000 by default), each once warm, with every command it sends and its time. The data set
  *   takes minutes to seed: it is kept in the database `profile_lists_<users>` for the next run
  *   (PROFILE_DROP=1 drops it at the end).
+ * - `candidates`: what a search's exact check costs per candidate, on the same data set: 300 users
+ *   read by `_id` (as a two-term search reads its rarest trigram's records), ten reads each with
+ *   the whole documents, with the terms' patterns in the filter, and with two projections.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -185,6 +188,29 @@ async function lists(client: MongoClient) {
   if (process.env.PROFILE_DROP === '1') await db.dropDatabase();
 }
 
+async function candidates(client: MongoClient) {
+  const { db, users } = await benchData(client);
+  const records = db.collection(COLLECTIONS.users);
+  const ids = Array.from({ length: 300 }, (_, i) => String(1 + Math.floor((i * users) / 300)));
+  const term = (t: string) => ({ $or: ['username', 'name', 'email'].map((f) => ({ [f]: { $regex: t, $options: 'i' } })) });
+  const byId = { _id: { $in: ids }, org: MAIN_ORG } as Record<string, unknown>;
+  const reads: [string, () => Promise<unknown[]>][] = [
+    ['whole documents', () => records.find(byId).toArray()],
+    ["with a two-term search's patterns", () => records.find({ ...byId, listed: 1, $and: [term('cedar'), term('417')] }).toArray()],
+    ['projected to the searched fields', () => records.find(byId, { projection: { _id: 0, id: 1, username: 1, name: 1, email: 1, listed: 1 } }).toArray()],
+    ['projected to _id', () => records.find(byId, { projection: { _id: 1 } }).toArray()],
+  ];
+  console.log(`\n${ids.length} users by _id, ten reads each\n\n| read | ms a read | ms a candidate |\n|---|---:|---:|`);
+  for (const [name, read] of reads) {
+    await read();
+    const t0 = performance.now();
+    for (let i = 0; i < 10; i++) await read();
+    const ms = (performance.now() - t0) / 10;
+    console.log(`| ${name} | ${ms.toFixed(1)} | ${(ms / ids.length).toFixed(2)} |`);
+  }
+  if (process.env.PROFILE_DROP === '1') await db.dropDatabase();
+}
+
 /**
  * What one read and one update of a full change-log document cost (src/db/change-log.ts), with
  * its 64 entries stored as it stores them (JSON strings) and as sub-documents, the obvious form.
@@ -264,7 +290,7 @@ async function importProfile(client: MongoClient, db: Db) {
 
 async function main() {
   const mode = process.argv[2];
-  const modes = ['activation', 'access', 'lists', 'change-log', 'import', 'events'];
+  const modes = ['activation', 'access', 'lists', 'candidates', 'change-log', 'import', 'events'];
   if (!mode || !modes.includes(mode)) throw new Error(`usage: npm run profile -- ${modes.join('|')}`);
   const client = await new MongoClient(url, { monitorCommands: true }).connect();
   try {
@@ -272,6 +298,7 @@ async function main() {
     else if (mode === 'access') await access(client);
     else if (mode === 'events') await eventsProfile();
     else if (mode === 'import') await importProfile(client, client.db(`profile_import_${Date.now().toString(36)}`));
+    else if (mode === 'candidates') await candidates(client);
     else if (mode === 'change-log') await changeLogCost(client.db(`profile_change_log_${Date.now().toString(36)}`));
     else await lists(client);
   } finally {
