@@ -16,6 +16,7 @@ import { normalizeEventTime } from '../../src/domain/event-time';
 import { retireUser, upsertUser } from '../../src/domain/learners';
 import { courseQueries } from '../../src/features/courses/queries';
 import { userQueries } from '../../src/features/users/queries';
+import { nextTime as nextEventTime } from '../helpers/events';
 import { startTestService, type TestService } from '../helpers/stack';
 
 const RUNS = Number(process.env.SEARCH_PROPERTY_RUNS ?? 60);
@@ -35,11 +36,7 @@ async function indexedGrams(tenant: Tenant, which: 'users' | 'courses', r: numbe
   const grams = tenant.collection<GramDoc<number | string>>(which === 'users' ? COLLECTIONS.userGrams : COLLECTIONS.courseGrams);
   return new Set((await grams.find({ r } as Filter<GramDoc<number | string>>, { projection: { g: 1 } }).toArray()).map((d) => d.g));
 }
-let clock = Date.parse('2031-01-01T00:00:00Z');
-const nextTime = () => {
-  clock += 1000;
-  return normalizeEventTime(new Date(clock).toISOString());
-};
+const nextTime = () => normalizeEventTime(nextEventTime());
 
 interface Learner {
   username: string;
@@ -51,6 +48,17 @@ interface Learner {
 const learners = new Map<number, Learner>();
 /** course key -> name, or null once deleted */
 const courses = new Map<string, string | null>();
+/** One of the learners still in an organization, or of the courses not deleted, as `pick` chooses. */
+const liveLearner = (pick: number) =>
+  pickOf(
+    [...learners.keys()].filter((k) => learners.get(k)!.org !== null),
+    pick,
+  );
+const liveCourse = (pick: number) =>
+  pickOf(
+    [...courses.keys()].filter((k) => courses.get(k) !== null),
+    pick,
+  );
 
 const text = (min: number, max: number) => fc.string({ unit: fc.constantFrom(...ALPHABET), minLength: min, maxLength: max });
 const learnerFields = fc.record({ username: text(1, 10), name: fc.tuple(text(1, 8), text(0, 8)).map(([a, b]) => `${a} ${b}`.trim()), domain: text(1, 6) });
@@ -95,10 +103,7 @@ async function apply(c: Change): Promise<void> {
       return;
     }
     case 'update': {
-      const id = pickOf(
-        [...learners.keys()].filter((k) => learners.get(k)!.org !== null),
-        c.pick,
-      );
+      const id = liveLearner(c.pick);
       if (id === undefined) return;
       const l = learners.get(id)!;
       const next = {
@@ -117,10 +122,7 @@ async function apply(c: Change): Promise<void> {
       return;
     }
     case 'move': {
-      const id = pickOf(
-        [...learners.keys()].filter((k) => learners.get(k)!.org !== null),
-        c.pick,
-      );
+      const id = liveLearner(c.pick);
       if (id === undefined) return;
       const l = learners.get(id)!;
       const to = l.org === ORG ? AWAY : ORG;
@@ -129,10 +131,7 @@ async function apply(c: Change): Promise<void> {
       return;
     }
     case 'retire': {
-      const id = pickOf(
-        [...learners.keys()].filter((k) => learners.get(k)!.org !== null),
-        c.pick,
-      );
+      const id = liveLearner(c.pick);
       if (id === undefined) return;
       await retireUser(db, id, nextTime());
       learners.set(id, { ...learners.get(id)!, org: null });
@@ -145,20 +144,14 @@ async function apply(c: Change): Promise<void> {
       return;
     }
     case 'renameCourse': {
-      const key = pickOf(
-        [...courses.keys()].filter((k) => courses.get(k) !== null),
-        c.pick,
-      );
+      const key = liveCourse(c.pick);
       if (key === undefined) return;
       await upsertCourse(new Tenant(db, ORG), { key, name: c.name }, nextTime());
       courses.set(key, c.name);
       return;
     }
     case 'deleteCourse': {
-      const key = pickOf(
-        [...courses.keys()].filter((k) => courses.get(k) !== null),
-        c.pick,
-      );
+      const key = liveCourse(c.pick);
       if (key === undefined) return;
       await deleteCourse(db, key, nextTime());
       courses.set(key, null);
