@@ -284,16 +284,20 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
 
     if (opts.audit) {
       // A record's "after" is what the next intent of the same record saw before its write, when
-      // there is one in this batch, else the record as read now.
+      // one was read (ready or still in flight: a delete in flight has already removed what a
+      // create made), else the record as read now.
+      const resolving = new Set(ready.map((e) => e._id));
       const nextBefore = new Map<string, Document | null>();
       const records = [];
-      for (let j = ready.length - 1; j >= 0; j--) {
-        const e = ready[j]!;
-        const after = e.k.map((k) => {
-          const rk = recordKey(e.c, k);
-          return nextBefore.has(rk) ? nextBefore.get(rk)! : state(e, k);
-        });
-        records.unshift(...buildAuditRecords(e, after));
+      for (let j = pending.length - 1; j >= 0; j--) {
+        const e = pending[j]!;
+        if (resolving.has(e._id)) {
+          const after = e.k.map((k) => {
+            const rk = recordKey(e.c, k);
+            return nextBefore.has(rk) ? nextBefore.get(rk)! : state(e, k);
+          });
+          records.unshift(...buildAuditRecords(e, after));
+        }
         if (e.b) {
           e.k.forEach((k, i) => {
             nextBefore.set(recordKey(e.c, k), e.b![i] ?? null);

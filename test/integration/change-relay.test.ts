@@ -204,3 +204,46 @@ test('a change event the broker refuses even alone is logged at error level with
   expect(logged).toMatchObject({ level: 50, subject: `course-access-groups/${big.id}`, event_id: expect.any(String) });
   expect(await metricValue(service.baseUrl, 'changes_unpublishable_total', { type: after.event.type })).toBe(1);
 }, 90000);
+
+test("a record created, then deleted by a write still in flight: the create's audit record shows what it made, not the state after the delete", async () => {
+  // Once failed a CI run: the relay resolved the create (done) while the delete's intent was not yet
+  // named done, read the membership as already gone, and audited nothing (before = after = none).
+  const s = await start({ CHANGES_TOPIC: '', AUDIT_LOG: 'on' });
+  const org = uniqueName('org');
+  const made: MembershipDoc = { _id: '7', id: 7, org, user: 70, group: 1, automatic: false };
+  const createRid = `create-${org}`;
+  const deleteRid = `delete-${org}`;
+  const outbox = s.db.collection<OutboxDoc>(COLLECTIONS.outbox);
+  // The create: past the grace period, so resolvable. The delete: just opened, its write done
+  // (the membership is gone) but not yet named done, so it waits out the grace period.
+  await orphanIntent(s.db, { c: COLLECTIONS.memberships, o: org, k: ['7'], audit: true, e: false, b: [null], rid: createRid });
+  await outbox.insertOne({
+    _id: newIntentId(),
+    t: new Date(),
+    cause: 'admin',
+    actor: { type: 'user', user_id: 9, role: 'site_admin' },
+    c: COLLECTIONS.memberships,
+    o: org,
+    k: ['7'],
+    audit: true,
+    e: false,
+    b: [made],
+    rid: deleteRid,
+  });
+
+  await waitFor(
+    () => outboxIds(s.db),
+    (ids) => !ids.includes(createRid),
+  );
+  expect(await outboxIds(s.db)).toEqual([deleteRid]);
+  expect(await auditOf(s.db, createRid)).toEqual([
+    expect.objectContaining({ action: 'create', resource: 'memberships', resource_id: '7', before: null, after: expect.objectContaining({ user: 70, group: 1 }) }),
+  ]);
+  // The delete, once past the grace period, is audited as the delete of what the create made.
+  await waitFor(
+    () => auditOf(s.db, deleteRid),
+    (records) => records.length > 0,
+    60000,
+  );
+  expect(await auditOf(s.db, deleteRid)).toEqual([expect.objectContaining({ action: 'delete', before: expect.objectContaining({ user: 70 }), after: null })]);
+}, 90000);
