@@ -237,7 +237,13 @@ test("a record created, then deleted by a write still in flight: the create's au
   );
   expect(await outboxIds(s.db)).toEqual([deleteRid]);
   expect(await auditOf(s.db, createRid)).toEqual([
-    expect.objectContaining({ action: 'create', resource: 'memberships', resource_id: '7', before: null, after: expect.objectContaining({ user: 70, group: 1 }) }),
+    expect.objectContaining({
+      action: 'create',
+      resource: 'memberships',
+      resource_id: '7',
+      before: null,
+      after: expect.objectContaining({ user: 70, group: 1 }),
+    }),
   ]);
   // The delete, once past the grace period, is audited as the delete of what the create made.
   await waitFor(
