@@ -1,3 +1,4 @@
+import { emailDomain } from './email-domain';
 import { type EntryBase, type Fold, foldHistory, type History, type Place } from './record-history';
 
 /**
@@ -24,7 +25,10 @@ export type LearnerEntry = EntryBase &
         facts: LearnerFacts;
         /** The event's type can be an activation (account activated, registration, login; never an update). */
         capable: boolean;
-        /** The group of the rule its email's domain matched when it arrived, or null. */
+        /**
+         * The group of the rule its email's domain matched when it arrived, or null. The fold
+         * applies, at a period's activation, what the period's first arrival matched (`prepare`).
+         */
         rule: number | null;
       }
     | { kind: 'retired' }
@@ -40,6 +44,8 @@ export type LearnerEntry = EntryBase &
      */
     | { kind: 'join'; org: string; group: number }
   );
+
+type UserEntry = Extract<LearnerEntry, { kind: 'user' }>;
 
 export interface LearnerRecord {
   org: string;
@@ -73,7 +79,7 @@ export const NO_LEARNER: LearnerState = { record: null, membership: null, since:
 /** Group ids are never reused: a group that is not live was deleted, and names no group any more. */
 export type IsLiveGroup = (group: number) => boolean;
 
-function userStep(s: LearnerState, e: Extract<LearnerEntry, { kind: 'user' }>, isLive: IsLiveGroup): LearnerState {
+function userStep(s: LearnerState, e: UserEntry, isLive: IsLiveGroup): LearnerState {
   const old = s.record;
   const fresh = old === null || old.org !== e.org;
   // A move keeps the platform-wide flag; site administration is of an organization and starts again.
@@ -106,11 +112,52 @@ function userStep(s: LearnerState, e: Extract<LearnerEntry, { kind: 'user' }>, i
  */
 const inGroup = (m: LearnerMembership | null, isLive: IsLiveGroup) => m !== null && isLive(m.group);
 
+/**
+ * The rule each activation-capable event applies if it is its period's activation (SPEC §5: the
+ * period's rules are applied once, when the service first sees it active). A period is what lies
+ * between two of the walk's openings (a new incarnation, an event showing the learner inactive);
+ * its activation is its oldest event in event time, but the service applied the period when its
+ * first event *arrived*, with the rules of that moment. So the activation applies what the
+ * period's first arrival matched, when both emails have one domain: a rule created, changed or
+ * deleted (its group with it) between two arrivals of one period then changes nothing, whichever
+ * of them arrived first. Emails of two domains in one period: the rules of the first arrival are
+ * not known for the other's domain, and the activation applies what it matched itself
+ * (docs/event-core.md "Bounds").
+ */
+function periodRules(entries: LearnerEntry[], start: LearnerState): LearnerEntry[] {
+  const firstArrival = new Map<UserEntry, UserEntry>();
+  let org: string | null = start.record?.org ?? null;
+  let period: UserEntry[] = [];
+  const close = () => {
+    const first = period.reduce<UserEntry | null>((a, e) => (a === null || e.seq < a.seq ? e : a), null);
+    for (const e of period) firstArrival.set(e, first!);
+    period = [];
+  };
+  for (const e of entries) {
+    if (e.kind === 'retired') {
+      close();
+      org = null;
+    } else if (e.kind === 'user') {
+      // The openings userStep makes: a new incarnation, or an event showing the learner inactive.
+      if (org !== e.org || !e.facts.is_active) close();
+      org = e.org;
+      if (e.capable && e.facts.is_active) period.push(e);
+    }
+  }
+  close();
+  return entries.map((e) => {
+    const first = e.kind === 'user' ? firstArrival.get(e) : undefined;
+    if (!first || first === e || emailDomain(first.facts.email) !== emailDomain((e as UserEntry).facts.email)) return e;
+    return { ...e, rule: first.rule };
+  });
+}
+
 /** The fold of a learner's entries; `isLive` tells which groups still exist. */
 export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerState> {
   return {
     initial: NO_LEARNER,
     resets: (e) => e.kind === 'retired',
+    prepare: periodRules,
     step(s, e) {
       switch (e.kind) {
         case 'user':

@@ -60,6 +60,12 @@ export interface Fold<E extends EntryBase, S> {
   step(state: S, entry: E): S;
   /** An entry after which the state depends on nothing before it (a retirement, a course's deletion). */
   resets(entry: E): boolean;
+  /**
+   * What each entry says to `step`, seen with the entries around it (the learner's fold: which
+   * rule a period's activation applies depends on which of the period's events arrived first).
+   * Given the entries walked from `start`, in order; returns them in the same order.
+   */
+  prepare?(entries: E[], start: S): E[];
 }
 
 /** An entry as it arrives, before the history gives it its `seq` (distributed over a union of entry kinds). */
@@ -121,8 +127,12 @@ export function arrive<E extends EntryBase, S>(h: History<E, S>, entry: Arriving
 
 /** The state the history folds to. */
 export function foldHistory<E extends EntryBase, S>(h: History<E, S>, fold: Fold<E, S>): S {
-  return h.entries.reduce(fold.step, h.floor?.state ?? fold.initial);
+  return walk(fold, h.entries, h.floor?.state ?? fold.initial);
 }
+
+/** The state `entries` (in order) fold to from `start`. */
+const walk = <E extends EntryBase, S>(fold: Fold<E, S>, entries: E[], start: S): S =>
+  (fold.prepare ? fold.prepare(entries, start) : entries).reduce(fold.step, start);
 
 export interface Compaction {
   /** Entries whose instant is this far behind the newest one are folded into the floor. */
@@ -156,10 +166,12 @@ export function compact<E extends EntryBase, S>(h: History<E, S>, fold: Fold<E, 
     while (cut < h.entries.length - 1 && (h.entries.length - cut > bounds.maxEntries || instantMs(h.entries[cut]!.at) < oldest)) cut++;
   }
   if (cut === 0) return h;
-  // Before a reset nothing counts, so the floor folds only from the reset on.
+  // Before a reset nothing counts, so the floor folds only from the reset on; what the folded
+  // entries say is prepared with the entries kept after them (`prepare` looks ahead).
   const from = Math.max(0, lastReset);
-  const folded = h.entries.slice(from, cut);
   const start = from === 0 ? (h.floor?.state ?? fold.initial) : fold.initial;
+  const rest = h.entries.slice(from);
+  const folded = (fold.prepare ? fold.prepare(rest, start) : rest).slice(0, cut - from);
   const gone = h.entries.slice(0, cut).map(identityKey);
   return {
     seq: h.seq,

@@ -1,5 +1,8 @@
 import { COLLECTIONS, type RuleDoc, type UserDoc } from '../db/collections';
 import type { Tenant } from '../db/tenant';
+import { emailDomain, ruleDomain } from './email-domain';
+
+export { emailDomain, ruleDomain };
 
 /**
  * How a membership rule (docs/api.md, `membership-rules`) matches a learner: a learner whose
@@ -7,18 +10,8 @@ import type { Tenant } from '../db/tenant';
  * existing learners" and `cag import` use.
  */
 
-/** Domains are compared and stored lowercase (docs/api.md). */
-export const ruleDomain = (domain: string) => domain.toLowerCase();
-
 /** A rule's `_id`: one rule per domain per organization is the primary key. */
 export const ruleKey = (org: string, domain: string) => `${org}|${ruleDomain(domain)}`;
-
-/** The domain a rule matches: what follows the last `@`, lowercased. */
-export function emailDomain(email: string): string | null {
-  const at = email.lastIndexOf('@');
-  const domain = ruleDomain(email.slice(at + 1).trim());
-  return at < 0 || domain === '' ? null : domain;
-}
 
 /**
  * The one matcher: each of `users` whose email's domain has a rule in the organization, with that

@@ -12,8 +12,9 @@
  * (with the group their email's rule named when they arrived) and deactivations sorted in event
  * time, and the newest "removal" (a retirement or a move, in the past); after every user event
  * the membership is reconciled with the first activation of each activation period, replayed
- * from that log (`reconcile`). Nothing of it depends on the order the events arrived in but among
- * events of one time. It knows nothing of staff or site administrators: the generator never sends
+ * from that log (`reconcile`), with the group the period's first activation to arrive named when
+ * its email has the same domain. Nothing of it depends on the order the events arrived in but
+ * among events of one time, or where rules changed between them. It knows nothing of staff or site administrators: the generator never sends
  * those flags.
  */
 
@@ -100,6 +101,9 @@ interface LogEntry {
   v: Version;
   k: 'a' | 'd' | 'u' | 'j';
   g: number | null;
+  /** An activation's arrival on the record (1, 2, ...) and its email's domain. */
+  n?: number;
+  dom?: string;
 }
 interface UserTrack extends Track {
   record: UserRecord | null;
@@ -111,6 +115,8 @@ interface UserTrack extends Track {
   adminAt: Version | null;
   /** How many late events the record placed (their order among themselves: LATE_BASE). */
   lates: number;
+  /** How many activations the record has seen arrive. */
+  arrived: number;
   /** The version an administrator's write or a rule's application was last placed after, and how many were. */
   placedAfter: Version | null;
   placed: number;
@@ -262,7 +268,8 @@ export class EventModel {
     // The rule is matched now, at arrival, whether or not this activation turns out to be the first of its period.
     const capable = ACTIVATION_CAPABLE(e);
     const v = applied ? version : this.lateAt(t, version);
-    if (capable) this.addToLog(t, { v, k: 'a', g: this.org(org).rules.get(domainOf(e.user.email)) ?? null });
+    const dom = domainOf(e.user.email);
+    if (capable) this.addToLog(t, { v, k: 'a', g: this.org(org).rules.get(dom) ?? null, n: ++t.arrived, dom });
     else this.addToLog(t, { v, k: active ? 'u' : 'd', g: null });
   }
 
@@ -298,13 +305,15 @@ export class EventModel {
    * The entry whose rule the membership follows: the first, newer than the administrator's last
    * change (when there was one), that names a group that still exists and is either a period's
    * first activation (the log's start, and after each deactivation, open a period) or a rule
-   * applied while the learner was active.
+   * applied while the learner was active. A period's first activation in event time names the
+   * group the period's first activation to *arrive* matched, when their emails share a domain:
+   * the service applied the period's rules when it first saw the learner active.
    */
   private target(t: UserTrack, groups: Map<number, string>): LogEntry | null {
     const makes = (entry: LogEntry) => entry.g !== null && groups.has(entry.g) && newer(entry.v, t.adminAt);
     let periodOpen = true;
     let active = true;
-    for (const entry of t.log) {
+    for (const [i, entry] of t.log.entries()) {
       if (entry.k === 'd') {
         periodOpen = true;
         active = false;
@@ -316,7 +325,12 @@ export class EventModel {
         active = true;
         if (periodOpen) {
           periodOpen = false;
-          if (makes(entry)) return entry;
+          const rest = t.log.slice(i);
+          const end = rest.findIndex((other) => other.k === 'd');
+          const period = (end === -1 ? rest : rest.slice(0, end)).filter((other) => other.k === 'a');
+          const first = period.reduce((a, other) => (other.n! < a.n! ? other : a));
+          const applied = first.dom === entry.dom ? { ...entry, g: first.g } : entry;
+          if (makes(applied)) return applied;
         }
       }
     }
@@ -424,6 +438,7 @@ export class EventModel {
         removed: null,
         adminAt: null,
         lates: 0,
+        arrived: 0,
         placedAfter: null,
         placed: 0,
       };
@@ -676,8 +691,18 @@ export class EventModel {
   state(): string {
     const canonical = (_: string, v: unknown) =>
       v instanceof Map ? [...v].sort((a, b) => (String(a[0]) < String(b[0]) ? -1 : 1)) : v instanceof Set ? [...v].sort() : v;
+    // Of the activations' arrivals only their order among the log's activations decides (`target`).
+    const ranked = (log: LogEntry[]) => {
+      const order = log.flatMap((e) => (e.n === undefined ? [] : [e.n])).sort((a, b) => a - b);
+      return log.map((e) => (e.n === undefined ? e : { ...e, n: order.indexOf(e.n) }));
+    };
     const tracks = <T extends Track>(m: Map<unknown, T>) =>
-      [...m].map(([k, t]) => [k, { ...t, events: t.events.map((e) => e.ident).sort() }]).sort((a, b) => (String(a[0]) < String(b[0]) ? -1 : 1));
+      [...m]
+        .map(([k, t]) => {
+          const { arrived: _, ...rest } = t as T & { arrived?: number; log?: LogEntry[] };
+          return [k, { ...rest, ...(rest.log ? { log: ranked(rest.log) } : {}), events: t.events.map((e) => e.ident).sort() }];
+        })
+        .sort((a, b) => (String(a[0]) < String(b[0]) ? -1 : 1));
     return JSON.stringify([tracks(this.users), tracks(this.courses), this.states, this.nextGroup], canonical);
   }
 

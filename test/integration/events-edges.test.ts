@@ -730,3 +730,22 @@ test('a deletion of 6, a catalog change of 5 (folded under the deletion), a chan
 
   expect((await courseIn(org, key))?.name).toBe('Later');
 }, 60000);
+
+// Issue 44, "once per activation": the service applies a period's rules when it first sees the
+// learner active in it; an older event of the period arriving after a rule was created is no new
+// activation (SPEC §5: "an older event never applies them again").
+test('a login of 5, a rule created, then the activation of 3 (same email): no membership; the next period’s activation applies the rule', async () => {
+  const { org, api } = await orgWithRule(service, 'first-arrival-other.edu');
+  const group = (await api.post('course-access-groups/', { name: 'later', description: '' })).body as { id: number };
+  const id = newUserId();
+  const user = (is_active: boolean) => userData(org, { id, email: `learner${id}@first-arrival.edu`, is_active, name: 'First' });
+  const send = sender(topicOf(0), 2);
+  await handled(await send(structured(cloudEvent(TYPES.login, user(true), { time: '2026-07-01T00:00:05Z' }), id)));
+  expect((await api.post('membership-rules/', { name: 'first', domain: 'first-arrival.edu', group: group.id })).status).toBe(201);
+  await handled(await send(structured(cloudEvent(TYPES.activated, user(true), { time: '2026-07-01T00:00:03Z' }), id)));
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: null });
+
+  await handled(await send(structured(cloudEvent(TYPES.updated, user(false), { time: '2026-07-01T00:00:06Z' }), id)));
+  await handled(await send(structured(cloudEvent(TYPES.login, user(true), { time: '2026-07-01T00:00:07Z' }), id)));
+  expect((await api.get(`users/${id}/`)).body).toMatchObject({ id, membership: { group: { id: group.id } } });
+}, 60000);

@@ -148,6 +148,25 @@ test('the rule is matched when the activation arrives: one deleted since still n
   expect(membership()).toBe(uni);
 });
 
+test("a period's rules are those of its first arrival: a rule created between two arrivals of one period makes nothing of the older, arriving second", () => {
+  const { m, membership } = twoRules();
+  m.deliver(activation(5, 'ann@mail.net'));
+  const net = m.createGroup('tenant-a', 'net');
+  expect(m.createRule('tenant-a', 'mail.net', net)).toBe(201);
+  expect(m.deliver(activation(3, 'ann@mail.net'))).toBe('stale');
+  expect(membership()).toBeNull();
+});
+
+test("what a period's first arrival made, gone with its group, is not made again by an older event of the period matching a new rule", () => {
+  const { m, uni, corp, membership } = twoRules();
+  m.deliver(activation(5, 'ann@uni.edu'));
+  expect(membership()).toBe(uni);
+  expect(m.deleteGroup('tenant-a', uni)).toBe(204);
+  expect(m.createRule('tenant-a', 'uni.edu', corp)).toBe(201);
+  expect(m.deliver(activation(3, 'ann@uni.edu'))).toBe('stale');
+  expect(membership()).toBeNull();
+});
+
 test('a group deleted takes its memberships; a later event of the period its activation began makes none again', () => {
   const { m, uni, corp, membership } = twoRules();
   m.deliver(activation(1, 'ann@uni.edu'));

@@ -34,13 +34,11 @@ const facts = fc.record({
   is_staff: fc.option(fc.boolean(), { nil: undefined }),
   is_site_admin: fc.option(fc.boolean(), { nil: undefined }),
 });
-const userEntry = fc.record({
-  kind: fc.constant('user' as const),
-  org: fc.constantFrom('A', 'B'),
-  facts,
-  capable: fc.boolean(),
-  rule: fc.constantFrom(null, 1, 2),
-});
+/** The rules while the events arrive: one group per domain (a rule changed between arrivals is a case of its own, below). */
+const RULES: Record<string, number | null> = { 'a.org': 1, 'b.org': 2, 'c.org': null };
+const userEntry = fc
+  .record({ kind: fc.constant('user' as const), org: fc.constantFrom('A', 'B'), facts, capable: fc.boolean() })
+  .map((e) => ({ ...e, rule: RULES[e.facts.email.split('@')[1]!]! }));
 const body = fc.oneof(
   { weight: 6, arbitrary: userEntry },
   { weight: 1, arbitrary: fc.constant({ kind: 'retired' as const }) },
@@ -87,7 +85,8 @@ describe('a record history', () => {
     fc.assert(
       fc.property(arrivals, ({ order }) => {
         const got = foldLearner(deliverAll(order), allLive);
-        const want = referenceOrder(order).reduce(learnerFold(allLive).step, learnerFold(allLive).initial);
+        const fold = learnerFold(allLive);
+        const want = fold.prepare!(referenceOrder(order), fold.initial).reduce(fold.step, fold.initial);
         expect(seen(got)).toEqual(seen(want));
       }),
       options,
@@ -280,6 +279,27 @@ describe('a learner', () => {
     h = arrive(h, user(4, { active: false })).history;
     h = arrive(h, user(5, { rule: 2 })).history;
     expect(foldLearner(h, allLive).membership).toMatchObject({ group: 2, by: 'rule' });
+  });
+
+  test('a period’s rules are those of its first arrival: a rule created, deleted or taken with its group between two arrivals of one period changes nothing, whichever arrives first', () => {
+    // Rule 1 created between the two arrivals: the older event arriving second is no new activation.
+    expect(foldLearner(deliverAll([user(5, { rule: null }), user(3, { rule: 1 })]), allLive).membership).toBeNull();
+    expect(foldLearner(deliverAll([user(3, { rule: null }), user(5, { rule: 1 })]), allLive).membership).toBeNull();
+    // Rule 1 deleted between them: the period was applied with it, at the oldest event's place.
+    expect(foldLearner(deliverAll([user(5, { rule: 1 }), user(3, { rule: null })]), allLive).membership).toMatchObject({
+      group: 1,
+      by: 'rule',
+      born: { at: instant(3) },
+    });
+    // What the first arrival made is gone with its group, and a new rule names group 2: nothing again this period.
+    const gone = (g: number) => g !== 1;
+    const h = deliverAll([user(5, { rule: 1 }), user(3, { rule: 2 }), user(4, { rule: 2 })]);
+    expect(foldLearner(h, gone).membership).toBeNull();
+    // A deactivation arriving late splits the period: the part before it is a period of its own, first arrived at 3.
+    expect(foldLearner(arrive(h, user(4, { active: false, rule: null })).history, gone).membership).toMatchObject({ group: 2, by: 'rule' });
+    // Emails of two domains in one period: the first arrival matched for its own domain only, and the oldest applies its own (docs/event-core.md "Bounds").
+    const twoDomains = deliverAll([user(5, { rule: null, email: 'ann@b.org' }), user(3, { rule: 1 })]);
+    expect(foldLearner(twoDomains, allLive).membership).toMatchObject({ group: 1, born: { at: instant(3) } });
   });
 
   test('an administrator’s change stands against an older event arriving later, and a newer one acts after it', () => {
