@@ -363,6 +363,11 @@ case "${1:-}" in
   test-ferretdb) ferretdb_source "$FERRET_SRC"; test_ferretdb ;;
   start)
     if external; then say "MONGO_URL and KAFKA_BROKERS are set: using them, starting nothing"; exit 0; fi
+    # The waits ping with the project's own drivers: without them every server "did not come up".
+    if ! (cd "$ROOT" && node -e "require('mongodb'); require('kafkajs')" 2>/dev/null); then
+      say "the project's packages are not installed: run \`npm ci\` first (the stack's readiness checks use its MongoDB and Kafka drivers)"
+      exit 1
+    fi
     install_kafka; install_ferretdb; install_registry; start_ferretdb; start_kafka; start_registry ;;
   stop)
     # A test run against servers of its own (test.sh stops the stack when done) must not stop a

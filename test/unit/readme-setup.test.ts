@@ -1,7 +1,9 @@
 // Issue 35, item 10: the README's set-up names every tool `npm test` needs. Tried as a new user
 // would, with exactly the listed tools, `npm test` stopped at "Python 3.11 is needed": the
 // versions and tools are read here from the scripts `npm test` runs, and each must be named.
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -50,5 +52,24 @@ test('the set-up names the other tools the scripts use: Node 20, Java 17+, Maven
   for (const [used, name] of uses) {
     expect(used).toBe(true);
     expect(setup).toContain(name);
+  }
+});
+
+test('`npm run stack:start` before `npm ci` says to run it, instead of every server "did not come up"', () => {
+  // A copy of the scripts with no node_modules beside or above them (the repository's would be found).
+  const dir = mkdtempSync(path.join(tmpdir(), 'cag-stack-'));
+  try {
+    cpSync(path.join(ROOT, 'scripts'), path.join(dir, 'scripts'), { recursive: true });
+    const { MONGO_URL: _m, KAFKA_BROKERS: _k, ...env } = process.env;
+    let failure: { status: number; output: string } | null = null;
+    try {
+      execFileSync('bash', ['scripts/stack.sh', 'start'], { cwd: dir, env: { ...env, STACK_DIR: path.join(dir, '.stack') }, stdio: 'pipe' });
+    } catch (err) {
+      const e = err as { status: number; stdout: Buffer; stderr: Buffer };
+      failure = { status: e.status, output: `${e.stdout}${e.stderr}` };
+    }
+    expect(failure).toEqual({ status: 1, output: expect.stringContaining('run `npm ci` first') });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
