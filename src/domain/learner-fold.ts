@@ -113,43 +113,75 @@ function userStep(s: LearnerState, e: UserEntry, isLive: IsLiveGroup): LearnerSt
 const inGroup = (m: LearnerMembership | null, isLive: IsLiveGroup) => m !== null && isLive(m.group);
 
 /**
- * The rule each activation-capable event applies if it is its period's activation (SPEC §5: the
- * period's rules are applied once, when the service first sees it active). A period is what lies
- * between two of the walk's openings (a new incarnation, an event showing the learner inactive);
- * its activation is its oldest event in event time, but the service applied the period when its
- * first event *arrived*, with the rules of that moment. So the activation applies what the
- * period's first arrival matched, when both emails have one domain: a rule created, changed or
- * deleted (its group with it) between two arrivals of one period then changes nothing, whichever
- * of them arrived first. Emails of two domains in one period: the rules of the first arrival are
- * not known for the other's domain, and the activation applies what it matched itself
- * (docs/event-core.md "Bounds").
+ * The activation-capable events showing the learner active, by activation period (indices into
+ * `entries`, in order). A period is what lies between two of the walk's openings (`userStep`: a
+ * new incarnation, or an event showing the learner inactive); its first member is its activation.
  */
-function periodRules(entries: LearnerEntry[], start: LearnerState): LearnerEntry[] {
-  const firstArrival = new Map<UserEntry, UserEntry>();
+function periodsOf(entries: LearnerEntry[], start: LearnerState): number[][] {
+  const periods: number[][] = [];
   let org: string | null = start.record?.org ?? null;
-  let period: UserEntry[] = [];
+  let period: number[] = [];
   const close = () => {
-    const first = period.reduce<UserEntry | null>((a, e) => (a === null || e.seq < a.seq ? e : a), null);
-    for (const e of period) firstArrival.set(e, first!);
+    if (period.length > 0) periods.push(period);
     period = [];
   };
-  for (const e of entries) {
+  entries.forEach((e, i) => {
     if (e.kind === 'retired') {
       close();
       org = null;
     } else if (e.kind === 'user') {
-      // The openings userStep makes: a new incarnation, or an event showing the learner inactive.
       if (org !== e.org || !e.facts.is_active) close();
       org = e.org;
-      if (e.capable && e.facts.is_active) period.push(e);
+      if (e.capable && e.facts.is_active) period.push(i);
     }
-  }
-  close();
-  return entries.map((e) => {
-    const first = e.kind === 'user' ? firstArrival.get(e) : undefined;
-    if (!first || first === e || emailDomain(first.facts.email) !== emailDomain((e as UserEntry).facts.email)) return e;
-    return { ...e, rule: first.rule };
   });
+  close();
+  return periods;
+}
+
+/**
+ * The rule a period's activation applies, given the members it has (SPEC §5: the period's rules
+ * are applied once, when the service first sees the learner active in it). Its activation is its
+ * oldest event in event time, but the service applied the period when its first event *arrived*,
+ * with the rules of that moment: so the activation applies what the first of the period's events
+ * with its email's domain to arrive matched. A rule created, changed or deleted (its group with
+ * it) between two arrivals of one period then changes nothing, whichever arrived first. Only when
+ * an event of another domain arrived first are the rules of that moment not known for this
+ * domain (docs/event-core.md "Bounds").
+ */
+function periodRule(members: UserEntry[]): number | null {
+  const domain = emailDomain(members[0]!.facts.email);
+  return members.filter((e) => emailDomain(e.facts.email) === domain).reduce((a, e) => (e.seq < a.seq ? e : a)).rule;
+}
+
+const memberAt = (entries: LearnerEntry[], i: number) => entries[i] as UserEntry;
+
+/** `prepare`: each period's activation says the period's rule. */
+function periodRules(entries: LearnerEntry[], start: LearnerState): LearnerEntry[] {
+  const out = [...entries];
+  for (const period of periodsOf(entries, start)) {
+    const activation = memberAt(entries, period[0]!);
+    const rule = periodRule(period.map((i) => memberAt(entries, i)));
+    if (rule !== activation.rule) out[period[0]!] = { ...activation, rule };
+  }
+  return out;
+}
+
+/**
+ * `stableCut`: a period whose activation would be folded while members of it are kept may be
+ * split by a deactivation arriving later between them, and the activation's part then has the
+ * rule of its own first arrival. Unless every such part has the rule the whole has, the cut goes
+ * back to the activation.
+ */
+function periodCut(entries: LearnerEntry[], start: LearnerState, cut: number): number {
+  for (const period of periodsOf(entries, start)) {
+    if (period[0]! >= cut || period.at(-1)! < cut) continue;
+    const members = period.map((i) => memberAt(entries, i));
+    const whole = periodRule(members);
+    const folded = period.filter((i) => i < cut).length;
+    for (let n = folded; n < members.length; n++) if (periodRule(members.slice(0, n)) !== whole) return period[0]!;
+  }
+  return cut;
 }
 
 /** The fold of a learner's entries; `isLive` tells which groups still exist. */
@@ -158,6 +190,7 @@ export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerStat
     initial: NO_LEARNER,
     resets: (e) => e.kind === 'retired',
     prepare: periodRules,
+    stableCut: periodCut,
     step(s, e) {
       switch (e.kind) {
         case 'user':

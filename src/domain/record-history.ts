@@ -66,6 +66,12 @@ export interface Fold<E extends EntryBase, S> {
    * Given the entries walked from `start`, in order; returns them in the same order.
    */
   prepare?(entries: E[], start: S): E[];
+  /**
+   * The lowest index at or below `cut` where `compact` may cut `entries` (walked from `start`) so
+   * that what it folds into the floor does not depend on what an entry arriving later above the
+   * floor may still change (with `prepare`'s look-ahead, an entry kept can decide one folded).
+   */
+  stableCut?(entries: E[], start: S, cut: number): number;
 }
 
 /** An entry as it arrives, before the history gives it its `seq` (distributed over a union of entry kinds). */
@@ -154,23 +160,34 @@ const instantMs = (at: string) => Date.parse(`${at.slice(0, 23)}Z`);
  * Folds into the floor what can no longer change the result: every entry before the newest
  * reset with `time` (exactly: a reset makes the state independent of them; one without `time`
  * may still move earlier, and what it passes counts again), then entries past the bounds (the
- * bounds of docs/event-core.md, where a new event below the floor is counted stale).
+ * bounds of docs/event-core.md, where a new event below the floor is counted stale); never
+ * between entries of which a kept one may still change what a folded one does (`stableCut`):
+ * the cut goes back, or, when that would keep more than `maxEntries`, forward.
  */
 export function compact<E extends EntryBase, S>(h: History<E, S>, fold: Fold<E, S>, bounds: Compaction): History<E, S> {
   let lastReset = h.entries.length - 1;
   while (lastReset >= 0 && !(fold.resets(h.entries[lastReset]!) && h.entries[lastReset]!.timed)) lastReset--;
-  let cut = Math.max(0, lastReset);
+  // Before a reset nothing counts, so the floor folds only from the reset on.
+  const from = Math.max(0, lastReset);
+  const start = from === 0 ? (h.floor?.state ?? fold.initial) : fold.initial;
+  const rest = h.entries.slice(from);
+  let cut = from;
   const newest = h.entries.at(-1);
   if (newest) {
     const oldest = instantMs(newest.at) - bounds.horizonMs;
     while (cut < h.entries.length - 1 && (h.entries.length - cut > bounds.maxEntries || instantMs(h.entries[cut]!.at) < oldest)) cut++;
   }
+  if (fold.stableCut && cut > from) {
+    const stableAt = (c: number) => from + fold.stableCut!(rest, start, c - from) === c;
+    let stable = from + fold.stableCut(rest, start, cut - from);
+    // Keeping that much would pass the bound: fold further instead, to where nothing kept can
+    // change what is folded (an event arriving below it is stale, the bound's one divergence).
+    // (Past the newest entry if need be: the floor then holds them all.)
+    if (h.entries.length - stable > bounds.maxEntries) for (stable = cut; stable < h.entries.length && !stableAt(stable); ) stable++;
+    cut = stable;
+  }
   if (cut === 0) return h;
-  // Before a reset nothing counts, so the floor folds only from the reset on; what the folded
-  // entries say is prepared with the entries kept after them (`prepare` looks ahead).
-  const from = Math.max(0, lastReset);
-  const start = from === 0 ? (h.floor?.state ?? fold.initial) : fold.initial;
-  const rest = h.entries.slice(from);
+  // What the folded entries say is prepared with the entries kept after them (`prepare` looks ahead).
   const folded = (fold.prepare ? fold.prepare(rest, start) : rest).slice(0, cut - from);
   const gone = h.entries.slice(0, cut).map(identityKey);
   return {

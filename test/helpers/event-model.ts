@@ -12,8 +12,8 @@
  * (with the group their email's rule named when they arrived) and deactivations sorted in event
  * time, and the newest "removal" (a retirement or a move, in the past); after every user event
  * the membership is reconciled with the first activation of each activation period, replayed
- * from that log (`reconcile`), with the group the period's first activation to arrive named when
- * its email has the same domain. Nothing of it depends on the order the events arrived in but
+ * from that log (`reconcile`), with the group named by the first of the period's activations
+ * with the same email domain to arrive. Nothing of it depends on the order the events arrived in but
  * among events of one time, or where rules changed between them. It knows nothing of staff or site administrators: the generator never sends
  * those flags.
  */
@@ -306,7 +306,7 @@ export class EventModel {
    * change (when there was one), that names a group that still exists and is either a period's
    * first activation (the log's start, and after each deactivation, open a period) or a rule
    * applied while the learner was active. A period's first activation in event time names the
-   * group the period's first activation to *arrive* matched, when their emails share a domain:
+   * group that the first of the period's activations with its email's domain to *arrive* matched:
    * the service applied the period's rules when it first saw the learner active.
    */
   private target(t: UserTrack, groups: Map<number, string>): LogEntry | null {
@@ -328,8 +328,8 @@ export class EventModel {
           const rest = t.log.slice(i);
           const end = rest.findIndex((other) => other.k === 'd');
           const period = (end === -1 ? rest : rest.slice(0, end)).filter((other) => other.k === 'a');
-          const first = period.reduce((a, other) => (other.n! < a.n! ? other : a));
-          const applied = first.dom === entry.dom ? { ...entry, g: first.g } : entry;
+          const first = period.filter((other) => other.dom === entry.dom).reduce((a, other) => (other.n! < a.n! ? other : a));
+          const applied = { ...entry, g: first.g };
           if (makes(applied)) return applied;
         }
       }

@@ -157,6 +157,17 @@ test("a period's rules are those of its first arrival: a rule created between tw
   expect(membership()).toBeNull();
 });
 
+test("two email domains in one period: the first of the activation's domain to arrive decides, not the older one arriving after a rule", () => {
+  const { m, membership } = twoRules();
+  m.deliver(activation(6, 'ann@uni.edu')); // the period's first arrival: uni
+  expect(m.deleteRule('tenant-a', 'uni.edu')).toBe(204);
+  m.deliver(activation(5, 'ann@mail.net')); // mail.net, no rule yet
+  const net = m.createGroup('tenant-a', 'net');
+  expect(m.createRule('tenant-a', 'mail.net', net)).toBe(201);
+  expect(m.deliver(activation(3, 'ann@mail.net'))).toBe('stale'); // the activation now; mail.net first arrived with no rule
+  expect(membership()).toBeNull();
+});
+
 test("what a period's first arrival made, gone with its group, is not made again by an older event of the period matching a new rule", () => {
   const { m, uni, corp, membership } = twoRules();
   m.deliver(activation(5, 'ann@uni.edu'));
