@@ -115,15 +115,23 @@ const inGroup = (m: LearnerMembership | null, isLive: IsLiveGroup) => m !== null
 /**
  * The activation-capable events showing the learner active, by activation period (indices into
  * `entries`, in order). A period is what lies between two of the walk's openings (`userStep`: a
- * new incarnation, or an event showing the learner inactive); its first member is its activation.
+ * new incarnation, or an event showing the learner inactive); its first member is its activation,
+ * but for a period `continued` from the floor (its activation was folded there).
  */
-function periodsOf(entries: LearnerEntry[], start: LearnerState): number[][] {
-  const periods: number[][] = [];
+interface Period {
+  members: number[];
+  continued: boolean;
+}
+
+function periodsOf(entries: LearnerEntry[], start: LearnerState): Period[] {
+  const periods: Period[] = [];
   let org: string | null = start.record?.org ?? null;
-  let period: number[] = [];
+  let continued = start.record !== null && !start.periodOpen;
+  let members: number[] = [];
   const close = () => {
-    if (period.length > 0) periods.push(period);
-    period = [];
+    if (members.length > 0) periods.push({ members, continued });
+    members = [];
+    continued = false;
   };
   entries.forEach((e, i) => {
     if (e.kind === 'retired') {
@@ -132,56 +140,92 @@ function periodsOf(entries: LearnerEntry[], start: LearnerState): number[][] {
     } else if (e.kind === 'user') {
       if (org !== e.org || !e.facts.is_active) close();
       org = e.org;
-      if (e.capable && e.facts.is_active) period.push(i);
+      if (e.capable && e.facts.is_active) members.push(i);
     }
   });
   close();
   return periods;
 }
 
-/**
- * The rule a period's activation applies, given the members it has (SPEC §5: the period's rules
- * are applied once, when the service first sees the learner active in it). Its activation is its
- * oldest event in event time, but the service applied the period when its first event *arrived*,
- * with the rules of that moment: so the activation applies what the first of the period's events
- * with its email's domain to arrive matched. A rule created, changed or deleted (its group with
- * it) between two arrivals of one period then changes nothing, whichever arrived first. Only when
- * an event of another domain arrived first are the rules of that moment not known for this
- * domain (docs/event-core.md "Bounds").
- */
-function periodRule(members: UserEntry[]): number | null {
-  const domain = emailDomain(members[0]!.facts.email);
-  return members.filter((e) => emailDomain(e.facts.email) === domain).reduce((a, e) => (e.seq < a.seq ? e : a)).rule;
-}
-
 const memberAt = (entries: LearnerEntry[], i: number) => entries[i] as UserEntry;
+const domainOf = (e: UserEntry) => emailDomain(e.facts.email);
+
+/**
+ * The rule a period's activation applies (SPEC §5: the period's rules are applied once, when the
+ * service first sees the learner active in it), for each prefix of its members: `rules[n]` for
+ * the first n. The activation is the oldest member in event time, but the service applied the
+ * period when its first member *arrived*, with the rules of that moment: so the activation applies
+ * what the first of the members with its email's domain to arrive matched. A rule created,
+ * changed or deleted (its group with it) between two arrivals of one period then changes nothing,
+ * whichever arrived first. Only when a member of another domain arrived first are the rules of
+ * that moment not known for this domain (docs/event-core.md "Bounds").
+ */
+function prefixRules(members: UserEntry[]): (number | null)[] {
+  const domain = domainOf(members[0]!);
+  const rules: (number | null)[] = [null];
+  let first: UserEntry | null = null;
+  for (const e of members) {
+    if (domainOf(e) === domain && (first === null || e.seq < first.seq)) first = e;
+    rules.push(first!.rule);
+  }
+  return rules;
+}
 
 /** `prepare`: each period's activation says the period's rule. */
 function periodRules(entries: LearnerEntry[], start: LearnerState): LearnerEntry[] {
   const out = [...entries];
-  for (const period of periodsOf(entries, start)) {
-    const activation = memberAt(entries, period[0]!);
-    const rule = periodRule(period.map((i) => memberAt(entries, i)));
-    if (rule !== activation.rule) out[period[0]!] = { ...activation, rule };
+  for (const { members, continued } of periodsOf(entries, start)) {
+    if (continued) continue;
+    const activation = memberAt(entries, members[0]!);
+    const rule = prefixRules(members.map((i) => memberAt(entries, i)))[members.length] ?? null;
+    if (rule !== activation.rule) out[members[0]!] = { ...activation, rule };
   }
   return out;
 }
 
 /**
- * `stableCut`: a period whose activation would be folded while members of it are kept may be
- * split by a deactivation arriving later between them, and the activation's part then has the
- * rule of its own first arrival. Unless every such part has the rule the whole has, the cut goes
- * back to the activation.
+ * `stableCut`. Folding a period's activation fixes its rule, while what stays above the floor
+ * can still change which members the period has: a deactivation (or move, or retirement)
+ * arriving later between them splits it, leaving the activation the members before the split;
+ * an event without `time` kept may move earlier, into it. A cut is stable when no such change can
+ * give the folded activation another rule: every prefix of the members that keeps those folded
+ * has the whole's rule, and, while an event without `time` is kept, every member kept (in this
+ * period or a later one) of the activation's domain matched the same. A period continued from the
+ * floor was stable when its activation was folded (members arriving since come last, and never
+ * decide). Otherwise the cut goes back to before the activation, or, when that keeps more than
+ * `maxKept`, forward to the first stable cut (everything, at worst: an event then arriving below
+ * the floor is stale, the bound's divergence).
  */
-function periodCut(entries: LearnerEntry[], start: LearnerState, cut: number): number {
-  for (const period of periodsOf(entries, start)) {
-    if (period[0]! >= cut || period.at(-1)! < cut) continue;
-    const members = period.map((i) => memberAt(entries, i));
-    const whole = periodRule(members);
-    const folded = period.filter((i) => i < cut).length;
-    for (let n = folded; n < members.length; n++) if (periodRule(members.slice(0, n)) !== whole) return period[0]!;
-  }
-  return cut;
+function periodCut(entries: LearnerEntry[], start: LearnerState, cut: number, maxKept: number): number {
+  const periods = periodsOf(entries, start).map((p) => {
+    const members = p.members.map((i) => memberAt(entries, i));
+    const rules = prefixRules(members);
+    return { continued: p.continued, members, at: p.members, rules, rule: rules[members.length] ?? null, domain: domainOf(members[0]!) };
+  });
+  // untimedFrom[i]: whether an entry at i or later has no `time`.
+  const untimedFrom: boolean[] = new Array(entries.length + 1).fill(false);
+  for (let i = entries.length - 1; i >= 0; i--) untimedFrom[i] = untimedFrom[i + 1]! || !entries[i]!.timed;
+  // The last period whose activation is below `c`.
+  const below = (c: number) => {
+    let last: (typeof periods)[number] | undefined;
+    for (const q of periods) if (q.at[0]! < c) last = q;
+    return last;
+  };
+  const stable = (c: number) => {
+    const p = below(c);
+    if (!p || p.continued) return true;
+    const folded = p.at.filter((i) => i < c).length;
+    for (let n = folded; n < p.members.length; n++) if (p.rules[n] !== p.rule) return false;
+    if (!untimedFrom[c]) return true;
+    return periods.every((q) => q.members.every((e, k) => q.at[k]! < c || domainOf(e) !== p.domain || e.rule === p.rule));
+  };
+  if (stable(cut)) return cut;
+  let back = cut;
+  while (back > 0 && !stable(back)) back = below(back)!.at[0]!;
+  if (entries.length - back <= maxKept) return back;
+  let forward = cut;
+  while (forward < entries.length && !stable(forward)) forward++;
+  return forward;
 }
 
 /** The fold of a learner's entries; `isLive` tells which groups still exist. */

@@ -67,11 +67,12 @@ export interface Fold<E extends EntryBase, S> {
    */
   prepare?(entries: E[], start: S): E[];
   /**
-   * The lowest index at or below `cut` where `compact` may cut `entries` (walked from `start`) so
-   * that what it folds into the floor does not depend on what an entry arriving later above the
-   * floor may still change (with `prepare`'s look-ahead, an entry kept can decide one folded).
+   * Where `compact` may cut `entries` (walked from `start`) instead of `cut`, so that what it folds
+   * into the floor does not depend on what may still change above it (with `prepare`'s look-ahead,
+   * an entry kept can decide one folded): `cut` itself, or back before it when that keeps at most
+   * `maxKept` entries, else forward (everything, at worst).
    */
-  stableCut?(entries: E[], start: S, cut: number): number;
+  stableCut?(entries: E[], start: S, cut: number, maxKept: number): number;
 }
 
 /** An entry as it arrives, before the history gives it its `seq` (distributed over a union of entry kinds). */
@@ -177,15 +178,7 @@ export function compact<E extends EntryBase, S>(h: History<E, S>, fold: Fold<E, 
     const oldest = instantMs(newest.at) - bounds.horizonMs;
     while (cut < h.entries.length - 1 && (h.entries.length - cut > bounds.maxEntries || instantMs(h.entries[cut]!.at) < oldest)) cut++;
   }
-  if (fold.stableCut && cut > from) {
-    const stableAt = (c: number) => from + fold.stableCut!(rest, start, c - from) === c;
-    let stable = from + fold.stableCut(rest, start, cut - from);
-    // Keeping that much would pass the bound: fold further instead, to where nothing kept can
-    // change what is folded (an event arriving below it is stale, the bound's one divergence).
-    // (Past the newest entry if need be: the floor then holds them all.)
-    if (h.entries.length - stable > bounds.maxEntries) for (stable = cut; stable < h.entries.length && !stableAt(stable); ) stable++;
-    cut = stable;
-  }
+  if (fold.stableCut && cut > from) cut = from + fold.stableCut(rest, start, cut - from, bounds.maxEntries);
   if (cut === 0) return h;
   // What the folded entries say is prepared with the entries kept after them (`prepare` looks ahead).
   const folded = (fold.prepare ? fold.prepare(rest, start) : rest).slice(0, cut - from);

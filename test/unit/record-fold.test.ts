@@ -14,6 +14,7 @@ import {
   HISTORY_BOUNDS,
   type History,
   holdsChild,
+  identityKey,
   placeNow,
   placeOrder,
 } from '../../src/domain/record-history';
@@ -259,27 +260,32 @@ const capturing = fc
       rule: fc.constantFrom(null, 1, 2),
       retired: fc.integer({ min: 0, max: 15 }).map((n) => n === 0),
       second: fc.integer({ min: 0, max: 9 }),
+      // Mostly with `time`; one without may come again as an earlier Kafka record, later.
+      untimed: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
+      earlier: fc.integer({ min: 0, max: 9 }),
     }),
     { minLength: 1, maxLength: 10 },
   )
-  .map((list) =>
-    list.map(
+  .map((list) => {
+    const messages = list.map(
       (e, i): Incoming =>
         e.retired
-          ? { kind: 'retired', source: 'lms', id: `c${i}`, at: instant(e.second), timed: true }
+          ? { kind: 'retired', source: 'lms', id: `c${i}`, at: instant(e.second), timed: !e.untimed }
           : {
               kind: 'user',
               source: 'lms',
               id: `c${i}`,
               at: instant(e.second),
-              timed: true,
+              timed: !e.untimed,
               org: e.org,
               facts: { username: 'ann', email: e.email, name: 'Ann', is_active: e.active },
               capable: e.capable,
               rule: e.rule,
             },
-    ),
-  );
+    );
+    const again = list.flatMap((e, i) => (e.untimed && e.earlier < e.second ? [{ ...messages[i]!, at: instant(e.earlier) }] : []));
+    return [...messages, ...again];
+  });
 const goneTwo = (g: number) => g !== 2;
 const shown = (s: LearnerState) => ({ record: s.record, membership: s.membership });
 
@@ -295,15 +301,17 @@ describe('a compacted history, whatever rule each event matched when it arrived'
     );
   });
 
-  test('compacted after every arrival (as a write does), folds as the history never compacted, for every arrival it does not count stale', () => {
+  test('compacted after every arrival (as a write does), folds as the history never compacted, for every arrival not below its floor', () => {
     fc.assert(
       fc.property(capturing, fc.integer({ min: 1, max: 6 }), (list, maxEntries) => {
         let small: Learner = emptyHistory();
         let whole: Learner = emptyHistory();
         for (const m of list) {
           const { history, arrival } = arrive(small, m);
-          // Below the floor: the bound's one divergence (docs/event-core.md "Bounds").
-          if (arrival === 'stale') return;
+          // Below the floor, an event, or an earlier Kafka record of one without `time` (which then
+          // leaves the history): the bound's divergence (docs/event-core.md "Bounds").
+          const folded = small.floor?.ids.includes(identityKey(m)) ?? false;
+          if (arrival === 'stale' || history.entries.length < small.entries.length || (!m.timed && folded)) return;
           small = compact(history, learnerFold(goneTwo), { horizonMs: Number.POSITIVE_INFINITY, maxEntries });
           whole = arrive(whole, m).history;
           expect(shown(foldLearner(small, goneTwo))).toEqual(shown(foldLearner(whole, goneTwo)));
@@ -311,6 +319,62 @@ describe('a compacted history, whatever rule each event matched when it arrived'
       }),
       { ...options, numRuns: RUNS * 5 },
     );
+  });
+
+  /** Compacted after every arrival with the default bounds, and never: the arrivals of the first, and both folds. */
+  const bothWays = (list: Incoming[]) => {
+    let small: Learner = emptyHistory();
+    let whole: Learner = emptyHistory();
+    const arrivals = [];
+    for (const m of list) {
+      const next = arrive(small, m);
+      arrivals.push(next.arrival);
+      small = compact(next.history, learnerFold(allLive), HISTORY_BOUNDS);
+      whole = arrive(whole, m).history;
+    }
+    return { arrivals, small: shown(foldLearner(small, allLive)), whole: shown(foldLearner(whole, allLive)) };
+  };
+  const day = (d: number) => `2026-01-${String(1 + d).padStart(2, '0')}T00:00:00.000000000Z`;
+  const onDay = (id: string, d: number, o: { active?: boolean; rule?: number | null; timed?: boolean } = {}): Incoming => ({
+    kind: 'user',
+    source: 'lms',
+    id,
+    at: day(d),
+    timed: o.timed ?? true,
+    org: 'A',
+    facts: { username: 'ann', email: 'ann@a.org', name: 'Ann', is_active: o.active ?? true },
+    capable: o.active ?? true,
+    rule: o.rule ?? null,
+  });
+
+  test('keeps an activation folded apart from a member without time that may move into its period (found by review)', () => {
+    // A login without time (day 12) arrives first, matching rule 1; a deactivation of day 11; the
+    // rule deleted, an activation of day 0 (past the horizon) and a login of day 9; then the first
+    // login's earlier Kafka record (day 10): it moves before the deactivation, into the activation's
+    // period, whose first arrival it is.
+    const { arrivals, small, whole } = bothWays([
+      onDay('m', 12, { rule: 1, timed: false }),
+      onDay('d', 11, { active: false }),
+      onDay('a', 0),
+      onDay('b', 9),
+      onDay('m', 10, { rule: 1, timed: false }),
+    ]);
+    expect(arrivals).toEqual(['applied', 'late', 'late', 'late', 'duplicate']);
+    expect(whole.membership).toMatchObject({ group: 1, born: { at: day(0) } });
+    expect(small).toEqual(whole);
+  });
+
+  test('a period continued from the floor does not push the cut forward: a deactivation one entry behind the newest is placed, not stale (found by review)', () => {
+    const list = [onDay('a', 1), onDay('k', 10, { rule: 1 })];
+    for (let d = 2; d < 300; d++)
+      list.push({
+        ...onDay(`m${d}`, 2, { rule: 2 }),
+        at: day(2).replace('00:00:00', `00:${String(Math.floor(d / 60)).padStart(2, '0')}:${String(d % 60).padStart(2, '0')}`),
+      });
+    list.push(onDay('d', 7, { active: false }));
+    const { arrivals, small, whole } = bothWays(list);
+    expect(arrivals.at(-1)).toBe('late');
+    expect(small).toEqual(whole);
   });
 
   test('keeps an activation folded apart from its period’s first arrival until a late deactivation between them can no longer split them (found by review)', () => {
