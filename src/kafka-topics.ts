@@ -114,6 +114,29 @@ export interface CreateOptions {
   /** -1: the broker's default (num.partitions, default.replication.factor). */
   partitions: number;
   replicationFactor: number;
+  /** How long to wait for a new topic's partitions to have leaders (LEADER_WAIT_MS). */
+  leaderWaitMs?: number;
+}
+
+/** A new topic has leaders within seconds; past this the command goes on (the topic exists). */
+export const LEADER_WAIT_MS = 30_000;
+
+const NOT_YET = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE']);
+
+/** Waits until every partition of a topic just created has a leader, or `waitMs` has passed; never throws. */
+async function leadersKnown(admin: Admin, topic: string, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+      if (topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+    } catch (err) {
+      // Anything else (no Describe on it, say) is no reason to call a topic made not made.
+      if (!NOT_YET.has((err as { type?: string }).type ?? '')) return;
+    }
+    if (Date.now() >= deadline) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 export type CreateOutcome = { topic: string; outcome: 'created' | 'exists' } | { topic: string; outcome: 'refused'; reason: string };
@@ -126,10 +149,13 @@ export async function createNeededTopics(admin: Admin, settings: TopicSettings, 
   const outcomes: CreateOutcome[] = [];
   for (const { name } of neededTopics(settings)) {
     try {
+      // kafkajs's own wait for leaders gives up on UNKNOWN_TOPIC_OR_PARTITION, which a KRaft
+      // broker answers until the new topic reaches its metadata: the topic was made all the same.
       const created = await admin.createTopics({
         topics: [{ topic: name, numPartitions: options.partitions, replicationFactor: options.replicationFactor }],
-        waitForLeaders: true,
+        waitForLeaders: false,
       });
+      if (created) await leadersKnown(admin, name, options.leaderWaitMs ?? LEADER_WAIT_MS);
       outcomes.push({ topic: name, outcome: created ? 'created' : 'exists' });
     } catch (err) {
       const errors = (err as { errors?: unknown[] }).errors ?? [err];

@@ -1,0 +1,46 @@
+// `cag topics --create` (src/kafka-topics.ts): a topic the broker made is reported made even while
+// its metadata has not reached the broker that answers. kafkajs's own wait for leaders gave up on
+// UNKNOWN_TOPIC_OR_PARTITION, which a KRaft broker answers for a moment after the creation, and
+// reported the topic "not created" (it failed one CI run of upgrade-job.test.ts). A fake admin
+// (pure logic: what the function does with the answers it gets) answers as that broker did.
+import type { Admin } from 'kafkajs';
+import { createNeededTopics, type TopicSettings } from '../../src/kafka-topics';
+
+const settings = { KAFKA_BROKERS: ['b:9092'], KAFKA_GROUP_ID: 'g', KAFKA_TOPICS: ['t'], KAFKA_DLQ_PREFIX: '', CHANGES_TOPIC: '' } as unknown as TopicSettings;
+
+function brokerAfterCreation(notYet: number, later: () => unknown) {
+  const calls: { waitForLeaders?: boolean }[] = [];
+  let asked = 0;
+  const admin = {
+    createTopics: async (request: { waitForLeaders?: boolean }) => {
+      calls.push(request);
+      return true;
+    },
+    fetchTopicMetadata: async () => {
+      if (asked++ < notYet) throw Object.assign(new Error('This server does not host this topic-partition'), { type: 'UNKNOWN_TOPIC_OR_PARTITION' });
+      return later();
+    },
+  } as unknown as Admin;
+  return { admin, calls, asked: () => asked };
+}
+
+test('a topic whose metadata arrives a moment after its creation is created, and waited for until it has leaders', async () => {
+  const broker = brokerAfterCreation(3, () => ({ topics: [{ name: 't', partitions: [{ partitionId: 0, leader: 1 }] }] }));
+  const outcomes = await createNeededTopics(broker.admin, settings, { partitions: -1, replicationFactor: -1, leaderWaitMs: 5000 });
+  expect(outcomes.map((o) => o.outcome)).toEqual(['created', 'created']);
+  expect(broker.calls.every((c) => c.waitForLeaders === false)).toBe(true);
+  // Each topic: asked until its metadata came (3 refusals, then leaders), the next at once.
+  expect(broker.asked()).toBe(5);
+});
+
+test('a topic made whose leaders do not come within the wait, or whose metadata this principal may not read, is still reported created', async () => {
+  const slow = brokerAfterCreation(Number.POSITIVE_INFINITY, () => undefined);
+  expect((await createNeededTopics(slow.admin, settings, { partitions: -1, replicationFactor: -1, leaderWaitMs: 300 })).map((o) => o.outcome)).toEqual([
+    'created',
+    'created',
+  ]);
+  const denied = brokerAfterCreation(0, () => {
+    throw Object.assign(new Error('not authorized'), { type: 'TOPIC_AUTHORIZATION_FAILED' });
+  });
+  expect((await createNeededTopics(denied.admin, settings, { partitions: -1, replicationFactor: -1 })).map((o) => o.outcome)).toEqual(['created', 'created']);
+});
