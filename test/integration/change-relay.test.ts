@@ -215,8 +215,10 @@ test("a record created, then deleted by a write still in flight: the create's au
   const deleteRid = `delete-${org}`;
   const outbox = s.db.collection<OutboxDoc>(COLLECTIONS.outbox);
   // The create: past the grace period, so resolvable. The delete: just opened, its write done
-  // (the membership is gone) but not yet named done, so it waits out the grace period.
-  await orphanIntent(s.db, { c: COLLECTIONS.memberships, o: org, k: ['7'], audit: true, e: false, b: [null], rid: createRid });
+  // (the membership is gone) but not yet named done, so it waits out the grace period. The delete
+  // goes in first (its id still sorts after the create's), so no step of the relay sees the
+  // create without it (as none would in the service, where the membership stood until then).
+  const createId = newIntentId();
   await outbox.insertOne({
     _id: newIntentId(),
     t: new Date(),
@@ -229,6 +231,19 @@ test("a record created, then deleted by a write still in flight: the create's au
     e: false,
     b: [made],
     rid: deleteRid,
+  });
+  await outbox.insertOne({
+    _id: createId,
+    t: new Date(Date.now() - 5 * 60_000),
+    cause: 'admin',
+    actor: { type: 'user', user_id: 9, role: 'site_admin' },
+    c: COLLECTIONS.memberships,
+    o: org,
+    k: ['7'],
+    audit: true,
+    e: false,
+    b: [null],
+    rid: createRid,
   });
 
   await waitFor(
