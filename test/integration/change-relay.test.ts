@@ -218,33 +218,22 @@ test("a record created, then deleted by a write still in flight: the create's au
   // (the membership is gone) but not yet named done, so it waits out the grace period. The delete
   // goes in first (its id still sorts after the create's), so no step of the relay sees the
   // create without it (as none would in the service, where the membership stood until then).
+  const membershipIntent = (_id: string, t: Date, b: (MembershipDoc | null)[], rid: string): OutboxDoc => ({
+    _id,
+    t,
+    cause: 'admin',
+    actor: { type: 'user', user_id: 9, role: 'site_admin' },
+    c: COLLECTIONS.memberships,
+    o: org,
+    k: ['7'],
+    audit: true,
+    e: false,
+    b,
+    rid,
+  });
   const createId = newIntentId();
-  await outbox.insertOne({
-    _id: newIntentId(),
-    t: new Date(),
-    cause: 'admin',
-    actor: { type: 'user', user_id: 9, role: 'site_admin' },
-    c: COLLECTIONS.memberships,
-    o: org,
-    k: ['7'],
-    audit: true,
-    e: false,
-    b: [made],
-    rid: deleteRid,
-  });
-  await outbox.insertOne({
-    _id: createId,
-    t: new Date(Date.now() - 5 * 60_000),
-    cause: 'admin',
-    actor: { type: 'user', user_id: 9, role: 'site_admin' },
-    c: COLLECTIONS.memberships,
-    o: org,
-    k: ['7'],
-    audit: true,
-    e: false,
-    b: [null],
-    rid: createRid,
-  });
+  await outbox.insertOne(membershipIntent(newIntentId(), new Date(), [made], deleteRid));
+  await outbox.insertOne(membershipIntent(createId, new Date(Date.now() - 5 * 60_000), [null], createRid));
 
   await waitFor(
     () => outboxIds(s.db),
