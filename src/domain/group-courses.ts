@@ -5,6 +5,7 @@ import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../errors';
 import { courseBirth, courseHolds } from './courses';
 import { groupExists } from './groups';
 import { syncCourseFacts } from './list-facts';
+import { replaceKeyed } from './rekey';
 
 /**
  * Group-course links (docs/api.md, `group-courses`): a course linked to a group. A (course,
@@ -67,12 +68,14 @@ export async function createGroupCourse(tenant: Tenant, input: { course: string;
 
 /**
  * A link's `_id` is its (course, group) pair, so changing either inserts the new document
- * (refused when that pair exists) and then deletes the old one: a crash in between leaves
- * both, with one id, until the next PATCH or DELETE of that id. Null: no link `id` here.
+ * (refused when that pair exists) and then deletes the old one (`replaceKeyed`): a crash in
+ * between leaves both, with one id, until the next PATCH or DELETE of that id. Null: no link
+ * `id` here (or a DELETE of it came first).
  */
 export async function updateGroupCourse(tenant: Tenant, id: number, patch: { course?: string; group?: number }): Promise<GroupCourseDoc | null> {
   await checkReferences(tenant, patch);
-  const old = await links(tenant).findOne({ id });
+  const read = await links(tenant).find({ id }).toArray();
+  const old = read[0];
   if (!old) return null;
   const course = patch.course ?? old.course;
   const group = patch.group ?? old.group;
@@ -82,9 +85,14 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
   const born = await courseBirth(tenant, course);
   if (born === null) throw new Invalid({ course: [doesNotExist(course)] });
   const doc = await insert(tenant, { _id, id, course, group, born });
-  await links(tenant).deleteMany({ id, _id: { $ne: _id } });
-  await syncCourseFacts(tenant, [old.course, course]);
-  return doc;
+  const replaced = await replaceKeyed(
+    links(tenant),
+    read.map((l) => l._id),
+    doc,
+  );
+  await syncCourseFacts(tenant, replaced ? [old.course, course] : [course]);
+  // Not replaced: another PATCH or a DELETE of the link came first; this one applies after it.
+  return replaced ? doc : updateGroupCourse(tenant, id, patch);
 }
 
 /** Deletes every document of the id (normally one; two after an interrupted PATCH). */

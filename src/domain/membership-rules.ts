@@ -4,6 +4,7 @@ import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, fieldError } from '../errors';
 import { groupExists, liveGroups } from './groups';
 import { joinByRule } from './learners';
+import { replaceKeyed } from './rekey';
 import { matchRules, ruleDomain, ruleKey } from './rule-match';
 
 /**
@@ -83,12 +84,14 @@ async function ofLiveGroup(tenant: Tenant, doc: RuleDoc): Promise<RuleDoc> {
 
 /**
  * A new domain is a new `_id`: the new document is inserted (refused when the domain has a
- * rule) and then the old one deleted; a crash in between leaves both, with one id, until the
- * next PATCH or DELETE of that id. Null: no rule `id` here.
+ * rule) and then the old one deleted (`replaceKeyed`); a crash in between leaves both, with one
+ * id, until the next PATCH or DELETE of that id. Null: no rule `id` here (or a DELETE of it
+ * came first).
  */
 export async function updateRule(tenant: Tenant, id: number, patch: { name?: string; domain?: string; group?: number }): Promise<RuleDoc | null> {
   await checkGroup(tenant, patch.group);
-  const old = await rules(tenant).findOne({ id });
+  const read = await rules(tenant).find({ id }).toArray();
+  const old = read[0];
   if (!old) return null;
   const domain = patch.domain === undefined ? old.domain : ruleDomain(patch.domain);
   const changes = { name: patch.name ?? old.name, group: patch.group ?? old.group };
@@ -101,8 +104,13 @@ export async function updateRule(tenant: Tenant, id: number, patch: { name?: str
   }
   if (await taken(tenant, domain)) throw domainTaken();
   const doc = await ofLiveGroup(tenant, await insert(tenant, { id, domain, ...changes }));
-  await rules(tenant).deleteMany({ id, _id: { $ne: doc._id } });
-  return doc;
+  // Not replaced: another PATCH or a DELETE of the rule came first; this one applies after it.
+  const replaced = await replaceKeyed(
+    rules(tenant),
+    read.map((r) => r._id),
+    doc,
+  );
+  return replaced ? doc : updateRule(tenant, id, patch);
 }
 
 /** Deletes every document of the id (normally one; two after an interrupted PATCH). */
