@@ -67,6 +67,11 @@ export interface MembershipDoc extends TenantDoc {
    * administrator's change that named this one by id does not touch it.
    */
   born?: string;
+  /**
+   * The learner record's revision whose projection wrote it (absent: written before this was
+   * kept): a projection of an older revision leaves it alone (src/domain/learners.ts).
+   */
+  rev?: number;
 }
 
 /** `_id` is `org|domain`: a domain has at most one rule per organization. */

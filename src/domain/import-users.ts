@@ -114,6 +114,7 @@ async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; d
     group: d.m!.group,
     automatic: d.m!.auto,
     born: d.m!.born,
+    rev: d.rev!,
   }));
   const notMade = await withCause('rule', () => tenant.collection<MembershipDoc>(COLLECTIONS.memberships).insertMany(memberships));
   await indexNewUsers(tenant, docs as never);

@@ -189,7 +189,8 @@ export async function applyLearnerEntry(
       continue;
     }
     const activated = arrival === 'applied' && closedPeriod(stateBefore ?? foldLearner(before, isLive), foldLearner(history, isLive), made);
-    return { outcome: OUTCOME[arrival], current: await project(db, next), activated };
+    // Projected as stored: with the marks and batch of projections under way, whose organizations it cleans.
+    return { outcome: OUTCOME[arrival], current: await project(db, { ...doc, ...next }), activated };
   }
   throw new Error(`learner ${id} kept changing while an entry was applied`);
 }
@@ -287,6 +288,13 @@ export async function afterProjection(db: Db, done: LearnerRecordDoc, projection
   throw new Error(`learner ${done.id} kept changing while what hangs off it was brought in line`);
 }
 
+/**
+ * A membership written by the projection of revision `rev` or an older one (or before memberships
+ * said which): a projection deletes or rewrites only those, so a slow projection of an older
+ * revision never undoes what a newer one wrote (and a membership keeps the id its POST returned).
+ */
+const writtenUpTo = (rev: number) => ({ $or: [{ rev: { $lte: rev } }, { rev: { $exists: false } }] });
+
 async function projectOnce(db: Db, doc: LearnerRecordDoc, projection: Projection): Promise<void> {
   // Where the learner was (`left`), and where a projection may have written (a mark: on the
   // record, or this projection's own, a batch's being kept apart), but is not now.
@@ -297,7 +305,8 @@ async function projectOnce(db: Db, doc: LearnerRecordDoc, projection: Projection
   for (const [org, upTo] of away) {
     const there = new Tenant(db, org);
     // A move takes the membership as a cascade; a retirement as the event's own doing.
-    const removal = () => there.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: doc._id });
+    // Only what this revision or an older one wrote: the learner may be back, with a newer membership.
+    const removal = () => there.collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: doc._id, ...writtenUpTo(doc.rev!) });
     await (doc.org === null ? removal() : withCause('cascade', removal));
     await unindexUser(there, doc.id, upTo.slice(0, upTo.indexOf('#')));
     await recordAfterWrite(db, COLLECTIONS.users, [{ k: doc._id, o: org }]);
@@ -351,12 +360,13 @@ export async function finishAbandonedProjections(db: Db, leaseMs = PROJECTION_LE
  */
 async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Promise<void> {
   const memberships = home.collection<MembershipDoc>(COLLECTIONS.memberships);
+  const rev = doc.rev!;
   const want = doc.m ?? null;
   const have = await memberships.findById(doc._id);
   const groupLives = async (group: number) =>
     (await db.collection<{ _id: string }>(COLLECTIONS.groups).findOne({ _id: String(group), org: home.org } as never, { projection: { _id: 1 } })) !== null;
   if (want === null) {
-    if (have) await memberships.deleteOne({ _id: have._id, id: have.id });
+    if (have) await memberships.deleteOne({ _id: have._id, id: have.id, ...writtenUpTo(rev) });
     return;
   }
   const byRule = <R>(write: () => Promise<R>) => (want.auto ? withCause('rule', write) : write());
@@ -368,11 +378,20 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
     if (!(await groupLives(want.group))) await memberships.deleteOne({ _id: have._id, id: have.id });
     return;
   }
+  const fields = { group: want.group, automatic: want.auto, born: want.born, rev };
+  let reuse: number | null = null;
   if (have) {
-    await byRule(() => memberships.updateOne({ _id: have._id, id: have.id }, { $set: { group: want.group, automatic: want.auto, born: want.born } }));
-  } else {
-    const id = await home.nextId('memberships');
-    const insert = () => byRule(() => memberships.insertOne({ _id: doc._id, id, user: doc.id, group: want.group, automatic: want.auto, born: want.born }));
+    const moved = await byRule(() => memberships.updateOne({ _id: have._id, id: have.id, ...writtenUpTo(rev) }, { $set: fields }));
+    // Not moved: a newer projection wrote it (it decides), or it is gone since it was read (its
+    // old group's deletion swept it after this revision moved it away): made again, with its id.
+    if (moved.matchedCount === 0) {
+      if (await memberships.has({ _id: doc._id })) return;
+      reuse = have.id;
+    }
+  }
+  if (!have || reuse !== null) {
+    const id = reuse ?? (await home.nextId('memberships'));
+    const insert = () => byRule(() => memberships.insertOne({ _id: doc._id, id, user: doc.id, ...fields }));
     try {
       await insert();
     } catch (err) {
