@@ -382,10 +382,12 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
   let reuse: number | null = null;
   if (have) {
     const moved = await byRule(() => memberships.updateOne({ _id: have._id, id: have.id, ...writtenUpTo(rev) }, { $set: fields }));
-    // Not moved: a newer projection wrote it (it decides), or it is gone since it was read (its
-    // old group's deletion swept it after this revision moved it away): made again, with its id.
+    // Not moved: a newer projection wrote it, or it is gone since it was read: swept by its old
+    // group's deletion after this revision moved it away (made again, with its id), or deleted by
+    // a newer revision (which decides: this projection's `afterProjection` projects it).
     if (moved.matchedCount === 0) {
       if (await memberships.has({ _id: doc._id })) return;
+      if ((await learnerRecords(db).read(doc.id))?.rev !== rev) return;
       reuse = have.id;
     }
   }

@@ -15,7 +15,7 @@ import { deleteGroup } from '../../src/domain/groups';
 import { importUserBatch } from '../../src/domain/import-users';
 import { finishAbandonedProjections, joinByRule } from '../../src/domain/learners';
 import { createRule, deleteRule, updateRule } from '../../src/domain/membership-rules';
-import { createMembership, updateMembership } from '../../src/domain/memberships';
+import { createMembership, deleteMembership, updateMembership } from '../../src/domain/memberships';
 import { createPublicCourse } from '../../src/domain/public-courses';
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
 import { groupWithRule, membershipOf, newGroup } from '../helpers/domain';
@@ -204,6 +204,49 @@ test('R3 a move away whose projection deletes the membership in the old organiza
   );
   const after = await membershipOf(tenant, user);
   expect({ org: (await record(user))?.org, id: after?.id, group: after?.group }).toEqual({ org, id: created?.id, group });
+});
+
+// Found by the review of that fix: the move's "made again" brought back a membership a newer
+// revision had deleted (an administrator's DELETE, answered 204), and the next rule membership
+// took the deleted id. Now it is made again only while its revision is the newest.
+test("R5 a membership PATCH whose projection finds the membership deleted by a newer revision (an administrator's DELETE): it stays deleted, and the next rule membership has a new id", async () => {
+  const org = uniqueName('org');
+  const tenant = new Tenant(db, org);
+  const [g1, g2] = [await newGroup(tenant, 'G1'), await newGroup(tenant, 'G2')];
+  const g3 = await groupWithRule(tenant, 'partner.org');
+  const user = freshUser();
+  await applyUserData(db, { user: { ...partnerEvent(user).user, is_active: false } }, at(1, `r${user}`), 'registration', org);
+  const created = await createMembership(tenant, { user, group: g1 });
+  let deleted: boolean | undefined;
+  // Every membership written from here on, by id: the deleted one must not come back, even for a moment
+  // (an activation landing then would keep its id, as the review showed).
+  const inserted: number[] = [];
+  const insertOne = Collection.prototype.insertOne as (...a: unknown[]) => Promise<unknown>;
+  const spy = jest.spyOn(Collection.prototype, 'insertOne').mockImplementation(async function (this: Collection, ...args: unknown[]) {
+    if (this.collectionName === COLLECTIONS.memberships) inserted.push((args[0] as { id: number }).id);
+    return insertOne.apply(this, args);
+  } as never);
+  try {
+    // The PATCH's projection read the membership (G1) and is about to move it: an administrator DELETEs it.
+    await beforeCall(
+      'updateOne',
+      COLLECTIONS.memberships,
+      () => updateMembership(tenant, created.id, { group: g2 }).catch(() => null),
+      async () => {
+        deleted = await deleteMembership(tenant, { id: created.id });
+      },
+    );
+    await applyUserData(db, partnerEvent(user), at(3, `a${user}`), 'activation', org);
+  } finally {
+    spy.mockRestore();
+  }
+  const after = await membershipOf(tenant, user);
+  expect({ deleted, madeAgain: inserted.includes(created.id), group: after?.group, sameIdAsDeleted: after?.id === created.id }).toEqual({
+    deleted: true,
+    madeAgain: false,
+    group: g3,
+    sameIdAsDeleted: false,
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
