@@ -363,6 +363,8 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
   const rev = doc.rev!;
   const want = doc.m ?? null;
   const have = await memberships.findById(doc._id);
+  // Whether the record is still of this revision (no newer one decides instead).
+  const isNewest = async () => (await learnerRecords(db).read(doc.id))?.rev === rev;
   const groupLives = async (group: number) =>
     (await db.collection<{ _id: string }>(COLLECTIONS.groups).findOne({ _id: String(group), org: home.org } as never, { projection: { _id: 1 } })) !== null;
   if (want === null) {
@@ -387,7 +389,7 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
     // a newer revision (which decides: this projection's `afterProjection` projects it).
     if (moved.matchedCount === 0) {
       if (await memberships.has({ _id: doc._id })) return;
-      if ((await learnerRecords(db).read(doc.id))?.rev !== rev) return;
+      if (!(await isNewest())) return;
       reuse = have.id;
     }
   }
@@ -400,7 +402,7 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
       if (!isDuplicateKey(err)) throw err;
       // The learner's one membership is where the learner is: one left in another organization
       // goes, unless this projection is of a record written over since (the newer one decides).
-      if ((await learnerRecords(db).read(doc.id))?.rev !== doc.rev) return;
+      if (!(await isNewest())) return;
       const elsewhere = await db.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: doc._id }, { projection: { org: 1 } });
       if (!elsewhere || elsewhere.org === home.org) return; // a concurrent projection made it: the caller reads again
       await withCause('cascade', () => new Tenant(db, elsewhere.org).collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: doc._id }));

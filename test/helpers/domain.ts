@@ -92,7 +92,7 @@ export async function giveMembership(tenant: Tenant, input: { user: number; grou
  * driver's, whatever module makes it): another process landing at that moment.
  */
 export async function beforeFirst<T>(
-  method: 'insertMany' | 'insertOne' | 'findOneAndUpdate',
+  method: 'insertMany' | 'insertOne' | 'findOneAndUpdate' | 'findOne' | 'updateOne' | 'findOneAndDelete',
   collectionName: string,
   apply: () => Promise<T>,
   meanwhile: () => Promise<unknown>,

@@ -18,7 +18,7 @@ import { createRule, deleteRule, updateRule } from '../../src/domain/membership-
 import { createMembership, deleteMembership, updateMembership } from '../../src/domain/memberships';
 import { createPublicCourse } from '../../src/domain/public-courses';
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
-import { groupWithRule, membershipOf, newGroup } from '../helpers/domain';
+import { beforeFirst, groupWithRule, membershipOf, newGroup } from '../helpers/domain';
 import { afterCall } from '../helpers/interleavings';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
@@ -45,30 +45,6 @@ const learner = (id: number, name = `User ${id}`): UserEventData => ({
 let nextUser = 7_000_000;
 const freshUser = () => nextUser++;
 const record = async (id: number) => (await db.collection(COLLECTIONS.users).findOne({ _id: String(id) } as never)) as LearnerRecordDoc | null;
-
-/** Runs `apply`, and `meanwhile` right before its first driver call of `method` on `collection` (another process landing then). */
-async function beforeCall<T>(
-  method: 'findOne' | 'updateOne' | 'findOneAndDelete' | 'insertOne',
-  collection: string,
-  apply: () => Promise<T>,
-  meanwhile: () => Promise<unknown>,
-): Promise<T> {
-  const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
-  let fired = false;
-  const spy = jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
-    if (!fired && this.collectionName === collection) {
-      fired = true;
-      await meanwhile();
-    }
-    return original.apply(this, args);
-  } as never);
-  try {
-    return await apply();
-  } finally {
-    spy.mockRestore();
-    expect(fired).toBe(true);
-  }
-}
 
 /**
  * Every interleaving of `a` and `b` (each run alone on a fresh world, `b` after each of `a`'s
@@ -115,7 +91,7 @@ test('R1 a PATCH moving a membership G1 -> G2 whose projection read the membersh
   const created = await createMembership(tenant, { user, group: g1 });
   // The PATCH's compare-and-set commits (the fold: moved to G2 while G1 lives); its projection has
   // read the membership (in G1) and is about to update it in place: G1's deletion runs now.
-  const patched = await beforeCall(
+  const patched = await beforeFirst(
     'updateOne',
     COLLECTIONS.memberships,
     () =>
@@ -171,7 +147,7 @@ test('R2 a profile update whose projection reaches the membership after an admin
   let created: { id: number } | undefined;
   // The update (t2) wrote revision 2 (no membership); before its projection reads the membership,
   // an administrator's POST commits revision 3 (a membership) and projects it.
-  await beforeCall(
+  await beforeFirst(
     'findOne',
     COLLECTIONS.memberships,
     () => applyUserData(db, learner(user, 'Renamed'), at(2, `upd${user}`), 'update', org),
@@ -193,7 +169,7 @@ test('R3 a move away whose projection deletes the membership in the old organiza
   let created: { id: number } | undefined;
   // The move to `other` (t2) wrote its record; before its projection deletes the membership in
   // `org`, the learner comes back (t3) and an administrator of `org` gives them a membership.
-  await beforeCall(
+  await beforeFirst(
     'findOneAndDelete',
     COLLECTIONS.memberships,
     () => applyUserData(db, learner(user), at(2, `mv${user}`), 'registration', other),
@@ -228,7 +204,7 @@ test("R5 a membership PATCH whose projection finds the membership deleted by a n
   } as never);
   try {
     // The PATCH's projection read the membership (G1) and is about to move it: an administrator DELETEs it.
-    await beforeCall(
+    await beforeFirst(
       'updateOne',
       COLLECTIONS.memberships,
       () => updateMembership(tenant, created.id, { group: g2 }).catch(() => null),
@@ -435,7 +411,7 @@ test("X1 a link PATCHed onto another course while another administrator DELETEs 
   for (const key of [c1, c2]) await applyCatalogInfo(db, { catalog_info: { course_key: key, name: key }, organization: org }, at(1, `c1${key}`), org);
   const l = await createGroupCourse(tenant, { course: c1, group });
   let deleted: boolean | undefined;
-  const patched = await beforeCall(
+  const patched = await beforeFirst(
     'insertOne',
     COLLECTIONS.groupCourses,
     () => updateGroupCourse(tenant, l.id, { course: c2 }),
@@ -454,7 +430,7 @@ test("X2 a rule PATCHed onto another domain while another administrator DELETEs 
   const group = await newGroup(tenant);
   const rule = await createRule(tenant, { name: 'r', domain: 'one.example', group });
   let deleted: boolean | undefined;
-  const patched = await beforeCall(
+  const patched = await beforeFirst(
     'insertOne',
     COLLECTIONS.rules,
     () => updateRule(tenant, rule.id, { domain: 'two.example' }),
@@ -473,7 +449,7 @@ test("X3 two PATCHes of one link onto two other courses, the second between the 
   const [c1, c2, c3] = [`course-v1:${org}+ONE+R`, `course-v1:${org}+TWO+R`, `course-v1:${org}+THREE+R`];
   for (const key of [c1, c2, c3]) await applyCatalogInfo(db, { catalog_info: { course_key: key, name: key }, organization: org }, at(1, `c1${key}`), org);
   const l = await createGroupCourse(tenant, { course: c1, group });
-  const first = await beforeCall(
+  const first = await beforeFirst(
     'insertOne',
     COLLECTIONS.groupCourses,
     () => updateGroupCourse(tenant, l.id, { course: c2 }),
