@@ -28,6 +28,7 @@ export const COLLECTIONS = {
   courseGrams: 'course_grams',
   upgrades: 'upgrades',
   projectionIntents: 'projection_intents',
+  deletedIds: 'deleted_ids',
 } as const;
 
 /**
@@ -81,6 +82,12 @@ export interface RuleDoc extends TenantDoc {
   domain: string;
   group: number;
 }
+
+/**
+ * A link's or rule's public id that a DELETE took (src/domain/rekey.ts): `_id` is
+ * `collection|org|id`. Ids are never claimed twice, so the mark stays true forever.
+ */
+export interface DeletedIdDoc extends TenantDoc {}
 
 /** `_id` is `course|group`: a (course, group) link is unique. */
 export interface GroupCourseDoc extends TenantDoc {

@@ -5,7 +5,7 @@ import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../errors';
 import { courseBirth, courseHolds } from './courses';
 import { groupExists } from './groups';
 import { syncCourseFacts } from './list-facts';
-import { replaceKeyed } from './rekey';
+import { deleteKeyed, replaceKeyed } from './rekey';
 
 /**
  * Group-course links (docs/api.md, `group-courses`): a course linked to a group. A (course,
@@ -68,9 +68,8 @@ export async function createGroupCourse(tenant: Tenant, input: { course: string;
 
 /**
  * A link's `_id` is its (course, group) pair, so changing either inserts the new document
- * (refused when that pair exists) and then deletes the old one (`replaceKeyed`): a crash in
- * between leaves both, with one id, until the next PATCH or DELETE of that id. Null: no link
- * `id` here (or a DELETE of it came first).
+ * (refused when that pair exists) and then deletes the old one (src/domain/rekey.ts). Null: no
+ * link `id` here (or a DELETE of it came first).
  */
 export async function updateGroupCourse(tenant: Tenant, id: number, patch: { course?: string; group?: number }): Promise<GroupCourseDoc | null> {
   await checkReferences(tenant, patch);
@@ -85,24 +84,24 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
   const born = await courseBirth(tenant, course);
   if (born === null) throw new Invalid({ course: [doesNotExist(course)] });
   const doc = await insert(tenant, { _id, id, course, group, born });
-  const replaced = await replaceKeyed(
-    links(tenant),
+  const outcome = await replaceKeyed(
+    tenant,
+    COLLECTIONS.groupCourses,
     read.map((l) => l._id),
     doc,
   );
-  await syncCourseFacts(tenant, replaced ? [old.course, course] : [course]);
-  // Not replaced: another PATCH or a DELETE of the link came first; this one applies after it.
-  return replaced ? doc : updateGroupCourse(tenant, id, patch);
+  await syncCourseFacts(tenant, outcome === 'replaced' ? [old.course, course] : [course]);
+  if (outcome === 'deleted') return null;
+  // Superseded: another PATCH of the link came first; this one applies after it.
+  return outcome === 'replaced' ? doc : updateGroupCourse(tenant, id, patch);
 }
 
-/** Deletes every document of the id (normally one; two after an interrupted PATCH). */
+/** Deletes every document of the id (normally one; two while a PATCH re-keys it). */
 export async function deleteGroupCourse(tenant: Tenant, id: number): Promise<boolean> {
-  const courses = (
-    await links(tenant)
-      .find({ id }, { projection: { course: 1 } })
-      .toArray()
-  ).map((l) => l.course);
-  const deleted = (await links(tenant).deleteMany({ id })).deletedCount > 0;
-  await syncCourseFacts(tenant, courses);
-  return deleted;
+  const deleted = await deleteKeyed<GroupCourseDoc>(tenant, COLLECTIONS.groupCourses, id);
+  await syncCourseFacts(
+    tenant,
+    deleted.map((l) => l.course),
+  );
+  return deleted.length > 0;
 }

@@ -4,7 +4,7 @@ import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, fieldError } from '../errors';
 import { groupExists, liveGroups } from './groups';
 import { joinByRule } from './learners';
-import { replaceKeyed } from './rekey';
+import { deleteKeyed, replaceKeyed } from './rekey';
 import { matchRules, ruleDomain, ruleKey } from './rule-match';
 
 /**
@@ -84,9 +84,8 @@ async function ofLiveGroup(tenant: Tenant, doc: RuleDoc): Promise<RuleDoc> {
 
 /**
  * A new domain is a new `_id`: the new document is inserted (refused when the domain has a
- * rule) and then the old one deleted (`replaceKeyed`); a crash in between leaves both, with one
- * id, until the next PATCH or DELETE of that id. Null: no rule `id` here (or a DELETE of it
- * came first).
+ * rule) and then the old one deleted (src/domain/rekey.ts). Null: no rule `id` here (or a
+ * DELETE of it came first).
  */
 export async function updateRule(tenant: Tenant, id: number, patch: { name?: string; domain?: string; group?: number }): Promise<RuleDoc | null> {
   await checkGroup(tenant, patch.group);
@@ -104,18 +103,20 @@ export async function updateRule(tenant: Tenant, id: number, patch: { name?: str
   }
   if (await taken(tenant, domain)) throw domainTaken();
   const doc = await ofLiveGroup(tenant, await insert(tenant, { id, domain, ...changes }));
-  // Not replaced: another PATCH or a DELETE of the rule came first; this one applies after it.
-  const replaced = await replaceKeyed(
-    rules(tenant),
+  const outcome = await replaceKeyed(
+    tenant,
+    COLLECTIONS.rules,
     read.map((r) => r._id),
     doc,
   );
-  return replaced ? doc : updateRule(tenant, id, patch);
+  if (outcome === 'deleted') return null;
+  // Superseded: another PATCH of the rule came first; this one applies after it.
+  return outcome === 'replaced' ? doc : updateRule(tenant, id, patch);
 }
 
-/** Deletes every document of the id (normally one; two after an interrupted PATCH). */
+/** Deletes every document of the id (normally one; two while a PATCH re-keys it). */
 export async function deleteRule(tenant: Tenant, id: number): Promise<boolean> {
-  return (await rules(tenant).deleteMany({ id })).deletedCount > 0;
+  return (await deleteKeyed(tenant, COLLECTIONS.rules, id)).length > 0;
 }
 
 /** Applies rule `id` to the organization's existing users: the memberships created, or null for an unknown id. */

@@ -24,17 +24,30 @@ const CALLS = [
  * made fewer than k calls, so k = 1, 2, … walks every point between two of its calls.
  */
 export async function afterCall(k: number, apply: () => Promise<unknown>, meanwhile: () => Promise<unknown>): Promise<boolean> {
+  return (await afterCalls(new Map([[k, meanwhile]]), apply)) >= k;
+}
+
+/**
+ * Runs `apply`, and each of `points`' processes right after `apply`'s database call of its
+ * number (calls the processes make are not counted). How many calls `apply` made.
+ */
+export async function afterCalls(points: ReadonlyMap<number, () => Promise<unknown>>, apply: () => Promise<unknown>): Promise<number> {
   let calls = 0;
-  let ran = false;
+  let meanwhile = false;
   const spies = CALLS.map((method) => {
     const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
     return jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
-      if (ran || ++calls !== k) return original.apply(this, args);
-      ran = true;
+      const process = meanwhile ? undefined : points.get(++calls);
+      if (!process) return original.apply(this, args);
       try {
         return await original.apply(this, args);
       } finally {
-        await meanwhile();
+        meanwhile = true;
+        try {
+          await process();
+        } finally {
+          meanwhile = false;
+        }
       }
     } as never);
   });
@@ -43,7 +56,7 @@ export async function afterCall(k: number, apply: () => Promise<unknown>, meanwh
   } finally {
     for (const spy of spies) spy.mockRestore();
   }
-  return ran;
+  return calls;
 }
 
 /**

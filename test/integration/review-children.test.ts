@@ -2,10 +2,10 @@
 // membership, link or public record never outlives its learner, course or group, nor stays in an
 // organization its learner or course left, whatever the order of an administrator's write, a
 // rule, an import and the deletion or move). Each test forces one interleaving of two operations
-// against the real database, at a point between two of their database commands. R1 to R4 and X1
-// failed before the fixes they name; the H tests held then and hold now.
+// against the real database, at a point between two of their database commands. R1 to R5 and X1
+// to X5 failed before the fixes they name; the H tests held then and hold now.
 import { Collection, type Db, MongoClient } from 'mongodb';
-import { COLLECTIONS, ensureIndexes, type GroupCourseDoc, type LearnerRecordDoc } from '../../src/db/collections';
+import { COLLECTIONS, type CourseDoc, ensureIndexes, type GroupCourseDoc, type LearnerRecordDoc, type RuleDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { applyCatalogInfo } from '../../src/domain/course-event-data';
 import { deleteCourse } from '../../src/domain/courses';
@@ -19,7 +19,7 @@ import { createMembership, deleteMembership, updateMembership } from '../../src/
 import { createPublicCourse } from '../../src/domain/public-courses';
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
 import { beforeFirst, groupWithRule, membershipOf, newGroup } from '../helpers/domain';
-import { afterCall } from '../helpers/interleavings';
+import { afterCall, afterCalls } from '../helpers/interleavings';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 jest.setTimeout(600_000);
@@ -458,6 +458,102 @@ test("X3 two PATCHes of one link onto two other courses, the second between the 
   const left = await tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({ id: l.id }).toArray();
   // The second PATCH (to c3) replaced c1 first; the first then applies after it, from c3.
   expect({ first: first?.course, left: left.map((d) => d.course) }).toEqual({ first: c2, left: [c2] });
+});
+
+/**
+ * A PATCH re-keying record `id` (onto `second`) with, at every pair of points between its database
+ * calls, a DELETE of the id and another PATCH (onto `third`), in either order: what breaks "a
+ * DELETE answered 204 is not undone" or leaves the id two documents. `facts` names what else the
+ * run left wrong.
+ */
+async function patchDeletePatch<W>(
+  fresh: () => Promise<W & { id: number }>,
+  patch: (w: W & { id: number }, onto: 'second' | 'third') => Promise<unknown>,
+  remove: (w: W & { id: number }) => Promise<boolean>,
+  left: (w: W & { id: number }) => Promise<string[]>,
+  facts: (w: W & { id: number }) => Promise<string | null>,
+): Promise<{ found: string[]; runs: number }> {
+  const found: string[] = [];
+  const quiet = (p: Promise<unknown>) => p.catch(() => undefined);
+  let runs = 0;
+  for (const deleteFirst of [true, false]) {
+    for (let k1 = 1; ; k1++) {
+      let calls = 0;
+      for (let k2 = k1; ; k2++) {
+        const w = await fresh();
+        let deleted = false;
+        const del = async () => {
+          deleted = await remove(w);
+        };
+        const other = () => quiet(patch(w, 'third'));
+        const [first, second] = deleteFirst ? [del, other] : [other, del];
+        const points = new Map<number, () => Promise<unknown>>(
+          k1 === k2
+            ? [
+                [
+                  k1,
+                  async () => {
+                    await first();
+                    await second();
+                  },
+                ],
+              ]
+            : [
+                [k1, first],
+                [k2, second],
+              ],
+        );
+        calls = await afterCalls(points, () => quiet(patch(w, 'second')));
+        if (calls < k2) break;
+        runs++;
+        const stands = await left(w);
+        const wrong = (deleted && stands.length > 0) || stands.length > 1 ? `left ${JSON.stringify(stands)} (DELETE answered ${deleted})` : await facts(w);
+        if (wrong) found.push(`${deleteFirst ? 'DELETE' : 'PATCH'} after call ${k1}, the other after call ${k2}: ${wrong}`);
+      }
+      if (calls < k1) break;
+    }
+  }
+  return { found, runs };
+}
+
+test("X4 (every pair of points) a link PATCHed onto another course while another administrator DELETEs it and a third PATCHes it again (building on the first PATCH's new link or not): no link stands after a DELETE answered 204, and every course's `linked` says whether it has one", async () => {
+  const { found, runs } = await patchDeletePatch(
+    async () => {
+      const org = uniqueName('org');
+      const tenant = new Tenant(db, org);
+      const group = await newGroup(tenant);
+      const courses = ['ONE', 'TWO', 'THREE'].map((c) => `course-v1:${org}+${c}+R`);
+      for (const key of courses) await applyCatalogInfo(db, { catalog_info: { course_key: key, name: key }, organization: org }, at(1, `c1${key}`), org);
+      const { id } = await createGroupCourse(tenant, { course: courses[0]!, group });
+      return { tenant, courses, id };
+    },
+    (w, onto) => updateGroupCourse(w.tenant, w.id, { course: w.courses[onto === 'second' ? 1 : 2] }),
+    (w) => deleteGroupCourse(w.tenant, w.id),
+    async (w) => (await w.tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({ id: w.id }).toArray()).map((l) => l.course),
+    async (w) => {
+      const linked = new Set((await w.tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({}).toArray()).map((l) => l.course));
+      const said = await w.tenant.collection<CourseDoc>(COLLECTIONS.courses).findByIds(w.courses);
+      const wrong = w.courses.filter((c) => (said.get(c)?.linked === 1) !== linked.has(c));
+      return wrong.length > 0 ? `linked wrong for ${wrong.join(', ')}` : null;
+    },
+  );
+  expect({ found, tried: runs > 20 }).toEqual({ found: [], tried: true });
+});
+
+test('X5 (every pair of points) a rule PATCHed onto another domain while another administrator DELETEs it and a third PATCHes it again: no rule stands after a DELETE answered 204', async () => {
+  const { found, runs } = await patchDeletePatch(
+    async () => {
+      const tenant = new Tenant(db, uniqueName('org'));
+      const group = await newGroup(tenant);
+      const { id } = await createRule(tenant, { name: 'r', domain: 'one.example', group });
+      return { tenant, id };
+    },
+    (w, onto) => updateRule(w.tenant, w.id, { domain: `${onto}.example` }),
+    (w) => deleteRule(w.tenant, w.id),
+    async (w) => (await w.tenant.collection<RuleDoc>(COLLECTIONS.rules).find({ id: w.id }).toArray()).map((r) => r.domain),
+    async () => null,
+  );
+  expect({ found, tried: runs > 20 }).toEqual({ found: [], tried: true });
 });
 
 // Found: a projection killed after writing where the learner no longer is leaves its mark on the
