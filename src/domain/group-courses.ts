@@ -90,7 +90,7 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
     read.map((l) => l._id),
     doc,
   );
-  await syncCourseFacts(tenant, outcome === 'replaced' ? [old.course, course] : [course]);
+  await syncCourseFacts(tenant, outcome === 'superseded' ? [course] : [...read.map((l) => l.course), course]);
   if (outcome === 'deleted') return null;
   // Superseded: another PATCH of the link came first; this one applies after it.
   return outcome === 'replaced' ? doc : updateGroupCourse(tenant, id, patch);
@@ -98,10 +98,10 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
 
 /** Deletes every document of the id (normally one; two while a PATCH re-keys it). */
 export async function deleteGroupCourse(tenant: Tenant, id: number): Promise<boolean> {
-  const deleted = await deleteKeyed<GroupCourseDoc>(tenant, COLLECTIONS.groupCourses, id);
+  const { deleted, documents } = await deleteKeyed<GroupCourseDoc>(tenant, COLLECTIONS.groupCourses, id);
   await syncCourseFacts(
     tenant,
-    deleted.map((l) => l.course),
+    documents.map((l) => l.course),
   );
-  return deleted.length > 0;
+  return deleted;
 }

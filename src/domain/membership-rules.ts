@@ -116,7 +116,7 @@ export async function updateRule(tenant: Tenant, id: number, patch: { name?: str
 
 /** Deletes every document of the id (normally one; two while a PATCH re-keys it). */
 export async function deleteRule(tenant: Tenant, id: number): Promise<boolean> {
-  return (await deleteKeyed(tenant, COLLECTIONS.rules, id)).length > 0;
+  return (await deleteKeyed(tenant, COLLECTIONS.rules, id)).deleted;
 }
 
 /** Applies rule `id` to the organization's existing users: the memberships created, or null for an unknown id. */

@@ -1,7 +1,7 @@
 import type { Filter } from 'mongodb';
 import { COLLECTIONS, type CollectionName, type DeletedIdDoc, type TenantDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
-import type { Tenant } from '../db/tenant';
+import type { Tenant, TenantCollection } from '../db/tenant';
 
 /**
  * Records keyed by what they join (a link's `_id` is its (course, group), a rule's its domain)
@@ -10,10 +10,11 @@ import type { Tenant } from '../db/tenant';
  * PATCH or DELETE of it.
  *
  * The id is the parent of its documents, in docs/event-core.md's protocol for what hangs off a
- * record: a DELETE marks the id deleted, then deletes its documents; a PATCH writes its new
- * document, then reads the mark, and takes the document back when it is there. Either sees the
- * other, so no number of PATCHes racing a DELETE (one building on another's new document
- * included) leaves a document of an id whose DELETE answered 204.
+ * record: a DELETE marks the id deleted, then deletes its documents until none is left; a PATCH
+ * writes its new document, then reads the mark, and when it is there finishes the DELETE (its
+ * own document included) and answers 404. Either sees the other, so no number of PATCHes racing
+ * a DELETE (one building on another's new document included) leaves a document of an id whose
+ * DELETE answered 204, and a DELETE that died after its mark is finished by the next PATCH.
  */
 
 export type Replaced = 'replaced' | 'superseded' | 'deleted';
@@ -34,29 +35,49 @@ export async function replaceKeyed<T extends TenantDoc & { id: number }>(
   doc: T,
 ): Promise<Replaced> {
   const documents = tenant.collection<T>(name);
-  const takeBack = () => documents.deleteMany({ _id: doc._id, id: doc.id } as Filter<T>);
   if (await marks(tenant).has({ _id: markOf(tenant, name, doc.id) })) {
-    await takeBack();
+    // The DELETE may be under way or may have died after its mark: either way this finishes it.
+    await deleteAll(documents, doc.id);
     return 'deleted';
   }
   if ((await documents.deleteMany({ _id: { $in: [...replaced] }, id: doc.id } as Filter<T>)).deletedCount > 0) return 'replaced';
-  await takeBack();
+  await documents.deleteMany({ _id: doc._id, id: doc.id } as Filter<T>);
   return 'superseded';
 }
 
-/** DELETE of `id`: the documents it deleted (none: no such id here, or another DELETE took them). */
-export async function deleteKeyed<T extends TenantDoc & { id: number }>(tenant: Tenant, name: CollectionName, id: number): Promise<T[]> {
+/**
+ * DELETE of `id`: whether it deleted the id (false: no such id here, or another DELETE took it
+ * first), and the documents it deleted itself (a PATCH that meets its mark may delete some).
+ */
+export async function deleteKeyed<T extends TenantDoc & { id: number }>(
+  tenant: Tenant,
+  name: CollectionName,
+  id: number,
+): Promise<{ deleted: boolean; documents: T[] }> {
   const documents = tenant.collection<T>(name);
   // An id with no document is not marked: it may not be claimed yet.
-  if (!(await documents.has({ id } as Filter<T>))) return [];
+  if (!(await documents.has({ id } as Filter<T>))) return { deleted: false, documents: [] };
+  let marked = true;
   try {
     await marks(tenant).insertOne({ _id: markOf(tenant, name, id) });
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
+    marked = false; // another DELETE's, under way or dead: this one finishes it too
   }
-  // One at a time, so the caller knows every document it deleted (a PATCH's new one included).
+  const deleted = await deleteAll(documents, id);
+  return { deleted: marked || deleted.length > 0, documents: deleted };
+}
+
+/**
+ * Deletes every document of `id`, one at a time so that the caller knows each (a PATCH's new one
+ * included), until a read finds none: a delete that finds nothing is no proof, as a PATCH or a
+ * cascade may have taken its target while another document of the id stands.
+ */
+async function deleteAll<T extends TenantDoc & { id: number }>(documents: TenantCollection<T>, id: number): Promise<T[]> {
   const deleted: T[] = [];
-  for (let doc = await documents.findOneAndDelete({ id } as Filter<T>); doc; doc = await documents.findOneAndDelete({ id } as Filter<T>))
-    deleted.push(doc as T);
+  while (await documents.has({ id } as Filter<T>)) {
+    const doc = await documents.findOneAndDelete({ id } as Filter<T>);
+    if (doc) deleted.push(doc as T);
+  }
   return deleted;
 }

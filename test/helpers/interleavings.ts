@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Collection } from 'mongodb';
 
 /**
@@ -109,4 +110,68 @@ export async function everyInterleaving<R>(
     }
   }
   return { orders, failures, runs };
+}
+
+/**
+ * Runs `processes` together, each database call of each waiting for its turn: `turns` says which
+ * process makes how many calls in a row (Infinity: the rest of them), a process that ends
+ * ending its turn. Once the turns are spent, every call runs at once. What each process made:
+ * its calls and how it ended. Calls are told apart by the async context each process runs in.
+ */
+export async function inTurns(
+  processes: readonly (() => Promise<unknown>)[],
+  turns: readonly (readonly [process: number, calls: number])[],
+): Promise<{ calls: number[]; errors: (string | null)[] }> {
+  const which = new AsyncLocalStorage<number>();
+  const calls = processes.map(() => 0);
+  const done = processes.map(() => false);
+  let turn = 0;
+  let inTurn = 0;
+  let wake: () => void = () => undefined;
+  let changed = new Promise<void>((r) => (wake = r));
+  const advance = () => {
+    turn++;
+    inTurn = 0;
+    while (turn < turns.length && done[turns[turn]![0]]) turn++;
+    const w = wake;
+    changed = new Promise<void>((r) => (wake = r));
+    w();
+  };
+  const spies = CALLS.map((method) => {
+    const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
+    return jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
+      const p = which.getStore();
+      if (p === undefined) return original.apply(this, args);
+      while (turn < turns.length && turns[turn]![0] !== p) await changed;
+      calls[p]!++;
+      if (turn >= turns.length) return original.apply(this, args);
+      const mine = turn;
+      inTurn++;
+      try {
+        return await original.apply(this, args);
+      } finally {
+        if (turn === mine && inTurn >= turns[mine]![1]) advance();
+      }
+    } as never);
+  });
+  try {
+    const errors = await Promise.all(
+      processes.map((run, p) =>
+        which.run(p, async () => {
+          try {
+            await run();
+            return null;
+          } catch (err) {
+            return (err as Error).message;
+          } finally {
+            done[p] = true;
+            if (turn < turns.length && turns[turn]![0] === p) advance();
+          }
+        }),
+      ),
+    );
+    return { calls, errors };
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
 }

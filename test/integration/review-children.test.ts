@@ -19,7 +19,7 @@ import { createMembership, deleteMembership, updateMembership } from '../../src/
 import { createPublicCourse } from '../../src/domain/public-courses';
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
 import { beforeFirst, groupWithRule, membershipOf, newGroup } from '../helpers/domain';
-import { afterCall, afterCalls } from '../helpers/interleavings';
+import { afterCall, afterCalls, inTurns } from '../helpers/interleavings';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
 jest.setTimeout(600_000);
@@ -552,6 +552,70 @@ test('X5 (every pair of points) a rule PATCHed onto another domain while another
     (w) => deleteRule(w.tenant, w.id),
     async (w) => (await w.tenant.collection<RuleDoc>(COLLECTIONS.rules).find({ id: w.id }).toArray()).map((r) => r.domain),
     async () => null,
+  );
+  expect({ found, tried: runs > 20 }).toEqual({ found: [], tried: true });
+});
+
+/**
+ * Two requests on fresh worlds in every schedule of their database calls with up to three
+ * switches (one runs i calls, the other j, the first the rest, the other the rest; either first):
+ * the schedules after which `violation` names a broken invariant, and how many ran.
+ */
+async function everySchedule<W>(
+  fresh: () => Promise<W>,
+  requests: readonly [(w: W) => Promise<unknown>, (w: W) => Promise<unknown>],
+  violation: (w: W, errors: (string | null)[]) => Promise<string | null>,
+): Promise<{ found: string[]; runs: number }> {
+  const alone = [];
+  for (const r of requests) {
+    const w = await fresh();
+    alone.push((await inTurns([() => r(w)], [])).calls[0]!);
+  }
+  const found: string[] = [];
+  let runs = 0;
+  for (const a of [0, 1]) {
+    const b = 1 - a;
+    for (let i = 1; i <= alone[a]! + 1; i++) {
+      for (let j = 1; j <= alone[b]! + 1; j++) {
+        const w = await fresh();
+        const turns = [
+          [a, i],
+          [b, j],
+          [a, Infinity],
+          [b, Infinity],
+        ] as const;
+        const { errors } = await inTurns([() => requests[0](w), () => requests[1](w)], turns);
+        runs++;
+        const v = await violation(w, errors);
+        if (v) found.push(`${a === 0 ? 'first' : 'second'} request ${i} calls, the other ${j}, then the rest of each: ${v}`);
+      }
+    }
+  }
+  return { found, runs };
+}
+
+// The walk of X4 and X5 runs the DELETE whole at one point; the review of the mark (src/domain/rekey.ts)
+// found the DELETE stopping early when paused inside (test/integration/review-rekey.test.ts F1 to
+// F3). Rules share the links' protocol and cost less to make, so they walk every schedule.
+test('X6 (every schedule with three switches) a rule PATCHed onto another domain and DELETEd: the DELETE answers 204 and no rule of the id stands', async () => {
+  const deleted = new Map<number, boolean>();
+  const { found, runs } = await everySchedule(
+    async () => {
+      const tenant = new Tenant(db, uniqueName('org'));
+      const { id } = await createRule(tenant, { name: 'r', domain: 'one.example', group: await newGroup(tenant) });
+      return { tenant, id };
+    },
+    [
+      (w) => updateRule(w.tenant, w.id, { domain: 'two.example' }),
+      async (w) => {
+        deleted.set(w.id, await deleteRule(w.tenant, w.id));
+      },
+    ],
+    async (w, errors) => {
+      const stands = await w.tenant.collection<RuleDoc>(COLLECTIONS.rules).count({ id: w.id });
+      const end = { deleted: deleted.get(w.id), stands, errors: errors.filter((e) => e !== null) };
+      return JSON.stringify(end) === JSON.stringify({ deleted: true, stands: 0, errors: [] }) ? null : JSON.stringify(end);
+    },
   );
   expect({ found, tried: runs > 20 }).toEqual({ found: [], tried: true });
 });

@@ -1,7 +1,9 @@
-// An adversarial review (2026-11-30) of the deleted-id mark (src/domain/rekey.ts): a DELETE of a
-// link or rule marks its id, then deletes the id's documents with findOneAndDelete in a loop; a
-// re-keying PATCH reads the mark after its insert. Each test forces one interleaving against the
-// real database by pausing a request between two of its database commands.
+// An adversarial review (2026-11-30) of the deleted-id mark (src/domain/rekey.ts) as first
+// written: a DELETE of a link or rule marked its id, then deleted the id's documents with
+// findOneAndDelete until one found nothing; a re-keying PATCH read the mark after its insert and
+// took its own document back. F1 to F5 failed then; now a DELETE deletes until a read finds
+// none, and a PATCH that meets the mark finishes the DELETE. Each test forces one interleaving
+// against the real database by pausing a request between two of its database commands.
 import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, ensureIndexes, type GroupCourseDoc, type RuleDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
@@ -185,10 +187,11 @@ test('F3 a DELETE of a rule that a PATCH moves to another domain (the PATCH havi
 });
 
 // F4. A DELETE that fails after its mark (the database drops the connection, the process dies)
-// leaves the link standing, as the DELETE answered 500: a retry is expected. But the mark stays
-// forever, so the standing link, which GET and access decisions still see, can never be re-keyed
-// again: every PATCH of its course or group answers 404 (docs/api.md: 404 is "unknown id").
-test('F4 after a DELETE of a link failed past its mark, the link still stands and a PATCH of its course answers it (not 404)', async () => {
+// leaves the link standing, as the DELETE answered 500. The mark stayed forever and every PATCH
+// of its course or group answered 404 while GET still showed the link. Now a PATCH that meets the
+// mark finishes the DELETE (it cannot tell a DELETE under way from a dead one, and must not undo
+// the first): it answers 404 and the link is gone, its course's `linked` with it.
+test('F4 after a DELETE of a link failed past its mark, a PATCH of its course finishes the DELETE: 404, and no link of the id stands', async () => {
   const w = await linkWorld();
   const original = Collection.prototype.findOneAndDelete as (...a: unknown[]) => Promise<unknown>;
   const spy = jest.spyOn(Collection.prototype, 'findOneAndDelete').mockImplementation(async function (this: Collection, ...args: unknown[]) {
@@ -201,17 +204,26 @@ test('F4 after a DELETE of a link failed past its mark, the link still stands an
     .finally(() => spy.mockRestore());
   const standingAfterFailure = await w.standing();
   const patched = await updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! });
-  expect({ failed, standingAfterFailure, patched: patched?.course.split('+')[1] ?? '404', standing: await w.standing() }).toEqual({
+  const linked = (await w.tenant.collection<CourseDoc>(COLLECTIONS.courses).findByIds(w.courses.slice(0, 2))).values();
+  expect({
+    failed,
+    standingAfterFailure,
+    patched: patched?.course.split('+')[1] ?? '404',
+    standing: await w.standing(),
+    linked: [...linked].map((c) => c.linked),
+  }).toEqual({
     failed: true,
     standingAfterFailure: ['C1'],
-    patched: 'C2',
-    standing: ['C2'],
+    patched: '404',
+    standing: [],
+    linked: [0, 0],
   });
 });
 
-// F5. After F1's race the link stands with its id marked: the `linked` fact is right (the PATCH
-// synced it), but the link is a zombie: a later PATCH of its course answers 404.
-test('F5 a link left standing by the race of F1 can still be PATCHed onto another course', async () => {
+// F5. F1's race left C2 standing with its id marked, so a later PATCH answered 404 while GET
+// showed the link. Now the DELETE of that race deletes C2 too (F1): nothing stands, and a later
+// PATCH of the id answers 404 as for any deleted id.
+test('F5 after the race of F1 no link of the id stands, its new course is not `linked`, and a later PATCH answers 404', async () => {
   const w = await linkWorld();
   const patchAfterMark = gate();
   const deleteBeforeAimed = gate();
@@ -234,5 +246,5 @@ test('F5 a link left standing by the race of F1 can still be PATCHed onto anothe
   const standingBefore = await w.standing();
   const linked = (await w.tenant.collection<CourseDoc>(COLLECTIONS.courses).findById(w.courses[1]!))?.linked;
   const later = await updateGroupCourse(w.tenant, w.id, { course: w.courses[2]! });
-  expect({ standingBefore, linked, later: later?.course.split('+')[1] ?? '404' }).toEqual({ standingBefore: ['C2'], linked: 1, later: 'C3' });
+  expect({ standingBefore, linked, later: later?.course.split('+')[1] ?? '404' }).toEqual({ standingBefore: [], linked: 0, later: '404' });
 });
