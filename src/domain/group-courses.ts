@@ -5,7 +5,7 @@ import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../errors';
 import { courseBirth, courseHolds } from './courses';
 import { groupExists } from './groups';
 import { syncCourseFacts } from './list-facts';
-import { deleteKeyed, replaceKeyed } from './rekey';
+import { deleteKeyed, finishIfDeleted, replaceKeyed } from './rekey';
 
 /**
  * Group-course links (docs/api.md, `group-courses`): a course linked to a group. A (course,
@@ -74,23 +74,40 @@ export async function createGroupCourse(tenant: Tenant, input: { course: string;
 export async function updateGroupCourse(tenant: Tenant, id: number, patch: { course?: string; group?: number }): Promise<GroupCourseDoc | null> {
   await checkReferences(tenant, patch);
   const read = await links(tenant).find({ id }).toArray();
-  const old = read[0];
-  if (!old) return null;
+  if (read.length === 0) return null;
+  const gone = await finishIfDeleted<GroupCourseDoc>(tenant, COLLECTIONS.groupCourses, id);
+  if (gone) {
+    await syncCourseFacts(
+      tenant,
+      [...read, ...gone].map((l) => l.course),
+    );
+    return null;
+  }
+  const old = read[0]!;
   const course = patch.course ?? old.course;
   const group = patch.group ?? old.group;
   const _id = linkKey(course, group);
-  if (_id === old._id) return old;
+  // Already so (another PATCH of the link may have made it so: its new document is this one's answer).
+  const same = read.find((l) => l._id === _id);
+  if (same) return same;
   // A new link: it begins now in the course's history, as a created one does.
   const born = await courseBirth(tenant, course);
   if (born === null) throw new Invalid({ course: [doesNotExist(course)] });
-  const doc = await insert(tenant, { _id, id, course, group, born });
-  const outcome = await replaceKeyed(
+  let doc: GroupCourseDoc;
+  try {
+    doc = await insert(tenant, { _id, id, course, group, born });
+  } catch (err) {
+    // The pair is this link's already: another PATCH of it inserted it after the read.
+    if (err instanceof Conflict && (await links(tenant).has({ _id, id }))) return updateGroupCourse(tenant, id, patch);
+    throw err;
+  }
+  const { outcome, removed } = await replaceKeyed(
     tenant,
     COLLECTIONS.groupCourses,
     read.map((l) => l._id),
     doc,
   );
-  await syncCourseFacts(tenant, outcome === 'superseded' ? [course] : [...read.map((l) => l.course), course]);
+  await syncCourseFacts(tenant, outcome === 'superseded' ? [course] : [...read, ...removed].map((l) => l.course).concat(course));
   if (outcome === 'deleted') return null;
   // Superseded: another PATCH of the link came first; this one applies after it.
   return outcome === 'replaced' ? doc : updateGroupCourse(tenant, id, patch);

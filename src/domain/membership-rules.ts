@@ -4,7 +4,7 @@ import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, fieldError } from '../errors';
 import { groupExists, liveGroups } from './groups';
 import { joinByRule } from './learners';
-import { deleteKeyed, replaceKeyed } from './rekey';
+import { deleteKeyed, finishIfDeleted, replaceKeyed } from './rekey';
 import { matchRules, ruleDomain, ruleKey } from './rule-match';
 
 /**
@@ -90,20 +90,33 @@ async function ofLiveGroup(tenant: Tenant, doc: RuleDoc): Promise<RuleDoc> {
 export async function updateRule(tenant: Tenant, id: number, patch: { name?: string; domain?: string; group?: number }): Promise<RuleDoc | null> {
   await checkGroup(tenant, patch.group);
   const read = await rules(tenant).find({ id }).toArray();
-  const old = read[0];
-  if (!old) return null;
-  const domain = patch.domain === undefined ? old.domain : ruleDomain(patch.domain);
+  if (read.length === 0 || (await finishIfDeleted(tenant, COLLECTIONS.rules, id))) return null;
+  const domain = patch.domain === undefined ? read[0]!.domain : ruleDomain(patch.domain);
+  // The rule's document of that domain when it has one (another PATCH of the rule may have made it).
+  const old = read.find((r) => r.domain === domain) ?? read[0]!;
   const changes = { name: patch.name ?? old.name, group: patch.group ?? old.group };
   if (domain === old.domain) {
-    const updated = await rules(tenant).findOneAndUpdate({ _id: old._id }, { $set: changes });
+    // By `id` too: after a DELETE, the domain may be another rule's.
+    const updated = await rules(tenant).findOneAndUpdate({ _id: old._id, id }, { $set: changes });
     // Moved onto a group deleted meanwhile: the group's deletion takes it, as had it come after.
     if (updated && patch.group !== undefined && !(await groupExists(tenant, updated.group)))
-      await rules(tenant).deleteMany({ _id: updated._id, group: updated.group });
+      await rules(tenant).deleteMany({ _id: updated._id, id, group: updated.group });
     return updated;
   }
-  if (await taken(tenant, domain)) throw domainTaken();
-  const doc = await ofLiveGroup(tenant, await insert(tenant, { id, domain, ...changes }));
-  const outcome = await replaceKeyed(
+  // The domain is this rule's already when another PATCH of it inserted it after the read.
+  const isOwn = () => rules(tenant).has({ _id: ruleKey(tenant.org, domain), id });
+  if (await taken(tenant, domain)) {
+    if (await isOwn()) return updateRule(tenant, id, patch);
+    throw domainTaken();
+  }
+  let doc: RuleDoc;
+  try {
+    doc = await ofLiveGroup(tenant, await insert(tenant, { id, domain, ...changes }));
+  } catch (err) {
+    if (err instanceof Conflict && (await isOwn())) return updateRule(tenant, id, patch);
+    throw err;
+  }
+  const { outcome } = await replaceKeyed(
     tenant,
     COLLECTIONS.rules,
     read.map((r) => r._id),

@@ -14,7 +14,8 @@ import type { Tenant, TenantCollection } from '../db/tenant';
  * writes its new document, then reads the mark, and when it is there finishes the DELETE (its
  * own document included) and answers 404. Either sees the other, so no number of PATCHes racing
  * a DELETE (one building on another's new document included) leaves a document of an id whose
- * DELETE answered 204, and a DELETE that died after its mark is finished by the next PATCH.
+ * DELETE answered 204. Every PATCH reads the mark first too, so a DELETE that died after its
+ * mark is finished by the next PATCH of the id, whatever it changes.
  */
 
 export type Replaced = 'replaced' | 'superseded' | 'deleted';
@@ -23,26 +24,34 @@ const marks = (tenant: Tenant) => tenant.collection<DeletedIdDoc>(COLLECTIONS.de
 const markOf = (tenant: Tenant, name: CollectionName, id: number) => `${name}|${tenant.org}|${id}`;
 
 /**
+ * Every PATCH of `id` asks this first (and a re-keying one again after its insert): null when
+ * the id is not marked deleted; else the DELETE, under way or dead after its mark, is finished
+ * here, and the documents this deleted are returned (the PATCH answers 404).
+ */
+export async function finishIfDeleted<T extends TenantDoc & { id: number }>(tenant: Tenant, name: CollectionName, id: number): Promise<T[] | null> {
+  if (!(await marks(tenant).has({ _id: markOf(tenant, name, id) }))) return null;
+  return deleteAll(tenant.collection<T>(name), id);
+}
+
+/**
  * After `doc` (a PATCH's new document of `doc.id`) is inserted: 'replaced' when it took the place
  * of a document `replaced` names (the `_id`s the PATCH read under the id); else it is taken
- * back, 'deleted' when a DELETE of the id came first (the PATCH answers 404), 'superseded' when
- * another PATCH did (this one reads again and applies after it).
+ * back, 'deleted' when a DELETE of the id came first (the PATCH answers 404; `removed`: what
+ * finishing the DELETE deleted), 'superseded' when another PATCH did (this one reads again and
+ * applies after it).
  */
 export async function replaceKeyed<T extends TenantDoc & { id: number }>(
   tenant: Tenant,
   name: CollectionName,
   replaced: readonly string[],
   doc: T,
-): Promise<Replaced> {
+): Promise<{ outcome: Replaced; removed: T[] }> {
   const documents = tenant.collection<T>(name);
-  if (await marks(tenant).has({ _id: markOf(tenant, name, doc.id) })) {
-    // The DELETE may be under way or may have died after its mark: either way this finishes it.
-    await deleteAll(documents, doc.id);
-    return 'deleted';
-  }
-  if ((await documents.deleteMany({ _id: { $in: [...replaced] }, id: doc.id } as Filter<T>)).deletedCount > 0) return 'replaced';
+  const removed = await finishIfDeleted<T>(tenant, name, doc.id);
+  if (removed) return { outcome: 'deleted', removed };
+  if ((await documents.deleteMany({ _id: { $in: [...replaced] }, id: doc.id } as Filter<T>)).deletedCount > 0) return { outcome: 'replaced', removed: [] };
   await documents.deleteMany({ _id: doc._id, id: doc.id } as Filter<T>);
-  return 'superseded';
+  return { outcome: 'superseded', removed: [] };
 }
 
 /**

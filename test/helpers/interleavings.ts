@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Collection } from 'mongodb';
+import { Collection, FindCursor } from 'mongodb';
 
 /**
  * Interleavings of two processes at the points between database calls: what two consumers
@@ -115,45 +115,63 @@ export async function everyInterleaving<R>(
 /**
  * Runs `processes` together, each database call of each waiting for its turn: `turns` says which
  * process makes how many calls in a row (Infinity: the rest of them), a process that ends
- * ending its turn. Once the turns are spent, every call runs at once. What each process made:
- * its calls and how it ended. Calls are told apart by the async context each process runs in.
+ * ending its turn. A turn of n calls lets n calls start (a process starting two at once waits
+ * with the second) and ends when they have answered. Once the turns are spent, every call runs
+ * at once. What each process made: its calls and how it ended. Calls are told apart by the
+ * async context each process runs in; the calls a call makes inside the driver are part of it,
+ * and a `find` is a call when its cursor is read whole (`toArray`).
  */
 export async function inTurns(
   processes: readonly (() => Promise<unknown>)[],
   turns: readonly (readonly [process: number, calls: number])[],
 ): Promise<{ calls: number[]; errors: (string | null)[] }> {
   const which = new AsyncLocalStorage<number>();
+  const inside = new AsyncLocalStorage<boolean>();
   const calls = processes.map(() => 0);
   const done = processes.map(() => false);
   let turn = 0;
-  let inTurn = 0;
+  let started = 0;
+  let answered = 0;
   let wake: () => void = () => undefined;
   let changed = new Promise<void>((r) => (wake = r));
   const advance = () => {
     turn++;
-    inTurn = 0;
+    started = 0;
+    answered = 0;
     while (turn < turns.length && done[turns[turn]![0]]) turn++;
     const w = wake;
     changed = new Promise<void>((r) => (wake = r));
     w();
   };
-  const spies = CALLS.map((method) => {
-    const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
-    return jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
-      const p = which.getStore();
-      if (p === undefined) return original.apply(this, args);
-      while (turn < turns.length && turns[turn]![0] !== p) await changed;
-      calls[p]!++;
-      if (turn >= turns.length) return original.apply(this, args);
-      const mine = turn;
-      inTurn++;
-      try {
-        return await original.apply(this, args);
-      } finally {
-        if (turn === mine && inTurn >= turns[mine]![1]) advance();
-      }
-    } as never);
-  });
+  const scheduled = async function (this: unknown, original: (...a: unknown[]) => Promise<unknown>, args: unknown[]) {
+    const p = which.getStore();
+    if (p === undefined || inside.getStore()) return original.apply(this, args);
+    while (turn < turns.length && (turns[turn]![0] !== p || started >= turns[turn]![1])) await changed;
+    calls[p]!++;
+    if (turn >= turns.length) return inside.run(true, () => original.apply(this, args));
+    const mine = turn;
+    started++;
+    try {
+      return await inside.run(true, () => original.apply(this, args));
+    } finally {
+      answered++;
+      if (turn === mine && answered >= turns[mine]![1]) advance();
+    }
+  };
+  const spies = [
+    ...CALLS.map((method) => {
+      const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
+      return jest.spyOn(Collection.prototype, method).mockImplementation(function (this: Collection, ...args: unknown[]) {
+        return scheduled.call(this, original, args);
+      } as never);
+    }),
+    (() => {
+      const original = FindCursor.prototype.toArray as (...a: unknown[]) => Promise<unknown>;
+      return jest.spyOn(FindCursor.prototype, 'toArray').mockImplementation(function (this: FindCursor, ...args: unknown[]) {
+        return scheduled.call(this, original, args);
+      } as never);
+    })(),
+  ];
   try {
     const errors = await Promise.all(
       processes.map((run, p) =>

@@ -207,9 +207,19 @@ test('G4 two PATCHes of one link onto the same course, both having read it: both
       { who: 'B', method: 'insertOne', n: 1, when: 'before', g: bBeforeInsert },
     ],
     async (as) => {
-      const a = as('A', () => updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }).then((d) => short(d?.course) ?? '404', (e: Error) => e.message));
+      const a = as('A', () =>
+        updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }).then(
+          (d) => short(d?.course) ?? '404',
+          (e: Error) => e.message,
+        ),
+      );
       await aBeforeInsert.reached;
-      const b = as('B', () => updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }).then((d) => short(d?.course) ?? '404', (e: Error) => e.message));
+      const b = as('B', () =>
+        updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }).then(
+          (d) => short(d?.course) ?? '404',
+          (e: Error) => e.message,
+        ),
+      );
       await bBeforeInsert.reached;
       aBeforeInsert.release();
       const aDone = await a;

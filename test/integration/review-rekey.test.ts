@@ -3,7 +3,9 @@
 // findOneAndDelete until one found nothing; a re-keying PATCH read the mark after its insert and
 // took its own document back. F1 to F5 failed then; now a DELETE deletes until a read finds
 // none, and a PATCH that meets the mark finishes the DELETE. Each test forces one interleaving
-// against the real database by pausing a request between two of its database commands.
+// against the real database by pausing a request between two of its database commands. Since the
+// second review every PATCH reads the mark first too, so a PATCH's read of the mark after its
+// insert is its second (a second PATCH's, the fourth).
 import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, ensureIndexes, type GroupCourseDoc, type RuleDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
@@ -105,7 +107,7 @@ test('F1 a DELETE of a link that a PATCH re-keys (the PATCH having read no mark)
   let deleted: Promise<boolean> | undefined;
   const patched = await withGates(
     [
-      { method: 'findOne', collection: COLLECTIONS.deletedIds, n: 1, when: 'after', g: patchAfterMark },
+      { method: 'findOne', collection: COLLECTIONS.deletedIds, n: 2, when: 'after', g: patchAfterMark },
       { method: 'findOneAndDelete', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: deleteBeforeAimed },
     ],
     async () => {
@@ -139,8 +141,8 @@ test('F2 a DELETE of a link answered 204 while two PATCHes re-key it (the second
   let deleted: Promise<boolean> | undefined;
   await withGates(
     [
-      { method: 'findOne', collection: COLLECTIONS.deletedIds, n: 1, when: 'after', g: firstAfterMark },
-      { method: 'findOne', collection: COLLECTIONS.deletedIds, n: 2, when: 'after', g: secondAfterMark },
+      { method: 'findOne', collection: COLLECTIONS.deletedIds, n: 2, when: 'after', g: firstAfterMark },
+      { method: 'findOne', collection: COLLECTIONS.deletedIds, n: 4, when: 'after', g: secondAfterMark },
       { method: 'findOneAndDelete', collection: COLLECTIONS.groupCourses, n: 2, when: 'before', g: deleteBeforeSecondAimed },
     ],
     async () => {
@@ -169,7 +171,7 @@ test('F3 a DELETE of a rule that a PATCH moves to another domain (the PATCH havi
   let deleted: Promise<boolean> | undefined;
   await withGates(
     [
-      { method: 'findOne', collection: COLLECTIONS.deletedIds, n: 1, when: 'after', g: patchAfterMark },
+      { method: 'findOne', collection: COLLECTIONS.deletedIds, n: 2, when: 'after', g: patchAfterMark },
       { method: 'findOneAndDelete', collection: COLLECTIONS.rules, n: 1, when: 'before', g: deleteBeforeAimed },
     ],
     async () => {
@@ -229,7 +231,7 @@ test('F5 after the race of F1 no link of the id stands, its new course is not `l
   const deleteBeforeAimed = gate();
   await withGates(
     [
-      { method: 'findOne', collection: COLLECTIONS.deletedIds, n: 1, when: 'after', g: patchAfterMark },
+      { method: 'findOne', collection: COLLECTIONS.deletedIds, n: 2, when: 'after', g: patchAfterMark },
       { method: 'findOneAndDelete', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: deleteBeforeAimed },
     ],
     async () => {
