@@ -1,0 +1,238 @@
+// Third adversarial review (2026-12) of re-keyed links and rules (src/domain/rekey.ts,
+// group-courses.ts, membership-rules.ts at 4d3d097). Each test forces one interleaving against the
+// real database by pausing a request (told apart by async context) at one of its driver calls,
+// and asserts what docs/api.md / docs/decisions.md / rekey.ts promise. All failed when written.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Collection, type Db, MongoClient } from 'mongodb';
+import { COLLECTIONS, type CourseDoc, ensureIndexes, type GroupCourseDoc, type RuleDoc } from '../../src/db/collections';
+import { Tenant } from '../../src/db/tenant';
+import { applyCatalogInfo } from '../../src/domain/course-event-data';
+import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
+import { createGroupCourse, deleteGroupCourse, updateGroupCourse } from '../../src/domain/group-courses';
+import { deleteGroup } from '../../src/domain/groups';
+import { createRule, updateRule } from '../../src/domain/membership-rules';
+import { newGroup } from '../helpers/domain';
+import { MONGO_URL, uniqueName } from '../helpers/stack';
+
+jest.setTimeout(120_000);
+
+let client: MongoClient;
+let db: Db;
+
+beforeAll(async () => {
+  client = new MongoClient(MONGO_URL);
+  db = client.db(uniqueName('review_rekey3'));
+  await ensureIndexes(db);
+});
+afterAll(async () => {
+  await db.dropDatabase().catch(() => undefined);
+  await client.close();
+});
+
+const at = (second: number, id: string): EventStamp => ({ time: normalizeEventTime(`2026-08-01T00:00:${String(second).padStart(2, '0')}Z`), id });
+
+/** A point a request stops at until released; `reached` resolves when it gets there. */
+function gate() {
+  let reach!: () => void;
+  let release!: () => void;
+  const reached = new Promise<void>((r) => (reach = r));
+  const released = new Promise<void>((r) => (release = r));
+  const stop = () => {
+    reach();
+    return released;
+  };
+  return { reached, release, stop };
+}
+type Gate = ReturnType<typeof gate>;
+
+const CALLS = ['findOne', 'insertOne', 'updateOne', 'deleteMany', 'findOneAndUpdate', 'findOneAndDelete'] as const;
+type Method = (typeof CALLS)[number];
+interface Stop {
+  who: string;
+  method: Method;
+  collection?: string;
+  n: number;
+  when: 'before' | 'after';
+  g: Gate;
+}
+
+/** As review-rekey-2's: stops on the n-th driver call of `method` (on `collection`) a named request makes. */
+async function withStops<T>(stops: Stop[], body: (as: <R>(who: string, fn: () => Promise<R>) => Promise<R>) => Promise<T>): Promise<T> {
+  const who = new AsyncLocalStorage<string>();
+  const seen = new Map<Stop, number>();
+  const spies = CALLS.map((method) => {
+    const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
+    return jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
+      const name = who.getStore();
+      if (name === undefined) return original.apply(this, args);
+      let here: Stop | undefined;
+      for (const s of stops) {
+        if (s.who !== name || s.method !== method || (s.collection !== undefined && s.collection !== this.collectionName)) continue;
+        const n = (seen.get(s) ?? 0) + 1;
+        seen.set(s, n);
+        if (n === s.n) here = s;
+      }
+      if (here?.when === 'before') await here.g.stop();
+      const result = await original.apply(this, args);
+      if (here?.when === 'after') await here.g.stop();
+      return result;
+    } as never);
+  });
+  try {
+    return await body((name, fn) => who.run(name, fn));
+  } finally {
+    for (const s of spies) s.mockRestore();
+  }
+}
+
+async function linkWorld() {
+  const org = uniqueName('org');
+  const tenant = new Tenant(db, org);
+  const group = await newGroup(tenant);
+  const courses = ['C1', 'C2', 'C3'].map((c) => `course-v1:${org}+${c}+R`);
+  for (const key of courses) await applyCatalogInfo(db, { catalog_info: { course_key: key, name: key }, organization: org }, at(1, `c1${key}`), org);
+  const { id } = await createGroupCourse(tenant, { course: courses[0]!, group });
+  const standing = async () => (await tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({ id }).toArray()).map((l) => l.course.split('+')[1]).sort();
+  const linked = async () => {
+    const said = await tenant.collection<CourseDoc>(COLLECTIONS.courses).findByIds(courses);
+    return Object.fromEntries(courses.map((c) => [c.split('+')[1]!, said.get(c)?.linked]));
+  };
+  return { tenant, group, courses, id, standing, linked };
+}
+
+const short = (course: string | undefined) => course?.split('+')[1];
+const outcome = <T>(p: Promise<T | null>, show: (d: T) => unknown) =>
+  p.then(
+    (d) => (d === null ? '404' : show(d)),
+    (e: Error) => `${e.constructor.name}: ${JSON.stringify((e as Error & { errors?: unknown }).errors ?? e.message)}`,
+  );
+
+async function ruleWorld() {
+  const tenant = new Tenant(db, uniqueName('org'));
+  const group = await newGroup(tenant);
+  const { id } = await createRule(tenant, { name: 'orig', domain: 'd1.example', group });
+  const standing = async () =>
+    (await tenant.collection<RuleDoc>(COLLECTIONS.rules).find({ id }).toArray()).map((r) => ({ domain: r.domain, name: r.name })).sort((a, b) => a.domain.localeCompare(b.domain));
+  return { tenant, group, id, standing };
+}
+
+// H1. updateRule's in-place branch (domain kept) writes `findOneAndUpdate({ _id: old._id, id })`
+// and answers what it returns: when a re-keying PATCH of the same rule replaced that document
+// after the read, it matches nothing and the PATCH answers 404 for a rule that stood throughout.
+// No DELETE ran, so no order of the two PATCHes gives a 404 (both give 200, 200, {d2, renamed}).
+test('H1 PATCH {name} of a rule (read, paused before its update) / PATCH {domain} of it whole / the first ends: 200, not 404', async () => {
+  const w = await ruleWorld();
+  const beforeUpdate = gate();
+  const out = await withStops([{ who: 'N', method: 'findOneAndUpdate', collection: COLLECTIONS.rules, n: 1, when: 'before', g: beforeUpdate }], async (as) => {
+    const n = as('N', () => outcome(updateRule(w.tenant, w.id, { name: 'renamed' }), (r) => r.name));
+    await beforeUpdate.reached;
+    const d = await outcome(updateRule(w.tenant, w.id, { domain: 'd2.example' }), (r) => r.domain);
+    beforeUpdate.release();
+    return { n: await n, d };
+  });
+  expect({ ...out, standing: await w.standing() }).toEqual({ n: 'renamed', d: 'd2.example', standing: [{ domain: 'd2.example', name: 'renamed' }] });
+});
+
+// H2. A re-keying PATCH of a rule copies the fields it read (`changes = { name: patch.name ??
+// old.name, group: ... }`) into its new document and deletes the old one by `_id` whatever was
+// written to it meanwhile: an in-place PATCH {name} that ran whole between the read and the
+// insert answered 200 and is lost (the rule's group, which decides who joins, is lost the same
+// way). Either serial order keeps the name: the re-key reads it, or the rename applies to d2.
+test('H2 PATCH {domain} of a rule (read, paused before its insert) / PATCH {name} whole (200) / the first ends: the name stands', async () => {
+  const w = await ruleWorld();
+  const beforeInsert = gate();
+  const out = await withStops([{ who: 'D', method: 'insertOne', collection: COLLECTIONS.rules, n: 1, when: 'before', g: beforeInsert }], async (as) => {
+    const d = as('D', () => outcome(updateRule(w.tenant, w.id, { domain: 'd2.example' }), (r) => r.domain));
+    await beforeInsert.reached;
+    const n = await outcome(updateRule(w.tenant, w.id, { name: 'renamed' }), (r) => r.name);
+    beforeInsert.release();
+    return { n, d: await d };
+  });
+  expect({ ...out, standing: await w.standing() }).toEqual({ n: 'renamed', d: 'd2.example', standing: [{ domain: 'd2.example', name: 'renamed' }] });
+});
+
+/** Runs `fn` with the driver's deleteMany on `collection` failing (a crash between a re-key's insert and its delete). */
+async function crashingDeletes<T>(collection: string, fn: () => Promise<T>): Promise<void> {
+  const original = Collection.prototype.deleteMany as (...a: unknown[]) => Promise<unknown>;
+  const spy = jest.spyOn(Collection.prototype, 'deleteMany').mockImplementation(async function (this: Collection, ...args: unknown[]) {
+    if (this.collectionName === collection) throw new Error('connection reset');
+    return original.apply(this, args);
+  } as never);
+  await fn()
+    .then(() => {
+      throw new Error('expected the crash');
+    })
+    .catch((e: Error) => expect(e.message).toBe('connection reset'))
+    .finally(() => spy.mockRestore());
+}
+
+// H3. rekey.ts: "a crash in between leaves both, with one id, until the next PATCH or DELETE of
+// it". A PATCH of the link onto the pair the crashed one wrote finds it in its read (`same`) and
+// answers 200 without deleting the other: both links stand (the course is linked twice under one
+// id, the old course still grants access), and the new course's `linked` stays 0 (no sync runs).
+test('H3 a link PATCH C1->C2 dies between its insert and its delete / the next PATCH {course: C2}: one link stands, C2 linked', async () => {
+  const w = await linkWorld();
+  await crashingDeletes(COLLECTIONS.groupCourses, () => updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }));
+  const after = await outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }), (l) => short(l.course));
+  expect({ after, standing: await w.standing(), linked: await w.linked() }).toEqual({ after: 'C2', standing: ['C2'], linked: { C1: 0, C2: 1, C3: 0 } });
+});
+
+// H3b. The rule's twin: after the crash, the next PATCH {name} updates one of the two documents
+// in place (read[0]'s domain) and answers 200; both rules stand, both match learners, with two names.
+test('H3b a rule PATCH d1->d2 dies between its insert and its delete / the next PATCH {name}: one rule stands, renamed', async () => {
+  const w = await ruleWorld();
+  await crashingDeletes(COLLECTIONS.rules, () => updateRule(w.tenant, w.id, { domain: 'd2.example' }));
+  const after = await outcome(updateRule(w.tenant, w.id, { name: 'renamed' }), (r) => r.name);
+  const standing = await w.standing();
+  expect({ after, count: standing.length, names: standing.map((r) => r.name) }).toEqual({ after: 'renamed', count: 1, names: ['renamed'] });
+});
+
+// H4. A re-keying PATCH that does not name the group, racing the deletion of the link's (or
+// rule's) own group: the deletion runs whole between the PATCH's read and its insert (sweeping
+// the old document); the insert's re-read of the group (insert/ofLiveGroup) fails and the PATCH
+// answers 400 {"group": ["Invalid pk ... does not exist."]} for a field the request never sent.
+// Deletion first gives 404 (the link is swept), the PATCH first 200: 400 is neither.
+test("H4 link PATCH {course: C2} (read, paused before its insert) / deleteGroup of the link's group whole / the PATCH ends: 404, not 400 on group", async () => {
+  const w = await linkWorld();
+  const beforeInsert = gate();
+  const out = await withStops([{ who: 'P', method: 'insertOne', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: beforeInsert }], async (as) => {
+    const p = as('P', () => outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }), (l) => short(l.course)));
+    await beforeInsert.reached;
+    const deleted = await deleteGroup(w.tenant, w.group);
+    beforeInsert.release();
+    return { deleted, p: await p };
+  });
+  expect({ ...out, standing: await w.standing() }).toEqual({ deleted: true, p: '404', standing: [] });
+});
+
+test("H4b rule PATCH {domain} (read, paused before its insert) / deleteGroup of the rule's group whole / the PATCH ends: 404, not 400 on group", async () => {
+  const w = await ruleWorld();
+  const beforeInsert = gate();
+  const out = await withStops([{ who: 'P', method: 'insertOne', collection: COLLECTIONS.rules, n: 1, when: 'before', g: beforeInsert }], async (as) => {
+    const p = as('P', () => outcome(updateRule(w.tenant, w.id, { domain: 'd2.example' }), (r) => r.domain));
+    await beforeInsert.reached;
+    const deleted = await deleteGroup(w.tenant, w.group);
+    beforeInsert.release();
+    return { deleted, p: await p };
+  });
+  expect({ ...out, standing: await w.standing() }).toEqual({ deleted: true, p: '404', standing: [] });
+});
+
+// H5. docs/decisions.md: "Every PATCH reads the mark before anything else too, so a DELETE that
+// died after its mark (answered 500) is finished by the next PATCH of the id, whatever it
+// changes" (event-core.md, rekey.ts alike). checkReferences / checkGroup run first: the next
+// PATCH naming an unknown group answers 400 and leaves the marked link standing.
+test('H5 after a DELETE of a link died past its mark, the next PATCH (naming an unknown group) finishes it: 404, no link', async () => {
+  const w = await linkWorld();
+  const original = Collection.prototype.findOneAndDelete as (...a: unknown[]) => Promise<unknown>;
+  const spy = jest.spyOn(Collection.prototype, 'findOneAndDelete').mockImplementation(async function (this: Collection, ...args: unknown[]) {
+    if (this.collectionName === COLLECTIONS.groupCourses) throw new Error('connection reset');
+    return original.apply(this, args);
+  } as never);
+  const failed = await deleteGroupCourse(w.tenant, w.id)
+    .then(() => false)
+    .catch(() => true)
+    .finally(() => spy.mockRestore());
+  const patched = await outcome(updateGroupCourse(w.tenant, w.id, { group: 999_999 }), (l) => l.group);
+  expect({ failed, patched, standing: await w.standing() }).toEqual({ failed: true, patched: '404', standing: [] });
+});
