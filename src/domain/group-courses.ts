@@ -72,7 +72,7 @@ export async function createGroupCourse(tenant: Tenant, input: { course: string;
  * link `id` here (or a DELETE of it came first).
  */
 export async function updateGroupCourse(tenant: Tenant, id: number, patch: { course?: string; group?: number }): Promise<GroupCourseDoc | null> {
-  await checkReferences(tenant, patch);
+  // The id first (404 before 400, as DRF's get_object before its serializer), and a DELETE that died after its mark finished.
   const read = await links(tenant).find({ id }).toArray();
   if (read.length === 0) return null;
   const gone = await finishIfDeleted<GroupCourseDoc>(tenant, COLLECTIONS.groupCourses, id);
@@ -83,13 +83,21 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
     );
     return null;
   }
+  await checkReferences(tenant, patch);
   const old = read[0]!;
   const course = patch.course ?? old.course;
   const group = patch.group ?? old.group;
   const _id = linkKey(course, group);
   // Already so (another PATCH of the link may have made it so: its new document is this one's answer).
   const same = read.find((l) => l._id === _id);
-  if (same) return same;
+  if (same) {
+    // Its courses' facts as they stand (a PATCH that died after its insert synced none).
+    await syncCourseFacts(
+      tenant,
+      read.map((l) => l.course),
+    );
+    return same;
+  }
   // A new link: it begins now in the course's history, as a created one does.
   const born = await courseBirth(tenant, course);
   if (born === null) throw new Invalid({ course: [doesNotExist(course)] });
@@ -99,12 +107,14 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
   } catch (err) {
     // The pair is this link's already: another PATCH of it inserted it after the read.
     if (err instanceof Conflict && (await links(tenant).has({ _id, id }))) return updateGroupCourse(tenant, id, patch);
+    // Its course or group deleted meanwhile, and the link with it: as had the deletion come first.
+    if (err instanceof Invalid && !(await links(tenant).has({ id }))) return null;
     throw err;
   }
   const { outcome, removed } = await replaceKeyed(
     tenant,
     COLLECTIONS.groupCourses,
-    read.map((l) => l._id),
+    read.map((l) => ({ _id: l._id })),
     doc,
   );
   await syncCourseFacts(tenant, outcome === 'superseded' ? [course] : [...read, ...removed].map((l) => l.course).concat(course));

@@ -1,7 +1,7 @@
 import { COLLECTIONS, type RuleDoc, type UserDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
-import { Conflict, doesNotExist, fieldError } from '../errors';
+import { Conflict, doesNotExist, fieldError, Invalid } from '../errors';
 import { groupExists, liveGroups } from './groups';
 import { joinByRule } from './learners';
 import { deleteKeyed, finishIfDeleted, replaceKeyed } from './rekey';
@@ -88,9 +88,10 @@ async function ofLiveGroup(tenant: Tenant, doc: RuleDoc): Promise<RuleDoc> {
  * DELETE of it came first).
  */
 export async function updateRule(tenant: Tenant, id: number, patch: { name?: string; domain?: string; group?: number }): Promise<RuleDoc | null> {
-  await checkGroup(tenant, patch.group);
+  // The id first (404 before 400, as DRF's get_object before its serializer), and a DELETE that died after its mark finished.
   const read = await rules(tenant).find({ id }).toArray();
   if (read.length === 0 || (await finishIfDeleted(tenant, COLLECTIONS.rules, id))) return null;
+  await checkGroup(tenant, patch.group);
   const domain = patch.domain === undefined ? read[0]!.domain : ruleDomain(patch.domain);
   // The rule's document of that domain when it has one (another PATCH of the rule may have made it).
   const old = read.find((r) => r.domain === domain) ?? read[0]!;
@@ -98,8 +99,10 @@ export async function updateRule(tenant: Tenant, id: number, patch: { name?: str
   if (domain === old.domain) {
     // By `id` too: after a DELETE, the domain may be another rule's.
     const updated = await rules(tenant).findOneAndUpdate({ _id: old._id, id }, { $set: changes });
+    // Gone since the read: deleted (404), or re-keyed by another PATCH (applied to its new document).
+    if (!updated) return updateRule(tenant, id, patch);
     // Moved onto a group deleted meanwhile: the group's deletion takes it, as had it come after.
-    if (updated && patch.group !== undefined && !(await groupExists(tenant, updated.group)))
+    if (patch.group !== undefined && !(await groupExists(tenant, updated.group)))
       await rules(tenant).deleteMany({ _id: updated._id, id, group: updated.group });
     return updated;
   }
@@ -114,12 +117,15 @@ export async function updateRule(tenant: Tenant, id: number, patch: { name?: str
     doc = await ofLiveGroup(tenant, await insert(tenant, { id, domain, ...changes }));
   } catch (err) {
     if (err instanceof Conflict && (await isOwn())) return updateRule(tenant, id, patch);
+    // Its group deleted meanwhile, and the rule with it: as had the deletion come first.
+    if (err instanceof Invalid && patch.group === undefined && !(await rules(tenant).has({ id }))) return null;
     throw err;
   }
+  // The documents read are replaced only as they were read: a change made in place meanwhile makes this PATCH read again.
   const { outcome } = await replaceKeyed(
     tenant,
     COLLECTIONS.rules,
-    read.map((r) => r._id),
+    read.map((r) => ({ _id: r._id, name: r.name, group: r.group })),
     doc,
   );
   if (outcome === 'deleted') return null;

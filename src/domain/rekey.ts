@@ -6,8 +6,9 @@ import type { Tenant, TenantCollection } from '../db/tenant';
 /**
  * Records keyed by what they join (a link's `_id` is its (course, group), a rule's its domain)
  * under a public `id`. A PATCH that changes the key inserts the new document, then deletes the
- * documents it read under the id; a crash in between leaves both, with one id, until the next
- * PATCH or DELETE of it.
+ * documents it read under the id; a crash in between leaves both, with one id, until a PATCH
+ * changes its key again or a DELETE deletes it (a PATCH cannot tell a dead PATCH's documents
+ * from those of one under way).
  *
  * The id is the parent of its documents, in docs/event-core.md's protocol for what hangs off a
  * record: a DELETE marks the id deleted, then deletes its documents until none is left; a PATCH
@@ -35,21 +36,22 @@ export async function finishIfDeleted<T extends TenantDoc & { id: number }>(tena
 
 /**
  * After `doc` (a PATCH's new document of `doc.id`) is inserted: 'replaced' when it took the place
- * of a document `replaced` names (the `_id`s the PATCH read under the id); else it is taken
- * back, 'deleted' when a DELETE of the id came first (the PATCH answers 404; `removed`: what
- * finishing the DELETE deleted), 'superseded' when another PATCH did (this one reads again and
- * applies after it).
+ * of a document it read (`unchanged`: one filter per document read, matching it only as it was
+ * read); else it is taken back, 'deleted' when a DELETE of the id came first (the PATCH answers
+ * 404; `removed`: what finishing the DELETE deleted), 'superseded' when another PATCH came
+ * first, re-keying or changing in place what this one read (this one reads again and applies
+ * after it, so neither change is lost).
  */
 export async function replaceKeyed<T extends TenantDoc & { id: number }>(
   tenant: Tenant,
   name: CollectionName,
-  replaced: readonly string[],
+  unchanged: readonly Filter<T>[],
   doc: T,
 ): Promise<{ outcome: Replaced; removed: T[] }> {
   const documents = tenant.collection<T>(name);
   const removed = await finishIfDeleted<T>(tenant, name, doc.id);
   if (removed) return { outcome: 'deleted', removed };
-  if ((await documents.deleteMany({ _id: { $in: [...replaced] }, id: doc.id } as Filter<T>)).deletedCount > 0) return { outcome: 'replaced', removed: [] };
+  if ((await documents.deleteMany({ $or: [...unchanged], id: doc.id } as Filter<T>)).deletedCount > 0) return { outcome: 'replaced', removed: [] };
   await documents.deleteMany({ _id: doc._id, id: doc.id } as Filter<T>);
   return { outcome: 'superseded', removed: [] };
 }

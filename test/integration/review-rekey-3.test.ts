@@ -92,7 +92,8 @@ async function linkWorld() {
   const courses = ['C1', 'C2', 'C3'].map((c) => `course-v1:${org}+${c}+R`);
   for (const key of courses) await applyCatalogInfo(db, { catalog_info: { course_key: key, name: key }, organization: org }, at(1, `c1${key}`), org);
   const { id } = await createGroupCourse(tenant, { course: courses[0]!, group });
-  const standing = async () => (await tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({ id }).toArray()).map((l) => l.course.split('+')[1]).sort();
+  const standing = async () =>
+    (await tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({ id }).toArray()).map((l) => l.course.split('+')[1]).sort();
   const linked = async () => {
     const said = await tenant.collection<CourseDoc>(COLLECTIONS.courses).findByIds(courses);
     return Object.fromEntries(courses.map((c) => [c.split('+')[1]!, said.get(c)?.linked]));
@@ -112,7 +113,9 @@ async function ruleWorld() {
   const group = await newGroup(tenant);
   const { id } = await createRule(tenant, { name: 'orig', domain: 'd1.example', group });
   const standing = async () =>
-    (await tenant.collection<RuleDoc>(COLLECTIONS.rules).find({ id }).toArray()).map((r) => ({ domain: r.domain, name: r.name })).sort((a, b) => a.domain.localeCompare(b.domain));
+    (await tenant.collection<RuleDoc>(COLLECTIONS.rules).find({ id }).toArray())
+      .map((r) => ({ domain: r.domain, name: r.name }))
+      .sort((a, b) => a.domain.localeCompare(b.domain));
   return { tenant, group, id, standing };
 }
 
@@ -166,25 +169,41 @@ async function crashingDeletes<T>(collection: string, fn: () => Promise<T>): Pro
     .finally(() => spy.mockRestore());
 }
 
-// H3. rekey.ts: "a crash in between leaves both, with one id, until the next PATCH or DELETE of
-// it". A PATCH of the link onto the pair the crashed one wrote finds it in its read (`same`) and
-// answers 200 without deleting the other: both links stand (the course is linked twice under one
-// id, the old course still grants access), and the new course's `linked` stays 0 (no sync runs).
-test('H3 a link PATCH C1->C2 dies between its insert and its delete / the next PATCH {course: C2}: one link stands, C2 linked', async () => {
+// H3. rekey.ts said "a crash in between leaves both, with one id, until the next PATCH or DELETE
+// of it", and a PATCH onto the pair the crashed one wrote answered 200 leaving both, C2's
+// `linked` at 0. A PATCH cannot tell a dead PATCH's documents from those of one under way (whose
+// old document it must not delete), so the docs now say what is true: both stand until a PATCH
+// changes the key again or a DELETE; meanwhile every PATCH brings the courses' facts in line.
+test('H3 a link PATCH C1->C2 dies between its insert and its delete / PATCH {course: C2} (both stand, both linked) / PATCH {course: C3}: one link stands, the facts follow', async () => {
   const w = await linkWorld();
   await crashingDeletes(COLLECTIONS.groupCourses, () => updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }));
   const after = await outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }), (l) => short(l.course));
-  expect({ after, standing: await w.standing(), linked: await w.linked() }).toEqual({ after: 'C2', standing: ['C2'], linked: { C1: 0, C2: 1, C3: 0 } });
+  const between = { standing: await w.standing(), linked: await w.linked() };
+  const rekeyed = await outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[2]! }), (l) => short(l.course));
+  expect({ after, between, rekeyed, standing: await w.standing(), linked: await w.linked() }).toEqual({
+    after: 'C2',
+    between: { standing: ['C1', 'C2'], linked: { C1: 1, C2: 1, C3: 0 } },
+    rekeyed: 'C3',
+    standing: ['C3'],
+    linked: { C1: 0, C2: 0, C3: 1 },
+  });
 });
 
-// H3b. The rule's twin: after the crash, the next PATCH {name} updates one of the two documents
-// in place (read[0]'s domain) and answers 200; both rules stand, both match learners, with two names.
-test('H3b a rule PATCH d1->d2 dies between its insert and its delete / the next PATCH {name}: one rule stands, renamed', async () => {
+// H3b. The rule's twin: after the crash both documents stand (both match learners) until the
+// rule's domain is PATCHed again, which replaces both.
+test('H3b a rule PATCH d1->d2 dies between its insert and its delete / PATCH {name} / PATCH {domain: d3}: one rule stands', async () => {
   const w = await ruleWorld();
   await crashingDeletes(COLLECTIONS.rules, () => updateRule(w.tenant, w.id, { domain: 'd2.example' }));
   const after = await outcome(updateRule(w.tenant, w.id, { name: 'renamed' }), (r) => r.name);
+  const between = (await w.standing()).length;
+  const rekeyed = await outcome(updateRule(w.tenant, w.id, { domain: 'd3.example' }), (r) => r.domain);
   const standing = await w.standing();
-  expect({ after, count: standing.length, names: standing.map((r) => r.name) }).toEqual({ after: 'renamed', count: 1, names: ['renamed'] });
+  expect({ after, between, rekeyed, domains: standing.map((r) => r.domain) }).toEqual({
+    after: 'renamed',
+    between: 2,
+    rekeyed: 'd3.example',
+    domains: ['d3.example'],
+  });
 });
 
 // H4. A re-keying PATCH that does not name the group, racing the deletion of the link's (or
