@@ -517,14 +517,15 @@ async function patchDeletePatch<W>(
 }
 
 test("X4 (every pair of points) a link PATCHed onto another course while another administrator DELETEs it and a third PATCHes it again (building on the first PATCH's new link or not): no link stands after a DELETE answered 204, and every course's `linked` says whether it has one", async () => {
+  // One organization and its three courses for every run (each run ends with no link, so the
+  // courses' facts are checked against what stands); a new group and link each run.
+  const tenant = new Tenant(db, uniqueName('org'));
+  const courses = ['ONE', 'TWO', 'THREE'].map((c) => `course-v1:${tenant.org}+${c}+R`);
+  for (const key of courses)
+    await applyCatalogInfo(db, { catalog_info: { course_key: key, name: key }, organization: tenant.org }, at(1, `c1${key}`), tenant.org);
   const { found, runs } = await patchDeletePatch(
     async () => {
-      const org = uniqueName('org');
-      const tenant = new Tenant(db, org);
-      const group = await newGroup(tenant);
-      const courses = ['ONE', 'TWO', 'THREE'].map((c) => `course-v1:${org}+${c}+R`);
-      for (const key of courses) await applyCatalogInfo(db, { catalog_info: { course_key: key, name: key }, organization: org }, at(1, `c1${key}`), org);
-      const { id } = await createGroupCourse(tenant, { course: courses[0]!, group });
+      const { id } = await createGroupCourse(tenant, { course: courses[0]!, group: await newGroup(tenant) });
       return { tenant, courses, id };
     },
     (w, onto) => updateGroupCourse(w.tenant, w.id, { course: w.courses[onto === 'second' ? 1 : 2] }),
