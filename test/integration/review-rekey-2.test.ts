@@ -3,7 +3,6 @@
 // requests against the real database by pausing a request (told apart by async context) at one
 // of its database calls, and asserts what docs/api.md / docs/decisions.md promise. All failed
 // when written.
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, ensureIndexes, type GroupCourseDoc, type RuleDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
@@ -14,6 +13,7 @@ import { createRule, deleteRule, updateRule } from '../../src/domain/membership-
 import { newGroup } from '../helpers/domain';
 import { inTurns } from '../helpers/interleavings';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
+import { gate, withStops } from '../helpers/stops';
 
 jest.setTimeout(120_000);
 
@@ -31,63 +31,6 @@ afterAll(async () => {
 });
 
 const at = (second: number, id: string): EventStamp => ({ time: normalizeEventTime(`2026-08-01T00:00:${String(second).padStart(2, '0')}Z`), id });
-
-/** A point a request stops at until released; `reached` resolves when it gets there. */
-function gate() {
-  let reach!: () => void;
-  let release!: () => void;
-  const reached = new Promise<void>((r) => (reach = r));
-  const released = new Promise<void>((r) => (release = r));
-  const stop = () => {
-    reach();
-    return released;
-  };
-  return { reached, release, stop };
-}
-type Gate = ReturnType<typeof gate>;
-
-const CALLS = ['findOne', 'insertOne', 'updateOne', 'deleteMany', 'findOneAndUpdate', 'findOneAndDelete'] as const;
-type Method = (typeof CALLS)[number];
-interface Stop {
-  who: string;
-  method: Method;
-  collection?: string;
-  n: number;
-  when: 'before' | 'after';
-  g: Gate;
-}
-
-/**
- * Runs `body` with stops on the driver calls of named requests (`as(name, fn)` runs fn as that
- * request): the n-th call of `method` (on `collection`, when given) the request makes.
- */
-async function withStops<T>(stops: Stop[], body: (as: <R>(who: string, fn: () => Promise<R>) => Promise<R>) => Promise<T>): Promise<T> {
-  const who = new AsyncLocalStorage<string>();
-  const seen = new Map<Stop, number>();
-  const spies = CALLS.map((method) => {
-    const original = Collection.prototype[method] as (...a: unknown[]) => Promise<unknown>;
-    return jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
-      const name = who.getStore();
-      if (name === undefined) return original.apply(this, args);
-      let here: Stop | undefined;
-      for (const s of stops) {
-        if (s.who !== name || s.method !== method || (s.collection !== undefined && s.collection !== this.collectionName)) continue;
-        const n = (seen.get(s) ?? 0) + 1;
-        seen.set(s, n);
-        if (n === s.n) here = s;
-      }
-      if (here?.when === 'before') await here.g.stop();
-      const result = await original.apply(this, args);
-      if (here?.when === 'after') await here.g.stop();
-      return result;
-    } as never);
-  });
-  try {
-    return await body((name, fn) => who.run(name, fn));
-  } finally {
-    for (const s of spies) s.mockRestore();
-  }
-}
 
 async function linkWorld() {
   const org = uniqueName('org');
