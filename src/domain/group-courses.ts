@@ -91,11 +91,12 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
   // Already so (another PATCH of the link may have made it so: its new document is this one's answer).
   const same = read.find((l) => l._id === _id);
   if (same) {
-    // Its courses' facts as they stand (a PATCH that died after its insert synced none).
-    await syncCourseFacts(
-      tenant,
-      read.map((l) => l.course),
-    );
+    // Two documents: a PATCH under way, or one that died after its insert and synced no facts.
+    if (read.length > 1)
+      await syncCourseFacts(
+        tenant,
+        read.map((l) => l.course),
+      );
     return same;
   }
   // A new link: it begins now in the course's history, as a created one does.

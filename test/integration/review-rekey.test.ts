@@ -15,6 +15,7 @@ import { createGroupCourse, deleteGroupCourse, updateGroupCourse } from '../../s
 import { createRule, deleteRule, updateRule } from '../../src/domain/membership-rules';
 import { newGroup } from '../helpers/domain';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
+import { gate } from '../helpers/stops';
 
 jest.setTimeout(120_000);
 
@@ -32,19 +33,6 @@ afterAll(async () => {
 });
 
 const at = (second: number, id: string): EventStamp => ({ time: normalizeEventTime(`2026-08-01T00:00:${String(second).padStart(2, '0')}Z`), id });
-
-/** A point a request stops at until released; `reached` resolves when it gets there. */
-function gate() {
-  let reach!: () => void;
-  let release!: () => void;
-  const reached = new Promise<void>((r) => (reach = r));
-  const released = new Promise<void>((r) => (release = r));
-  const stop = () => {
-    reach();
-    return released;
-  };
-  return { reached, release, stop };
-}
 
 type Method = 'findOne' | 'findOneAndDelete';
 /**
