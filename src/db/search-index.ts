@@ -134,8 +134,15 @@ export async function indexNewUsers(
   const docs = users
     .filter((u) => u.listed === 1)
     .flatMap((u) => [...gramsOf(userSearchFields(u))].map((g) => ({ _id: gramId(u.id, g), g, r: u.id, t: u.event_time })));
-  for (let i = 0; i < docs.length; i += 10_000) await userGrams(tenant).insertMany(docs.slice(i, i + 10_000));
+  for (let i = 0; i < docs.length; i += GRAMS_A_WRITE) await userGrams(tenant).insertMany(docs.slice(i, i + GRAMS_A_WRITE));
 }
+
+/**
+ * Grams one insert writes: each write a few hundred milliseconds at most, far inside the client's
+ * 10 s socket timeout even on a database other writers hold up (10,000 a write once outlasted it
+ * in a loaded CI run: an import of 1,500 learners is about 33,000 grams).
+ */
+const GRAMS_A_WRITE = 1000;
 
 /** The grams a term of the query is looked up by: its trigrams (none for a term shorter than three characters). */
 export function termGrams(terms: readonly string[]): string[] {
