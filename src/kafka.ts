@@ -13,6 +13,11 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
+/** How long every client of the service waits for a connection and for an answer. */
+export const CLIENT_TIMEOUTS = { connectionTimeout: 3000, requestTimeout: 10000 } as const;
+/** How kafkajs itself retries a connection or request (`retries` is given per client). */
+export const CLIENT_RETRY = { initialRetryTime: 300, maxRetryTime: 10000 } as const;
+
 /**
  * A kafkajs client whose own logs go through pino (info and below demoted to debug: they are
  * chatty). `retries` is how often kafkajs itself retries a connection or request. Every client of
@@ -24,9 +29,8 @@ export function createKafka(config: KafkaClientSettings, log: Logger, clientId =
     clientId,
     brokers: [...config.KAFKA_BROKERS],
     ...kafkaSecurityOptions(config),
-    connectionTimeout: 3000,
-    requestTimeout: 10000,
-    retry: { initialRetryTime: 300, maxRetryTime: 10000, retries },
+    ...CLIENT_TIMEOUTS,
+    retry: { ...CLIENT_RETRY, retries },
     logLevel: logLevel.WARN,
     logCreator:
       () =>

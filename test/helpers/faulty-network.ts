@@ -17,10 +17,14 @@ const produceCorrelationId = (chunk: unknown): number | null =>
  *   then on the network is down. The fault of a broker that stops right after an append, or of
  *   a link that fails between a request and its response.
  * - `down()` / `up()`: every new connection is refused (existing ones break on `down`).
+ * - `silence()`: every connection, open or new, goes quiet: what is written is dropped, nothing
+ *   comes back, nothing is closed (a firewall or NAT that forgot the connections: no reset ever
+ *   comes). `up()` lets new connections through; the quiet ones stay quiet.
  */
 export function faultyNetwork() {
-  let state: 'up' | 'lose-produce-response' | 'down' = 'up';
+  let state: 'up' | 'lose-produce-response' | 'down' | 'silent' = 'up';
   const open = new Set<net.Socket>();
+  const quiet = new WeakSet<net.Socket>();
   let lost = 0;
 
   const socketFactory: ISocketFactory = ({ host, port, onConnect }) => {
@@ -31,8 +35,14 @@ export function faultyNetwork() {
     // The answer to drop is the one to that Produce request, found by its correlation id: the
     // connection may carry other requests' answers before it.
     let losing: number | null = null;
+    if (state === 'silent') quiet.add(socket);
     const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
     socket.write = ((...args: unknown[]) => {
+      if (quiet.has(socket)) {
+        const done = args.find((a) => typeof a === 'function') as (() => void) | undefined;
+        done?.();
+        return true;
+      }
       const produce = produceCorrelationId(args[0]);
       if (state === 'lose-produce-response' && produce !== null) {
         losing = produce;
@@ -46,6 +56,7 @@ export function faultyNetwork() {
     const emit = socket.emit.bind(socket) as (event: string | symbol, ...args: unknown[]) => boolean;
     socket.emit = ((event: string | symbol, ...args: unknown[]) => {
       if (event !== 'data') return emit(event, ...args);
+      if (quiet.has(socket)) return true;
       inbound = Buffer.concat([inbound, args[0] as Buffer]);
       while (inbound.length >= 8) {
         if (inbound.readInt32BE(4) === losing) {
@@ -76,6 +87,10 @@ export function faultyNetwork() {
     },
     up() {
       state = 'up';
+    },
+    silence() {
+      state = 'silent';
+      for (const s of open) quiet.add(s);
     },
     /** Produce responses lost so far. */
     lostResponses: () => lost,

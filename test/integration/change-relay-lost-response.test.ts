@@ -13,6 +13,7 @@ import { type ChangeRelay, createChangeRelay } from '../../src/changes/relay';
 import { COLLECTIONS, type GroupDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
 import { updateGroup } from '../../src/domain/groups';
+import { CLIENT_RETRY, CLIENT_TIMEOUTS } from '../../src/kafka';
 import { createLogger } from '../../src/log';
 import { createMetrics } from '../../src/metrics';
 import { type ChangeReader, changeReader } from '../helpers/changes';
@@ -23,8 +24,9 @@ import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
 
 let mongo: MongoClient;
 let db: Db;
-let reader: ChangeReader | null = null;
-let relay: ChangeRelay | null = null;
+const readers: ChangeReader[] = [];
+const relays: ChangeRelay[] = [];
+const databases: Db[] = [];
 
 beforeAll(async () => {
   mongo = await MongoClient.connect(MONGO_URL);
@@ -32,15 +34,16 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await relay?.stop();
-  await reader?.close();
-  await db.dropDatabase();
+  for (const relay of relays) await relay.stop();
+  for (const reader of readers) await reader.close();
+  for (const d of [db, ...databases]) await d.dropDatabase();
   await mongo.close();
 }, 60000);
 
 test('a send whose answer was lost, then failed for good: the relay publishes every later change once the broker is back (it never sends from sequence numbers the broker already used)', async () => {
   const topic = uniqueName('changes');
-  reader = await changeReader(topic, KAFKA_BROKERS, 1);
+  const reader = await changeReader(topic, KAFKA_BROKERS, 1);
+  readers.push(reader);
   const network = faultyNetwork();
   // Few retries: a send fails for good within a second or two of the network going down.
   const kafka = new Kafka({
@@ -53,7 +56,7 @@ test('a send whose answer was lost, then failed for good: the relay publishes ev
     logLevel: logLevel.NOTHING,
   });
   const metrics = createMetrics();
-  relay = createChangeRelay({
+  const relay = createChangeRelay({
     db,
     kafka: () => kafka,
     topic,
@@ -64,6 +67,7 @@ test('a send whose answer was lost, then failed for good: the relay publishes ev
     idleMs: 100,
     retry: { initialMs: 100, maxMs: 500 },
   });
+  relays.push(relay);
   relay.start();
 
   const org = uniqueName('org');
@@ -76,7 +80,7 @@ test('a send whose answer was lost, then failed for good: the relay publishes ev
       (n) => n === 0,
     );
   const names = (id: number) =>
-    reader!.received.filter((r) => r.event.subject === `course-access-groups/${id}`).map((r) => (r.event.data.group as GroupDoc).name);
+    reader.received.filter((r) => r.event.subject === `course-access-groups/${id}`).map((r) => (r.event.data.group as GroupDoc).name);
   // Nothing left to send: the next send is name-1's.
   await waitFor(
     async () => [names(group), names(other)],
@@ -117,5 +121,73 @@ test('a send whose answer was lost, then failed for good: the relay publishes ev
     async () => names(other).at(-1),
     (name) => name === 'other-2',
     30000,
+  );
+}, 90000);
+
+/** How long the relay gives a connect or a send in the test below (30 s in the service). */
+const BROKER_CALL_MS = Number(process.env.RELAY_BROKER_CALL_MS || 3000);
+
+test('the connections to the broker go quiet (no answer, no reset): the relay gives up the send, and publishes through new connections once they work', async () => {
+  // A database of its own: the relay above still holds its database's lease.
+  const db = mongo.db(uniqueName('t'));
+  databases.push(db);
+  const topic = uniqueName('changes');
+  const reader = await changeReader(topic, KAFKA_BROKERS, 1);
+  readers.push(reader);
+  const network = faultyNetwork();
+  // The service's own timeouts and retries (src/kafka.ts): with them kafkajs alone would retry a
+  // send on the quiet connection for minutes.
+  const kafka = new Kafka({
+    clientId: 'relay-quiet-connection',
+    brokers: KAFKA_BROKERS.split(','),
+    socketFactory: network.socketFactory,
+    ...CLIENT_TIMEOUTS,
+    retry: { ...CLIENT_RETRY, retries: 10 },
+    logLevel: logLevel.NOTHING,
+  });
+  const metrics = createMetrics();
+  const relay = createChangeRelay({
+    db,
+    kafka: () => kafka,
+    topic,
+    audit: true,
+    log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    metrics,
+    batchEveryMs: 50,
+    idleMs: 100,
+    brokerCallMs: BROKER_CALL_MS,
+    retry: { initialMs: 100, maxMs: 500 },
+  });
+  relays.push(relay);
+  relay.start();
+
+  const tenant = new Tenant(db, uniqueName('org'));
+  const group = await newGroup(tenant, 'quiet-0');
+  const names = () => reader.received.filter((r) => r.event.subject === `course-access-groups/${group}`).map((r) => (r.event.data.group as GroupDoc).name);
+  await waitFor(
+    async () => names(),
+    (seen) => seen.includes('quiet-0'),
+  );
+
+  network.silence();
+  await updateGroup(tenant, group, { name: 'quiet-1' });
+  // The send is given up (a failure of the step), not waited for.
+  await waitFor(
+    async () => metrics.relayFailures.get().then((m) => m.values[0]?.value ?? 0),
+    (n) => n >= 1,
+    BROKER_CALL_MS * 3,
+  );
+  expect(names()).not.toContain('quiet-1');
+  network.up();
+  // Published through a new producer's connections, well before kafkajs's own retries on the
+  // quiet connection would have ended (each try waits its 10 s request timeout).
+  await waitFor(
+    async () => names(),
+    (seen) => seen.at(-1) === 'quiet-1',
+    BROKER_CALL_MS * 4,
+  );
+  await waitFor(
+    () => db.collection(COLLECTIONS.outbox).countDocuments({}),
+    (n) => n === 0,
   );
 }, 90000);
