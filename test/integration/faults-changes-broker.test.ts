@@ -17,11 +17,11 @@ import { normalizeEventTime } from '../../src/domain/event-time';
 import { importUserBatch, linesAt } from '../../src/domain/import-users';
 import { type ChangeReader, changeReader, expectInOrderPerRecord, payloadBytes } from '../helpers/changes';
 import { groupWithRule } from '../helpers/domain';
-import { metricValue, newUserId, waitFor } from '../helpers/events';
+import { type EventTestService, metricValue, newUserId, startEventService, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { privateKafka } from '../helpers/private-stack';
 import { seeder } from '../helpers/seed';
-import { startTestService, type TestService, uniqueName } from '../helpers/stack';
+import { uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
 // The private broker's ports (override when another run holds them).
@@ -36,7 +36,7 @@ const TOPIC_MAX_BYTES = 300 * 1024;
 const IMPORT_SIZE = 250;
 const broker = privateKafka(BROKER_PORT, CONTROLLER_PORT);
 const topic = uniqueName('changes');
-let service: TestService | null = null;
+let service: EventTestService | null = null;
 let reader: ChangeReader | null = null;
 
 afterAll(async () => {
@@ -51,7 +51,8 @@ test(
     await broker.start();
     // One partition: the whole backlog is one batch for the broker, refused over TOPIC_MAX_BYTES.
     reader = await changeReader(topic, broker.brokers, 1, [{ name: 'max.message.bytes', value: String(TOPIC_MAX_BYTES) }]);
-    service = await startTestService({ KAFKA_BROKERS: broker.brokers, CHANGES_TOPIC: topic });
+    // The API alone, logging warnings: on a timeout, what the relay and kafkajs last said is in the failure.
+    service = await startEventService({ SERVICE_ROLE: 'api', LOG_LEVEL: 'warn', KAFKA_BROKERS: broker.brokers, CHANGES_TOPIC: topic });
     const org = uniqueName('org');
     const http = client(service.baseUrl, await siteAdminToken(org, 5));
     const seed = seeder(service.db, org);
@@ -139,6 +140,10 @@ test(
       pending: await metricValue(service!.baseUrl, 'changes_pending'),
       relay_failures: await metricValue(service!.baseUrl, 'change_relay_failures_total'),
       leader: await metricValue(service!.baseUrl, 'change_relay_leader'),
+      last_warnings: service!.logs.slice(-3).map((l) => {
+        const { time, msg, err, kafka } = JSON.parse(l);
+        return { time, msg, err: err?.message ?? kafka?.error };
+      }),
     });
     await waitFor(
       async () => {
