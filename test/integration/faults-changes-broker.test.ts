@@ -140,6 +140,11 @@ test(
       pending: await metricValue(service!.baseUrl, 'changes_pending'),
       relay_failures: await metricValue(service!.baseUrl, 'change_relay_failures_total'),
       leader: await metricValue(service!.baseUrl, 'change_relay_leader'),
+      // Published by the relay (all types): above `received`, the reader is the one behind.
+      published: [...((await client(service!.baseUrl).get('/metrics')).body as string).matchAll(/^changes_published_total\{.*\} (\S+)$/gm)].reduce(
+        (n, m) => n + Number(m[1]),
+        0,
+      ),
       last_warnings: service!.logs.slice(-3).map((l) => {
         const { time, msg, err, kafka } = JSON.parse(l);
         return { time, msg, err: err?.message ?? kafka?.error };
