@@ -282,7 +282,6 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
 
     const count = producer ? ready.reduce((n, e) => n + e.k.length, 0) : 0;
     let version = 0;
-    const reservedAt = Date.now();
     if (count > 0) {
       // Versions come before the reads: a record read later never gets a lower version.
       const top = await renewLease(db, RELAY_LEASE, owner, leaseMs, count);
@@ -300,8 +299,13 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
 
     if (producer && count > 0) {
       const built = ready.flatMap((e) => e.k.map((k, i) => buildChangeEvent({ entry: e, index: i, doc: state(e, k), version: ++version })));
-      // A relay paused past half its lease may have been replaced: its reads may be older than the new holder's.
-      if (Date.now() - reservedAt > leaseMs / 2) throw new Error('reading the records outlasted half the lease; the step starts again');
+      // A relay paused while it read may have been replaced, and its reads be older than the new
+      // holder's: it publishes only if the lease is still its own (a slow read alone is no reason
+      // to stop: under load the same step would outlast any bound again and again).
+      if ((await renewLease(db, RELAY_LEASE, owner, leaseMs)) === null) {
+        setLeader(false);
+        return false;
+      }
       if (!producerConnected) {
         await settled(producer.connect(), 'connecting to the broker').catch(async (err) => {
           await replaceProducer(); // a connect in flight is never awaited twice

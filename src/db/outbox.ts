@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Db, Document } from 'mongodb';
 import { currentChangeContext } from './change-context';
 import { COLLECTIONS, type CollectionName, MAJORITY, type OutboxDoc } from './collections';
+import { IN_LIMIT } from './dialect';
 
 /**
  * The outbox: the intent of every write of a tracked collection, written BEFORE the write from
@@ -155,18 +156,26 @@ export async function deleteIntents(db: Db, ids: string[]): Promise<void> {
 
 /**
  * The records as they are now, by `collection/_id`, whatever their organization (the relay works
- * for every organization, and a record may have moved). Key lookups, one per record: the only
- * filter FerretDB v1 pushes down.
+ * for every organization, and a record may have moved). Key lookups, up to IN_LIMIT a query (an
+ * indexed lookup on both servers): an import's intent names thousands of records, and a query
+ * each took the relay's step past its bound on a busy database.
  */
 export async function readRecords(db: Db, wanted: Iterable<readonly [CollectionName, string]>): Promise<Map<string, Document | null>> {
   const out = new Map<string, Document | null>();
-  const unique = new Map<string, [CollectionName, string]>();
-  for (const [c, k] of wanted) unique.set(recordKey(c, k), [c, k]);
-  await Promise.all(
-    [...unique.entries()].map(async ([key, [c, k]]) => {
-      out.set(key, await db.collection<{ _id: string }>(c).findOne({ _id: k }));
-    }),
-  );
+  const keysOf = new Map<CollectionName, Set<string>>();
+  for (const [c, k] of wanted) keysOf.set(c, (keysOf.get(c) ?? new Set()).add(k));
+  for (const [c, keys] of keysOf) {
+    const all = [...keys];
+    for (let i = 0; i < all.length; i += IN_LIMIT) {
+      const slice = all.slice(i, i + IN_LIMIT);
+      for (const k of slice) out.set(recordKey(c, k), null);
+      for (const doc of await db
+        .collection<{ _id: string }>(c)
+        .find({ _id: { $in: slice } })
+        .toArray())
+        out.set(recordKey(c, doc._id), doc);
+    }
+  }
   return out;
 }
 
