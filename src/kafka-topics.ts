@@ -128,8 +128,11 @@ async function leadersKnown(admin: Admin, topic: string, waitMs: number): Promis
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
-      const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
-      if (topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+      // Asked by name only once the broker lists it: kafkajs logs each refusal of a topic not in
+      // the broker's metadata yet at error level, which an operator would read as a failure.
+      const listed = (await admin.listTopics()).includes(topic);
+      const { topics } = listed ? await admin.fetchTopicMetadata({ topics: [topic] }) : { topics: [] };
+      if (listed && topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
     } catch (err) {
       // Anything else (no Describe on it, say) is no reason to call a topic made not made.
       if (!NOT_YET.has((err as { type?: string }).type ?? '')) return;
