@@ -116,28 +116,35 @@ export interface CreateOptions {
   replicationFactor: number;
   /** How long to wait for a new topic's partitions to have leaders (LEADER_WAIT_MS). */
   leaderWaitMs?: number;
+  /** How long a new topic may be missing from the broker's list before it is asked for by name (UNLISTED_MS). */
+  unlistedMs?: number;
 }
 
 /** A new topic has leaders within seconds; past this the command goes on (the topic exists). */
 export const LEADER_WAIT_MS = 30_000;
 
+/** How long a topic just created may be missing from the broker's list before it is asked for by name. */
+export const UNLISTED_MS = 5_000;
+
 const NOT_YET = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE']);
 
 /** Waits until every partition of a topic just created has a leader, or `waitMs` has passed; never throws. */
-async function leadersKnown(admin: Admin, topic: string, waitMs: number): Promise<void> {
-  const deadline = Date.now() + waitMs;
+async function leadersKnown(admin: Admin, topic: string, waitMs: number, unlistedMs: number): Promise<void> {
+  const start = Date.now();
   for (;;) {
     try {
-      // Asked by name only once the broker lists it: kafkajs logs each refusal of a topic not in
-      // the broker's metadata yet at error level, which an operator would read as a failure.
-      const listed = (await admin.listTopics()).includes(topic);
-      const { topics } = listed ? await admin.fetchTopicMetadata({ topics: [topic] }) : { topics: [] };
-      if (listed && topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+      // Asked by name once the broker lists it: kafkajs logs each refusal of a topic not in the
+      // broker's metadata yet at error level, which an operator would read as a failure. Or once
+      // `unlistedMs` have passed: a principal that may create a topic but not describe it never
+      // sees it listed, and is refused at once by name.
+      const asked = (await admin.listTopics()).includes(topic) || Date.now() - start >= unlistedMs;
+      const { topics } = asked ? await admin.fetchTopicMetadata({ topics: [topic] }) : { topics: [] };
+      if (asked && topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
     } catch (err) {
       // Anything else (no Describe on it, say) is no reason to call a topic made not made.
       if (!NOT_YET.has((err as { type?: string }).type ?? '')) return;
     }
-    if (Date.now() >= deadline) return;
+    if (Date.now() - start >= waitMs) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
@@ -158,7 +165,7 @@ export async function createNeededTopics(admin: Admin, settings: TopicSettings, 
         topics: [{ topic: name, numPartitions: options.partitions, replicationFactor: options.replicationFactor }],
         waitForLeaders: false,
       });
-      if (created) await leadersKnown(admin, name, options.leaderWaitMs ?? LEADER_WAIT_MS);
+      if (created) await leadersKnown(admin, name, options.leaderWaitMs ?? LEADER_WAIT_MS, options.unlistedMs ?? UNLISTED_MS);
       outcomes.push({ topic: name, outcome: created ? 'created' : 'exists' });
     } catch (err) {
       const errors = (err as { errors?: unknown[] }).errors ?? [err];

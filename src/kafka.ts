@@ -13,6 +13,13 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
+/**
+ * What kafkajs warns of at every new change-relay producer, which limits its retries on purpose
+ * (src/changes/relay.ts, SEND_RETRIES): the relay's guarantees rest on each event's id and
+ * version, not on one producer id's sequence.
+ */
+const EXPECTED_WARNING = 'Limiting retries for the idempotent producer may invalidate EoS guarantees';
+
 /** How long every client of the service waits for a connection and for an answer. */
 export const CLIENT_TIMEOUTS = { connectionTimeout: 3000, requestTimeout: 10000 } as const;
 /** How kafkajs itself retries a connection or request (`retries` is given per client). */
@@ -36,7 +43,7 @@ export function createKafka(config: KafkaClientSettings, log: Logger, clientId =
       () =>
       ({ level, log: entry }: LogEntry) => {
         const { message, ...rest } = entry;
-        const method = level <= logLevel.WARN ? (LEVELS[level] ?? 'warn') : 'debug';
+        const method = level <= logLevel.WARN && message !== EXPECTED_WARNING ? (LEVELS[level] ?? 'warn') : 'debug';
         kafkaLog[method]({ kafka: { broker: rest.broker, error: rest.error, groupId: rest.groupId } }, message);
       },
   });

@@ -10,7 +10,7 @@ import { countOutbox, deleteIntents, INTENT_GRACE_MS, outboxSignals, readOutbox,
 import { isTooLarge } from '../kafka';
 import type { Logger } from '../log';
 import type { Metrics } from '../metrics';
-import { backoffDelay, DEFAULT_RETRY, pause, type RetryPolicy, within } from '../retry';
+import { backoffDelay, DEFAULT_RETRY, pause, type RetryPolicy } from '../retry';
 import { buildAuditRecords } from './audit-records';
 import { buildChangeEvent, changeKind, toMessage } from './events';
 
@@ -24,6 +24,16 @@ const DONE_MEMORY = 100_000;
  */
 const SEND_MAX_MESSAGES = 500;
 const SEND_MAX_BYTES = 256 * 1024;
+
+/**
+ * kafkajs's own tries of a send after the first. Its default for an idempotent producer is to
+ * retry forever, on the connection it has: one that went quiet without a reset (a firewall or NAT
+ * that forgot it) times every try out (10 s each), and the relay waited for good. A send that
+ * fails after these goes again through a new producer and new connections (replaceProducer).
+ * A send is never given up while kafkajs may still deliver it: it would land after the newer
+ * events sent in its place.
+ */
+const SEND_RETRIES = 3;
 
 type Outgoing = { built: ReturnType<typeof buildChangeEvent>; message: ReturnType<typeof toMessage> };
 
@@ -77,8 +87,6 @@ export interface RelayOptions {
   /** The pause after a step that found nothing (a write in this process wakes the relay sooner). */
   idleMs?: number;
   leaseMs?: number;
-  /** A connect or send to the broker not settled by then is given up (see `settled`). */
-  brokerCallMs?: number;
   retry?: RetryPolicy;
 }
 
@@ -121,11 +129,12 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
   const batchEveryMs = opts.batchEveryMs ?? 500;
   const idleMs = opts.idleMs ?? 1000;
   const leaseMs = opts.leaseMs ?? 15_000;
-  const brokerCallMs = opts.brokerCallMs ?? 30_000;
   const retry = opts.retry ?? DEFAULT_RETRY;
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const newProducer = (): Producer | null =>
-    opts.kafka && topic ? opts.kafka().producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true }) : null;
+    opts.kafka && topic
+      ? opts.kafka().producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true, retry: { retries: SEND_RETRIES } })
+      : null;
   let producer = newProducer();
   let producerConnected = false;
   /** Whether this relay can do all that `entry` asks for (see above). */
@@ -180,31 +189,13 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
   }
 
   /**
-   * `call` (a connect or a send of the producer), given up after `brokerCallMs`: kafkajs retries a
-   * request on the connection it has, and a connection that went quiet without a reset (a
-   * firewall or NAT that forgot it) times each try out, for minutes with our retry settings. The
-   * caller replaces the producer (new connections) and the step starts again: the events may go
-   * twice, as after any failed send.
-   */
-  async function settled<T>(call: Promise<T>, what: string): Promise<T> {
-    const late = Symbol('late');
-    const result = await within<{ value: T } | typeof late>(
-      call.then((value) => ({ value })),
-      brokerCallMs,
-      late,
-    );
-    if (result === late) throw new Error(`${what} did not settle within ${brokerCallMs} ms`);
-    return result.value;
-  }
-
-  /**
    * Sends change events in order; a chunk the broker refuses as too large is sent again one event
    * at a time, and an event refused alone is logged with its ids, counted and skipped: it can
    * never pass, and the changes after it must not wait for it.
    */
   async function publish(chunk: Outgoing[]): Promise<void> {
     try {
-      await settled(producer!.send({ topic: topic!, acks: -1, messages: chunk.map((o) => o.message) }), 'a send to the broker');
+      await producer!.send({ topic: topic!, acks: -1, messages: chunk.map((o) => o.message) });
     } catch (err) {
       if (!isTooLarge(err)) {
         await replaceProducer();
@@ -243,13 +234,7 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
     producer = newProducer();
     producerConnected = false;
     log.info({ owner }, 'change relay replaces its producer after a failed send');
-    // Bounded: kafkajs waits for the requests in flight, which a quiet connection never answers.
-    if (failed)
-      await within(
-        failed.disconnect().catch(() => undefined),
-        brokerCallMs,
-        undefined,
-      );
+    await failed?.disconnect().catch(() => undefined);
   }
 
   /** One batch; true when it resolved something (so another may follow at once). */
@@ -307,10 +292,7 @@ export function createChangeRelay(opts: RelayOptions): ChangeRelay {
         return false;
       }
       if (!producerConnected) {
-        await settled(producer.connect(), 'connecting to the broker').catch(async (err) => {
-          await replaceProducer(); // a connect in flight is never awaited twice
-          throw err;
-        });
+        await producer.connect();
         producerConnected = true;
       }
       for (const chunk of sendChunks(built.map((b) => ({ built: b, message: toMessage(b) })))) await publish(chunk);

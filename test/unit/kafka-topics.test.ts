@@ -8,7 +8,7 @@ import { createNeededTopics, type TopicSettings } from '../../src/kafka-topics';
 
 const settings = { KAFKA_BROKERS: ['b:9092'], KAFKA_GROUP_ID: 'g', KAFKA_TOPICS: ['t'], KAFKA_DLQ_PREFIX: '', CHANGES_TOPIC: '' } as unknown as TopicSettings;
 
-function brokerAfterCreation(notYet: number, later: () => unknown) {
+function brokerAfterCreation(notYet: number, later: () => unknown, listed = ['t', 't.dlq']) {
   const calls: { waitForLeaders?: boolean }[] = [];
   let asked = 0;
   let askedByName = 0;
@@ -19,7 +19,7 @@ function brokerAfterCreation(notYet: number, later: () => unknown) {
     },
     // Not listed for `notYet` asks (a KRaft broker's metadata has not caught up): asked by name
     // then, it answers UNKNOWN_TOPIC_OR_PARTITION, which kafkajs logs at error level.
-    listTopics: async () => (asked++ < notYet ? [] : ['t', 't.dlq']),
+    listTopics: async () => (asked++ < notYet ? [] : listed),
     fetchTopicMetadata: async () => {
       askedByName++;
       if (asked <= notYet) throw Object.assign(new Error('This server does not host this topic-partition'), { type: 'UNKNOWN_TOPIC_OR_PARTITION' });
@@ -46,8 +46,13 @@ test('a topic made whose leaders do not come within the wait, or whose metadata 
     'created',
     'created',
   ]);
+  // A principal that may not describe the topics never sees them listed: asked by name after
+  // `unlistedMs`, refused, and done (not kept waiting for leaders it cannot see).
   const denied = brokerAfterCreation(0, () => {
     throw Object.assign(new Error('not authorized'), { type: 'TOPIC_AUTHORIZATION_FAILED' });
-  });
-  expect((await createNeededTopics(denied.admin, settings, { partitions: -1, replicationFactor: -1 })).map((o) => o.outcome)).toEqual(['created', 'created']);
+  }, []);
+  expect(
+    (await createNeededTopics(denied.admin, settings, { partitions: -1, replicationFactor: -1, leaderWaitMs: 60_000, unlistedMs: 300 })).map((o) => o.outcome),
+  ).toEqual(['created', 'created']);
+  expect(denied.askedByName()).toBe(2);
 });
