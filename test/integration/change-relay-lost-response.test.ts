@@ -7,7 +7,7 @@
 // sends the step again, a different batch (more changes came meanwhile) from those same numbers,
 // and the broker refuses it, and every later one, for good. A real broker, a real database; the
 // fault is in the network between the relay and the broker (test/helpers/faulty-network.ts).
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, type KafkaConfig, logLevel } from 'kafkajs';
 import { type Db, MongoClient } from 'mongodb';
 import { type ChangeRelay, createChangeRelay } from '../../src/changes/relay';
 import { COLLECTIONS, type GroupDoc } from '../../src/db/collections';
@@ -40,21 +40,16 @@ afterAll(async () => {
   await mongo.close();
 }, 60000);
 
-test('a send whose answer was lost, then failed for good: the relay publishes every later change once the broker is back (it never sends from sequence numbers the broker already used)', async () => {
+/**
+ * A relay on `db` whose client (`client`: its id, timeouts and retries) reaches the stack's broker
+ * through a faulty network, publishing to a new one-partition topic that a reader follows.
+ */
+async function relayThroughFaultyNetwork(db: Db, client: Omit<KafkaConfig, 'brokers'>) {
   const topic = uniqueName('changes');
   const reader = await changeReader(topic, KAFKA_BROKERS, 1);
   readers.push(reader);
   const network = faultyNetwork();
-  // Few retries: a send fails for good within a second or two of the network going down.
-  const kafka = new Kafka({
-    clientId: 'relay-lost-response',
-    brokers: KAFKA_BROKERS.split(','),
-    socketFactory: network.socketFactory,
-    connectionTimeout: 1000,
-    requestTimeout: 5000,
-    retry: { initialRetryTime: 100, maxRetryTime: 300, retries: 2 },
-    logLevel: logLevel.NOTHING,
-  });
+  const kafka = new Kafka({ ...client, brokers: KAFKA_BROKERS.split(','), socketFactory: network.socketFactory, logLevel: logLevel.NOTHING });
   const metrics = createMetrics();
   const relay = createChangeRelay({
     db,
@@ -69,6 +64,17 @@ test('a send whose answer was lost, then failed for good: the relay publishes ev
   });
   relays.push(relay);
   relay.start();
+  return { reader, network, metrics };
+}
+
+test('a send whose answer was lost, then failed for good: the relay publishes every later change once the broker is back (it never sends from sequence numbers the broker already used)', async () => {
+  // Few retries: a send fails for good within a second or two of the network going down.
+  const { reader, network, metrics } = await relayThroughFaultyNetwork(db, {
+    clientId: 'relay-lost-response',
+    connectionTimeout: 1000,
+    requestTimeout: 5000,
+    retry: { initialRetryTime: 100, maxRetryTime: 300, retries: 2 },
+  });
 
   const org = uniqueName('org');
   const tenant = new Tenant(db, org);
@@ -131,35 +137,14 @@ test('the connections to the broker go quiet (no answer, no reset): the send fai
   // A database of its own: the relay above still holds its database's lease.
   const db = mongo.db(uniqueName('t'));
   databases.push(db);
-  const topic = uniqueName('changes');
-  const reader = await changeReader(topic, KAFKA_BROKERS, 1);
-  readers.push(reader);
-  const network = faultyNetwork();
   // The service's timeouts and retries (src/kafka.ts) but a shorter request timeout: kafkajs's
   // default for an idempotent producer, retrying forever on the quiet connection, never fails.
-  const kafka = new Kafka({
+  const { reader, network, metrics } = await relayThroughFaultyNetwork(db, {
     clientId: 'relay-quiet-connection',
-    brokers: KAFKA_BROKERS.split(','),
-    socketFactory: network.socketFactory,
     ...CLIENT_TIMEOUTS,
     requestTimeout: REQUEST_TIMEOUT_MS,
     retry: { ...CLIENT_RETRY, retries: 10 },
-    logLevel: logLevel.NOTHING,
   });
-  const metrics = createMetrics();
-  const relay = createChangeRelay({
-    db,
-    kafka: () => kafka,
-    topic,
-    audit: true,
-    log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
-    metrics,
-    batchEveryMs: 50,
-    idleMs: 100,
-    retry: { initialMs: 100, maxMs: 500 },
-  });
-  relays.push(relay);
-  relay.start();
   const failures = () => metrics.relayFailures.get().then((m) => m.values[0]?.value ?? 0);
 
   const tenant = new Tenant(db, uniqueName('org'));

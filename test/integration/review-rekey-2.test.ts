@@ -4,14 +4,13 @@
 // of its database calls, and asserts what docs/api.md / docs/decisions.md promise. All failed
 // when written.
 import { Collection, type Db, MongoClient } from 'mongodb';
-import { COLLECTIONS, type CourseDoc, ensureIndexes, type GroupCourseDoc, type RuleDoc } from '../../src/db/collections';
+import { COLLECTIONS, ensureIndexes, type RuleDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { applyCatalogInfo } from '../../src/domain/course-event-data';
-import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
-import { createGroupCourse, deleteGroupCourse, updateGroupCourse } from '../../src/domain/group-courses';
+import { deleteGroupCourse, updateGroupCourse } from '../../src/domain/group-courses';
 import { createRule, deleteRule, updateRule } from '../../src/domain/membership-rules';
 import { newGroup } from '../helpers/domain';
 import { inTurns } from '../helpers/interleavings';
+import { linkWorld as sharedLinkWorld } from '../helpers/rekey-worlds';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 import { gate, withStops } from '../helpers/stops';
 
@@ -30,23 +29,7 @@ afterAll(async () => {
   await client.close();
 });
 
-const at = (second: number, id: string): EventStamp => ({ time: normalizeEventTime(`2026-08-01T00:00:${String(second).padStart(2, '0')}Z`), id });
-
-async function linkWorld() {
-  const org = uniqueName('org');
-  const tenant = new Tenant(db, org);
-  const group = await newGroup(tenant);
-  const courses = ['C1', 'C2', 'C3'].map((c) => `course-v1:${org}+${c}+R`);
-  for (const key of courses) await applyCatalogInfo(db, { catalog_info: { course_key: key, name: key }, organization: org }, at(1, `c1${key}`), org);
-  const { id } = await createGroupCourse(tenant, { course: courses[0]!, group });
-  const standing = async () => (await tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({ id }).toArray()).map((l) => l.course.split('+')[1]);
-  const allLinks = async () => (await tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({}).toArray()).map((l) => l.course.split('+')[1]);
-  const linked = async () => {
-    const said = await tenant.collection<CourseDoc>(COLLECTIONS.courses).findByIds(courses);
-    return Object.fromEntries(courses.map((c) => [c.split('+')[1]!, said.get(c)?.linked]));
-  };
-  return { tenant, group, courses, id, standing, allLinks, linked };
-}
+const linkWorld = () => sharedLinkWorld(db);
 
 const short = (course: string | undefined) => course?.split('+')[1];
 

@@ -7,13 +7,12 @@
 // second review every PATCH reads the mark first too, so a PATCH's read of the mark after its
 // insert is its second (a second PATCH's, the fourth).
 import { Collection, type Db, MongoClient } from 'mongodb';
-import { COLLECTIONS, type CourseDoc, ensureIndexes, type GroupCourseDoc, type RuleDoc } from '../../src/db/collections';
+import { COLLECTIONS, type CourseDoc, ensureIndexes, type RuleDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { applyCatalogInfo } from '../../src/domain/course-event-data';
-import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
-import { createGroupCourse, deleteGroupCourse, updateGroupCourse } from '../../src/domain/group-courses';
+import { deleteGroupCourse, updateGroupCourse } from '../../src/domain/group-courses';
 import { createRule, deleteRule, updateRule } from '../../src/domain/membership-rules';
 import { newGroup } from '../helpers/domain';
+import { linkWorld as sharedLinkWorld } from '../helpers/rekey-worlds';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 import { gate } from '../helpers/stops';
 
@@ -31,8 +30,6 @@ afterAll(async () => {
   await db.dropDatabase().catch(() => undefined);
   await client.close();
 });
-
-const at = (second: number, id: string): EventStamp => ({ time: normalizeEventTime(`2026-08-01T00:00:${String(second).padStart(2, '0')}Z`), id });
 
 type Method = 'findOne' | 'findOneAndDelete';
 /**
@@ -64,17 +61,7 @@ async function withGates<T>(
   }
 }
 
-async function linkWorld() {
-  const org = uniqueName('org');
-  const tenant = new Tenant(db, org);
-  const group = await newGroup(tenant);
-  // C1 < C2 < C3 both by insertion and by _id, whichever order the server answers an unsorted find in.
-  const courses = ['C1', 'C2', 'C3'].map((c) => `course-v1:${org}+${c}+R`);
-  for (const key of courses) await applyCatalogInfo(db, { catalog_info: { course_key: key, name: key }, organization: org }, at(1, `c1${key}`), org);
-  const { id } = await createGroupCourse(tenant, { course: courses[0]!, group });
-  const standing = async () => (await tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({ id }).toArray()).map((l) => l.course.split('+')[1]);
-  return { tenant, courses, id, standing };
-}
+const linkWorld = () => sharedLinkWorld(db);
 
 async function ruleWorld() {
   const tenant = new Tenant(db, uniqueName('org'));
