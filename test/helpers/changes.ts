@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
+import { type Consumer, Kafka, logLevel } from 'kafkajs';
 import type { ChangeEvent } from '../../src/changes/events';
 import { READER_FETCH_WAIT_MS, untilBrokerKnows, waitFor } from './events';
 import { KAFKA_BROKERS } from './stack';
@@ -19,31 +19,67 @@ export interface Received {
  * keeps every message in arrival order (per partition: offset order). Creates the topic with
  * `partitions` (and the topic settings `configEntries`, e.g. a smaller `max.message.bytes`)
  * unless it exists.
+ *
+ * Like the service's own consumer (consumers/consumer.ts), it is made again after any crash:
+ * kafkajs restarts a consumer only after a retriable error (node_modules/kafkajs/src/consumer/index.js,
+ * `onCrash`), and a broker restarted under it can end it with another. An offset received twice
+ * (its commit was lost with the consumer) is kept once. `problems` holds its crashes and kafkajs's
+ * last five warnings, for a test's failure message.
  */
 export async function changeReader(topic: string, brokers = KAFKA_BROKERS, partitions = 3, configEntries: { name: string; value: string }[] = []) {
-  const kafka = new Kafka({ clientId: 'changes-reader', brokers: brokers.split(','), logLevel: logLevel.NOTHING, retry: { retries: 30, maxRetryTime: 5000 } });
+  const problems = { crashes: [] as string[], warnings: [] as string[] };
+  const warn = (msg: string) => {
+    problems.warnings.push(msg.slice(0, 200));
+    if (problems.warnings.length > 5) problems.warnings.shift();
+  };
+  const kafka = new Kafka({
+    clientId: 'changes-reader',
+    brokers: brokers.split(','),
+    logLevel: logLevel.WARN,
+    logCreator: () => (entry) => warn(`${entry.log.message}${entry.log.error ? `: ${entry.log.error}` : ''}`),
+    retry: { retries: 30, maxRetryTime: 5000 },
+  });
   const admin = kafka.admin();
   await admin.connect();
   await untilBrokerKnows(() => admin.createTopics({ topics: [{ topic, numPartitions: partitions, configEntries }], waitForLeaders: true }));
   await admin.disconnect();
-  const consumer = kafka.consumer({
-    groupId: `changes-reader-${randomUUID()}`,
-    retry: { retries: 30, maxRetryTime: 5000 },
-    maxWaitTimeInMs: READER_FETCH_WAIT_MS,
-  });
+  const groupId = `changes-reader-${randomUUID()}`;
   const received: Received[] = [];
-  await consumer.connect();
-  // A topic just created may not be in every broker's metadata yet.
-  await untilBrokerKnows(() => consumer.subscribe({ topic, fromBeginning: true }));
-  await consumer.run({
-    eachMessage: async ({ partition, message }) => {
-      const value = message.value!.toString('utf8');
-      const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]));
-      received.push({ partition, offset: Number(message.offset), key: message.key!.toString('utf8'), value, headers, event: JSON.parse(value) as ChangeEvent });
-    },
-  });
+  const offsets = new Set<string>();
+  let consumer: Consumer | null = null;
+  let closed = false;
+  const start = async (): Promise<void> => {
+    const c = kafka.consumer({ groupId, retry: { retries: 30, maxRetryTime: 5000 }, maxWaitTimeInMs: READER_FETCH_WAIT_MS });
+    consumer = c;
+    c.on(c.events.CRASH, ({ payload }) => {
+      problems.crashes.push(`${payload.restart ? 'kafkajs restarts it' : 'made again'}: ${payload.error.name}: ${payload.error.message}`);
+      if (!payload.restart && !closed) setTimeout(() => void start().catch((e) => problems.crashes.push(`start failed: ${e}`)), 1000);
+    });
+    await c.connect();
+    // A topic just created may not be in every broker's metadata yet.
+    await untilBrokerKnows(() => c.subscribe({ topic, fromBeginning: true }));
+    await c.run({
+      eachMessage: async ({ partition, message }) => {
+        if (offsets.has(`${partition}:${message.offset}`)) return;
+        offsets.add(`${partition}:${message.offset}`);
+        const value = message.value!.toString('utf8');
+        const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]));
+        received.push({
+          partition,
+          offset: Number(message.offset),
+          key: message.key!.toString('utf8'),
+          value,
+          headers,
+          event: JSON.parse(value) as ChangeEvent,
+        });
+      },
+    });
+  };
+  await start();
   return {
     received,
+    /** Its crashes, and kafkajs's last five warnings. */
+    problems,
     /** Waits until some received event satisfies `match`; returns the first that does. */
     async find(match: (e: ChangeEvent) => boolean, timeoutMs = 30000): Promise<Received> {
       const hit = await waitFor(async () => received.find((r) => match(r.event)), Boolean, timeoutMs);
@@ -58,7 +94,10 @@ export async function changeReader(topic: string, brokers = KAFKA_BROKERS, parti
       }
       return out;
     },
-    close: () => consumer.disconnect(),
+    close: async () => {
+      closed = true;
+      await consumer?.disconnect();
+    },
   };
 }
 
