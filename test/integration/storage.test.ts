@@ -54,6 +54,29 @@ test('a unique index refuses a duplicate with the error the HTTP layer maps to a
   expect(await rules.countDocuments()).toBe(1);
 });
 
+test('an update onto a value a unique index holds is refused with the same error, and changes nothing', async () => {
+  // MongoDB answers E11000 to an update as to an insert; FerretDB answered InternalError until
+  // its patch 0006 (scripts/ferretdb/0006-update-duplicate-key.patch).
+  const groups = new Tenant(db, 'org-u').collection<GroupDoc>(COLLECTIONS.groups);
+  await groups.insertOne({ _id: 'u-1', id: 1, name: 'one', description: '' });
+  await groups.insertOne({ _id: 'u-2', id: 2, name: 'two', description: '' });
+  const onto = { $set: { id: 1 } };
+  for (const write of [
+    () => groups.updateOne({ _id: 'u-2' }, onto),
+    () => groups.findOneAndUpdate({ _id: 'u-2' }, onto),
+    () => groups.updateMany({ _id: 'u-2' }, onto),
+  ]) {
+    const err = await write().catch((e: unknown) => e);
+    expect({ duplicate: isDuplicateKey(err), code: (err as { code?: number }).code }).toEqual({ duplicate: true, code: 11000 });
+  }
+  expect((await groups.find({}).toArray()).map((g) => [g._id, g.id])).toEqual([
+    ['u-1', 1],
+    ['u-2', 2],
+  ]);
+  // Onto a free value the update goes through.
+  expect((await groups.updateOne({ _id: 'u-2' }, { $set: { id: 3 } })).modifiedCount).toBe(1);
+});
+
 test("a key lookup answers only the organization's own document, with or without a projection", async () => {
   const a = new Tenant(db, 'org-a').collection<GroupDoc>(COLLECTIONS.groups);
   const b = new Tenant(db, 'org-b').collection<GroupDoc>(COLLECTIONS.groups);
