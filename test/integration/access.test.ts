@@ -2,6 +2,8 @@
 // in order, the four actions, callers, unknown courses, batches, and freshness after changes.
 import type { CommandStartedEvent } from 'mongodb';
 import { COLLECTIONS } from '../../src/db/collections';
+import { createFactsCache } from '../../src/features/access/cache';
+import { accessQueries } from '../../src/features/access/queries';
 import { accessSeed } from '../helpers/access-seed';
 import { client } from '../helpers/http';
 import { startTestService, type TestService } from '../helpers/stack';
@@ -263,6 +265,35 @@ describe('several service processes on one database', () => {
 
     await fresh.flag(false); // PATCH site-configuration/ back off
     expect(await decisionOnB()).toBe('feature_disabled');
+  });
+
+  test('a link PATCHed onto another course, then another group, through instance A: the very next decision on B follows it, with the link table cached and past its bound', async () => {
+    const seed = accessSeed(service.db, 'org-moved');
+    await seed.flag(true);
+    const [c1, c2] = await Promise.all([seed.course('course-v1:MOVED+1+1'), seed.course('course-v1:MOVED+2+1')]);
+    const user = await seed.user(601);
+    const adminOnA = client(service.baseUrl, await siteAdminToken('org-moved'));
+    const [g1, g2] = [
+      (await adminOnA.post('course-access-groups/', { name: 'One', description: '' })).body.id as number,
+      (await adminOnA.post('course-access-groups/', { name: 'Two', description: '' })).body.id as number,
+    ];
+    await seed.member(user, g1);
+    const link = (await adminOnA.post('group-courses/', { course: c1, group: g1 })).body.id as number;
+    const onB = client(other.baseUrl, await serviceToken());
+    // Past its bound (here 0 links), no table: the pairs asked for are read each time, never kept.
+    const pastBound = accessQueries(service.db, createFactsCache(service.db, { enabled: true }), { maxCachedLinks: 0 });
+    const decisions = async () => {
+      const facts = await pastBound.facts([c1, c2], user, () => true);
+      return {
+        onB: [(await single(c1, user, 'course.enroll', onB)).body.reason, (await single(c2, user, 'course.enroll', onB)).body.reason],
+        pastBound: [facts.get(c1)!.memberOfLinkedGroup, facts.get(c2)!.memberOfLinkedGroup],
+      };
+    };
+    expect(await decisions()).toEqual({ onB: ['group', 'no_access'], pastBound: [true, false] }); // both now hold what they read
+    expect((await adminOnA.patch(`group-courses/${link}/`, { course: c2 })).status).toBe(200);
+    expect(await decisions()).toEqual({ onB: ['no_access', 'group'], pastBound: [false, true] });
+    expect((await adminOnA.patch(`group-courses/${link}/`, { group: g2 })).status).toBe(200);
+    expect(await decisions()).toEqual({ onB: ['no_access', 'no_access'], pastBound: [false, false] });
   });
 
   test('once the course facts are cached, a course they settle (public, flag off) reads nothing of the learner', async () => {

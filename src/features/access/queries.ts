@@ -32,7 +32,8 @@ export type OrgFilter = (org: string) => boolean;
 /** Past this many links, an organization's link table is not held in memory. */
 const MAX_CACHED_LINKS = 200_000;
 
-export function accessQueries(db: Db, cache: FactsCache) {
+export function accessQueries(db: Db, cache: FactsCache, opts: { maxCachedLinks?: number } = {}) {
+  const maxCachedLinks = opts.maxCachedLinks ?? MAX_CACHED_LINKS;
   const owners = ownerLookup(db);
 
   async function courseOrgs(view: FactsView, keys: string[]): Promise<Map<string, string | null>> {
@@ -110,26 +111,28 @@ export function accessQueries(db: Db, cache: FactsCache) {
    * is loaded once per links version (one query, shared by concurrent requests): links are few
    * next to users (courses times groups at most) and change only by admin writes, while
    * (course, group) pairs are too many to warm one by one. Without the cache, or past
-   * MAX_CACHED_LINKS, only the pairs asked for are read.
+   * `maxCachedLinks`, the pairs asked for are read (one query) and not kept: every link fact
+   * kept is in the table, under `<org>|*`, which any change of a link of the organization drops,
+   * whatever the link's `_id` (a PATCH moves a link to another pair).
    */
   async function linkedToGroup(view: FactsView, tenant: Tenant, courses: string[], group: number): Promise<Set<string>> {
     const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
     const table = view.caching ? await linkTable(view, links) : null;
     if (table) return new Set(courses.filter((course) => table.has(`${course}|${group}`)));
-    const ids = courses.map((course) => `${course}|${group}`);
-    const found = await existing(view, COLLECTIONS.groupCourses, links, ids);
-    return new Set(courses.filter((_, i) => found.has(ids[i]!)));
+    const found = await links.find({ group, course: { $in: courses } }, { projection: { _id: 0, course: 1 } }).toArray();
+    return new Set(found.map((l) => l.course));
   }
 
+  /** The organization's links as `<course>|<group>` pairs; null past `maxCachedLinks`. */
   function linkTable(view: FactsView, links: TenantCollection<GroupCourseDoc>): Promise<Set<string> | null> {
     const key = `${links.org}|*`;
     const known = view.get<Promise<Set<string> | null>>(COLLECTIONS.groupCourses, key);
     if (known) return known;
     const loading = links
-      .find({}, { projection: { _id: 1 } })
-      .limit(MAX_CACHED_LINKS + 1)
+      .find({}, { projection: { _id: 0, course: 1, group: 1 } })
+      .limit(maxCachedLinks + 1)
       .toArray()
-      .then((docs) => (docs.length > MAX_CACHED_LINKS ? null : new Set(docs.map((d) => d._id))));
+      .then((docs) => (docs.length > maxCachedLinks ? null : new Set(docs.map((d) => `${d.course}|${d.group}`))));
     view.set(COLLECTIONS.groupCourses, key, loading);
     loading.catch(() => view.delete(COLLECTIONS.groupCourses, key)); // the next request tries again
     return loading;
