@@ -345,6 +345,7 @@ const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.rules]: [
     { key: { org: 1, id: 1 } }, // list by id, retrieve by id
     { key: { org: 1, group: 1 } }, // group cascade
+    { key: { org: 1, domain: 1 } }, // rule matching by the learners' domains, a domain's rule
   ],
   [COLLECTIONS.groupCourses]: [
     { key: { org: 1, id: 1 } }, // list by id, retrieve by id

@@ -110,9 +110,9 @@ async function deleteChildrenUpTo(tenant: Tenant, key: string, upTo: string): Pr
     links.find({ course: key }, { projection: { _id: 1, born: 1 } }).toArray(),
     publics.findOne({ _id: key }, { projection: { _id: 1, born: 1 } }),
   ]);
-  // By `_id` and `born`: a link's `_id` is its (course, group) pair, so one made again after the
-  // course came back has the same `_id` and another `born`.
-  const gone = linked.filter((l) => made(l.born)).map((l) => ({ _id: l._id, born: l.born === undefined ? { $exists: false } : l.born }));
+  // By `_id`, course and `born`: a link made again after the course came back has another `born`,
+  // and one a PATCH moved meanwhile another course.
+  const gone = linked.filter((l) => made(l.born)).map((l) => ({ _id: l._id, course: key, born: l.born === undefined ? { $exists: false } : l.born }));
   await withCause('cascade', () =>
     Promise.all([
       gone.length > 0 ? links.deleteMany({ $or: gone } as Filter<GroupCourseDoc>) : null,

@@ -59,7 +59,7 @@ export async function createGroupCourse(tenant: Tenant, input: { course: string;
   const born = (await checkReferences(tenant, input))!;
   const _id = linkKey(input.course, input.group);
   // Checked first so that a refused request claims no id.
-  if (await links(tenant).has({ _id })) throw notUnique();
+  if (await links(tenant).has({ course: input.course, group: input.group })) throw notUnique();
   const id = await tenant.nextId('group_courses');
   const doc = await insert(tenant, { _id, id, course: input.course, group: input.group, born });
   await syncCourseFacts(tenant, [doc.course]);

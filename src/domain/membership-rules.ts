@@ -60,7 +60,7 @@ async function insert(tenant: Tenant, doc: Omit<RuleDoc, 'org' | '_id'>): Promis
   }
 }
 
-const taken = (tenant: Tenant, domain: string) => rules(tenant).has({ _id: ruleKey(tenant.org, domain) });
+const taken = (tenant: Tenant, domain: string) => rules(tenant).has({ domain });
 
 export async function createRule(tenant: Tenant, input: { name: string; domain: string; group: number }): Promise<RuleDoc> {
   await checkGroup(tenant, input.group);

@@ -1,4 +1,5 @@
 import { COLLECTIONS, type RuleDoc, type UserDoc } from '../db/collections';
+import { readInPieces } from '../db/dialect';
 import type { Tenant } from '../db/tenant';
 import { emailDomain, ruleDomain } from './email-domain';
 
@@ -15,23 +16,27 @@ export const ruleKey = (org: string, domain: string) => `${org}|${ruleDomain(dom
 
 /**
  * The one matcher: each of `users` whose email's domain has a rule in the organization, with that
- * rule. One read, by the rules' keys (a primary-key lookup per domain, never a scan of the rules).
+ * rule. One read, by the rules' domains (the `{org, domain}` index, never a scan of the rules).
  */
 export async function matchRules<U extends Pick<UserDoc, 'id' | 'email'>>(
   tenant: Tenant,
   users: readonly U[],
 ): Promise<{ user: U; rule: Pick<RuleDoc, 'domain' | 'group'> }[]> {
-  const keyed = users.flatMap((user) => {
+  const withDomain = users.flatMap((user) => {
     const domain = emailDomain(user.email);
-    return domain === null ? [] : [{ user, key: ruleKey(tenant.org, domain) }];
+    return domain === null ? [] : [{ user, domain: ruleDomain(domain) }];
   });
-  if (keyed.length === 0) return [];
-  const rules = await tenant.collection<RuleDoc>(COLLECTIONS.rules).findByIds(
-    keyed.map((k) => k.key),
-    { projection: { domain: 1, group: 1 } },
+  if (withDomain.length === 0) return [];
+  const domains = [...new Set(withDomain.map((u) => u.domain))];
+  const found = await readInPieces(domains, (piece) =>
+    tenant
+      .collection<RuleDoc>(COLLECTIONS.rules)
+      .find({ domain: { $in: piece } }, { projection: { _id: 0, domain: 1, group: 1 } })
+      .toArray(),
   );
-  return keyed.flatMap(({ user, key }) => {
-    const rule = rules.get(key);
+  const rules = new Map(found.map((r) => [r.domain, r]));
+  return withDomain.flatMap(({ user, domain }) => {
+    const rule = rules.get(domain);
     return rule ? [{ user, rule }] : [];
   });
 }

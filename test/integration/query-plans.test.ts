@@ -11,9 +11,12 @@
 // written with insertMany), at USERS users.
 import { type CommandStartedEvent, type Db, type Document, Long, MongoClient } from 'mongodb';
 import { MAIN_ORG, seedBenchData } from '../../bench/seed';
-import { ensureIndexes, type UserDoc } from '../../src/db/collections';
+import { COLLECTIONS, ensureIndexes, type GroupCourseDoc, type MembershipDoc, type RuleDoc, type UserDoc } from '../../src/db/collections';
 import { indexUser } from '../../src/db/search-index';
 import { Tenant } from '../../src/db/tenant';
+import { matchRules, ruleKey } from '../../src/domain/rule-match';
+import { createFactsCache } from '../../src/features/access/cache';
+import { accessQueries } from '../../src/features/access/queries';
 import { courseQueries } from '../../src/features/courses/queries';
 import { groupCourseQueries } from '../../src/features/group-courses/queries';
 import { groupQueries } from '../../src/features/groups/queries';
@@ -218,4 +221,40 @@ test("a user event's read of the user's own grams uses the record index, not the
   const searches = plan.filter((line) => /detail=SEARCH/.test(line));
   expect(searches.length).toBeGreaterThan(0);
   expect(searches.filter((line) => !/USING (COVERING )?INDEX \S+_r_1_org_1 /.test(line))).toEqual([]);
+}, 60_000);
+
+// The reads of the event path and of decisions that name a record by its fields, not its `_id`:
+// a learner's rule by the email's domain, and a decision's link by group and course (the cache
+// off, or an organization past its link table's bound).
+test('rule matching and an uncached access decision: every command it sends is served by an index', async () => {
+  const t = tenant();
+  await t
+    .collection<RuleDoc>(COLLECTIONS.rules)
+    .insertOne({ _id: ruleKey(MAIN_ORG, 'plans.example'), id: 990_001, name: 'plans', domain: 'plans.example', group: 1 });
+  let matched: number[] = [];
+  const byRule = await captured(async () => {
+    matched = (
+      await matchRules(t, [
+        { id: 1, email: 'one@Plans.example' },
+        { id: 2, email: 'two@other.example' },
+      ])
+    ).map((m) => m.user.id);
+  });
+  expect(matched).toEqual([1]);
+  await expectIndexed(byRule, { keys: 10, docs: 5 });
+  if (ferret) {
+    // Through the domain's index: the {org, id} index would serve it too, reading every rule of the organization.
+    const plan = ((await explain(byRule[0]!, 'queryPlanner')).queryPlanner?.Plan ?? []) as string[];
+    expect(plan.filter((line) => /detail=SEARCH/.test(line) && !/INDEX \S*domain\S* /.test(line))).toEqual([]);
+  }
+
+  const link = await t.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).findOne({});
+  const member = await t.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ group: link!.group });
+  const decisions = accessQueries(db, createFactsCache(db, { enabled: false }));
+  let linked = false;
+  const decision = await captured(async () => {
+    linked = (await decisions.facts([link!.course], member!.user, () => true)).get(link!.course)!.memberOfLinkedGroup;
+  });
+  expect({ linked, reads: decision.map(collectionOf) }).toEqual({ linked: true, reads: expect.arrayContaining([COLLECTIONS.groupCourses]) });
+  await expectIndexed(decision, { keys: 20, docs: 10 });
 }, 60_000);
