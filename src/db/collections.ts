@@ -1,13 +1,14 @@
-import type { Db, Document, IndexDescription, WriteConcernSettings } from 'mongodb';
+import type { Collection, Db, Document, IndexDescription, WriteConcernSettings } from 'mongodb';
 import type { Actor, Cause } from './change-context';
 
 /**
  * Every collection, with the document shapes the whole service stores.
  *
- * `_id` is a string natural key (a user id, a course key, `course|group`): the LMS hot path
- * (user, membership, course, link, public record, site configuration) is primary-key lookups,
- * and the natural key is also the uniqueness constraint that makes a repeated event or a race
- * of two writers harmless. Public integer ids live in `id`, unique per organization.
+ * `_id` is a string key: a natural one where a record is what it names (a user id, a course key,
+ * an organization), so the LMS hot path (user, membership, course, public record, site
+ * configuration) is primary-key lookups and a repeated event or a race of two writers meets the
+ * same key; a link's or rule's id, as what it joins changes (src/domain/by-id.ts). Public
+ * integer ids live in `id`, unique per organization.
  */
 export const COLLECTIONS = {
   groups: 'groups',
@@ -28,7 +29,6 @@ export const COLLECTIONS = {
   courseGrams: 'course_grams',
   upgrades: 'upgrades',
   projectionIntents: 'projection_intents',
-  deletedIds: 'deleted_ids',
 } as const;
 
 /**
@@ -75,7 +75,7 @@ export interface MembershipDoc extends TenantDoc {
   rev?: number;
 }
 
-/** `_id` is `org|domain`: a domain has at most one rule per organization. */
+/** `_id` is `String(id)` (`org|domain` when 0.1.0 made it: src/domain/by-id.ts); a domain has at most one rule per organization. */
 export interface RuleDoc extends TenantDoc {
   id: number;
   name: string;
@@ -83,13 +83,7 @@ export interface RuleDoc extends TenantDoc {
   group: number;
 }
 
-/**
- * A link's or rule's public id that a DELETE took (src/domain/rekey.ts): `_id` is
- * `collection|org|id`. Ids are never claimed twice, so the mark stays true forever.
- */
-export interface DeletedIdDoc extends TenantDoc {}
-
-/** `_id` is `course|group`: a (course, group) link is unique. */
+/** `_id` is `String(id)` (`course|group` when 0.1.0 made it: src/domain/by-id.ts); a (course, group) pair has at most one link. */
 export interface GroupCourseDoc extends TenantDoc {
   id: number;
   course: string;
@@ -329,10 +323,10 @@ export interface ProjectionIntentDoc {
 /**
  * Indexes for every query the service makes (each line says which).
  *
- * `{org, id}` is unique where `_id` never changes. Rules and links are keyed by what they join
- * (`org|domain`, `course|group`), so a PATCH that changes that inserts the new document before
- * deleting the old one and both briefly share the public id: there the index is not unique, and
- * ids stay unique because each is claimed once (src/db/counters.ts).
+ * `{org, id}` is unique where every record was always one document. A link or rule may be two
+ * documents of one id that 0.1.0 left (src/domain/by-id.ts): there the index is not unique, and
+ * ids stay unique because each is claimed once (src/db/counters.ts). What a link or rule joins is
+ * unique instead, and a write that would repeat it is refused by the index (E11000).
  */
 const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.groups]: [
@@ -345,12 +339,12 @@ const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.rules]: [
     { key: { org: 1, id: 1 } }, // list by id, retrieve by id
     { key: { org: 1, group: 1 } }, // group cascade
-    { key: { org: 1, domain: 1 } }, // rule matching by the learners' domains, a domain's rule
+    { key: { org: 1, domain: 1 }, unique: true }, // a domain has one rule; rule matching by the learners' domains
   ],
   [COLLECTIONS.groupCourses]: [
     { key: { org: 1, id: 1 } }, // list by id, retrieve by id
     { key: { org: 1, course: 1 } }, // a course's group_links, courses?no_group=
-    { key: { org: 1, group: 1, course: 1 } }, // courses?group= (its courses in list order, covered), group cascade
+    { key: { org: 1, group: 1, course: 1 }, unique: true }, // a pair has one link; courses?group= (its courses in list order, covered), group cascade
   ],
   [COLLECTIONS.publicCourses]: [
     { key: { org: 1, id: 1 }, unique: true }, // list by id, retrieve by id, courses?is_public=
@@ -389,6 +383,26 @@ const INDEXES: Record<string, IndexDescription[]> = {
  */
 export async function ensureIndexes(db: Db): Promise<void> {
   for (const [name, indexes] of Object.entries(INDEXES)) {
-    for (const index of indexes) await db.collection(name).createIndexes([index]);
+    for (const index of indexes) await createIndex(db.collection(name), index);
   }
+}
+
+/**
+ * An index defined again on the same keys (made unique: a link's pair and a rule's domain, once
+ * they are stored by id) is dropped and built anew. MongoDB refuses a second definition of the
+ * same keys (IndexOptionsConflict), and FerretDB v1.24 answers ok and keeps the old one; another
+ * process that dropped it first is no error (IndexNotFound, 27).
+ */
+async function createIndex(collection: Collection, index: IndexDescription): Promise<void> {
+  const existing = await collection.indexes().catch((err: { code?: number }) => {
+    if (err.code === 26) return []; // NamespaceNotFound: no collection yet
+    throw err;
+  });
+  const sameKeys = existing.find((i) => JSON.stringify(i.key) === JSON.stringify(index.key));
+  if (sameKeys?.name && Boolean(sameKeys.unique) !== Boolean(index.unique)) {
+    await collection.dropIndex(sameKeys.name).catch((err: { code?: number }) => {
+      if (err.code !== 27) throw err;
+    });
+  }
+  await collection.createIndexes([index]);
 }

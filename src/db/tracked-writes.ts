@@ -19,10 +19,9 @@ import { dropIntent, INTENT_GRACE_MS, type Intent, intentPolicy, narrowIntent, o
 
 /**
  * Collections no cache reads: the search n-grams, derived from users and courses and rewritten
- * with them, and the deleted ids only writers read. Recording their writes would add a
- * change-log write per write for nobody.
+ * with them. Recording their writes would add a change-log write per write for nobody.
  */
-const UNRECORDED: ReadonlySet<CollectionName> = new Set([COLLECTIONS.userGrams, COLLECTIONS.courseGrams, COLLECTIONS.deletedIds]);
+const UNRECORDED: ReadonlySet<CollectionName> = new Set([COLLECTIONS.userGrams, COLLECTIONS.courseGrams]);
 
 /** `_id`s deleted per round of a deleteMany: each round reads them, deletes them and records them. */
 const DELETE_BATCH = 1000;

@@ -11,9 +11,6 @@ export { emailDomain, ruleDomain };
  * existing learners" and `cag import` use.
  */
 
-/** A rule's `_id`: one rule per domain per organization is the primary key. */
-export const ruleKey = (org: string, domain: string) => `${org}|${ruleDomain(domain)}`;
-
 /**
  * The one matcher: each of `users` whose email's domain has a rule in the organization, with that
  * rule. One read, by the rules' domains (the `{org, domain}` index, never a scan of the rules).

@@ -325,6 +325,11 @@ class MemoryCollection {
     return name;
   }
 
+  /** The indexes it keeps: the unique ones (all ascending, as the service's are). */
+  async indexes(): Promise<{ name: string; key: Record<string, 1>; unique: true }[]> {
+    return this.unique.map(({ name, fields }) => ({ name, key: Object.fromEntries(fields.map((f) => [f, 1 as const])), unique: true as const }));
+  }
+
   async createIndexes(indexes: IndexDescription[]): Promise<string[]> {
     const names: string[] = [];
     for (const { key, ...options } of indexes)

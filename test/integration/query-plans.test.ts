@@ -14,7 +14,7 @@ import { MAIN_ORG, seedBenchData } from '../../bench/seed';
 import { COLLECTIONS, ensureIndexes, type GroupCourseDoc, type MembershipDoc, type RuleDoc, type UserDoc } from '../../src/db/collections';
 import { indexUser } from '../../src/db/search-index';
 import { Tenant } from '../../src/db/tenant';
-import { matchRules, ruleKey } from '../../src/domain/rule-match';
+import { matchRules } from '../../src/domain/rule-match';
 import { createFactsCache } from '../../src/features/access/cache';
 import { accessQueries } from '../../src/features/access/queries';
 import { courseQueries } from '../../src/features/courses/queries';
@@ -228,9 +228,7 @@ test("a user event's read of the user's own grams uses the record index, not the
 // off, or an organization past its link table's bound).
 test('rule matching and an uncached access decision: every command it sends is served by an index', async () => {
   const t = tenant();
-  await t
-    .collection<RuleDoc>(COLLECTIONS.rules)
-    .insertOne({ _id: ruleKey(MAIN_ORG, 'plans.example'), id: 990_001, name: 'plans', domain: 'plans.example', group: 1 });
+  await t.collection<RuleDoc>(COLLECTIONS.rules).insertOne({ _id: '990001', id: 990_001, name: 'plans', domain: 'plans.example', group: 1 });
   let matched: number[] = [];
   const byRule = await captured(async () => {
     matched = (

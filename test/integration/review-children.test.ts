@@ -403,7 +403,7 @@ test('H10 (every point) a link PATCHed onto another course while that course mov
 });
 
 // Beside the contract's parents: two administrators' writes of one link.
-test("X1 a link PATCHed onto another course while another administrator DELETEs it (between the PATCH's read and its insert): the link is gone (the DELETE, answered 204, is not undone)", async () => {
+test("X1 a link PATCHed onto another course while another administrator DELETEs it (between the PATCH's read and its write): the link is gone (the DELETE, answered 204, is not undone)", async () => {
   const org = uniqueName('org');
   const tenant = new Tenant(db, org);
   const group = await newGroup(tenant);
@@ -412,7 +412,7 @@ test("X1 a link PATCHed onto another course while another administrator DELETEs 
   const l = await createGroupCourse(tenant, { course: c1, group });
   let deleted: boolean | undefined;
   const patched = await beforeFirst(
-    'insertOne',
+    'findOneAndUpdate',
     COLLECTIONS.groupCourses,
     () => updateGroupCourse(tenant, l.id, { course: c2 }),
     async () => {
@@ -424,14 +424,14 @@ test("X1 a link PATCHed onto another course while another administrator DELETEs 
   expect({ deleted, patched: patched !== null, left }).toEqual({ deleted: true, patched: false, left: 0 });
 });
 
-test("X2 a rule PATCHed onto another domain while another administrator DELETEs it (between the PATCH's read and its insert): the rule is gone", async () => {
+test("X2 a rule PATCHed onto another domain while another administrator DELETEs it (between the PATCH's read and its write): the rule is gone", async () => {
   const org = uniqueName('org');
   const tenant = new Tenant(db, org);
   const group = await newGroup(tenant);
   const rule = await createRule(tenant, { name: 'r', domain: 'one.example', group });
   let deleted: boolean | undefined;
   const patched = await beforeFirst(
-    'insertOne',
+    'findOneAndUpdate',
     COLLECTIONS.rules,
     () => updateRule(tenant, rule.id, { domain: 'two.example' }),
     async () => {
@@ -442,7 +442,7 @@ test("X2 a rule PATCHed onto another domain while another administrator DELETEs 
   expect({ deleted, patched: patched !== null, left }).toEqual({ deleted: true, patched: false, left: 0 });
 });
 
-test("X3 two PATCHes of one link onto two other courses, the second between the first's read and its insert: one link stands, the one applied last", async () => {
+test("X3 two PATCHes of one link onto two other courses, the second between the first's read and its write: one link stands, the one applied last", async () => {
   const org = uniqueName('org');
   const tenant = new Tenant(db, org);
   const group = await newGroup(tenant);
@@ -450,18 +450,18 @@ test("X3 two PATCHes of one link onto two other courses, the second between the 
   for (const key of [c1, c2, c3]) await applyCatalogInfo(db, { catalog_info: { course_key: key, name: key }, organization: org }, at(1, `c1${key}`), org);
   const l = await createGroupCourse(tenant, { course: c1, group });
   const first = await beforeFirst(
-    'insertOne',
+    'findOneAndUpdate',
     COLLECTIONS.groupCourses,
     () => updateGroupCourse(tenant, l.id, { course: c2 }),
     () => updateGroupCourse(tenant, l.id, { course: c3 }),
   );
   const left = await tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({ id: l.id }).toArray();
-  // The second PATCH (to c3) replaced c1 first; the first then applies after it, from c3.
+  // The second PATCH (to c3) wrote first; the first then applies after it, from c3.
   expect({ first: first?.course, left: left.map((d) => d.course) }).toEqual({ first: c2, left: [c2] });
 });
 
 /**
- * A PATCH re-keying record `id` (onto `second`) with, at every pair of points between its database
+ * A PATCH moving record `id` (onto `second`) with, at every pair of points between its database
  * calls, a DELETE of the id and another PATCH (onto `third`), in either order: what breaks "a
  * DELETE answered 204 is not undone" or leaves the id two documents. `facts` names what else the
  * run left wrong.
@@ -595,9 +595,10 @@ async function everySchedule<W>(
   return { found, runs };
 }
 
-// The walk of X4 and X5 runs the DELETE whole at one point; the review of the mark (src/domain/rekey.ts)
-// found the DELETE stopping early when paused inside (test/integration/review-rekey.test.ts F1 to
-// F3). Rules share the links' protocol and cost less to make, so they walk every schedule.
+// The walk of X4 and X5 runs the DELETE whole at one point; the review of the deleted-id mark (since
+// replaced: src/domain/by-id.ts) found the DELETE stopping early when paused inside
+// (test/integration/review-rekey.test.ts F1 to F3). Rules share the links' writes and cost less to
+// make, so they walk every schedule.
 test('X6 (every schedule with three switches) a rule PATCHed onto another domain and DELETEd: the DELETE answers 204 and no rule of the id stands', async () => {
   const deleted = new Map<number, boolean>();
   const { found, runs } = await everySchedule(

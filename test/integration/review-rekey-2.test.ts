@@ -1,5 +1,6 @@
-// Second adversarial review (2026-12) of the deleted-id mark (src/domain/rekey.ts, 57e56fe) and of
-// the `inTurns` scheduler (test/helpers/interleavings.ts). Each test forces one interleaving of
+// Second adversarial review (2026-12) of the deleted-id mark (57e56fe, since replaced by one
+// document per link and rule, found by id: src/domain/by-id.ts) and of the `inTurns` scheduler
+// (test/helpers/interleavings.ts). Each test forces one interleaving of
 // requests against the real database by pausing a request (told apart by async context) at one
 // of its database calls, and asserts what docs/api.md / docs/decisions.md promise. All failed
 // when written.
@@ -33,29 +34,23 @@ const linkWorld = () => sharedLinkWorld(db);
 
 const short = (course: string | undefined) => course?.split('+')[1];
 
-// G1. A PATCH that meets the mark deletes every document of the id (deleteAll), including one
-// a second PATCH wrote after this PATCH's read, but re-derives `linked` only for the courses it
-// read and its own; the DELETE re-derives only what it deleted itself (nothing here). The second
-// PATCH's course keeps `linked: 1` with no link: the course-list filter `linked` lies.
-test('G1 PATCH A (read C1) / PATCH B C1->C3 whole / DELETE marks / A meets the mark and deletes C3 / DELETE ends: C3 is not left `linked`', async () => {
+// G1. Under the deleted-id mark, a PATCH that met the mark deleted a second PATCH's document but
+// re-derived `linked` only for the courses it had read: C3 kept `linked: 1` with no link. Now A,
+// paused after its read, writes nothing once the DELETE took the link (its write finds no
+// document of the id): 404, and every course's `linked` is the links'.
+test('G1 PATCH A (read C1) / PATCH B C1->C3 whole / DELETE whole / A ends: 404, and C3 is not left `linked`', async () => {
   const w = await linkWorld();
   const aBeforeInsert = gate();
-  const dAfterMark = gate();
   const out = await withStops(
-    [
-      { who: 'A', method: 'insertOne', n: 1, when: 'before', g: aBeforeInsert }, // after its read of the id (an ungated find)
-      { who: 'D', method: 'insertOne', collection: COLLECTIONS.deletedIds, n: 1, when: 'after', g: dAfterMark },
-    ],
+    [{ who: 'A', method: 'insertOne', n: 1, when: 'before', g: aBeforeInsert }], // its outbox intent, after its reads
     async (as) => {
       const a = as('A', () => updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }));
       await aBeforeInsert.reached; // A read [C1]
       const b = await updateGroupCourse(w.tenant, w.id, { course: w.courses[2]! }); // 200: C3, linked
-      const d = as('D', () => deleteGroupCourse(w.tenant, w.id));
-      await dAfterMark.reached; // the id is marked
+      const d = await deleteGroupCourse(w.tenant, w.id);
       aBeforeInsert.release();
-      const aDone = await a; // inserts C2, meets the mark, deletes C3 and C2: 404
-      dAfterMark.release();
-      return { a: short(aDone?.course) ?? '404', b: short(b?.course), d: await d };
+      const aDone = await a;
+      return { a: short(aDone?.course) ?? '404', b: short(b?.course), d };
     },
   );
   expect({ ...out, links: await w.allLinks(), linked: await w.linked() }).toEqual({
@@ -78,7 +73,7 @@ test("G2 PATCH {name} of rule 5 (read) / DELETE rule 5 / createRule of rule 5's 
   const { id } = await createRule(tenant, { name: 'five', domain: 'd1.example', group: g1 });
   const beforeWrite = gate();
   const result = await withStops([{ who: 'P', method: 'insertOne', n: 1, when: 'before', g: beforeWrite }], async (as) => {
-    // The in-place branch's first driver call after its (ungated) read is the outbox intent's insertOne.
+    // The PATCH's first insertOne is its outbox intent's, after its (ungated) reads and before its write.
     const patch = as('P', () => updateRule(tenant, id, { name: 'renamed' }));
     await beforeWrite.reached;
     const deleted = await deleteRule(tenant, id);
@@ -97,11 +92,10 @@ test("G2 PATCH {name} of rule 5 (read) / DELETE rule 5 / createRule of rule 5's 
   });
 });
 
-// G3. docs/decisions.md: "a DELETE that died after its mark (answered 500) is finished by the next
-// PATCH of the id" (also event-core.md, rekey.ts). Only a re-keying PATCH reads the mark: a PATCH
-// of a rule's name (in-place branch), or of a link with its own course, answers 200 and the
-// record stands, marked deleted, still matching learners; the next domain PATCH then 404s.
-test('G3 after a DELETE of a rule failed past its mark, the next PATCH (of its name) finishes it: 404, no rule of the id', async () => {
+// G3. Under the deleted-id mark, a DELETE that died after its mark was to be finished by the next
+// PATCH (404). A DELETE is now one write: one that failed changed nothing, so the next PATCH of
+// the rule's name answers 200 and the rule stands, renamed; a DELETE then deletes it.
+test('G3 after a DELETE of a rule failed, the rule stands: the next PATCH (of its name) answers 200, a DELETE then 204', async () => {
   const tenant = new Tenant(db, uniqueName('org'));
   const group = await newGroup(tenant);
   const { id } = await createRule(tenant, { name: 'r', domain: 'd1.example', group });
@@ -115,14 +109,21 @@ test('G3 after a DELETE of a rule failed past its mark, the next PATCH (of its n
     .catch(() => true)
     .finally(() => spy.mockRestore());
   const patched = await updateRule(tenant, id, { name: 'renamed' });
-  const standing = (await tenant.collection<RuleDoc>(COLLECTIONS.rules).find({ id }).toArray()).map((r) => r.name);
-  expect({ failed, patched: patched?.name ?? '404', standing }).toEqual({ failed: true, patched: '404', standing: [] });
+  const names = async () => (await tenant.collection<RuleDoc>(COLLECTIONS.rules).find({ id }).toArray()).map((r) => r.name);
+  const standing = await names();
+  const deleted = await deleteRule(tenant, id);
+  expect({ failed, patched: patched?.name ?? '404', standing, deleted, after: await names() }).toEqual({
+    failed: true,
+    patched: 'renamed',
+    standing: ['renamed'],
+    deleted: true,
+    after: [],
+  });
 });
 
-// G4. Two PATCHes of one link onto the same course, both reading the link before either
-// inserts: the second's insert meets the first's new document (same id) and answers 400 "must
-// make a unique set". Either serial order answers 200 twice (the second finds `_id === old._id`).
-// The rule's twin (`taken`, then the insert) answers 400 "already exists" the same way.
+// G4. Two PATCHes of one link onto the same course, both reading the link before either writes:
+// the re-keying PATCH's second insert met the first's new document and answered 400 "must make a
+// unique set". Either serial order answers 200 twice; so does the one write of each now.
 test('G4 two PATCHes of one link onto the same course, both having read it: both 200 (as in either order), none 400', async () => {
   const w = await linkWorld();
   const aBeforeInsert = gate();

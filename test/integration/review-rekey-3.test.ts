@@ -1,7 +1,8 @@
-// Third adversarial review (2026-12) of re-keyed links and rules (src/domain/rekey.ts,
-// group-courses.ts, membership-rules.ts at 4d3d097). Each test forces one interleaving against the
+// Third adversarial review (2026-12) of re-keyed links and rules (group-courses.ts,
+// membership-rules.ts at 4d3d097, re-keyed by insert and delete until links and rules became one
+// document each, found by id: src/domain/by-id.ts). Each test forces one interleaving against the
 // real database by pausing a request (told apart by async context) at one of its driver calls,
-// and asserts what docs/api.md / docs/decisions.md / rekey.ts promise. All failed when written.
+// and asserts what docs/api.md / docs/decisions.md promise. All failed when written.
 import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type RuleDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
@@ -73,11 +74,12 @@ test('H1 PATCH {name} of a rule (read, paused before its update) / PATCH {domain
 // old.name, group: ... }`) into its new document and deletes the old one by `_id` whatever was
 // written to it meanwhile: an in-place PATCH {name} that ran whole between the read and the
 // insert answered 200 and is lost (the rule's group, which decides who joins, is lost the same
-// way). Either serial order keeps the name: the re-key reads it, or the rename applies to d2.
-test('H2 PATCH {domain} of a rule (read, paused before its insert) / PATCH {name} whole (200) / the first ends: the name stands', async () => {
+// way). Either serial order keeps the name: the re-key reads it, or the rename applies to d2. A
+// PATCH now writes only the fields it names, in one write (paused before it).
+test('H2 PATCH {domain} of a rule (read, paused before its write) / PATCH {name} whole (200) / the first ends: the name stands', async () => {
   const w = await ruleWorld();
   const beforeInsert = gate();
-  const out = await withStops([{ who: 'D', method: 'insertOne', collection: COLLECTIONS.rules, n: 1, when: 'before', g: beforeInsert }], async (as) => {
+  const out = await withStops([{ who: 'D', method: 'findOneAndUpdate', collection: COLLECTIONS.rules, n: 1, when: 'before', g: beforeInsert }], async (as) => {
     const d = as('D', () => outcome(updateRule(w.tenant, w.id, { domain: 'd2.example' }), (r) => r.domain));
     await beforeInsert.reached;
     const n = await outcome(updateRule(w.tenant, w.id, { name: 'renamed' }), (r) => r.name);
@@ -87,54 +89,49 @@ test('H2 PATCH {domain} of a rule (read, paused before its insert) / PATCH {name
   expect({ ...out, standing: await w.standing() }).toEqual({ n: 'renamed', d: 'd2.example', standing: [{ domain: 'd2.example', name: 'renamed' }] });
 });
 
-/** Runs `fn` with the driver's deleteMany on `collection` failing (a crash between a re-key's insert and its delete). */
-async function crashingDeletes<T>(collection: string, fn: () => Promise<T>): Promise<void> {
-  const original = Collection.prototype.deleteMany as (...a: unknown[]) => Promise<unknown>;
-  const spy = jest.spyOn(Collection.prototype, 'deleteMany').mockImplementation(async function (this: Collection, ...args: unknown[]) {
-    if (this.collectionName === collection) throw new Error('connection reset');
-    return original.apply(this, args);
-  } as never);
-  await fn()
-    .then(() => {
-      throw new Error('expected the crash');
-    })
-    .catch((e: Error) => expect(e.message).toBe('connection reset'))
-    .finally(() => spy.mockRestore());
+/** Stores a second document of `id` as 0.1.0's re-keying PATCH left it when it died between its insert and its delete. */
+async function doubledBy010(collection: string, doc: { _id: string; id: number; org: string } & Record<string, unknown>) {
+  await db.collection(collection).insertOne(doc as never);
 }
 
-// H3. rekey.ts said "a crash in between leaves both, with one id, until the next PATCH or DELETE
-// of it", and a PATCH onto the pair the crashed one wrote answered 200 leaving both, C2's
-// `linked` at 0. A PATCH cannot tell a dead PATCH's documents from those of one under way (whose
-// old document it must not delete), so the docs now say what is true: both stand until a PATCH
-// changes the key again or a DELETE; meanwhile every PATCH brings the courses' facts in line.
-test('H3 a link PATCH C1->C2 dies between its insert and its delete / PATCH {course: C2} (both stand, both linked) / PATCH {course: C3}: one link stands, the facts follow', async () => {
+// H3. 0.1.0 re-keyed a link by inserting its new document and then deleting the old one, so one
+// that died in between left both under one id (both granting access). The next PATCH of the id
+// keeps one document (src/domain/by-id.ts), and the courses' facts follow.
+test('H3 a link 0.1.0 left doubled (C1, and C2 under `course|group`) / PATCH {course: C3}: one link stands, the facts follow', async () => {
   const w = await linkWorld();
-  await crashingDeletes(COLLECTIONS.groupCourses, () => updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }));
-  const after = await outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }), (l) => short(l.course));
-  const between = { standing: await w.standing(), linked: await w.linked() };
-  const rekeyed = await outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[2]! }), (l) => short(l.course));
-  expect({ after, between, rekeyed, standing: await w.standing(), linked: await w.linked() }).toEqual({
-    after: 'C2',
-    between: { standing: ['C1', 'C2'], linked: { C1: 1, C2: 1, C3: 0 } },
-    rekeyed: 'C3',
+  await doubledBy010(COLLECTIONS.groupCourses, {
+    _id: `${w.courses[1]}|${w.group}`,
+    id: w.id,
+    org: w.tenant.org,
+    course: w.courses[1]!,
+    group: w.group,
+    born: '',
+  });
+  const between = await w.standing();
+  const moved = await outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[2]! }), (l) => short(l.course));
+  expect({ between, moved, standing: await w.standing(), linked: await w.linked() }).toEqual({
+    between: ['C1', 'C2'],
+    moved: 'C3',
     standing: ['C3'],
     linked: { C1: 0, C2: 0, C3: 1 },
   });
 });
 
-// H3b. The rule's twin: after the crash both documents stand (both match learners) until the
-// rule's domain is PATCHed again, which replaces both.
-test('H3b a rule PATCH d1->d2 dies between its insert and its delete / PATCH {name} / PATCH {domain: d3}: one rule stands', async () => {
+// H3b. The rule's twin: both documents match learners until the next PATCH of the rule, which
+// keeps one, whatever it changes; the next domain PATCH moves that one.
+test('H3b a rule 0.1.0 left doubled (d1, and d2 under `org|domain`) / PATCH {name} / PATCH {domain: d3}: one rule stands', async () => {
   const w = await ruleWorld();
-  await crashingDeletes(COLLECTIONS.rules, () => updateRule(w.tenant, w.id, { domain: 'd2.example' }));
+  await doubledBy010(COLLECTIONS.rules, { _id: `${w.tenant.org}|d2.example`, id: w.id, org: w.tenant.org, name: 'orig', domain: 'd2.example', group: w.group });
+  const doubled = (await w.standing()).length;
   const after = await outcome(updateRule(w.tenant, w.id, { name: 'renamed' }), (r) => r.name);
   const between = (await w.standing()).length;
-  const rekeyed = await outcome(updateRule(w.tenant, w.id, { domain: 'd3.example' }), (r) => r.domain);
+  const moved = await outcome(updateRule(w.tenant, w.id, { domain: 'd3.example' }), (r) => r.domain);
   const standing = await w.standing();
-  expect({ after, between, rekeyed, domains: standing.map((r) => r.domain) }).toEqual({
+  expect({ doubled, after, between, moved, domains: standing.map((r) => r.domain) }).toEqual({
+    doubled: 2,
     after: 'renamed',
-    between: 2,
-    rekeyed: 'd3.example',
+    between: 1,
+    moved: 'd3.example',
     domains: ['d3.example'],
   });
 });
@@ -144,23 +141,26 @@ test('H3b a rule PATCH d1->d2 dies between its insert and its delete / PATCH {na
 // the old document); the insert's re-read of the group (insert/ofLiveGroup) fails and the PATCH
 // answers 400 {"group": ["Invalid pk ... does not exist."]} for a field the request never sent.
 // Deletion first gives 404 (the link is swept), the PATCH first 200: 400 is neither.
-test("H4 link PATCH {course: C2} (read, paused before its insert) / deleteGroup of the link's group whole / the PATCH ends: 404, not 400 on group", async () => {
+test("H4 link PATCH {course: C2} (read, paused before its write) / deleteGroup of the link's group whole / the PATCH ends: 404, not 400 on group", async () => {
   const w = await linkWorld();
   const beforeInsert = gate();
-  const out = await withStops([{ who: 'P', method: 'insertOne', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: beforeInsert }], async (as) => {
-    const p = as('P', () => outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }), (l) => short(l.course)));
-    await beforeInsert.reached;
-    const deleted = await deleteGroup(w.tenant, w.group);
-    beforeInsert.release();
-    return { deleted, p: await p };
-  });
+  const out = await withStops(
+    [{ who: 'P', method: 'findOneAndUpdate', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: beforeInsert }],
+    async (as) => {
+      const p = as('P', () => outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }), (l) => short(l.course)));
+      await beforeInsert.reached;
+      const deleted = await deleteGroup(w.tenant, w.group);
+      beforeInsert.release();
+      return { deleted, p: await p };
+    },
+  );
   expect({ ...out, standing: await w.standing() }).toEqual({ deleted: true, p: '404', standing: [] });
 });
 
-test("H4b rule PATCH {domain} (read, paused before its insert) / deleteGroup of the rule's group whole / the PATCH ends: 404, not 400 on group", async () => {
+test("H4b rule PATCH {domain} (read, paused before its write) / deleteGroup of the rule's group whole / the PATCH ends: 404, not 400 on group", async () => {
   const w = await ruleWorld();
   const beforeInsert = gate();
-  const out = await withStops([{ who: 'P', method: 'insertOne', collection: COLLECTIONS.rules, n: 1, when: 'before', g: beforeInsert }], async (as) => {
+  const out = await withStops([{ who: 'P', method: 'findOneAndUpdate', collection: COLLECTIONS.rules, n: 1, when: 'before', g: beforeInsert }], async (as) => {
     const p = as('P', () => outcome(updateRule(w.tenant, w.id, { domain: 'd2.example' }), (r) => r.domain));
     await beforeInsert.reached;
     const deleted = await deleteGroup(w.tenant, w.group);
@@ -170,11 +170,11 @@ test("H4b rule PATCH {domain} (read, paused before its insert) / deleteGroup of 
   expect({ ...out, standing: await w.standing() }).toEqual({ deleted: true, p: '404', standing: [] });
 });
 
-// H5. docs/decisions.md: "Every PATCH reads the mark before anything else too, so a DELETE that
-// died after its mark (answered 500) is finished by the next PATCH of the id, whatever it
-// changes" (event-core.md, rekey.ts alike). checkReferences / checkGroup run first: the next
-// PATCH naming an unknown group answers 400 and leaves the marked link standing.
-test('H5 after a DELETE of a link died past its mark, the next PATCH (naming an unknown group) finishes it: 404, no link', async () => {
+// H5. Under the deleted-id mark, a DELETE that died after its mark was to be finished by the
+// next PATCH of the id, whatever it changed (404). A DELETE is now one write: one that failed
+// changed nothing, and the next PATCH naming an unknown group is refused on the group (400),
+// the link standing, as after any refused PATCH.
+test('H5 after a DELETE of a link failed, the next PATCH naming an unknown group is refused on the group (400), the link standing', async () => {
   const w = await linkWorld();
   const original = Collection.prototype.findOneAndDelete as (...a: unknown[]) => Promise<unknown>;
   const spy = jest.spyOn(Collection.prototype, 'findOneAndDelete').mockImplementation(async function (this: Collection, ...args: unknown[]) {
@@ -186,5 +186,9 @@ test('H5 after a DELETE of a link died past its mark, the next PATCH (naming an 
     .catch(() => true)
     .finally(() => spy.mockRestore());
   const patched = await outcome(updateGroupCourse(w.tenant, w.id, { group: 999_999 }), (l) => l.group);
-  expect({ failed, patched, standing: await w.standing() }).toEqual({ failed: true, patched: '404', standing: [] });
+  expect({ failed, patched, standing: await w.standing() }).toEqual({
+    failed: true,
+    patched: 'Invalid: "group: Invalid pk \\"999999\\" - object does not exist."',
+    standing: ['C1'],
+  });
 });

@@ -46,12 +46,33 @@ test('a unique index refuses a duplicate with the error the HTTP layer maps to a
   const err = await groups.insertOne({ _id: 'g-2', id: 1, name: 'two', description: '' }).catch((e: unknown) => e);
   expect(isDuplicateKey(err)).toBe(true);
   expect(await groups.countDocuments({ _id: { $in: ['g-1', 'g-2'] } })).toBe(1);
-  // A rule's natural key is its `_id`: a second rule for the domain is refused.
+  // A rule's domain is unique by its index: a second rule for the domain, under its own `_id`, is refused.
   const rules = new Tenant(db, 'org-a').collection<RuleDoc>(COLLECTIONS.rules);
-  await rules.insertOne({ _id: 'org-a|example.com', id: 1, name: 'one', domain: 'example.com', group: 1 });
-  const dup = await rules.insertOne({ _id: 'org-a|example.com', id: 2, name: 'two', domain: 'example.com', group: 1 }).catch((e: unknown) => e);
+  await rules.insertOne({ _id: '1', id: 1, name: 'one', domain: 'example.com', group: 1 });
+  const dup = await rules.insertOne({ _id: '2', id: 2, name: 'two', domain: 'example.com', group: 1 }).catch((e: unknown) => e);
   expect(isDuplicateKey(dup)).toBe(true);
   expect(await rules.countDocuments()).toBe(1);
+});
+
+test('an index an earlier build made on the same keys without uniqueness is built again, unique (MongoDB refuses the second definition; FerretDB kept the first)', async () => {
+  const earlier = client.db(uniqueName('storage_indexes'));
+  try {
+    // As a build before rules were stored by id left it: the domain indexed, not unique, and rules of 0.1.0's `_id`.
+    await earlier.collection(COLLECTIONS.rules).createIndexes([{ key: { org: 1, domain: 1 } }]);
+    const rules = new Tenant(earlier, 'org-i').collection<RuleDoc>(COLLECTIONS.rules);
+    await rules.insertOne({ _id: 'org-i|a.example', id: 1, name: 'a', domain: 'a.example', group: 1 });
+    await ensureIndexes(earlier);
+    await ensureIndexes(earlier); // a second process starting: nothing to change
+    const domainIndex = (await earlier.collection(COLLECTIONS.rules).indexes()).filter((i) => JSON.stringify(i.key) === '{"org":1,"domain":1}');
+    const dup = await rules.insertOne({ _id: '2', id: 2, name: 'two', domain: 'a.example', group: 1 }).catch((e: unknown) => e);
+    expect({ unique: domainIndex.map((i) => i.unique === true), refused: isDuplicateKey(dup), rules: await rules.countDocuments() }).toEqual({
+      unique: [true],
+      refused: true,
+      rules: 1,
+    });
+  } finally {
+    await earlier.dropDatabase();
+  }
 });
 
 test('an update onto a value a unique index holds is refused with the same error, and changes nothing', async () => {

@@ -31,8 +31,8 @@ const docs: Record<string, { key: string; doc: Record<string, unknown>; field: s
     state: { id: 3, name: 'Group', description: 'd' },
   },
   [COLLECTIONS.groupCourses]: {
-    key: 'course-v1:A+B+C|3',
-    doc: { _id: 'course-v1:A+B+C|3', org: 'org-a', id: 9, course: 'course-v1:A+B+C', group: 3 },
+    key: '9',
+    doc: { _id: '9', org: 'org-a', id: 9, course: 'course-v1:A+B+C', group: 3 },
     field: 'group_course',
     state: { id: 9, course_id: 'course-v1:A+B+C', group_id: 3 },
   },
@@ -43,8 +43,8 @@ const docs: Record<string, { key: string; doc: Record<string, unknown>; field: s
     state: { id: 2, course_id: 'course-v1:A+B+C' },
   },
   [COLLECTIONS.rules]: {
-    key: 'org-a|example.com',
-    doc: { _id: 'org-a|example.com', org: 'org-a', id: 4, name: 'Rule', domain: 'example.com', group: 3 },
+    key: '4',
+    doc: { _id: '4', org: 'org-a', id: 4, name: 'Rule', domain: 'example.com', group: 3 },
     field: 'membership_rule',
     state: { id: 4, name: 'Rule', domain: 'example.com', group_id: 3 },
   },
