@@ -34,6 +34,9 @@ COURSE_ACCESS_GROUPS = {
     "SERVICE_URL": os.environ.get("CAG_SERVICE_URL", ""),
     "SERVICE_TOKEN": os.environ.get("CAG_SERVICE_TOKEN", ""),
     "ORGANIZATION": os.environ.get("CAG_ORGANIZATION", ""),
+    # The real service on a loaded test machine (two Jest workers beside it) may take more than
+    # the default 0.5 s for a call; the tests of a slow or silent service set their own (0.3 s).
+    "TIMEOUT": 5.0,
 }
 
 # The LMS's asymmetric JWT settings as Tutor renders them (common_all.py), the key made by
