@@ -339,12 +339,12 @@ const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.rules]: [
     { key: { org: 1, id: 1 } }, // list by id, retrieve by id
     { key: { org: 1, group: 1 } }, // group cascade
-    { key: { org: 1, domain: 1 }, unique: true }, // a domain has one rule; rule matching by the learners' domains
+    { key: { org: 1, domain: 1 }, unique: true, name: 'org_1_domain_1_unique' }, // a domain has one rule; rule matching by the learners' domains
   ],
   [COLLECTIONS.groupCourses]: [
     { key: { org: 1, id: 1 } }, // list by id, retrieve by id
     { key: { org: 1, course: 1 } }, // a course's group_links, courses?no_group=
-    { key: { org: 1, group: 1, course: 1 }, unique: true }, // a pair has one link; courses?group= (its courses in list order, covered), group cascade
+    { key: { org: 1, group: 1, course: 1 }, unique: true, name: 'org_1_group_1_course_1_unique' }, // a pair has one link; courses?group= (its courses in list order, covered), group cascade
   ],
   [COLLECTIONS.publicCourses]: [
     { key: { org: 1, id: 1 }, unique: true }, // list by id, retrieve by id, courses?is_public=
@@ -388,10 +388,12 @@ export async function ensureIndexes(db: Db): Promise<void> {
 }
 
 /**
- * An index defined again on the same keys (made unique: a link's pair and a rule's domain, once
- * they are stored by id) is dropped and built anew. MongoDB refuses a second definition of the
- * same keys (IndexOptionsConflict), and FerretDB v1.24 answers ok and keeps the old one; another
- * process that dropped it first is no error (IndexNotFound, 27).
+ * An index defined again on the same keys (made unique, under its own name: a link's pair and a
+ * rule's domain, once they are stored by id) replaces the old one of another name (or, unnamed,
+ * of other uniqueness), which is dropped first:
+ * MongoDB refuses a second definition of the same keys (IndexOptionsConflict), and FerretDB v1.24
+ * answers ok and keeps the old one. Two processes starting at once both drop the old one by its
+ * name (the second finds none: IndexNotFound, 27) and both create the new one (the second finds it).
  */
 async function createIndex(collection: Collection, index: IndexDescription): Promise<void> {
   const existing = await collection.indexes().catch((err: { code?: number }) => {
@@ -399,7 +401,8 @@ async function createIndex(collection: Collection, index: IndexDescription): Pro
     throw err;
   });
   const sameKeys = existing.find((i) => JSON.stringify(i.key) === JSON.stringify(index.key));
-  if (sameKeys?.name && Boolean(sameKeys.unique) !== Boolean(index.unique)) {
+  const replaced = index.name === undefined ? Boolean(sameKeys?.unique) !== Boolean(index.unique) : sameKeys?.name !== index.name;
+  if (sameKeys?.name && replaced) {
     await collection.dropIndex(sameKeys.name).catch((err: { code?: number }) => {
       if (err.code !== 27) throw err;
     });

@@ -66,23 +66,27 @@ export async function createGroupCourse(tenant: Tenant, input: { course: string;
 
 /**
  * One write of the link's one document, found by its id (docs/decisions.md, "Links and rules by
- * id"): the pair's uniqueness is the `{org, group, course}` index's. A link moved onto another
- * course begins there now, as a created one does. Null: no link `id` here (or a DELETE of it
- * came first).
+ * id"): the pair's uniqueness is the `{org, group, course}` index's. A link given its course
+ * begins there now, as a created one does. Null: no link `id` here (or a DELETE of it came first).
  */
 export async function updateGroupCourse(tenant: Tenant, id: number, patch: { course?: string; group?: number }): Promise<GroupCourseDoc | null> {
   // The id first (404 before 400, as DRF's get_object before its serializer).
   const read = await links(tenant).findOne({ id });
   if (!read) return null;
-  const born = await checkReferences(tenant, patch);
-  const set = {
-    ...(patch.course === undefined || patch.course === read.course ? {} : { course: patch.course, born: born! }),
-    ...(patch.group === undefined || patch.group === read.group ? {} : { group: patch.group }),
-  };
-  // Already so: nothing is written (and no change published).
-  if (Object.keys(set).length === 0) return read;
-  // Before the write, which a second document of the id would refuse, holding the pair.
   const doubled = await dropSecondDocuments(tenant, COLLECTIONS.groupCourses, read);
+  if (doubled.length > 0)
+    await syncCourseFacts(
+      tenant,
+      doubled.map((l) => l.course),
+    );
+  const born = await checkReferences(tenant, patch);
+  // Already so as read: nothing is written (and no change published), as had it come first.
+  if ((patch.course ?? read.course) === read.course && (patch.group ?? read.group) === read.group) return read;
+  // Every field named, even one that was already so: another PATCH may change it before this write.
+  const set = {
+    ...(patch.course === undefined ? {} : { course: patch.course, born: born! }),
+    ...(patch.group === undefined ? {} : { group: patch.group }),
+  };
   let before: GroupCourseDoc | null;
   try {
     before = await links(tenant).findOneAndUpdate({ id }, { $set: set }, { returnDocument: 'before' });
@@ -90,17 +94,15 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
     if (isDuplicateKey(err)) throw notUnique();
     throw err;
   }
-  const doc = before && { ...before, ...set };
-  // The child's half of the parent/child protocol: moved onto a course or group whose deletion
-  // (or move) swept meanwhile, the link goes with it, as had the deletion come after.
-  if (doc) {
-    const [courseOk, groupOk] = await Promise.all([
-      set.course === undefined || courseHolds(tenant, doc.course, doc.born ?? ''),
-      set.group === undefined || groupExists(tenant, doc.group),
-    ]);
-    if (!courseOk || !groupOk) await links(tenant).deleteMany({ _id: doc._id, course: doc.course, group: doc.group });
-  }
-  await syncCourseFacts(tenant, [read.course, ...(before ? [before.course] : []), ...(doc ? [doc.course] : []), ...doubled.map((l) => l.course)]);
+  if (!before) return null;
+  const doc = { ...before, ...set };
+  // The child's half of the parent/child protocol, for both parents (another PATCH may have
+  // changed the other one meanwhile): on a course or group whose deletion (or move) swept
+  // meanwhile, the link goes with it, as had the deletion come after.
+  const [courseOk, groupOk] = await Promise.all([courseHolds(tenant, doc.course, doc.born ?? ''), groupExists(tenant, doc.group)]);
+  if (!courseOk) await links(tenant).deleteMany({ _id: doc._id, course: doc.course });
+  if (!groupOk) await links(tenant).deleteMany({ _id: doc._id, group: doc.group });
+  await syncCourseFacts(tenant, [before.course, doc.course]);
   return doc;
 }
 

@@ -84,9 +84,8 @@ export async function updateRule(tenant: Tenant, id: number, patch: { name?: str
   // The id first (404 before 400, as DRF's get_object before its serializer).
   const read = await rules(tenant).findOne({ id });
   if (!read) return null;
-  await checkGroup(tenant, patch.group);
-  // Before the write, which a second document of the id would refuse, holding the domain.
   await dropSecondDocuments(tenant, COLLECTIONS.rules, read);
+  await checkGroup(tenant, patch.group);
   const set = {
     ...(patch.name === undefined ? {} : { name: patch.name }),
     ...(patch.domain === undefined ? {} : { domain: ruleDomain(patch.domain) }),

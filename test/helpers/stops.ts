@@ -40,16 +40,17 @@ export async function withStops<T>(stops: Stop[], body: (as: <R>(who: string, fn
     return jest.spyOn(Collection.prototype, method).mockImplementation(async function (this: Collection, ...args: unknown[]) {
       const name = who.getStore();
       if (name === undefined) return original.apply(this, args);
-      let here: Stop | undefined;
+      // Every stop at this call: a call may have one before it and one after it.
+      const here: Stop[] = [];
       for (const s of stops) {
         if (s.who !== name || s.method !== method || (s.collection !== undefined && s.collection !== this.collectionName)) continue;
         const n = (seen.get(s) ?? 0) + 1;
         seen.set(s, n);
-        if (n === s.n) here = s;
+        if (n === s.n) here.push(s);
       }
-      if (here?.when === 'before') await here.g.stop();
+      for (const s of here) if (s.when === 'before') await s.g.stop();
       const result = await original.apply(this, args);
-      if (here?.when === 'after') await here.g.stop();
+      for (const s of here) if (s.when === 'after') await s.g.stop();
       return result;
     } as never);
   });

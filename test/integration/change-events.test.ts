@@ -112,6 +112,13 @@ test('admin changes of every kind are published with the record as it is now, th
   const byRule = (await reader.find(about(`memberships/${u2}`))).event;
   expect(byRule.data).toMatchObject({ cause: 'rule', actor: admin, membership: { user_id: u2, group_id: group.id, automatic: true } });
 
+  // A PATCH of what a rule joins is one event on the rule's own subject, with the new record.
+  await ok(http.patch(`membership-rules/${rule.id}/`, { domain: 'College.example' }), 200);
+  const moved = (
+    await reader.find(about(`membership-rules/${rule.id}`, (e) => (e.data.membership_rule as { domain: string } | null)?.domain === 'college.example'))
+  ).event;
+  expect(moved.data.membership_rule).toEqual({ id: rule.id, name: 'School', domain: 'college.example', group_id: group.id });
+
   await ok(http.delete(`public-courses/${record.id}/`), 204);
   await reader.find(about(`public-courses/${course}`, (e) => e.data.public_course === null));
 

@@ -6,6 +6,8 @@
 import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type RuleDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
+import { deleteCourse } from '../../src/domain/courses';
+import { normalizeEventTime } from '../../src/domain/event-time';
 import { deleteGroupCourse, updateGroupCourse } from '../../src/domain/group-courses';
 import { deleteGroup } from '../../src/domain/groups';
 import { createRule, updateRule } from '../../src/domain/membership-rules';
@@ -117,6 +119,28 @@ test('H3 a link 0.1.0 left doubled (C1, and C2 under `course|group`) / PATCH {co
   });
 });
 
+// H3c. A DELETE of a link 0.1.0 left doubled deletes both documents: 204, then 404, every course unlinked.
+test('H3c a link 0.1.0 left doubled (C1, and C2 under `course|group`) / DELETE: 204, no document of the id, no course linked; DELETE again: 404', async () => {
+  const w = await linkWorld();
+  await doubledBy010(COLLECTIONS.groupCourses, {
+    _id: `${w.courses[1]}|${w.group}`,
+    id: w.id,
+    org: w.tenant.org,
+    course: w.courses[1]!,
+    group: w.group,
+    born: '',
+  });
+  const between = await w.standing();
+  const deleted = await deleteGroupCourse(w.tenant, w.id);
+  expect({ between, deleted, standing: await w.standing(), linked: await w.linked(), again: await deleteGroupCourse(w.tenant, w.id) }).toEqual({
+    between: ['C1', 'C2'],
+    deleted: true,
+    standing: [],
+    linked: { C1: 0, C2: 0, C3: 0 },
+    again: false,
+  });
+});
+
 // H3b. The rule's twin: both documents match learners until the next PATCH of the rule, which
 // keeps one, whatever it changes; the next domain PATCH moves that one.
 test('H3b a rule 0.1.0 left doubled (d1, and d2 under `org|domain`) / PATCH {name} / PATCH {domain: d3}: one rule stands', async () => {
@@ -190,5 +214,94 @@ test('H5 after a DELETE of a link failed, the next PATCH naming an unknown group
     failed: true,
     patched: 'Invalid: "group: Invalid pk \\"999999\\" - object does not exist."',
     standing: ['C1'],
+  });
+});
+
+// H6. Review of the one-write PATCH (2026-11-30): a PATCH that checked only the parent it changed,
+// and removed itself by both fields, missed a second PATCH of the other field. A {course: C2}
+// writes after C2's deletion swept; B {group: G3} writes before A reads C2 again; A's removal
+// (by course and group) missed, B checked only G3: both 200, the link on a deleted course. Now
+// each PATCH reads both parents again and removes the link by the one that is gone.
+test('H6 PATCH A {course: C2} (paused before its write) / C2 deleted whole / A writes, paused / PATCH B {group: G3} whole / A ends: no link on the deleted course', async () => {
+  const w = await linkWorld();
+  const g3 = await newGroup(w.tenant, 'G3');
+  const [beforeWrite, afterWrite] = [gate(), gate()];
+  const out = await withStops(
+    [
+      { who: 'A', method: 'findOneAndUpdate', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: beforeWrite },
+      { who: 'A', method: 'findOneAndUpdate', collection: COLLECTIONS.groupCourses, n: 1, when: 'after', g: afterWrite },
+    ],
+    async (as) => {
+      const a = as('A', () => outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[1]! }), (l) => short(l.course)));
+      await beforeWrite.reached; // A read C2's birth
+      await deleteCourse(db, w.courses[1]!, { time: normalizeEventTime('2026-08-01T00:00:09Z'), id: `d${w.courses[1]}` });
+      beforeWrite.release();
+      await afterWrite.reached; // A wrote (C2, G1)
+      const b = await outcome(updateGroupCourse(w.tenant, w.id, { group: g3 }), (l) => l.group);
+      afterWrite.release();
+      return { a: await a, b };
+    },
+  );
+  expect({ ...out, standing: await w.standing(), linked: await w.linked() }).toEqual({
+    a: 'C2',
+    b: g3,
+    standing: [],
+    linked: { C1: 0, C2: undefined, C3: 0 },
+  });
+});
+
+// H7. H6 with the group: A {group: G2} writes after G2's deletion swept; B {course: C3} writes
+// before A reads G2 again. No link may stand in the deleted group.
+test('H7 PATCH A {group: G2} (paused before its write) / G2 deleted whole / A writes, paused / PATCH B {course: C3} whole / A ends: no link in the deleted group', async () => {
+  const w = await linkWorld();
+  const g2 = await newGroup(w.tenant, 'G2');
+  const [beforeWrite, afterWrite] = [gate(), gate()];
+  const out = await withStops(
+    [
+      { who: 'A', method: 'findOneAndUpdate', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: beforeWrite },
+      { who: 'A', method: 'findOneAndUpdate', collection: COLLECTIONS.groupCourses, n: 1, when: 'after', g: afterWrite },
+    ],
+    async (as) => {
+      const a = as('A', () => outcome(updateGroupCourse(w.tenant, w.id, { group: g2 }), (l) => l.group));
+      await beforeWrite.reached; // A found G2
+      const deleted = await deleteGroup(w.tenant, g2);
+      beforeWrite.release();
+      await afterWrite.reached; // A wrote (C1, G2)
+      const b = await outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[2]! }), (l) => short(l.course));
+      afterWrite.release();
+      return { deleted, a: await a, b };
+    },
+  );
+  expect({ ...out, standing: await w.standing(), linked: await w.linked() }).toEqual({
+    deleted: true,
+    a: g2,
+    b: 'C3',
+    standing: [],
+    linked: { C1: 0, C2: 0, C3: 0 },
+  });
+});
+
+// H8. A PATCH naming a field already so as read wrote only the others: A {course: C1, group: G2}
+// (read at C1) / B {course: C3} whole / A ends answered (C3, G2), which no serial order gives
+// (A then B answers C1; B then A ends on C1). Every named field is written.
+test('H8 PATCH A {course: C1, group: G2} of a link at C1 (paused before its write) / PATCH B {course: C3} whole / A ends: A answers and leaves (C1, G2)', async () => {
+  const w = await linkWorld();
+  const g2 = await newGroup(w.tenant, 'G2');
+  const beforeWrite = gate();
+  const out = await withStops(
+    [{ who: 'A', method: 'findOneAndUpdate', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: beforeWrite }],
+    async (as) => {
+      const a = as('A', () => outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[0]!, group: g2 }), (l) => [short(l.course), l.group === g2]));
+      await beforeWrite.reached;
+      const b = await outcome(updateGroupCourse(w.tenant, w.id, { course: w.courses[2]! }), (l) => short(l.course));
+      beforeWrite.release();
+      return { a: await a, b };
+    },
+  );
+  expect({ ...out, standing: await w.standing(), linked: await w.linked() }).toEqual({
+    a: ['C1', true],
+    b: 'C3',
+    standing: ['C1'],
+    linked: { C1: 1, C2: 0, C3: 0 },
   });
 });

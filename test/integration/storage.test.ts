@@ -1,6 +1,6 @@
 // docs/api.md (tenancy) and issue #2: the database module against the real local MongoDB-protocol server.
 import { type Db, MongoClient } from 'mongodb';
-import { COLLECTIONS, ensureIndexes, type GroupDoc, type RuleDoc } from '../../src/db/collections';
+import { COLLECTIONS, ensureIndexes, type GroupCourseDoc, type GroupDoc, type RuleDoc } from '../../src/db/collections';
 import { nextId } from '../../src/db/counters';
 import { isDuplicateKey } from '../../src/db/driver-errors';
 import { Tenant } from '../../src/db/tenant';
@@ -54,21 +54,35 @@ test('a unique index refuses a duplicate with the error the HTTP layer maps to a
   expect(await rules.countDocuments()).toBe(1);
 });
 
-test('an index an earlier build made on the same keys without uniqueness is built again, unique (MongoDB refuses the second definition; FerretDB kept the first)', async () => {
+test('an index an earlier build made on the same keys without uniqueness is replaced by the unique one (MongoDB refuses the second definition; FerretDB kept the first)', async () => {
   const earlier = client.db(uniqueName('storage_indexes'));
   try {
-    // As a build before rules were stored by id left it: the domain indexed, not unique, and rules of 0.1.0's `_id`.
+    // As a build before links and rules were stored by id left them: indexed, not unique, with 0.1.0's `_id`s.
     await earlier.collection(COLLECTIONS.rules).createIndexes([{ key: { org: 1, domain: 1 } }]);
-    const rules = new Tenant(earlier, 'org-i').collection<RuleDoc>(COLLECTIONS.rules);
+    await earlier.collection(COLLECTIONS.groupCourses).createIndexes([{ key: { org: 1, group: 1, course: 1 } }]);
+    const tenant = new Tenant(earlier, 'org-i');
+    const rules = tenant.collection<RuleDoc>(COLLECTIONS.rules);
+    const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
     await rules.insertOne({ _id: 'org-i|a.example', id: 1, name: 'a', domain: 'a.example', group: 1 });
+    await links.insertOne({ _id: 'c1|1', id: 1, course: 'c1', group: 1 });
+    // Two processes starting at once, then one more.
+    await Promise.all([ensureIndexes(earlier), ensureIndexes(earlier)]);
     await ensureIndexes(earlier);
-    await ensureIndexes(earlier); // a second process starting: nothing to change
-    const domainIndex = (await earlier.collection(COLLECTIONS.rules).indexes()).filter((i) => JSON.stringify(i.key) === '{"org":1,"domain":1}');
-    const dup = await rules.insertOne({ _id: '2', id: 2, name: 'two', domain: 'a.example', group: 1 }).catch((e: unknown) => e);
-    expect({ unique: domainIndex.map((i) => i.unique === true), refused: isDuplicateKey(dup), rules: await rules.countDocuments() }).toEqual({
-      unique: [true],
-      refused: true,
-      rules: 1,
+    const indexesOn = async (name: string, key: string) =>
+      (await earlier.collection(name).indexes()).filter((i) => JSON.stringify(i.key) === key).map((i) => ({ name: i.name, unique: i.unique === true }));
+    const refused = async (write: () => Promise<unknown>) => isDuplicateKey(await write().catch((e: unknown) => e));
+    expect({
+      ruleIndexes: await indexesOn(COLLECTIONS.rules, '{"org":1,"domain":1}'),
+      linkIndexes: await indexesOn(COLLECTIONS.groupCourses, '{"org":1,"group":1,"course":1}'),
+      ruleRefused: await refused(() => rules.insertOne({ _id: '2', id: 2, name: 'two', domain: 'a.example', group: 1 })),
+      linkRefused: await refused(() => links.insertOne({ _id: '2', id: 2, course: 'c1', group: 1 })),
+      counts: [await rules.countDocuments(), await links.countDocuments()],
+    }).toEqual({
+      ruleIndexes: [{ name: 'org_1_domain_1_unique', unique: true }],
+      linkIndexes: [{ name: 'org_1_group_1_course_1_unique', unique: true }],
+      ruleRefused: true,
+      linkRefused: true,
+      counts: [1, 1],
     });
   } finally {
     await earlier.dropDatabase();
