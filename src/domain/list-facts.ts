@@ -167,15 +167,6 @@ export async function membersOf(tenant: Tenant, group: number): Promise<string[]
   return docs.map((d) => d._id);
 }
 
-/** The course keys linked to `group`, through the link index. */
-export async function coursesOf(tenant: Tenant, group: number): Promise<string[]> {
-  const docs = await tenant
-    .collection<GroupCourseDoc>(COLLECTIONS.groupCourses)
-    .find({ group }, { projection: { _id: 0, course: 1 } })
-    .toArray();
-  return [...new Set(docs.map((d) => d.course))];
-}
-
 /** Users whose derived group is `group` (the `{org, grp, listed, id}` index): what a cascade must re-derive. */
 export async function usersShowingGroup(tenant: Tenant, group: number): Promise<string[]> {
   const docs = await tenant

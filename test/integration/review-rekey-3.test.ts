@@ -8,7 +8,7 @@ import { COLLECTIONS, ensureIndexes, type RuleDoc } from '../../src/db/collectio
 import { Tenant } from '../../src/db/tenant';
 import { deleteCourse } from '../../src/domain/courses';
 import { normalizeEventTime } from '../../src/domain/event-time';
-import { deleteGroupCourse, updateGroupCourse } from '../../src/domain/group-courses';
+import { createGroupCourse, deleteGroupCourse, updateGroupCourse } from '../../src/domain/group-courses';
 import { deleteGroup } from '../../src/domain/groups';
 import { createRule, updateRule } from '../../src/domain/membership-rules';
 import { newGroup } from '../helpers/domain';
@@ -303,5 +303,31 @@ test('H8 PATCH A {course: C1, group: G2} of a link at C1 (paused before its writ
     b: 'C3',
     standing: ['C1'],
     linked: { C1: 1, C2: 0, C3: 0 },
+  });
+});
+
+// H9. Review (2026-11-30): a group's deletion derived `linked` again for the courses its links had
+// when it read them, before its delete. A link PATCHed into the group after that read was deleted
+// by the sweep, its course keeping `linked: 1` with no link (the PATCH had synced it first). Now
+// each page of the group's links is synced after its delete, and the moved link comes with a page.
+test('H9 deleteGroup of G (paused before deleting its links) / PATCH of a link of C1 into G whole / the deletion ends: no link, no course left `linked`', async () => {
+  const w = await linkWorld();
+  const g = await newGroup(w.tenant, 'G');
+  await createGroupCourse(w.tenant, { course: w.courses[2]!, group: g }); // G has a link of its own (C3)
+  const beforeDelete = gate();
+  const out = await withStops([{ who: 'D', method: 'deleteMany', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: beforeDelete }], async (as) => {
+    const d = as('D', () => deleteGroup(w.tenant, g));
+    await beforeDelete.reached; // D read G's links (C3)
+    const moved = await outcome(updateGroupCourse(w.tenant, w.id, { group: g }), (l) => l.group === g);
+    const linkedBetween = await w.linked();
+    beforeDelete.release();
+    return { moved, linkedBetween, deleted: await d };
+  });
+  expect({ ...out, links: await w.allLinks(), linked: await w.linked() }).toEqual({
+    moved: true,
+    linkedBetween: { C1: 1, C2: 0, C3: 1 },
+    deleted: true,
+    links: [],
+    linked: { C1: 0, C2: 0, C3: 0 },
   });
 });
