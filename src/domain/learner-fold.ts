@@ -30,6 +30,8 @@ export type LearnerEntry = EntryBase &
          * applies, at a period's activation, what the period's first arrival matched (`prepare`).
          */
         rule: number | null;
+        /** The groups the history named that were deleted when it arrived (`Gone`). */
+        gone?: number[];
       }
     | { kind: 'retired' }
     /**
@@ -42,7 +44,7 @@ export type LearnerEntry = EntryBase &
      * A rule applied to existing learners (or one created while an activation arrived): the
      * learner joins its group, as the rule's doing, if they are active in `org` with no group.
      */
-    | { kind: 'join'; org: string; group: number }
+    | { kind: 'join'; org: string; group: number; gone?: number[] }
   );
 
 type UserEntry = Extract<LearnerEntry, { kind: 'user' }>;
@@ -99,18 +101,24 @@ function userStep(s: LearnerState, e: UserEntry, isLive: IsLiveGroup): LearnerSt
   else if (e.capable && periodOpen) {
     // The period's one activation: its rule applies, once, and only to a learner with no group.
     periodOpen = false;
-    if (!inGroup(membership, isLive) && e.rule !== null) membership = { group: e.rule, by: 'rule', born: { at: e.at, seq: e.seq } };
+    if (!inGroup(membership, e, isLive) && e.rule !== null) membership = { group: e.rule, by: 'rule', born: { at: e.at, seq: e.seq } };
   }
   return { record, membership, since, periodOpen };
 }
 
 /**
- * Whether the learner is in a group that still exists. The walk makes and keeps a membership
- * whose group was deleted since, as it was made then (it is left out at the end, `foldLearner`):
- * a move after it still moves that membership, keeping who made it and where it began, as it did
- * when the move was made, while a rule or a join after it finds the learner in no group.
+ * Whether the learner was in a group when entry `e` (an activation, a join) arrived: a group is
+ * deleted at an instant of no learner's history, so what counts is what the service knew then,
+ * which the entry carries (`gone`: the groups the history named that were already deleted). An
+ * activation that arrived while the learner was in a group made nothing, and the group's
+ * deletion later does not make it apply its rule; one that arrived after finds the learner in no
+ * group. An entry stored before entries said (`gone` absent) asks whether the group exists now.
+ * The walk makes and keeps a membership whose group was deleted since, as it was made then (it
+ * is left out at the end, `foldLearner`): a move after it still moves that membership, keeping
+ * who made it and where it began, as it did when the move was made.
  */
-const inGroup = (m: LearnerMembership | null, isLive: IsLiveGroup) => m !== null && isLive(m.group);
+const inGroup = (m: LearnerMembership | null, e: { gone?: number[] }, isLive: IsLiveGroup) =>
+  m !== null && (e.gone ? !e.gone.includes(m.group) : isLive(m.group));
 
 /**
  * The activation-capable events showing the learner active, by activation period (indices into
@@ -151,34 +159,38 @@ const memberAt = (entries: LearnerEntry[], i: number) => entries[i] as UserEntry
 const domainOf = (e: UserEntry) => emailDomain(e.facts.email);
 
 /**
- * The rule a period's activation applies (SPEC §5: the period's rules are applied once, when the
- * service first sees the learner active in it), for each prefix of its members: `rules[n]` for
- * the first n. The activation is the oldest member in event time, but the service applied the
- * period when its first member *arrived*, with the rules of that moment: so the activation applies
- * what the first of the members with its email's domain to arrive matched. A rule created,
- * changed or deleted (its group with it) between two arrivals of one period then changes nothing,
- * whichever arrived first. Only when a member of another domain arrived first are the rules of
- * that moment not known for this domain (docs/event-core.md "Bounds").
+ * The member whose arrival decided a period's activation (SPEC §5: the period's rules are applied
+ * once, when the service first sees the learner active in it), for each prefix of its members:
+ * `deciders[n - 1]` for the first n. The activation is the oldest member in event time, but the
+ * service applied the period when its first member *arrived*, with the rules and groups of that
+ * moment: so the activation applies what the first of the members with its email's domain to
+ * arrive matched, and finds the learner in a group or not as that member did (`inGroup`). A rule
+ * created, changed or deleted (its group with it) between two arrivals of one period then changes
+ * nothing, whichever arrived first. Only when a member of another domain arrived first are the
+ * rules of that moment not known for this domain (docs/event-core.md "Bounds").
  */
-function prefixRules(members: UserEntry[]): (number | null)[] {
+function prefixDeciders(members: UserEntry[]): UserEntry[] {
   const domain = domainOf(members[0]!);
-  const rules: (number | null)[] = [null];
+  const deciders: UserEntry[] = [];
   let first: UserEntry | null = null;
   for (const e of members) {
     if (domainOf(e) === domain && (first === null || e.seq < first.seq)) first = e;
-    rules.push(first!.rule);
+    deciders.push(first!);
   }
-  return rules;
+  return deciders;
 }
 
-/** `prepare`: each period's activation says the period's rule. */
+/** What an arrival decided with: the rule it matched and the groups gone then, as one comparable value. */
+const decision = (e: UserEntry) => JSON.stringify([e.rule, e.gone ?? null]);
+
+/** `prepare`: each period's activation says what the period's decider matched and found gone. */
 function periodRules(entries: LearnerEntry[], start: LearnerState): LearnerEntry[] {
   const out = [...entries];
   for (const { members, continued } of periodsOf(entries, start)) {
     if (continued) continue;
     const activation = memberAt(entries, members[0]!);
-    const rule = prefixRules(members.map((i) => memberAt(entries, i)))[members.length] ?? null;
-    if (rule !== activation.rule) out[members[0]!] = { ...activation, rule };
+    const decider = prefixDeciders(members.map((i) => memberAt(entries, i))).at(-1)!;
+    if (decider !== activation) out[members[0]!] = { ...activation, rule: decider.rule, gone: decider.gone };
   }
   return out;
 }
@@ -189,7 +201,7 @@ function periodRules(entries: LearnerEntry[], start: LearnerState): LearnerEntry
  * arriving later between them splits it, leaving the activation the members before the split;
  * an event without `time` kept may move earlier, into it. A cut is stable when no such change can
  * give the folded activation another rule: every prefix of the members that keeps those folded
- * has the whole's rule, and, while an event without `time` is kept, every member kept (in this
+ * has the whole's decider's rule and groups gone (`decision`), and, while an event without `time` is kept, every member kept (in this
  * period or a later one) of the activation's domain matched the same. A period continued from the
  * floor was stable when its activation was folded (members arriving since come last, and never
  * decide). Otherwise the cut goes back to before the activation, or, when that keeps more than
@@ -199,8 +211,8 @@ function periodRules(entries: LearnerEntry[], start: LearnerState): LearnerEntry
 function periodCut(entries: LearnerEntry[], start: LearnerState, cut: number, maxKept: number): number {
   const periods = periodsOf(entries, start).map((p) => {
     const members = p.members.map((i) => memberAt(entries, i));
-    const rules = prefixRules(members);
-    return { continued: p.continued, members, at: p.members, rules, rule: rules[members.length] ?? null, domain: domainOf(members[0]!) };
+    const decisions = prefixDeciders(members).map(decision);
+    return { continued: p.continued, members, at: p.members, decisions, decision: decisions.at(-1), domain: domainOf(members[0]!) };
   });
   // untimedFrom[i]: whether an entry at i or later has no `time`.
   const untimedFrom: boolean[] = new Array(entries.length + 1).fill(false);
@@ -215,9 +227,9 @@ function periodCut(entries: LearnerEntry[], start: LearnerState, cut: number, ma
     const p = below(c);
     if (!p || p.continued) return true;
     const folded = p.at.filter((i) => i < c).length;
-    for (let n = folded; n < p.members.length; n++) if (p.rules[n] !== p.rule) return false;
+    for (let n = folded; n < p.members.length; n++) if (p.decisions[n - 1] !== p.decision) return false;
     if (!untimedFrom[c]) return true;
-    return periods.every((q) => q.members.every((e, k) => q.at[k]! < c || domainOf(e) !== p.domain || e.rule === p.rule));
+    return periods.every((q) => q.members.every((e, k) => q.at[k]! < c || domainOf(e) !== p.domain || decision(e) === p.decision));
   };
   if (stable(cut)) return cut;
   let back = cut;
@@ -249,7 +261,7 @@ export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerStat
           if (e.move && s.membership) return { ...s, membership: { ...s.membership, group: e.group } };
           return { ...s, membership: { group: e.group, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } } };
         case 'join':
-          if (s.record?.org !== e.org || !s.record.is_active || inGroup(s.membership, isLive)) return s;
+          if (s.record?.org !== e.org || !s.record.is_active || inGroup(s.membership, e, isLive)) return s;
           return { ...s, membership: { group: e.group, by: 'rule', born: { at: e.at, seq: e.seq } } };
       }
     },

@@ -54,28 +54,39 @@ async function historyOf(db: Db, doc: LearnerRecordDoc | null): Promise<LearnerH
   return storedHistory(legacyLearnerHistory(doc, membership));
 }
 
+/** The group an entry names, or null. */
+const groupOf = (e: EntryBody | LearnerEntry) => (e.kind === 'user' ? e.rule : e.kind === 'retired' ? null : e.group);
+
 /** Every group an entry of the history (or its floor) names: the fold asks which of them are live. */
-function groupsNamed(h: LearnerHistory): string[] {
+function groupsNamed(h: LearnerHistory): number[] {
   const ids = new Set<number>();
   const floor = h.floor?.state.membership;
   if (floor) ids.add(floor.group);
   for (const e of h.entries) {
-    if (e.kind === 'user' && e.rule !== null) ids.add(e.rule);
-    if ((e.kind === 'admin' || e.kind === 'join') && e.group !== null) ids.add(e.group);
+    const group = groupOf(e);
+    if (group !== null) ids.add(group);
   }
-  return [...ids].map(String);
+  return [...ids];
 }
 
-/** Which of the groups the history names exist (group ids are never reused: a missing one was deleted). */
-async function liveGroups(db: Db, h: LearnerHistory): Promise<IsLiveGroup> {
-  const ids = groupsNamed(h);
-  if (ids.length === 0) return () => false;
+/** Which of the groups the history (and `entry`) names exist (group ids are never reused: a missing one was deleted). */
+async function liveGroups(db: Db, h: LearnerHistory, entry?: EntryBody): Promise<IsLiveGroup> {
+  const ids = new Set(groupsNamed(h));
+  const own = entry && groupOf(entry);
+  if (own !== undefined && own !== null) ids.add(own);
+  if (ids.size === 0) return () => false;
   const docs = await db
     .collection<{ _id: string }>(COLLECTIONS.groups)
-    .find({ _id: { $in: ids } }, { projection: { _id: 1 } })
+    .find({ _id: { $in: [...ids].map(String) } }, { projection: { _id: 1 } })
     .toArray();
   const live = new Set(docs.map((d) => Number(d._id)));
   return (group) => live.has(group);
+}
+
+/** An activation or join as it arrives: with the groups its history names that are deleted (learner-fold.ts `inGroup`). */
+function withGone(made: EntryBody, before: LearnerHistory, isLive: IsLiveGroup): EntryBody {
+  if (made.kind !== 'user' && made.kind !== 'join') return made;
+  return { ...made, gone: groupsNamed(before).filter((g) => !isLive(g)) };
 }
 
 /** The record a history folds to, after `doc` (null: the learner's first entry). A retired learner's profile is blanked. */
@@ -113,7 +124,8 @@ export function learnerRecordOf(id: number, doc: LearnerRecordDoc | null, h: Lea
 /** The entry a user event (or an import line) makes: what it says, and the group its rule matched when it arrived. */
 export function userEntry(facts: UserFacts, org: string, capable: boolean, rule: number | null): EntryBody {
   const { id: _id, ...said } = facts;
-  return { kind: 'user', org, facts: said, capable, rule };
+  // No group is gone for a learner's first entry; `applyLearnerEntry` says which are for a later one.
+  return { kind: 'user', org, facts: said, capable, rule, gone: [] };
 }
 
 /**
@@ -167,13 +179,19 @@ export async function applyLearnerEntry(
     const before = await historyOf(db, doc);
     let made: EntryBody;
     let stateBefore: LearnerState | null = null;
+    let isLive: IsLiveGroup;
     if (typeof body === 'function') {
       // A change made now is checked against what the learner is, in full: a projection a dead
       // process left unfinished is finished first (a retried request then finds its membership).
       if (doc) await project(db, doc); // nothing to do when it is projected
       stateBefore = foldLearner(before, await liveGroups(db, before));
       made = body(stateBefore, doc);
-    } else made = body;
+      isLive = await liveGroups(db, before, made);
+    } else {
+      made = body;
+      isLive = await liveGroups(db, before, made);
+    }
+    made = withGone(made, before, isLive);
     const base = event?.base ?? madeNow(before);
     const { history, arrival } =
       event && isLegacyDuplicate(doc, event.stamp)
@@ -182,7 +200,6 @@ export async function applyLearnerEntry(
     if (writesNothing(history, before, arrival, base)) {
       return { outcome: OUTCOME[arrival], current: doc && (await project(db, doc)), activated: false };
     }
-    const isLive = await liveGroups(db, history);
     const next = learnerRecordOf(id, doc, compact(history, learnerFold(isLive), historyBounds()), isLive);
     if (!(await records.writeIfUnchanged(doc, next))) {
       await giveWay(round);

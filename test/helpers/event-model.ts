@@ -101,7 +101,7 @@ interface LogEntry {
   v: Version;
   k: 'a' | 'd' | 'u' | 'j';
   g: number | null;
-  /** An activation's arrival on the record (1, 2, ...) and its email's domain. */
+  /** An activation's (or a rule application's) arrival on the record (1, 2, ...), and an activation's email's domain. */
   n?: number;
   dom?: string;
 }
@@ -115,8 +115,14 @@ interface UserTrack extends Track {
   adminAt: Version | null;
   /** How many late events the record placed (their order among themselves: LATE_BASE). */
   lates: number;
-  /** How many activations the record has seen arrive. */
+  /** How many activations (and rules applied to it) the record has seen arrive. */
   arrived: number;
+  /**
+   * The arrivals counted when a group the learner was in was last deleted: the activations and
+   * rules that arrived until then found the learner in that group, so none of them makes a
+   * membership after it (its deletion is no new activation).
+   */
+  barrier: number;
   /** The version an administrator's write or a rule's application was last placed after, and how many were. */
   placedAfter: Version | null;
   placed: number;
@@ -310,7 +316,7 @@ export class EventModel {
    * the service applied the period's rules when it first saw the learner active.
    */
   private target(t: UserTrack, groups: Map<number, string>): LogEntry | null {
-    const makes = (entry: LogEntry) => entry.g !== null && groups.has(entry.g) && newer(entry.v, t.adminAt);
+    const makes = (entry: LogEntry) => entry.g !== null && groups.has(entry.g) && newer(entry.v, t.adminAt) && entry.n! > t.barrier;
     let periodOpen = true;
     let active = true;
     for (const [i, entry] of t.log.entries()) {
@@ -329,7 +335,8 @@ export class EventModel {
           const end = rest.findIndex((other) => other.k === 'd');
           const period = (end === -1 ? rest : rest.slice(0, end)).filter((other) => other.k === 'a');
           const first = period.filter((other) => other.dom === entry.dom).reduce((a, other) => (other.n! < a.n! ? other : a));
-          const applied = { ...entry, g: first.g };
+          // Decided when the first of them arrived: with the rules, and the learner's group, of then.
+          const applied = { ...entry, g: first.g, n: first.n };
           if (makes(applied)) return applied;
         }
       }
@@ -439,6 +446,7 @@ export class EventModel {
         adminAt: null,
         lates: 0,
         arrived: 0,
+        barrier: 0,
         placedAfter: null,
         placed: 0,
       };
@@ -498,7 +506,12 @@ export class EventModel {
   deleteGroup(org: string, group: number): 204 | 404 {
     const o = this.org(org);
     if (!o.groups.delete(group)) return 404;
-    for (const [user, g] of o.memberships) if (g === group) this.dropMembership(org, user);
+    for (const [user, g] of o.memberships) {
+      if (g !== group) continue;
+      this.dropMembership(org, user);
+      const t = this.users.get(user);
+      if (t) t.barrier = t.arrived;
+    }
     for (const [domain, g] of o.rules) if (g === group) o.rules.delete(domain);
     for (const link of o.links)
       if (link.endsWith(`|${group}`)) {
@@ -585,7 +598,7 @@ export class EventModel {
     for (const t of this.users.values()) {
       const rec = t.record;
       if (!rec || rec.org !== org || !rec.is_active || o.memberships.has(rec.id) || domainOf(rec.email) !== domain.toLowerCase()) continue;
-      this.addToLog(t, { v: this.placeNow(t), k: 'j', g: group });
+      this.addToLog(t, { v: this.placeNow(t), k: 'j', g: group, n: ++t.arrived });
       this.reconcile(t);
       if (o.memberships.get(rec.id) === group) created++;
     }

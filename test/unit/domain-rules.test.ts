@@ -6,8 +6,10 @@ import type { Db } from 'mongodb';
 import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../src/db/collections';
 import type { Tenant } from '../../src/db/tenant';
 import { learnerRecords } from '../../src/db/user-records';
+import { deleteGroup } from '../../src/domain/groups';
 import { project, retireUser, type UserFacts, upsertUser } from '../../src/domain/learners';
 import { applyRuleToExistingUsers } from '../../src/domain/membership-rules';
+import { createMembership } from '../../src/domain/memberships';
 import { addRule, day, facts, giveMembership, groupWithRule, membershipOf, memberships, memoryWorld, newGroup, userOf } from '../helpers/domain';
 
 let tenant: (org: string) => Tenant;
@@ -111,4 +113,44 @@ test('a retirement racing a rule leaves no membership', async () => {
   await project(db, read);
   expect(await membershipOf(a, 1)).toBeNull();
   expect(await userOf(a, 1)).toBeNull();
+});
+
+// A group's deletion is no activation (review 2026-12-01, F4): the same three histories as the
+// reference model's (event-model-activations.test.ts), through the domain's functions.
+describe('a group deleted', () => {
+  const ann = (over: Partial<UserFacts> = {}) => facts(1, { domain: 'corp.com', ...over });
+  let uni: number;
+  let corp: number;
+  beforeEach(async () => {
+    uni = await groupWithRule(a, 'uni.edu');
+    corp = await groupWithRule(a, 'corp.com');
+  });
+
+  test('after an activation that found the learner in it: the activation applies no rule after it, and an update makes none', async () => {
+    await upsertUser(a, ann({ is_active: false }), day(1), true);
+    await createMembership(a, { user: 1, group: uni });
+    await upsertUser(a, ann(), day(2), true);
+    expect((await membershipOf(a, 1))?.group).toBe(uni);
+    await deleteGroup(a, uni);
+    await upsertUser(a, ann({ name: 'Renamed' }), day(3), false);
+    expect(await membershipOf(a, 1)).toBeNull();
+  });
+
+  test('before the activation arrives: the activation finds the learner in no group, and its rule applies', async () => {
+    await upsertUser(a, ann({ is_active: false }), day(1), true);
+    await createMembership(a, { user: 1, group: uni });
+    await deleteGroup(a, uni);
+    await upsertUser(a, ann(), day(2), true);
+    expect(await membershipOf(a, 1)).toMatchObject({ group: corp, automatic: true });
+  });
+
+  test('then a deactivation and an activation older than the newest event: a period of their own, whose rule applies', async () => {
+    await upsertUser(a, facts(1, { domain: 'uni.edu' }), day(1), true);
+    expect((await membershipOf(a, 1))?.group).toBe(uni);
+    await upsertUser(a, facts(1, { domain: 'uni.edu' }), day(9), false);
+    await deleteGroup(a, uni);
+    await upsertUser(a, ann({ is_active: false }), day(3), false);
+    await upsertUser(a, ann(), day(4), true);
+    expect(await membershipOf(a, 1)).toMatchObject({ group: corp, automatic: true });
+  });
 });

@@ -202,3 +202,37 @@ test('a move here starts the log afresh after the record it replaced: an activat
   expect(m.deliver(user('activated', 3, { org: 'tenant-b' }))).toBe('stale');
   expect(m.membership('tenant-b', 7)).toBe(b);
 });
+
+// A group's deletion is no activation (review 2026-12-01, F4): what arrived while the learner was
+// in the group found them in it, and made nothing then; it makes nothing after the deletion either.
+test('a group the learner was in at an activation, deleted later: the activation applies no rule after it, and an update makes none', () => {
+  const { m, uni, corp, membership } = twoRules();
+  m.deliver(user('registered', 1, { active: false }));
+  expect(m.createMembership('tenant-a', 7, uni)).toBe(201);
+  m.deliver(activation(2, 'ann@corp.com'));
+  expect(membership()).toBe(uni);
+  expect(m.deleteGroup('tenant-a', uni)).toBe(204);
+  m.deliver(user('updated', 3, { email: 'ann@corp.com', active: true }));
+  expect(membership()).toBeNull();
+  void corp;
+});
+
+test('a group deleted before the activation arrives: the activation finds the learner in no group, and its rule applies', () => {
+  const { m, uni, corp, membership } = twoRules();
+  m.deliver(user('registered', 1, { active: false }));
+  expect(m.createMembership('tenant-a', 7, uni)).toBe(201);
+  expect(m.deleteGroup('tenant-a', uni)).toBe(204);
+  m.deliver(activation(2, 'ann@corp.com'));
+  expect(membership()).toBe(corp);
+});
+
+test('after the deletion, a deactivation and an activation older than the newest event open a period of their own: its rule applies', () => {
+  const { m, uni, corp, membership } = twoRules();
+  m.deliver(activation(1));
+  expect(membership()).toBe(uni);
+  m.deliver(user('updated', 9, { active: true }));
+  expect(m.deleteGroup('tenant-a', uni)).toBe(204);
+  expect(m.deliver(deactivation(3))).toBe('stale');
+  expect(m.deliver(activation(4, 'ann@corp.com'))).toBe('stale');
+  expect(membership()).toBe(corp);
+});

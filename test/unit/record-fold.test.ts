@@ -247,8 +247,8 @@ describe('a record history', () => {
 // ---- compaction with rules that changed between arrivals -------------------------------------
 
 /**
- * A learner's events whose captured rules are anything (rules created and deleted between
- * arrivals), in one organization mostly, so that activation periods are long and split late.
+ * A learner's events whose captured rules and groups found deleted are anything (rules and groups
+ * created and deleted between arrivals), in one organization mostly, so that activation periods are long and split late.
  */
 const capturing = fc
   .array(
@@ -258,6 +258,8 @@ const capturing = fc
       active: fc.constantFrom(true, true, false),
       capable: fc.constantFrom(true, true, false),
       rule: fc.constantFrom(null, 1, 2),
+      // The groups found deleted when it arrived (absent: stored before entries said).
+      gone: fc.constantFrom<number[] | undefined>(undefined, [], [], [2], [1], [1, 2]),
       retired: fc.integer({ min: 0, max: 15 }).map((n) => n === 0),
       second: fc.integer({ min: 0, max: 9 }),
       // Mostly with `time`; one without may come again as an earlier Kafka record, later.
@@ -281,6 +283,7 @@ const capturing = fc
               facts: { username: 'ann', email: e.email, name: 'Ann', is_active: e.active },
               capable: e.capable,
               rule: e.rule,
+              ...(e.gone ? { gone: e.gone } : {}),
             },
     );
     const again = list.flatMap((e, i) => (e.untimed && e.earlier < e.second ? [{ ...messages[i]!, at: instant(e.earlier) }] : []));
@@ -289,7 +292,7 @@ const capturing = fc
 const goneTwo = (g: number) => g !== 2;
 const shown = (s: LearnerState) => ({ record: s.record, membership: s.membership });
 
-describe('a compacted history, whatever rule each event matched when it arrived', () => {
+describe('a compacted history, whatever rule each event matched and which groups it found deleted when it arrived', () => {
   test('folds as the whole history, at any bound', () => {
     fc.assert(
       fc.property(capturing, fc.integer({ min: 1, max: 6 }), (list, maxEntries) => {
