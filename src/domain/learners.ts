@@ -379,7 +379,7 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
   const memberships = home.collection<MembershipDoc>(COLLECTIONS.memberships);
   const rev = doc.rev!;
   const want = doc.m ?? null;
-  const have = await memberships.findById(doc._id);
+  let have = await memberships.findById(doc._id);
   // Whether the record is still of this revision (no newer one decides instead).
   const isNewest = async () => (await learnerRecords(db).read(doc.id))?.rev === rev;
   const groupLives = async (group: number) =>
@@ -389,6 +389,13 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
     return;
   }
   const byRule = <R>(write: () => Promise<R>) => (want.auto ? withCause('rule', write) : write());
+  // One begun before the learner's current incarnation (a late retirement or move in between) is
+  // not this one: it goes, and the learner's membership is a new one, as in every other order.
+  if (have && (have.born ?? '') < (doc.since ?? '')) {
+    const gone = await memberships.deleteOne({ _id: have._id, id: have.id, ...writtenUpTo(rev) });
+    if (gone.deletedCount === 0) return; // a newer projection wrote it, or took it: the newer one decides
+    have = null;
+  }
   // A learner has one membership: the one there is brought in line in place (its public id kept),
   // whatever the history made of it since; a new one is inserted only where there is none.
   if (have && have.group === want.group && have.automatic === want.auto && (have.born ?? '') === want.born) {

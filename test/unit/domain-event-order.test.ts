@@ -9,11 +9,13 @@ import { retireUser, upsertUser } from '../../src/domain/learners';
 import { courseOf, day, facts, groupWithRule, membershipOf, memoryWorld, userOf } from '../helpers/domain';
 
 let a: Tenant;
+let b: Tenant;
 let db: Db;
 beforeEach(async () => {
   const world = await memoryWorld();
   db = world.db;
   a = world.tenant('org-a');
+  b = world.tenant('org-b');
 });
 
 describe('upsert by event time', () => {
@@ -114,4 +116,30 @@ describe('retirements', () => {
     expect(await retire(day(3))).toBe('applied');
     expect(await learnerRecords(db).read(9)).toMatchObject({ org: null, event_time: day(3) });
   });
+});
+
+// Review 2026-12-01, F1: a membership is of one incarnation of its learner. A late retirement (or
+// move away) between two activations ends the first incarnation in event time: its membership
+// goes, and the second's is a new one (a new id), in either order of arrival.
+test.each([
+  ['a retirement arriving last', ['first', 'second', 'retired'] as const],
+  ['a retirement arriving between', ['first', 'retired', 'second'] as const],
+  ['a move away arriving last', ['first', 'second', 'moved'] as const],
+  ['a move away arriving between', ['first', 'moved', 'second'] as const],
+])('%s, between two activations: the membership after it is a new one', async (_, order) => {
+  await groupWithRule(a, 'example.com');
+  const steps = {
+    first: () => upsertUser(a, facts(1), day(1), true),
+    retired: () => retireUser(db, 1, day(5)),
+    moved: () => upsertUser(b, facts(1), day(5)),
+    second: () => upsertUser(a, facts(1), day(9), true),
+  };
+  let firstId: number | undefined;
+  for (const step of order) {
+    await steps[step]();
+    if (step === 'first') firstId = (await membershipOf(a, 1))!.id;
+  }
+  const now = await membershipOf(a, 1);
+  expect(now).toMatchObject({ group: expect.any(Number), automatic: true });
+  expect(now!.id).not.toBe(firstId);
 });
