@@ -1,3 +1,4 @@
+import type { Filter } from 'mongodb';
 import { COLLECTIONS, type GroupCourseDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
@@ -100,7 +101,8 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
   // changed the other one meanwhile): on a course or group whose deletion (or move) swept
   // meanwhile, the link goes with it, as had the deletion come after.
   const [courseOk, groupOk] = await Promise.all([courseHolds(tenant, doc.course, doc.born ?? ''), groupExists(tenant, doc.group)]);
-  if (!courseOk) await links(tenant).deleteMany({ _id: doc._id, course: doc.course });
+  // By `born` too: another PATCH onto the same course since (its `born` later) made the link its own.
+  if (!courseOk) await links(tenant).deleteMany({ _id: doc._id, course: doc.course, born: doc.born ?? { $exists: false } } as Filter<GroupCourseDoc>);
   if (!groupOk) await links(tenant).deleteMany({ _id: doc._id, group: doc.group });
   await syncCourseFacts(tenant, [before.course, doc.course]);
   return doc;

@@ -429,7 +429,11 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
       if (!(await isNewest())) return;
       const elsewhere = await db.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: doc._id }, { projection: { org: 1 } });
       if (!elsewhere || elsewhere.org === home.org) return; // a concurrent projection made it: the caller reads again
-      await withCause('cascade', () => new Tenant(db, elsewhere.org).collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: doc._id }));
+      // Only one this revision or an older one left there: a newer one that put it there decides.
+      const left = await withCause('cascade', () =>
+        new Tenant(db, elsewhere.org).collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: doc._id, ...writtenUpTo(rev) }),
+      );
+      if (left.deletedCount === 0) return;
       await insert();
     }
   }

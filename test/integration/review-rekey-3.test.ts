@@ -6,6 +6,7 @@
 import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, ensureIndexes, type RuleDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
+import { applyCatalogInfo } from '../../src/domain/course-event-data';
 import { deleteCourse } from '../../src/domain/courses';
 import { normalizeEventTime } from '../../src/domain/event-time';
 import { createGroupCourse, deleteGroupCourse, updateGroupCourse } from '../../src/domain/group-courses';
@@ -329,5 +330,49 @@ test('H9 deleteGroup of G (paused before deleting its links) / PATCH of a link o
     deleted: true,
     links: [],
     linked: { C1: 0, C2: 0, C3: 0 },
+  });
+});
+
+// H10. Review (2026-12-01, F3): a link PATCH whose course no longer holds it (the course left and
+// came back since the PATCH read its birth) took the link back by id and course alone, and so
+// deleted the link another PATCH onto the same course had just written, answered 200 for. It takes
+// back only the link it wrote (its `born`).
+test('H10 PATCH A {course: C2} (paused before its write) / C2 leaves and comes back / PATCH B {course: C2} reads, A writes, B writes / A ends: B’s link stands', async () => {
+  const w = await linkWorld();
+  const [aBeforeWrite, aAfterWrite, bBeforeWrite] = [gate(), gate(), gate()];
+  const c2 = w.courses[1]!;
+  const catalog = (second: number, org: string) =>
+    applyCatalogInfo(
+      db,
+      { catalog_info: { course_key: c2, name: 'C2' }, organization: org },
+      { time: normalizeEventTime(`2026-08-01T00:00:0${second}Z`), id: `m${second}${c2}` },
+      org,
+    );
+  const out = await withStops(
+    [
+      { who: 'A', method: 'findOneAndUpdate', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: aBeforeWrite },
+      { who: 'A', method: 'findOneAndUpdate', collection: COLLECTIONS.groupCourses, n: 1, when: 'after', g: aAfterWrite },
+      { who: 'B', method: 'findOneAndUpdate', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: bBeforeWrite },
+    ],
+    async (as) => {
+      const a = as('A', () => outcome(updateGroupCourse(w.tenant, w.id, { course: c2 }), (l) => short(l.course)));
+      await aBeforeWrite.reached; // A read C2's birth
+      await catalog(5, uniqueName('elsewhere'));
+      await catalog(6, w.tenant.org);
+      const b = as('B', () => outcome(updateGroupCourse(w.tenant, w.id, { course: c2 }), (l) => short(l.course)));
+      await bBeforeWrite.reached; // B read the link (on C1) and C2's birth since its return
+      aBeforeWrite.release();
+      await aAfterWrite.reached; // A wrote (C2, its birth before the return)
+      bBeforeWrite.release();
+      const bAnswer = await b; // B wrote (C2, its birth after the return)
+      aAfterWrite.release();
+      return { a: await a, b: bAnswer };
+    },
+  );
+  expect({ ...out, standing: await w.standing(), linked: await w.linked() }).toEqual({
+    a: 'C2',
+    b: 'C2',
+    standing: ['C2'],
+    linked: { C1: 0, C2: 1, C3: 0 },
   });
 });
