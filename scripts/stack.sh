@@ -219,6 +219,16 @@ start_kafka() {
   # the small heaps of a local or test broker (256 MB) that allocation failed now and then with an
   # OutOfMemoryError and the broker exited. 16 MB is plenty for the compacted topics here.
   mkdir -p "$data" "$RUN_DIR" "$LOG_DIR"
+  # Every test makes topics of its own, and the broker holds at least one open file per partition:
+  # past the open-files limit it takes its log directory for failed and shuts down (seen at 19,896
+  # partitions under a limit of 20,000). Said before it comes to that; the data is the tests' own.
+  local partitions limit
+  partitions=$(find "$data" -mindepth 1 -maxdepth 1 -type d -name '*-[0-9]*' | wc -l)
+  limit=$(ulimit -n)
+  if [[ $limit =~ ^[0-9]+$ ]] && ((partitions > limit / 2)); then
+    say "Kafka's data holds $partitions partitions, and this shell may open $limit files: past that the broker stops." \
+      "To start it empty: npm run stack:stop && rm -rf .stack/data/kafka && npm run stack:start"
+  fi
   # The secured listeners beside PLAINTEXT (which the broker itself, `npm run dev` and most
   # tests keep using), each only when its port is set.
   local listeners="PLAINTEXT://127.0.0.1:$KAFKA_PORT" advertised="PLAINTEXT://127.0.0.1:$KAFKA_PORT"
