@@ -117,6 +117,30 @@ test('50 concurrent findOneAndUpdate upserts of one new document return 50 disti
   expect(await counters.countDocuments({ _id: 'upsert' })).toBe(1);
 });
 
+// Patch 0007: a delete checks its filter as it deletes. Each document is moved off the filter's
+// value while a deleteMany of that value runs: one moved first (its update matched) is no longer
+// the delete's, and stands; one deleted first is gone for its update too (matched 0).
+test('a deleteMany racing updates that move documents off its filter deletes none of those moved first', async () => {
+  const moving = db.collection<{ _id: string; v: number }>('moving');
+  const ids = Array.from({ length: 300 }, (_, i) => `m${i}`);
+  const counts: number[] = [];
+  for (let round = 0; round < 5; round++) {
+    await moving.deleteMany({});
+    await moving.insertMany(ids.map((_id) => ({ _id, v: 0 })));
+    const update = async (_id: string) => ((await moving.updateOne({ _id, v: 0 }, { $set: { v: 1 } })).matchedCount === 1 ? [_id] : []);
+    // The delete sent amid the updates, so that some reach the server before it and some after.
+    const first = ids.slice(0, 150).map(update);
+    const deleted = moving.deleteMany({ v: 0 });
+    const rest = ids.slice(150).map(update);
+    const moved = (await Promise.all([...first, ...rest, deleted])).slice(0, ids.length).flat() as string[];
+    counts.push(moved.length);
+    const standing = (await moving.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id);
+    expect(standing.sort()).toEqual(moved.sort());
+  }
+  // The race ran: some round had documents moved before the delete reached them and others deleted first.
+  expect(counts.some((n) => n > 0 && n < ids.length)).toBe(true);
+});
+
 // Patch 0004: a sorted page (sort, skip, limit) and a count are answered by SQLite from an index
 // when that gives MongoDB's answer; otherwise FerretDB sorts, skips, limits and counts in Go.
 describe('sorted pages and counts', () => {
