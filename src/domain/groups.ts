@@ -60,9 +60,10 @@ export async function deleteGroup(tenant: Tenant, id: number): Promise<boolean> 
 
 /**
  * Deletes group `id`'s links a page at a time, each page's courses' list facts derived again after
- * its delete: a link PATCHed into the group after a page was read is deleted, its course synced,
- * with the next page (a sync of what was read before the delete missed it, and the course kept
- * `linked` with no link).
+ * its delete. A page deletes only links still on a course it read, so every link it deletes is on
+ * a course it then derives: a link PATCHed into the group, or onto another course, after the page
+ * was read is deleted, its course synced, with a later page (a sync of what was read before the
+ * delete missed it, and the course kept `linked` with no link).
  */
 async function deleteLinksOf(tenant: Tenant, id: number): Promise<void> {
   const links = tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
@@ -72,11 +73,9 @@ async function deleteLinksOf(tenant: Tenant, id: number): Promise<void> {
       .limit(LINKS_PAGE)
       .toArray();
     if (page.length === 0) return;
-    await withCause('cascade', () => links.deleteMany({ _id: { $in: page.map((l) => l._id) }, group: id }));
-    await syncCourseFacts(
-      tenant,
-      page.map((l) => l.course),
-    );
+    const courses = [...new Set(page.map((l) => l.course))];
+    await withCause('cascade', () => links.deleteMany({ _id: { $in: page.map((l) => l._id) }, group: id, course: { $in: courses } }));
+    await syncCourseFacts(tenant, courses);
   }
 }
 

@@ -376,3 +376,28 @@ test('H10 PATCH A {course: C2} (paused before its write) / C2 leaves and comes b
     linked: { C1: 0, C2: 1, C3: 0 },
   });
 });
+
+// H11. Black-box round 5 (2026-12-01, F1): a group's deletion read a page of its links, then
+// deleted them by id and group; a link PATCHed onto another course between the two was deleted on
+// that course, which nothing derived again (the PATCH had marked it linked). A page now deletes
+// only links still on a course it read, and the moved link goes with a later page, its course
+// derived after.
+test('H11 deleteGroup of G (paused after reading a page of its links) / PATCH of its link onto C2 whole / the deletion ends: no link, no course left `linked`', async () => {
+  const w = await linkWorld();
+  const g = await newGroup(w.tenant, 'G');
+  const { id } = await createGroupCourse(w.tenant, { course: w.courses[2]!, group: g });
+  const beforeDelete = gate();
+  const out = await withStops([{ who: 'D', method: 'deleteMany', collection: COLLECTIONS.groupCourses, n: 1, when: 'before', g: beforeDelete }], async (as) => {
+    const d = as('D', () => deleteGroup(w.tenant, g));
+    await beforeDelete.reached; // D read G's links (C3)
+    const moved = await outcome(updateGroupCourse(w.tenant, id, { course: w.courses[1]! }), (l) => short(l.course));
+    beforeDelete.release();
+    return { moved, deleted: await d };
+  });
+  expect({ ...out, links: await w.allLinks(), linked: await w.linked() }).toEqual({
+    moved: 'C2',
+    deleted: true,
+    links: ['C1'],
+    linked: { C1: 1, C2: 0, C3: 0 },
+  });
+});
