@@ -152,7 +152,8 @@ async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; d
     tenant,
     inserted.filter((f) => f.line.facts.is_active && !f.doc.m).map((f) => f.line.facts),
   );
-  for (const m of late) await joinByRule(tenant.db, tenant.org, m.user.id, m.rule.group);
+  // Each as the late half of its activation, the record's first arrival: not after an administrator's change since.
+  for (const m of late) await joinByRule(tenant.db, tenant.org, m.user.id, m.rule.group, 1);
 }
 
 /** The first line of each user id, with its index: a repeat of an id is applied per event, after the first. */

@@ -153,6 +153,8 @@ const madeNow = (h: LearnerHistory) => ({ source: 'cag', id: randomUUID(), at: n
 
 export interface LearnerArrival {
   outcome: ApplyOutcome;
+  /** The entry's arrival on the record (`seq`), when it was written. */
+  seq: number;
   /** The record as it stands after the arrival (null: none). */
   current: LearnerRecordDoc | null;
   /** The entry was the newest and closed an activation period (the period's one activation). */
@@ -198,7 +200,7 @@ export async function applyLearnerEntry(
         ? { history: before, arrival: 'duplicate' as const }
         : arrive(before, { ...base, ...made } as Arriving<LearnerEntry>);
     if (writesNothing(history, before, arrival, base)) {
-      return { outcome: OUTCOME[arrival], current: doc && (await project(db, doc)), activated: false };
+      return { outcome: OUTCOME[arrival], seq: before.seq, current: doc && (await project(db, doc)), activated: false };
     }
     const next = learnerRecordOf(id, doc, compact(history, learnerFold(isLive), historyBounds()), isLive);
     if (!(await records.writeIfUnchanged(doc, next))) {
@@ -207,7 +209,7 @@ export async function applyLearnerEntry(
     }
     const activated = arrival === 'applied' && closedPeriod(stateBefore ?? foldLearner(before, isLive), foldLearner(history, isLive), made);
     // Projected as stored: with the marks and batch of projections under way, whose organizations it cleans.
-    return { outcome: OUTCOME[arrival], current: await project(db, { ...doc, ...next }), activated };
+    return { outcome: OUTCOME[arrival], seq: history.seq, current: await project(db, { ...doc, ...next }), activated };
   }
   throw new Error(`learner ${id} kept changing while an entry was applied`);
 }
@@ -450,7 +452,8 @@ export const userExists = (tenant: Tenant, id: number) => tenant.collection<User
  * entry is its period's activation). A rule created and applied to existing learners while this
  * event arrived may have read the learner before the record was written, as this read may have
  * missed the rule: after the write the rules are read again, and an activation that matched none
- * joins the group of one that matches now.
+ * joins the group of one that matches now, unless an administrator changed the learner's
+ * membership since (their later change stands: SPEC §5).
  */
 export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | EventStamp, capable = false): Promise<LearnerArrival> {
   const rule = capable && facts.is_active ? await ruleGroup(tenant, facts) : null;
@@ -458,7 +461,7 @@ export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | 
   const { current } = arrival;
   if (arrival.activated && rule === null && current?.org === tenant.org && !current.m) {
     const late = await ruleGroup(tenant, facts);
-    if (late !== null) await joinByRule(tenant.db, tenant.org, facts.id, late);
+    if (late !== null) await joinByRule(tenant.db, tenant.org, facts.id, late, arrival.seq);
   }
   return arrival;
 }
@@ -475,12 +478,15 @@ export async function retireUser(db: Db, userId: number, at: string | EventStamp
 
 /**
  * The learner joins `group` as a rule's doing, if they are active in `org` with no group (a rule
- * applied to existing learners, or one created while their activation arrived). True when they
- * are then a member of it by rule.
+ * applied to existing learners, or one created while their activation arrived). `lateFor`: the
+ * activation's arrival (`seq`) when the join finishes it (the rule was created while it arrived):
+ * none if an administrator's change, or a join, arrived since, which came after the activation
+ * and stands. True when they are then a member of it by rule.
  */
-export async function joinByRule(db: Db, org: string, userId: number, group: number): Promise<boolean> {
-  const { current } = await applyLearnerEntry(db, userId, null, (state) => {
+export async function joinByRule(db: Db, org: string, userId: number, group: number, lateFor?: number): Promise<boolean> {
+  const { current } = await applyLearnerEntry(db, userId, null, (state, doc) => {
     if (state.record?.org !== org || !state.record.is_active || state.membership !== null) throw new NotJoined();
+    if (lateFor !== undefined && learnerHistory(doc).entries.some((e) => e.seq > lateFor && (e.kind === 'admin' || e.kind === 'join'))) throw new NotJoined();
     return { kind: 'join', org, group };
   }).catch((err: unknown) => {
     if (err instanceof NotJoined) return { current: null };

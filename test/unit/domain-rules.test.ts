@@ -7,10 +7,23 @@ import { COLLECTIONS, type MembershipDoc, type UserDoc } from '../../src/db/coll
 import type { Tenant } from '../../src/db/tenant';
 import { learnerRecords } from '../../src/db/user-records';
 import { deleteGroup } from '../../src/domain/groups';
+import { importUserBatch } from '../../src/domain/import-users';
 import { project, retireUser, type UserFacts, upsertUser } from '../../src/domain/learners';
 import { applyRuleToExistingUsers } from '../../src/domain/membership-rules';
-import { createMembership } from '../../src/domain/memberships';
-import { addRule, day, facts, giveMembership, groupWithRule, membershipOf, memberships, memoryWorld, newGroup, userOf } from '../helpers/domain';
+import { createMembership, deleteMembership } from '../../src/domain/memberships';
+import {
+  addRule,
+  day,
+  facts,
+  giveMembership,
+  groupWithRule,
+  membershipOf,
+  memberships,
+  memoryWorld,
+  newGroup,
+  userOf,
+  withHookBefore,
+} from '../helpers/domain';
 
 let tenant: (org: string) => Tenant;
 let db: Db;
@@ -152,5 +165,63 @@ describe('a group deleted', () => {
     await upsertUser(a, ann({ is_active: false }), day(3), false);
     await upsertUser(a, ann(), day(4), true);
     expect(await membershipOf(a, 1)).toMatchObject({ group: corp, automatic: true });
+  });
+});
+
+// Black-box round 5 (2026-12-01), F2: an activation read the rules before a rule of its domain
+// existed; after its write it reads them again, and one created meanwhile makes it join. An
+// administrator who gave the learner a membership and removed it in that window came after the
+// activation (they saw the learner): their removal stands, and the late read makes no membership.
+describe('a rule created while an activation arrived, after an administrator changed the learner', () => {
+  const meanwhile = (group: number) => async () => {
+    const made = await createMembership(a, { user: 1, group });
+    expect(await deleteMembership(a, { id: made.id })).toBe(true);
+    await addRule(a, 'late.edu', group);
+  };
+
+  test('the batch path: no membership', async () => {
+    const group = await newGroup(a, 'Late');
+    const hooked = withHookBefore(a, COLLECTIONS.userGrams, meanwhile(group));
+    expect(
+      await importUserBatch(hooked, [
+        { facts: facts(1, { domain: 'late.edu' }), at: { time: day(1), id: 'e1' } },
+        { facts: facts(2), at: { time: day(1), id: 'e2' } },
+      ]),
+    ).toEqual(['applied', 'applied']);
+    expect(await membershipOf(a, 1)).toBeNull();
+  });
+
+  test('one by one: no membership', async () => {
+    const group = await newGroup(a, 'Late');
+    // Before its second read of the rules (the first reads none): the activation is written and projected.
+    let reads = 0;
+    const hooked = Object.create(a) as Tenant;
+    hooked.collection = ((name: string) => {
+      const real = a.collection(name as never);
+      if (name !== COLLECTIONS.rules) return real;
+      return Object.assign(Object.create(real), {
+        find: (...args: Parameters<typeof real.find>) =>
+          ++reads === 2
+            ? {
+                toArray: async () => {
+                  await meanwhile(group)();
+                  return real.find(...args).toArray();
+                },
+              }
+            : real.find(...args),
+      });
+    }) as Tenant['collection'];
+    await upsertUser(hooked, facts(1, { domain: 'late.edu' }), day(1), true);
+    expect(await membershipOf(a, 1)).toBeNull();
+  });
+
+  test('without the administrator, the late read still makes the membership', async () => {
+    const group = await newGroup(a, 'Late');
+    const hooked = withHookBefore(a, COLLECTIONS.userGrams, async () => void (await addRule(a, 'late.edu', group)));
+    await importUserBatch(hooked, [
+      { facts: facts(1, { domain: 'late.edu' }), at: { time: day(1), id: 'e1' } },
+      { facts: facts(2), at: { time: day(1), id: 'e2' } },
+    ]);
+    expect(await membershipOf(a, 1)).toMatchObject({ group, automatic: true });
   });
 });
