@@ -394,8 +394,8 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
   // One begun before the learner's current incarnation (a late retirement or move in between) is
   // not this one: it goes, and the learner's membership is a new one, as in every other order.
   if (have && (have.born ?? '') < (doc.since ?? '')) {
-    const gone = await memberships.deleteOne({ _id: have._id, id: have.id, ...writtenUpTo(rev) });
-    if (gone.deletedCount === 0) return; // a newer projection wrote it, or took it: the newer one decides
+    await memberships.deleteOne({ _id: have._id, id: have.id, ...writtenUpTo(rev) });
+    if (await memberships.has({ _id: doc._id })) return; // a newer projection wrote it: the newer one decides
     have = null;
   }
   // A learner has one membership: the one there is brought in line in place (its public id kept),
@@ -432,10 +432,10 @@ async function syncMembership(db: Db, home: Tenant, doc: LearnerRecordDoc): Prom
       const elsewhere = await db.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: doc._id }, { projection: { org: 1 } });
       if (!elsewhere || elsewhere.org === home.org) return; // a concurrent projection made it: the caller reads again
       // Only one this revision or an older one left there: a newer one that put it there decides.
-      const left = await withCause('cascade', () =>
+      await withCause('cascade', () =>
         new Tenant(db, elsewhere.org).collection<MembershipDoc>(COLLECTIONS.memberships).deleteOne({ _id: doc._id, ...writtenUpTo(rev) }),
       );
-      if (left.deletedCount === 0) return;
+      if (await db.collection<MembershipDoc>(COLLECTIONS.memberships).findOne({ _id: doc._id }, { projection: { _id: 1 } })) return;
       await insert();
     }
   }
