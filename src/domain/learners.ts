@@ -453,7 +453,7 @@ export const userExists = (tenant: Tenant, id: number) => tenant.collection<User
  * event arrived may have read the learner before the record was written, as this read may have
  * missed the rule: after the write the rules are read again, and an activation that matched none
  * joins the group of one that matches now, unless an administrator changed the learner's
- * membership since (their later change stands: SPEC §5).
+ * membership since (their later change stands: SPEC §5), or the learner left since (`joinByRule`).
  */
 export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | EventStamp, capable = false): Promise<LearnerArrival> {
   const rule = capable && facts.is_active ? await ruleGroup(tenant, facts) : null;
@@ -480,13 +480,14 @@ export async function retireUser(db: Db, userId: number, at: string | EventStamp
  * The learner joins `group` as a rule's doing, if they are active in `org` with no group (a rule
  * applied to existing learners, or one created while their activation arrived). `lateFor`: the
  * activation's arrival (`seq`) when the join finishes it (the rule was created while it arrived):
- * none if an administrator's change, or a join, arrived since, which came after the activation
- * and stands. True when they are then a member of it by rule.
+ * none if anything but a user event of `org` arrived since (an administrator's change, a join: it
+ * came after the activation, and stands; a retirement or a move: the learner here now is another
+ * incarnation, which that activation never concerned). True when they are then a member of it by rule.
  */
 export async function joinByRule(db: Db, org: string, userId: number, group: number, lateFor?: number): Promise<boolean> {
   const { current } = await applyLearnerEntry(db, userId, null, (state, doc) => {
     if (state.record?.org !== org || !state.record.is_active || state.membership !== null) throw new NotJoined();
-    if (lateFor !== undefined && learnerHistory(doc).entries.some((e) => e.seq > lateFor && (e.kind === 'admin' || e.kind === 'join'))) throw new NotJoined();
+    if (lateFor !== undefined && learnerHistory(doc).entries.some((e) => e.seq > lateFor && (e.kind !== 'user' || e.org !== org))) throw new NotJoined();
     return { kind: 'join', org, group };
   }).catch((err: unknown) => {
     if (err instanceof NotJoined) return { current: null };

@@ -191,27 +191,52 @@ describe('a rule created while an activation arrived, after an administrator cha
     expect(await membershipOf(a, 1)).toBeNull();
   });
 
-  test('one by one: no membership', async () => {
-    const group = await newGroup(a, 'Late');
-    // Before its second read of the rules (the first reads none): the activation is written and projected.
-    let reads = 0;
+  /** `a`, with `meanwhile` run before its second read of the rules (the activation then written and projected). */
+  const beforeSecondRead = (meanwhile: () => Promise<void>) => {
     const hooked = Object.create(a) as Tenant;
+    const seen = { reads: 0 };
     hooked.collection = ((name: string) => {
       const real = a.collection(name as never);
       if (name !== COLLECTIONS.rules) return real;
       return Object.assign(Object.create(real), {
         find: (...args: Parameters<typeof real.find>) =>
-          ++reads === 2
+          ++seen.reads === 2
             ? {
                 toArray: async () => {
-                  await meanwhile(group)();
+                  await meanwhile();
                   return real.find(...args).toArray();
                 },
               }
             : real.find(...args),
       });
     }) as Tenant['collection'];
+    return { hooked, seen };
+  };
+
+  test('one by one, a move away and back in the window: the learner here is another incarnation, with no activation, and no membership', async () => {
+    const group = await newGroup(a, 'Late');
+    const { hooked, seen } = beforeSecondRead(async () => {
+      await upsertUser(tenant('org-b'), facts(1, { domain: 'late.edu' }), day(2));
+      await upsertUser(a, facts(1, { domain: 'late.edu' }), day(3));
+      await addRule(a, 'late.edu', group);
+    });
     await upsertUser(hooked, facts(1, { domain: 'late.edu' }), day(1), true);
+    expect({ reads: seen.reads, membership: await membershipOf(a, 1) }).toEqual({ reads: 2, membership: null });
+  });
+
+  test('one by one, nothing in the window but the rule: the late read makes the membership', async () => {
+    const group = await newGroup(a, 'Late');
+    const { hooked, seen } = beforeSecondRead(async () => void (await addRule(a, 'late.edu', group)));
+    await upsertUser(hooked, facts(1, { domain: 'late.edu' }), day(1), true);
+    expect(seen.reads).toBe(2);
+    expect(await membershipOf(a, 1)).toMatchObject({ group, automatic: true });
+  });
+
+  test('one by one: no membership', async () => {
+    const group = await newGroup(a, 'Late');
+    const { hooked, seen } = beforeSecondRead(meanwhile(group));
+    await upsertUser(hooked, facts(1, { domain: 'late.edu' }), day(1), true);
+    expect(seen.reads).toBe(2);
     expect(await membershipOf(a, 1)).toBeNull();
   });
 
