@@ -1,5 +1,5 @@
 import { emailDomain } from './email-domain';
-import { type EntryBase, type Fold, foldHistory, type History, type Place } from './record-history';
+import { type EntryBase, type Fold, foldHistory, type History, type Place, placeOrder } from './record-history';
 
 /**
  * A learner's state as one pure function of its history (docs/event-core.md "The fold"): every
@@ -36,10 +36,11 @@ export type LearnerEntry = EntryBase &
     | { kind: 'retired' }
     /**
      * An administrator's change of the membership in `org`: the group set, or null for a removal;
-     * `auto`: one a rule made elsewhere (`cag import-config` brings it as it was); `move`: a
-     * PATCH of the membership, which keeps who made it and where it began.
+     * `auto`: one a rule made elsewhere (`cag import-config` brings it as it was); `moved`: a
+     * PATCH, which keeps the membership it moved as the administrator saw it (who made it, where
+     * it began). `move` without `moved`: such a PATCH stored before PATCHes said what they moved.
      */
-    | { kind: 'admin'; org: string; group: number | null; auto?: true; move?: true }
+    | { kind: 'admin'; org: string; group: number | null; auto?: true; moved?: Moved; move?: true }
     /**
      * A rule applied to existing learners (or one created while an activation arrived): the
      * learner joins its group, as the rule's doing, if they are active in `org` with no group.
@@ -48,6 +49,9 @@ export type LearnerEntry = EntryBase &
   );
 
 type UserEntry = Extract<LearnerEntry, { kind: 'user' }>;
+
+/** What a PATCH moved: who made the membership, and where it began. */
+export type Moved = Pick<LearnerMembership, 'by' | 'born'>;
 
 export interface LearnerRecord {
   org: string;
@@ -240,6 +244,20 @@ function periodCut(entries: LearnerEntry[], start: LearnerState, cut: number, ma
   return forward;
 }
 
+/**
+ * The membership an administrator's change makes. A creation begins one here. A move keeps the
+ * membership the administrator moved, as they saw it: an older event arriving later, folded
+ * before the move, changes nothing of what the move made (SPEC §5: their later change stands),
+ * even where it re-makes the membership the move found (a rule's, say, once the group it was in
+ * is deleted). A membership of an incarnation that ended before the move (a retirement or a move
+ * away arriving late) is not the learner's: the move is then a creation.
+ */
+function adminMade(s: LearnerState, e: Extract<LearnerEntry, { kind: 'admin' }>): LearnerMembership {
+  const moved = e.moved ?? (e.move ? s.membership : null);
+  if (moved && !(s.since && placeOrder(moved.born, s.since) < 0)) return { group: e.group!, by: moved.by, born: moved.born };
+  return { group: e.group!, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } };
+}
+
 /** The fold of a learner's entries; `isLive` tells which groups still exist. */
 export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerState> {
   return {
@@ -257,9 +275,7 @@ export function learnerFold(isLive: IsLiveGroup): Fold<LearnerEntry, LearnerStat
           // Made in the organization that held the learner then: moved since (a late event), it concerns the learner no more.
           if (s.record?.org !== e.org) return s;
           if (e.group === null) return { ...s, membership: null };
-          // A move keeps the membership (who made it, where it began); a creation begins one.
-          if (e.move && s.membership) return { ...s, membership: { ...s.membership, group: e.group } };
-          return { ...s, membership: { group: e.group, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } } };
+          return { ...s, membership: adminMade(s, e) };
         case 'join':
           if (s.record?.org !== e.org || !s.record.is_active || inGroup(s.membership, e, isLive)) return s;
           return { ...s, membership: { group: e.group, by: 'rule', born: { at: e.at, seq: e.seq } } };

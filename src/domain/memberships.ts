@@ -51,7 +51,8 @@ async function changeMembership(
   await applyLearnerEntry(tenant.db, user, null, (state) => {
     const errors = state.record?.org === tenant.org ? check(state.membership) : { user: [doesNotExist(user)] };
     if (errors) throw new Invalid(errors);
-    return { kind: 'admin', org: tenant.org, group, ...(move ? { move: true as const } : {}) };
+    const moved = move && state.membership ? { moved: { by: state.membership.by, born: state.membership.born } } : {};
+    return { kind: 'admin', org: tenant.org, group, ...moved };
   });
 }
 

@@ -149,6 +149,8 @@ interface OrgState {
   ruleMade: Map<number, Version>;
   /** User id -> where in event time its membership began: the activation that made it, or the record's version when an administrator did. */
   born: Map<number, Version>;
+  /** The users whose membership a rule made (`automatic`): an administrator's move keeps that, a creation does not. */
+  automatic: Set<number>;
   /** `course|group` pairs. */
   links: Set<string>;
   publics: Set<string>;
@@ -376,6 +378,7 @@ export class EventModel {
     o.memberships.set(rec.id, target.g);
     o.ruleMade.set(rec.id, target.v);
     o.born.set(rec.id, target.v);
+    o.automatic.add(rec.id);
   }
 
   private eventOrg(e: Exclude<ModelEvent, CourseDeletedEvent>): string | null {
@@ -386,6 +389,7 @@ export class EventModel {
     this.org(org).memberships.delete(user);
     this.org(org).ruleMade.delete(user);
     this.org(org).born.delete(user);
+    this.org(org).automatic.delete(user);
   }
 
   /** A retirement applied: the record goes, with its membership and its log. */
@@ -474,6 +478,7 @@ export class EventModel {
         memberships: new Map(),
         ruleMade: new Map(),
         born: new Map(),
+        automatic: new Set(),
         links: new Set(),
         publics: new Set(),
         dependentBorn: new Map(),
@@ -552,6 +557,7 @@ export class EventModel {
     const o = this.org(org);
     if (!this.user(org, user) || !o.groups.has(group) || o.memberships.has(user)) return 400;
     o.memberships.set(user, group);
+    o.automatic.delete(user);
     this.adminChanged(org, user);
     const at = this.users.get(user)?.adminAt;
     if (at) o.born.set(user, at);
@@ -663,7 +669,7 @@ export class EventModel {
       groups: this.groups(org),
       rules: [...o.rules].map(([domain, group]) => ({ domain, group })),
       users,
-      memberships: [...o.memberships].map(([user, group]) => ({ user, group })),
+      memberships: [...o.memberships].map(([user, group]) => ({ user, group, automatic: o.automatic.has(user) })),
       courses,
       links: [...o.links].map((l) => ({ course: l.slice(0, l.lastIndexOf('|')), group: Number(l.slice(l.lastIndexOf('|') + 1)) })),
       publics: [...o.publics],

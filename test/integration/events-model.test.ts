@@ -35,6 +35,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import type { Admin } from 'kafkajs';
+import { MongoClient } from 'mongodb';
+import { COLLECTIONS, type MembershipDoc } from '../../src/db/collections';
 import {
   BURST,
   DEFAULT_ORG,
@@ -136,6 +138,8 @@ const covered = {
   model: {} as Record<string, number>,
 };
 
+/** The store, for what the REST API does not show: whether a rule made a membership (`automatic`). */
+const store = new MongoClient(MONGO_URL);
 beforeAll(async () => {
   admin = kafka.admin();
   await admin.connect();
@@ -146,6 +150,7 @@ afterAll(async () => {
   await Promise.all(cleanups);
   await closeProducer();
   await admin.disconnect();
+  await store.close();
 });
 
 type Api = ReturnType<typeof client>;
@@ -692,8 +697,18 @@ class Run {
 
   // ---- the final state ------------------------------------------------------------------------
 
-  /** One organization as the REST API shows it, in the model's terms (group handles for ids). */
+  /**
+   * One organization as the REST API shows it, in the model's terms (group handles for ids), with
+   * each membership's `automatic` as the store has it (what the published change events and the
+   * export carry).
+   */
   async restView(org: string) {
+    const made = await store
+      .db(this.db)
+      .collection<MembershipDoc>(COLLECTIONS.memberships)
+      .find({ org } as never, { projection: { user: 1, automatic: 1 } })
+      .toArray();
+    const automatic = new Map(made.map((m) => [m.user, m.automatic]));
     const api = await this.adminFor(org);
     const list = async (path: string) => {
       const res = await api.get(`${path}?limit=1000`);
@@ -716,7 +731,7 @@ class Run {
       groups: groups.map((x) => ({ handle: handle(x.id), name: x.name })),
       rules: rules.map((x) => ({ domain: x.domain, group: handle(x.group.id) })),
       users: users.map((x) => ({ id: x.id, username: x.username, name: x.name, email: x.email, group: x.membership ? handle(x.membership.group.id) : null })),
-      memberships: memberships.map((x) => ({ user: x.user.id, group: handle(x.group.id) })),
+      memberships: memberships.map((x) => ({ user: x.user.id, group: handle(x.group.id), automatic: automatic.get(x.user.id) ?? 'missing' })),
       courses: courses.map((x) => ({
         id: x.id,
         name: x.name,

@@ -10,7 +10,7 @@ import { deleteGroup } from '../../src/domain/groups';
 import { importUserBatch } from '../../src/domain/import-users';
 import { project, retireUser, type UserFacts, upsertUser } from '../../src/domain/learners';
 import { applyRuleToExistingUsers } from '../../src/domain/membership-rules';
-import { createMembership, deleteMembership } from '../../src/domain/memberships';
+import { createMembership, deleteMembership, updateMembership } from '../../src/domain/memberships';
 import {
   addRule,
   day,
@@ -165,6 +165,33 @@ describe('a group deleted', () => {
     await upsertUser(a, ann({ is_active: false }), day(3), false);
     await upsertUser(a, ann(), day(4), true);
     expect(await membershipOf(a, 1)).toMatchObject({ group: corp, automatic: true });
+  });
+
+  // Stop 62's closing note: a move carried whatever membership the walk had at its place, so a
+  // late activation that re-made one there (the learner's group since deleted) changed who made it.
+  test('after an administrator moved the learner out of it: older events arriving then leave the moved membership as the move made it', async () => {
+    // Learner 1 sees the older events after the move and the deletion; learner 2 before both.
+    const story = async (user: number, lateFirst: boolean) => {
+      const learner = (over: Partial<UserFacts> = {}) => facts(user, { domain: 'corp.com', ...over });
+      const [from, to] = [await newGroup(a, `From ${user}`), await newGroup(a, `To ${user}`)];
+      const late = async () => {
+        await upsertUser(a, learner({ is_active: false }), day(3), false);
+        await upsertUser(a, learner(), day(4), true);
+        await upsertUser(a, learner({ is_active: false }), day(5), false);
+      };
+      await upsertUser(a, learner(), day(1), false);
+      const made = await createMembership(a, { user, group: from });
+      await upsertUser(a, learner(), day(9), false);
+      if (lateFirst) await late();
+      await updateMembership(a, made.id, { group: to });
+      await deleteGroup(a, from);
+      if (!lateFirst) await late();
+      const { _id, id, user: _, rev, ...membership } = (await membershipOf(a, user))!;
+      return { ...membership, group: membership.group === to ? 'to' : membership.group };
+    };
+    const after = await story(1, false);
+    expect(after).toMatchObject({ group: 'to', automatic: false });
+    expect(after).toEqual(await story(2, true));
   });
 });
 

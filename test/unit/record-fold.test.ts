@@ -495,7 +495,8 @@ describe('a learner', () => {
   test('a membership moved to another group is the same membership after the group it left is deleted: who made it and where it began stay; deleted with the group it joined, the learner is in no group', () => {
     // A rule's membership (group 1, made at the activation), then an administrator moves it to group 3.
     let h = deliverAll([user(1)]);
-    h = arrive(h, { kind: 'admin', source: 'cag:admin', id: 'm', ...placeNow(h), timed: true, org: 'A', group: 3, move: true }).history;
+    const moved = { by: 'rule' as const, born: foldLearner(h, allLive).membership!.born };
+    h = arrive(h, { kind: 'admin', source: 'cag:admin', id: 'm', ...placeNow(h), timed: true, org: 'A', group: 3, moved }).history;
     const before = foldLearner(h, allLive).membership;
     expect(before).toMatchObject({ group: 3, by: 'rule', born: { at: instant(1) } });
     // Group 1 deleted since: the fold reads it as not live, and the membership is still the one that was moved.
@@ -504,6 +505,26 @@ describe('a learner', () => {
     expect(foldLearner(h, (g) => g !== 3).membership).toBeNull();
     h = arrive(h, { kind: 'join', source: 'cag:apply', id: 'j', ...placeNow(h), timed: true, org: 'A', group: 2 }).history;
     expect(foldLearner(h, (g) => g !== 3).membership).toMatchObject({ group: 2, by: 'rule' });
+  });
+
+  test('a PATCH keeps the membership it moved, as it was then, whatever older events arriving later make before it; of an incarnation ended before it, it is a creation', () => {
+    // An administrator's membership (born at `c`, instant 1), moved at instant 9; its group 2 is deleted since.
+    let h = deliverAll([user(1, { rule: null })]);
+    h = arrive(h, { kind: 'admin', source: 'cag:admin', id: 'c', ...placeNow(h), timed: true, org: 'A', group: 2 }).history;
+    const c = foldLearner(h, allLive).membership!.born;
+    h = arrive(h, user(9, { capable: false, rule: null })).history;
+    const move = { kind: 'admin' as const, source: 'cag:admin', id: 'm', timed: true, org: 'A', group: 3, moved: { by: 'admin' as const, born: c } };
+    h = arrive(h, { ...move, ...placeNow(h) }).history;
+    // A late deactivation and activation between them: the activation finds group 2 gone and makes a rule's membership.
+    const late = arrive(arrive(h, user(3, { active: false })).history, user(4, { rule: 1 })).history;
+    expect(foldLearner(late, (g) => g !== 2).membership).toEqual({ group: 3, by: 'admin', born: c });
+    // A PATCH stored before PATCHes said what they moved moves what the walk holds there.
+    const legacy = { ...late, entries: late.entries.map((e) => (e.id === 'm' ? { ...move, at: e.at, seq: e.seq, moved: undefined, move: true as const } : e)) };
+    expect(foldLearner(legacy, (g) => g !== 2).membership).toMatchObject({ group: 3, by: 'rule', born: { at: instant(4) } });
+    // A move away and back before the move: the membership it moved was of the learner's incarnation before.
+    const back = arrive(arrive(h, user(5, { org: 'B', rule: null })).history, user(6, { rule: null, capable: false })).history;
+    const moveAt = back.entries.find((e) => e.id === 'm')!;
+    expect(foldLearner(back, allLive).membership).toEqual({ group: 3, by: 'admin', born: { at: moveAt.at, seq: moveAt.seq } });
   });
 
   test('a move leaves the membership behind, keeps is_staff and starts site administration again', () => {
