@@ -249,13 +249,14 @@ function periodCut(entries: LearnerEntry[], start: LearnerState, cut: number, ma
  * membership the administrator moved, as they saw it: an older event arriving later, folded
  * before the move, changes nothing of what the move made (SPEC §5: their later change stands),
  * even where it re-makes the membership the move found (a rule's, say, once the group it was in
- * is deleted). A membership of an incarnation that ended before the move (a retirement or a move
- * away arriving late) is not the learner's: the move is then a creation.
+ * is deleted). Moved from an incarnation that ended before the move (a retirement or a move away
+ * arriving late), it begins at the move, as a membership the move made would.
  */
 function adminMade(s: LearnerState, e: Extract<LearnerEntry, { kind: 'admin' }>): LearnerMembership {
+  const here = { at: e.at, seq: e.seq };
   const moved = e.moved ?? (e.move ? s.membership : null);
-  if (moved && !(s.since && placeOrder(moved.born, s.since) < 0)) return { group: e.group!, by: moved.by, born: moved.born };
-  return { group: e.group!, by: e.auto ? 'rule' : 'admin', born: { at: e.at, seq: e.seq } };
+  if (!moved) return { group: e.group!, by: e.auto ? 'rule' : 'admin', born: here };
+  return { group: e.group!, by: moved.by, born: s.since && placeOrder(moved.born, s.since) < 0 ? here : moved.born };
 }
 
 /** The fold of a learner's entries; `isLive` tells which groups still exist. */

@@ -507,7 +507,7 @@ describe('a learner', () => {
     expect(foldLearner(h, (g) => g !== 3).membership).toMatchObject({ group: 2, by: 'rule' });
   });
 
-  test('a PATCH keeps the membership it moved, as it was then, whatever older events arriving later make before it; of an incarnation ended before it, it is a creation', () => {
+  test('a PATCH keeps the membership it moved, as it was then, whatever older events arriving later make before it; of an incarnation ended before it, it begins at the move', () => {
     // An administrator's membership (born at `c`, instant 1), moved at instant 9; its group 2 is deleted since.
     let h = deliverAll([user(1, { rule: null })]);
     h = arrive(h, { kind: 'admin', source: 'cag:admin', id: 'c', ...placeNow(h), timed: true, org: 'A', group: 2 }).history;
@@ -525,6 +525,9 @@ describe('a learner', () => {
     const back = arrive(arrive(h, user(5, { org: 'B', rule: null })).history, user(6, { rule: null, capable: false })).history;
     const moveAt = back.entries.find((e) => e.id === 'm')!;
     expect(foldLearner(back, allLive).membership).toEqual({ group: 3, by: 'admin', born: { at: moveAt.at, seq: moveAt.seq } });
+    // Who made it stays: a rule's membership moved so is still the rule's.
+    const ruled = { ...back, entries: back.entries.map((e) => (e.id === 'm' ? { ...e, moved: { by: 'rule' as const, born: c } } : e)) };
+    expect(foldLearner(ruled, allLive).membership).toEqual({ group: 3, by: 'rule', born: { at: moveAt.at, seq: moveAt.seq } });
   });
 
   test('a move leaves the membership behind, keeps is_staff and starts site administration again', () => {
