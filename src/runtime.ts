@@ -15,6 +15,7 @@ import { ensureIndexes } from './db/collections';
 import { configureChanges } from './db/outbox';
 import { bringStoredDataCurrent, NewerStoredShape, newerShapeReason, SHAPE_CHECK_MS, storedShape, UPGRADES, type Upgrade } from './db/upgrades';
 import { configureHistoryBounds } from './domain/arrivals';
+import { finishAbandonedChildren } from './domain/children';
 import { finishAbandonedProjections, PROJECTION_LEASE_MS } from './domain/learners';
 import { DependencyUnavailable } from './errors';
 import { type DescribeFailure, failureReporter } from './failure-report';
@@ -327,12 +328,13 @@ export async function startService(
 
 /**
  * Every process sweeps, once a lease: a learner's projection that a dead process left marked is
- * finished (src/domain/learners.ts). Failures are logged and tried at the next sweep.
+ * finished (src/domain/learners.ts), and a child it left unsettled is settled
+ * (src/domain/children.ts). Failures are logged and tried at the next sweep.
  */
 function keepFinishingProjections(db: Db, log: Logger, signal: AbortSignal): void {
   const sweep = () =>
-    finishAbandonedProjections(db).then(
-      (n) => n > 0 && log.info({ learners: n }, 'finished projections a stopped process left'),
+    Promise.all([finishAbandonedProjections(db), finishAbandonedChildren(db)]).then(
+      ([learners, children]) => (learners > 0 || children > 0) && log.info({ learners, children }, 'finished writes a stopped process left'),
       (err: Error) => log.warn({ err: { name: err.name, message: err.message } }, 'projection sweep failed'),
     );
   const timer = setInterval(sweep, PROJECTION_LEASE_MS / 2);

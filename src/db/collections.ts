@@ -29,6 +29,7 @@ export const COLLECTIONS = {
   courseGrams: 'course_grams',
   upgrades: 'upgrades',
   projectionIntents: 'projection_intents',
+  childIntents: 'child_intents',
 } as const;
 
 /**
@@ -321,6 +322,23 @@ export interface ProjectionIntentDoc {
 }
 
 /**
+ * A child (a link, a public record, a rule) being written under its parents (docs/event-core.md,
+ * "What hangs off a record"): written before the child, deleted once the child's parents were
+ * read again. The sweep settles the ones older than the lease: a process died in between.
+ */
+export interface ChildIntentDoc {
+  _id: string;
+  /** When it was written (ISO). */
+  at: string;
+  org: string;
+  kind: 'link' | 'public' | 'rule';
+  /** The child's `_id`. */
+  child: string;
+  /** The courses whose list facts the write may change (a link PATCHed off a course: that one too). */
+  courses: string[];
+}
+
+/**
  * Indexes for every query the service makes (each line says which).
  *
  * `{org, id}` is unique where every record was always one document. A link or rule may be two
@@ -370,6 +388,9 @@ const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.courseGrams]: [{ key: { g: 1, org: 1, r: 1 } }, { key: { r: 1, org: 1 } }],
   [COLLECTIONS.projectionIntents]: [
     { key: { mark: 1 } }, // the sweep of projections a dead process left under way (learners.ts)
+  ],
+  [COLLECTIONS.childIntents]: [
+    { key: { at: 1 } }, // the sweep of children a dead process left unsettled (children.ts)
   ],
   [COLLECTIONS.auditLog]: [
     { key: { org: 1, time: -1 } }, // audit-log/, newest first (its TTL index: src/db/audit.ts)

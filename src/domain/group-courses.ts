@@ -1,10 +1,10 @@
-import type { Filter } from 'mongodb';
 import { COLLECTIONS, type GroupCourseDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../errors';
 import { deleteById, dropSecondDocuments } from './by-id';
-import { courseBirth, courseHolds } from './courses';
+import { createChild, hangOff } from './children';
+import { courseBirth } from './courses';
 import { groupExists } from './groups';
 import { syncCourseFacts } from './list-facts';
 
@@ -33,36 +33,25 @@ async function checkReferences(tenant: Tenant, input: { course?: string; group?:
   return course ?? undefined;
 }
 
-/**
- * Inserts a link, refusing an existing (course, group) pair with DRF's unique-together message;
- * then reads its course and its group again (the child's half of docs/event-core.md's
- * parent/child protocol): a deletion or move of the course, or a deletion of the group, that ran
- * meanwhile may have deleted their links before this one was written, so the link removes
- * itself and the course (or group) is, for this request, one that does not exist.
- */
-async function insert(tenant: Tenant, doc: Omit<GroupCourseDoc, 'org'> & { born: string }): Promise<GroupCourseDoc> {
-  let inserted: GroupCourseDoc;
-  try {
-    inserted = await links(tenant).insertOne(doc);
-  } catch (err) {
-    if (isDuplicateKey(err)) throw notUnique();
-    throw err;
-  }
-  const [courseOk, groupOk] = await Promise.all([courseHolds(tenant, doc.course, doc.born), groupExists(tenant, doc.group)]);
-  if (courseOk && groupOk) return inserted;
-  await links(tenant).deleteMany({ _id: doc._id, born: doc.born });
-  await syncCourseFacts(tenant, [doc.course]);
-  throw new Invalid(courseOk ? { group: [doesNotExist(doc.group)] } : { course: [doesNotExist(doc.course)] });
-}
-
 export async function createGroupCourse(tenant: Tenant, input: { course: string; group: number }): Promise<GroupCourseDoc> {
   const born = (await checkReferences(tenant, input))!;
   // Checked first so that a refused request claims no id.
   if (await links(tenant).has({ course: input.course, group: input.group })) throw notUnique();
   const id = await tenant.nextId('group_courses');
-  const doc = await insert(tenant, { _id: String(id), id, course: input.course, group: input.group, born });
-  await syncCourseFacts(tenant, [doc.course]);
-  return doc;
+  // Written under its course and its group (children.ts): one deleted or moved meanwhile takes it back, and is one that does not exist.
+  return createChild(tenant, { kind: 'link', id: String(id), courses: [input.course] }, () =>
+    refusingTakenPair(() => links(tenant).insertOne({ _id: String(id), id, course: input.course, group: input.group, born })),
+  );
+}
+
+/** A write the unique `{org, group, course}` index refuses: the pair is linked. */
+async function refusingTakenPair<R>(write: () => Promise<R>): Promise<R> {
+  try {
+    return await write();
+  } catch (err) {
+    if (isDuplicateKey(err)) throw notUnique();
+    throw err;
+  }
 }
 
 /**
@@ -88,24 +77,16 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
     ...(patch.course === undefined ? {} : { course: patch.course, born: born! }),
     ...(patch.group === undefined ? {} : { group: patch.group }),
   };
-  let before: GroupCourseDoc | null;
-  try {
-    before = await links(tenant).findOneAndUpdate({ id }, { $set: set }, { returnDocument: 'before' });
-  } catch (err) {
-    if (isDuplicateKey(err)) throw notUnique();
-    throw err;
-  }
+  // Written under both parents (children.ts; another PATCH may have changed the other one
+  // meanwhile): on a course or group whose deletion (or move) swept meanwhile, the link goes with
+  // it, as had the deletion come after (the PATCH answers what it wrote).
+  const ref = { kind: 'link' as const, id: read._id, courses: [...new Set([read.course, patch.course ?? read.course])] };
+  const { result: before } = await hangOff(tenant, ref, () =>
+    refusingTakenPair(() => links(tenant).findOneAndUpdate({ id }, { $set: set }, { returnDocument: 'before' })),
+  );
   if (!before) return null;
-  const doc = { ...before, ...set };
-  // The child's half of the parent/child protocol, for both parents (another PATCH may have
-  // changed the other one meanwhile): on a course or group whose deletion (or move) swept
-  // meanwhile, the link goes with it, as had the deletion come after.
-  const [courseOk, groupOk] = await Promise.all([courseHolds(tenant, doc.course, doc.born ?? ''), groupExists(tenant, doc.group)]);
-  // By `born` too: another PATCH onto the same course since (its `born` later) made the link its own.
-  if (!courseOk) await links(tenant).deleteMany({ _id: doc._id, course: doc.course, born: doc.born ?? { $exists: false } } as Filter<GroupCourseDoc>);
-  if (!groupOk) await links(tenant).deleteMany({ _id: doc._id, group: doc.group });
-  await syncCourseFacts(tenant, [before.course, doc.course]);
-  return doc;
+  if (before.course !== read.course) await syncCourseFacts(tenant, [before.course]);
+  return { ...before, ...set };
 }
 
 /** Deletes the link: one write (of two DELETEs at once, one answers 404). */

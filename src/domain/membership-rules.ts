@@ -3,6 +3,7 @@ import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, fieldError } from '../errors';
 import { deleteById, dropSecondDocuments } from './by-id';
+import { createChild, hangOff } from './children';
 import { groupExists, liveGroups } from './groups';
 import { joinByRule } from './learners';
 import { matchRules, ruleDomain } from './rule-match';
@@ -66,13 +67,10 @@ export async function createRule(tenant: Tenant, input: { name: string; domain: 
   // Checked first so that a refused request claims no id.
   if (await rules(tenant).has({ domain })) throw domainTaken();
   const id = await tenant.nextId('membership_rules');
-  const doc = await refusingTakenDomain(() => rules(tenant).insertOne({ _id: String(id), id, name: input.name, domain, group: input.group }));
-  // A rule hangs off its group (docs/event-core.md, "What hangs off a group"): written, then its
-  // group read again. A deletion of the group that ran meanwhile may have swept its rules before
-  // this one was written, so the rule removes itself and the request names no group.
-  if (await groupExists(tenant, doc.group)) return doc;
-  await rules(tenant).deleteMany({ _id: doc._id, group: doc.group });
-  throw fieldError('group', doesNotExist(doc.group));
+  // Written under its group (children.ts): a deletion of the group that ran meanwhile takes it back, and the request names no group.
+  return createChild(tenant, { kind: 'rule', id: String(id), courses: [] }, () =>
+    refusingTakenDomain(() => rules(tenant).insertOne({ _id: String(id), id, name: input.name, domain, group: input.group })),
+  );
 }
 
 /**
@@ -91,11 +89,10 @@ export async function updateRule(tenant: Tenant, id: number, patch: { name?: str
     ...(patch.domain === undefined ? {} : { domain: ruleDomain(patch.domain) }),
     ...(patch.group === undefined ? {} : { group: patch.group }),
   };
-  const updated = await refusingTakenDomain(() => rules(tenant).findOneAndUpdate({ id }, { $set: set }));
-  if (!updated) return null;
-  // Moved onto a group deleted meanwhile: the group's deletion takes it, as had it come after.
-  if (patch.group !== undefined && !(await groupExists(tenant, updated.group))) await rules(tenant).deleteMany({ _id: updated._id, group: updated.group });
-  return updated;
+  const write = () => refusingTakenDomain(() => rules(tenant).findOneAndUpdate({ id }, { $set: set }));
+  if (patch.group === undefined) return write();
+  // Moved onto a group deleted meanwhile: the group's deletion takes it (children.ts), as had it come after.
+  return (await hangOff(tenant, { kind: 'rule', id: read._id, courses: [] }, write)).result;
 }
 
 /** Deletes the rule: one write (of two DELETEs at once, one answers 404). */

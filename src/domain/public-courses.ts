@@ -2,7 +2,8 @@ import { COLLECTIONS, type PublicCourseDoc } from '../db/collections';
 import { isDuplicateKey } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, fieldError } from '../errors';
-import { courseBirth, courseHolds } from './courses';
+import { createChild } from './children';
+import { courseBirth } from './courses';
 import { syncCourseFacts } from './list-facts';
 
 /**
@@ -20,21 +21,15 @@ export async function createPublicCourse(tenant: Tenant, input: { course: string
   // Checked first so that a refused request claims no id.
   if (await records(tenant).has({ _id: input.course })) throw alreadyPublic();
   const id = await tenant.nextId('public_courses');
-  let doc: PublicCourseDoc;
-  try {
-    doc = await records(tenant).insertOne({ _id: input.course, id, course: input.course, born });
-  } catch (err) {
-    if (isDuplicateKey(err)) throw alreadyPublic();
-    throw err;
-  }
-  // The course read again (docs/event-core.md's parent/child protocol): deleted or moved meanwhile, the record removes itself.
-  if (!(await courseHolds(tenant, input.course, born))) {
-    await records(tenant).deleteOne({ _id: input.course, born });
-    await syncCourseFacts(tenant, [input.course]);
-    throw fieldError('course', doesNotExist(input.course));
-  }
-  await syncCourseFacts(tenant, [doc.course]);
-  return doc;
+  // Written under its course (children.ts): deleted or moved meanwhile, it takes the record back.
+  return createChild(tenant, { kind: 'public', id: input.course, courses: [input.course] }, async () => {
+    try {
+      return await records(tenant).insertOne({ _id: input.course, id, course: input.course, born });
+    } catch (err) {
+      if (isDuplicateKey(err)) throw alreadyPublic();
+      throw err;
+    }
+  });
 }
 
 export async function deletePublicCourse(tenant: Tenant, id: number): Promise<boolean> {

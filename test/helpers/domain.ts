@@ -50,12 +50,16 @@ export const memberships = (tenant: Tenant) => tenant.collection<MembershipDoc>(
 export const rules = (tenant: Tenant) => tenant.collection<RuleDoc>(COLLECTIONS.rules).find({}).sort({ id: 1 }).toArray();
 export const links = (tenant: Tenant) => tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses).find({}).sort({ id: 1 }).toArray();
 
+/** What `dieAfter` throws: the process stopped right after its write. */
+export class ProcessDied extends Error {}
+
 /**
  * The tenant, with `hook` run just before its first call of `method` (an `insertMany` by
  * default) on `collectionName`: the moment another request or event (another process) lands
- * between a step's reads and its writes.
+ * between a step's reads and its writes. `dieAfter`: that call, once written, throws
+ * ProcessDied, as a process killed right after its write leaves what it wrote.
  */
-export function withHookBefore(tenant: Tenant, collectionName: string, hook: () => Promise<void>, method = 'insertMany'): Tenant {
+export function withHookBefore(tenant: Tenant, collectionName: string, hook: () => Promise<void>, method = 'insertMany', dieAfter = false): Tenant {
   const collection = tenant.collection.bind(tenant);
   let fired = false;
   const hooked = Object.create(tenant) as Tenant;
@@ -67,11 +71,14 @@ export function withHookBefore(tenant: Tenant, collectionName: string, hook: () 
         const value = Reflect.get(target, prop, receiver);
         if (prop !== method || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
         return async (...args: unknown[]) => {
-          if (!fired) {
+          const first = !fired;
+          if (first) {
             fired = true;
             await hook();
           }
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
+          const result = await (value as (...a: unknown[]) => unknown).apply(target, args);
+          if (first && dieAfter) throw new ProcessDied();
+          return result;
         };
       },
     });

@@ -7,6 +7,7 @@
 import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, ensureIndexes, type GroupCourseDoc, type LearnerRecordDoc, type RuleDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
+import { finishAbandonedChildren } from '../../src/domain/children';
 import { applyCatalogInfo } from '../../src/domain/course-event-data';
 import { deleteCourse } from '../../src/domain/courses';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
@@ -18,7 +19,7 @@ import { createRule, deleteRule, updateRule } from '../../src/domain/membership-
 import { createMembership, deleteMembership, updateMembership } from '../../src/domain/memberships';
 import { createPublicCourse } from '../../src/domain/public-courses';
 import { applyUserData, applyUserRetired, type UserEventData } from '../../src/domain/user-event-data';
-import { beforeFirst, groupWithRule, membershipOf, newGroup } from '../helpers/domain';
+import { beforeFirst, groupWithRule, membershipOf, newGroup, ProcessDied, withHookBefore } from '../helpers/domain';
 import { afterCall, afterCalls, inTurns } from '../helpers/interleavings';
 import { MONGO_URL, uniqueName } from '../helpers/stack';
 
@@ -717,4 +718,43 @@ test("H12 (every point) an administrator's membership created while the learner 
     },
   );
   expect(found).toEqual([]);
+});
+
+// Stop 62's closing note, finding (a): a process killed between a child's write and the second
+// read of its parents. Failed before src/domain/children.ts: nothing ever read the child again.
+test('K1 a process killed right after writing a link, a public record and a rule, each parent deleted just before: the sweep takes them back', async () => {
+  const org = uniqueName('org');
+  const tenant = new Tenant(db, org);
+  const course = `course-v1:${org}+K1+R`;
+  const linked = `course-v1:${org}+K1L+R`;
+  await applyCatalogInfo(db, { catalog_info: { course_key: course, name: 'K1' }, organization: org }, at(1, `c${org}`), org);
+  await applyCatalogInfo(db, { catalog_info: { course_key: linked, name: 'K1 linked' }, organization: org }, at(1, `l${org}`), org);
+  const [forLink, forRule] = [await newGroup(tenant), await newGroup(tenant)];
+  const dying = (collection: string, parentGoes: () => Promise<unknown>) =>
+    withHookBefore(tenant, collection, async () => void (await parentGoes()), 'insertOne', true);
+  await expect(
+    createGroupCourse(
+      dying(COLLECTIONS.groupCourses, () => deleteGroup(tenant, forLink)),
+      { course: linked, group: forLink },
+    ),
+  ).rejects.toThrow(ProcessDied);
+  await expect(
+    createRule(
+      dying(COLLECTIONS.rules, () => deleteGroup(tenant, forRule)),
+      { name: 'K1', domain: 'k1.example', group: forRule },
+    ),
+  ).rejects.toThrow(ProcessDied);
+  await expect(
+    createPublicCourse(
+      dying(COLLECTIONS.publicCourses, () => deleteCourse(db, course, at(2, `d${org}`))),
+      { course },
+    ),
+  ).rejects.toThrow(ProcessDied);
+  const left = async () =>
+    Promise.all([COLLECTIONS.groupCourses, COLLECTIONS.rules, COLLECTIONS.publicCourses].map((c) => db.collection(c).countDocuments({ org } as never)));
+  expect(await left()).toEqual([1, 1, 1]);
+  // The lease not yet past: nothing; past it, the three.
+  expect(await finishAbandonedChildren(db)).toBe(0);
+  expect(await finishAbandonedChildren(db, 0, Date.now() + 1)).toBe(3);
+  expect(await left()).toEqual([0, 0, 0]);
 });

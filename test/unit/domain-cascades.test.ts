@@ -2,13 +2,33 @@
 // leaves behind when it moves organization (src/domain/groups.ts, users.ts, courses.ts),
 // over the in-memory Db. test/integration/memberships.test.ts and events.test.ts check the same
 // through HTTP and Kafka.
+import type { Db } from 'mongodb';
 import { COLLECTIONS, type PublicCourseDoc, type UserGramDoc } from '../../src/db/collections';
 import type { Tenant } from '../../src/db/tenant';
+import { finishAbandonedChildren } from '../../src/domain/children';
 import { deleteCourse, upsertCourse } from '../../src/domain/courses';
+import { updateGroupCourse } from '../../src/domain/group-courses';
 import { deleteGroup } from '../../src/domain/groups';
 import { upsertUser } from '../../src/domain/learners';
+import { updateRule } from '../../src/domain/membership-rules';
 import { createPublicCourse } from '../../src/domain/public-courses';
-import { addRule, courseOf, day, facts, giveMembership, link, links, membershipOf, memberships, memoryWorld, newGroup, rules, userOf } from '../helpers/domain';
+import {
+  addRule,
+  courseOf,
+  day,
+  facts,
+  giveMembership,
+  link,
+  links,
+  membershipOf,
+  memberships,
+  memoryWorld,
+  newGroup,
+  ProcessDied,
+  rules,
+  userOf,
+  withHookBefore,
+} from '../helpers/domain';
 
 let tenant: (org: string) => Tenant;
 let a: Tenant;
@@ -132,5 +152,111 @@ describe('a course', () => {
     expect(await links(a)).toEqual([]);
     expect(await publicRecord(a, key)).toBeNull();
     expect(await courseOf(b, key)).toMatchObject({ name: 'Moved', is_public: 0, linked: 0 });
+  });
+});
+
+// Stop 62's closing note, finding (a): a process killed between a child's write and the second
+// read of its parents left the child for good when the parent's deletion had swept before the
+// write. The child's intent outlives the process, and the sweep settles the child.
+describe('a process killed right after writing a child, its parent deleted just before', () => {
+  const course = 'course-v1:A+KILLED+1';
+  let db: Db;
+  let group: number;
+  const sweep = () => finishAbandonedChildren(db, 60_000, Date.now() + 60_001);
+  beforeEach(async () => {
+    ({ db, tenant } = await memoryWorld());
+    a = tenant('org-a');
+    await upsertCourse(a, { key: course, name: 'Killed' }, day(1));
+    group = await newGroup(a, 'Doomed');
+  });
+  const dying = (collection: string, method: string, parentGoes: () => Promise<unknown>) =>
+    withHookBefore(a, collection, async () => void (await parentGoes()), method, true);
+
+  test('a link created as its group goes: the sweep takes the link back, and the course is unlinked', async () => {
+    await expect(
+      link(
+        dying(COLLECTIONS.groupCourses, 'insertOne', () => deleteGroup(a, group)),
+        course,
+        group,
+      ),
+    ).rejects.toThrow(ProcessDied);
+    expect(await links(a)).toHaveLength(1);
+    expect(await sweep()).toBe(1);
+    expect(await links(a)).toEqual([]);
+    expect(await courseOf(a, course)).toMatchObject({ linked: 0 });
+    expect(await sweep()).toBe(0);
+  });
+
+  test('a link created as its course is deleted: the sweep takes it back', async () => {
+    await expect(
+      link(
+        dying(COLLECTIONS.groupCourses, 'insertOne', () => deleteCourse(db, course, day(2))),
+        course,
+        group,
+      ),
+    ).rejects.toThrow(ProcessDied);
+    expect(await links(a)).toHaveLength(1);
+    expect(await sweep()).toBe(1);
+    expect(await links(a)).toEqual([]);
+  });
+
+  test('a link PATCHed onto a course as it is deleted: the sweep takes it back, and both courses are derived again', async () => {
+    const other = 'course-v1:A+OTHER+1';
+    await upsertCourse(a, { key: other, name: 'Other' }, day(1));
+    const made = await link(a, course, group);
+    const hooked = dying(COLLECTIONS.groupCourses, 'findOneAndUpdate', () => deleteCourse(db, other, day(2)));
+    await expect(updateGroupCourse(hooked, made.id, { course: other })).rejects.toThrow(ProcessDied);
+    expect(await sweep()).toBe(1);
+    expect(await links(a)).toEqual([]);
+    expect(await courseOf(a, course)).toMatchObject({ linked: 0 });
+  });
+
+  test('a public record created as its course is deleted: the sweep takes it back', async () => {
+    await expect(
+      createPublicCourse(
+        dying(COLLECTIONS.publicCourses, 'insertOne', () => deleteCourse(db, course, day(2))),
+        { course },
+      ),
+    ).rejects.toThrow(ProcessDied);
+    expect(await publicRecord(a, course)).not.toBeNull();
+    expect(await sweep()).toBe(1);
+    expect(await publicRecord(a, course)).toBeNull();
+  });
+
+  test('a rule created, or PATCHed onto a group, as the group goes: the sweep takes it back', async () => {
+    await expect(
+      addRule(
+        dying(COLLECTIONS.rules, 'insertOne', () => deleteGroup(a, group)),
+        'killed.example.com',
+        group,
+      ),
+    ).rejects.toThrow(ProcessDied);
+    const kept = await newGroup(a, 'Kept');
+    const doomed = await newGroup(a, 'Doomed too');
+    const rule = await addRule(a, 'moved.example.com', kept);
+    await expect(
+      updateRule(
+        dying(COLLECTIONS.rules, 'findOneAndUpdate', () => deleteGroup(a, doomed)),
+        rule.id,
+        { group: doomed },
+      ),
+    ).rejects.toThrow(ProcessDied);
+    expect((await rules(a)).map((r) => r.domain)).toEqual(['killed.example.com', 'moved.example.com']);
+    expect(await sweep()).toBe(2);
+    expect(await rules(a)).toEqual([]);
+  });
+
+  test('a child whose parents hold is left as written; an intent younger than the lease is left for later', async () => {
+    await expect(
+      link(
+        dying(COLLECTIONS.groupCourses, 'insertOne', async () => {}),
+        course,
+        group,
+      ),
+    ).rejects.toThrow(ProcessDied);
+    expect(await finishAbandonedChildren(db)).toBe(0);
+    expect(await sweep()).toBe(1);
+    expect(await links(a)).toHaveLength(1);
+    expect(await courseOf(a, course)).toMatchObject({ linked: 1 });
   });
 });

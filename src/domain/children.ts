@@ -1,0 +1,114 @@
+import type { Db, Filter } from 'mongodb';
+import { childIntents } from '../db/child-intents';
+import { type ChildIntentDoc, COLLECTIONS, type GroupCourseDoc, type PublicCourseDoc, type RuleDoc } from '../db/collections';
+import { Tenant } from '../db/tenant';
+import { doesNotExist, type FieldErrors, Invalid } from '../errors';
+import { courseHolds } from './courses';
+import { groupExists } from './groups';
+import { syncCourseFacts } from './list-facts';
+
+/**
+ * The child's half of the parent/child protocol (docs/event-core.md, "What hangs off a record"),
+ * one way for every child an administrator writes: a group link (under its course and its group),
+ * a public record (under its course), a rule (under its group). An intent is written first; the
+ * child is written; its parents are read again (`settle`): a deletion or move of a parent that
+ * swept before the child was written is seen, and the child removes itself; then the intent goes.
+ * A process that dies after the child's write leaves the intent, and the sweep settles the child
+ * (`finishAbandonedChildren`): no crash leaves an orphan.
+ */
+
+export type ChildKind = ChildIntentDoc['kind'];
+
+/** A child: its kind, its `_id`, and the courses whose list facts its write may change. */
+export interface ChildRef {
+  kind: ChildKind;
+  id: string;
+  courses: string[];
+}
+
+const links = (tenant: Tenant) => tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
+
+/**
+ * Reads child `ref` again with its parents. Where a parent is gone (a group deleted; a course
+ * deleted, moved, or begun again since the child's `born`), deletes the child as read (another
+ * write of it since is left alone), and derives its courses' list facts again. Answers which
+ * parent was gone (the course first), as the request's refusal; null when both hold.
+ */
+async function settle(tenant: Tenant, ref: ChildRef): Promise<FieldErrors | null> {
+  let missing: FieldErrors | null = null;
+  let course: string | undefined;
+  if (ref.kind === 'rule') {
+    const rule = await tenant.collection<RuleDoc>(COLLECTIONS.rules).findById(ref.id);
+    if (rule && !(await groupExists(tenant, rule.group))) {
+      await tenant.collection<RuleDoc>(COLLECTIONS.rules).deleteMany({ _id: rule._id, group: rule.group });
+      missing = { group: [doesNotExist(rule.group)] };
+    }
+    return missing;
+  }
+  if (ref.kind === 'public') {
+    const record = await tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).findById(ref.id);
+    if (record && !(await courseHolds(tenant, record.course, record.born ?? ''))) {
+      await tenant
+        .collection<PublicCourseDoc>(COLLECTIONS.publicCourses)
+        .deleteOne({ _id: record._id, born: record.born ?? { $exists: false } } as Filter<PublicCourseDoc>);
+      missing = { course: [doesNotExist(record.course)] };
+    }
+    course = record?.course;
+  } else {
+    const link = await links(tenant).findById(ref.id);
+    if (link) {
+      const [courseOk, groupOk] = await Promise.all([courseHolds(tenant, link.course, link.born ?? ''), groupExists(tenant, link.group)]);
+      // By `born` too: another PATCH onto the same course since (its `born` later) made the link its own.
+      if (!courseOk) await links(tenant).deleteMany({ _id: link._id, course: link.course, born: link.born ?? { $exists: false } } as Filter<GroupCourseDoc>);
+      if (!groupOk) await links(tenant).deleteMany({ _id: link._id, group: link.group });
+      if (!courseOk) missing = { course: [doesNotExist(link.course)] };
+      else if (!groupOk) missing = { group: [doesNotExist(link.group)] };
+      course = link.course;
+    }
+  }
+  await syncCourseFacts(tenant, [...new Set([...ref.courses, ...(course === undefined ? [] : [course])])]);
+  return missing;
+}
+
+/**
+ * Writes child `ref` (`write`) under its parents: the intent, the write, `settle`, the intent's
+ * end. Answers the write's result and which parent was gone (the child then removed itself). A
+ * write refused for its input (Invalid: nothing written) ends its intent at once; any other
+ * failure leaves it to the sweep, as a death would.
+ */
+export async function hangOff<R>(tenant: Tenant, ref: ChildRef, write: () => Promise<R>): Promise<{ result: R; missing: FieldErrors | null }> {
+  const intents = childIntents(tenant.db);
+  const intent = await intents.open({ org: tenant.org, kind: ref.kind, child: ref.id, courses: ref.courses });
+  let result: R;
+  try {
+    result = await write();
+  } catch (err) {
+    if (err instanceof Invalid) await intents.close(intent);
+    throw err;
+  }
+  const missing = await settle(tenant, ref);
+  await intents.close(intent);
+  return { result, missing };
+}
+
+/** `hangOff` for a creation: the child, or Invalid naming the parent that was gone. */
+export async function createChild<R>(tenant: Tenant, ref: ChildRef, write: () => Promise<R>): Promise<R> {
+  const { result, missing } = await hangOff(tenant, ref, write);
+  if (missing) throw new Invalid(missing);
+  return result;
+}
+
+/** How old a child's intent is before the sweep takes it for abandoned (a child's write takes milliseconds). */
+export const CHILD_LEASE_MS = 120_000;
+
+/** Settles the children dead processes left unsettled (intents older than `leaseMs`); returns how many. Any process may run it. */
+export async function finishAbandonedChildren(db: Db, leaseMs = CHILD_LEASE_MS, now = Date.now()): Promise<number> {
+  const intents = childIntents(db);
+  // At most 100 a call: the next call (a minute later) takes the rest.
+  const abandoned = await intents.abandoned(new Date(now - leaseMs).toISOString(), 100);
+  for (const intent of abandoned) {
+    await settle(new Tenant(db, intent.org), { kind: intent.kind, id: intent.child, courses: intent.courses });
+    await intents.close(intent._id);
+  }
+  return abandoned.length;
+}
