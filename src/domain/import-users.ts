@@ -8,7 +8,18 @@ import { learnerRecords } from '../db/user-records';
 import { entryOf, isLegacyDuplicate } from './arrivals';
 import { type ApplyOutcome, asStamp, type EventStamp } from './event-time';
 import type { LearnerEntry } from './learner-fold';
-import { afterProjection, firstRecord, isProjected, joinByRule, learnerHistory, newMark, Projection, project, type UserFacts, userEntry } from './learners';
+import {
+  afterProjection,
+  completeArrivalRule,
+  firstRecord,
+  isProjected,
+  learnerHistory,
+  newMark,
+  Projection,
+  project,
+  type UserFacts,
+  userEntry,
+} from './learners';
 import { syncUserGroups, userGroupFacts } from './list-facts';
 import { type Arriving, arrive } from './record-history';
 import { matchRules } from './rule-match';
@@ -152,8 +163,8 @@ async function projectNew(tenant: Tenant, inserted: readonly { line: UserLine; d
     tenant,
     inserted.filter((f) => f.line.facts.is_active && !f.doc.m).map((f) => f.line.facts),
   );
-  // Each as the late half of its activation, the record's first arrival: not after an administrator's change since.
-  for (const m of late) await joinByRule(tenant.db, tenant.org, m.user.id, m.rule.group, 1);
+  // Each completes its activation, the record's first arrival.
+  for (const m of late) await completeArrivalRule(tenant.db, m.user.id, 1, m.rule.group);
 }
 
 /** The first line of each user id, with its index: a repeat of an id is applied per event, after the first. */

@@ -452,18 +452,42 @@ export const userExists = (tenant: Tenant, id: number) => tenant.collection<User
  * entry is its period's activation). A rule created and applied to existing learners while this
  * event arrived may have read the learner before the record was written, as this read may have
  * missed the rule: after the write the rules are read again, and an activation that matched none
- * joins the group of one that matches now, unless an administrator changed the learner's
- * membership since (their later change stands: SPEC §5), or the learner left since (`joinByRule`).
+ * is completed with the group of one that matches now (`completeArrivalRule`).
  */
 export async function upsertUser(tenant: Tenant, facts: UserFacts, at: string | EventStamp, capable = false): Promise<LearnerArrival> {
   const rule = capable && facts.is_active ? await ruleGroup(tenant, facts) : null;
   const arrival = await applyLearnerEntry(tenant.db, facts.id, at, userEntry(facts, tenant.org, capable, rule));
-  const { current } = arrival;
-  if (arrival.activated && rule === null && current?.org === tenant.org && !current.m) {
+  if (arrival.activated && rule === null) {
     const late = await ruleGroup(tenant, facts);
-    if (late !== null) await joinByRule(tenant.db, tenant.org, facts.id, late, arrival.seq);
+    if (late !== null) return { ...arrival, current: (await completeArrivalRule(tenant.db, facts.id, arrival.seq, late)) ?? arrival.current };
   }
   return arrival;
+}
+
+/**
+ * Completes arrival `seq`, a user event whose read of the rules matched none, with the group of
+ * a rule its email matched on the second read after its write (`upsertUser`, the batch path): a
+ * rule created and applied to existing learners while the event arrived may have read the learner
+ * before the record was written, as the first read missed the rule, so the arrival is what either
+ * read saw. The fold then decides, as for any arrival: the rule applies if the arrival is its
+ * period's activation and the learner was in no group; an administrator's change, a retirement
+ * or a move that came after it stays after it. Nothing when the arrival is no longer kept
+ * (compacted into the floor: a bound, docs/event-core.md) or matched a rule. The record as written, or null.
+ */
+export async function completeArrivalRule(db: Db, id: number, seq: number, group: number): Promise<LearnerRecordDoc | null> {
+  const records = learnerRecords(db);
+  for (let round = 0; round < ROUNDS; round++) {
+    const doc = await records.read(id);
+    const before = await historyOf(db, doc);
+    const arrived = before.entries.find((e) => e.seq === seq);
+    if (!doc || arrived?.kind !== 'user' || arrived.rule !== null) return null;
+    const history = { ...before, entries: before.entries.map((e) => (e === arrived ? { ...arrived, rule: group } : e)) };
+    const isLive = await liveGroups(db, history);
+    const next = learnerRecordOf(id, doc, compact(history, learnerFold(isLive), historyBounds()), isLive);
+    if (await records.writeIfUnchanged(doc, next)) return project(db, { ...doc, ...next });
+    await giveWay(round);
+  }
+  throw new Error(`learner ${id} kept changing while an arrival's rule was completed`);
 }
 
 /** The group of the rule `facts`' email matches in the organization, or null. */
@@ -478,16 +502,11 @@ export async function retireUser(db: Db, userId: number, at: string | EventStamp
 
 /**
  * The learner joins `group` as a rule's doing, if they are active in `org` with no group (a rule
- * applied to existing learners, or one created while their activation arrived). `lateFor`: the
- * activation's arrival (`seq`) when the join finishes it (the rule was created while it arrived):
- * none if anything but a user event of `org` arrived since (an administrator's change, a join: it
- * came after the activation, and stands; a retirement or a move: the learner here now is another
- * incarnation, which that activation never concerned). True when they are then a member of it by rule.
+ * applied to existing learners). True when they are then a member of it by rule.
  */
-export async function joinByRule(db: Db, org: string, userId: number, group: number, lateFor?: number): Promise<boolean> {
-  const { current } = await applyLearnerEntry(db, userId, null, (state, doc) => {
+export async function joinByRule(db: Db, org: string, userId: number, group: number): Promise<boolean> {
+  const { current } = await applyLearnerEntry(db, userId, null, (state) => {
     if (state.record?.org !== org || !state.record.is_active || state.membership !== null) throw new NotJoined();
-    if (lateFor !== undefined && learnerHistory(doc).entries.some((e) => e.seq > lateFor && (e.kind !== 'user' || e.org !== org))) throw new NotJoined();
     return { kind: 'join', org, group };
   }).catch((err: unknown) => {
     if (err instanceof NotJoined) return { current: null };

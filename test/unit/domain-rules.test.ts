@@ -267,6 +267,34 @@ describe('a rule created while an activation arrived, after an administrator cha
     expect(await membershipOf(a, 1)).toBeNull();
   });
 
+  // The rule's read is part of the arrival (learners.ts `completeArrivalRule`): had the first
+  // read seen the rule, the activation made the membership and the deactivation kept it. The
+  // join that finished the arrival before refused a learner inactive by then.
+  test('one by one, a newer deactivation in the window: the activation made the membership, and it stays', async () => {
+    const group = await newGroup(a, 'Late');
+    const { hooked, seen } = beforeSecondRead(async () => {
+      await upsertUser(a, facts(1, { domain: 'late.edu', is_active: false }), day(2));
+      await addRule(a, 'late.edu', group);
+    });
+    await upsertUser(hooked, facts(1, { domain: 'late.edu' }), day(1), true);
+    expect(seen.reads).toBe(2);
+    expect(await membershipOf(a, 1)).toMatchObject({ group, automatic: true });
+    expect(await userOf(a, 1)).toMatchObject({ is_active: false });
+  });
+
+  test('the batch path, a newer deactivation in the window: the same', async () => {
+    const group = await newGroup(a, 'Late');
+    const hooked = withHookBefore(a, COLLECTIONS.userGrams, async () => {
+      await upsertUser(a, facts(1, { domain: 'late.edu', is_active: false }), day(2));
+      await addRule(a, 'late.edu', group);
+    });
+    await importUserBatch(hooked, [
+      { facts: facts(1, { domain: 'late.edu' }), at: { time: day(1), id: 'e1' } },
+      { facts: facts(2), at: { time: day(1), id: 'e2' } },
+    ]);
+    expect(await membershipOf(a, 1)).toMatchObject({ group, automatic: true });
+  });
+
   test('without the administrator, the late read still makes the membership', async () => {
     const group = await newGroup(a, 'Late');
     const hooked = withHookBefore(a, COLLECTIONS.userGrams, async () => void (await addRule(a, 'late.edu', group)));
