@@ -120,9 +120,13 @@ interface UserTrack extends Track {
   /**
    * The arrivals counted when a group the learner was in was last deleted: the activations and
    * rules that arrived until then found the learner in that group, so none of them makes a
-   * membership after it (its deletion is no new activation).
+   * membership after it (its deletion is no new activation). Only while that membership is of the
+   * learner's current incarnation: a removal newer than where it began, arriving later, ends the
+   * incarnation it was of, and what follows the removal never found the learner in it (`since`).
    */
   barrier: number;
+  /** Where the membership the barrier is for began. */
+  barrierSince: Version | null;
   /** The version an administrator's write or a rule's application was last placed after, and how many were. */
   placedAfter: Version | null;
   placed: number;
@@ -297,6 +301,7 @@ export class EventModel {
     if (!newer(version, t.removed)) return;
     t.removed = version;
     t.log = t.log.filter((entry) => !newer(version, entry.v));
+    if (t.barrierSince !== null && newer(version, t.barrierSince)) [t.barrier, t.barrierSince] = [0, null];
   }
 
   /**
@@ -451,6 +456,7 @@ export class EventModel {
         lates: 0,
         arrived: 0,
         barrier: 0,
+        barrierSince: null,
         placedAfter: null,
         placed: 0,
       };
@@ -513,9 +519,10 @@ export class EventModel {
     if (!o.groups.delete(group)) return 404;
     for (const [user, g] of o.memberships) {
       if (g !== group) continue;
+      const born = o.born.get(user) ?? null;
       this.dropMembership(org, user);
       const t = this.users.get(user);
-      if (t) t.barrier = t.arrived;
+      if (t) [t.barrier, t.barrierSince] = [t.arrived, born];
     }
     for (const [domain, g] of o.rules) if (g === group) o.rules.delete(domain);
     for (const link of o.links)

@@ -236,3 +236,24 @@ test('after the deletion, a deactivation and an activation older than the newest
   expect(m.deliver(activation(4, 'ann@corp.com'))).toBe('stale');
   expect(membership()).toBe(corp);
 });
+
+// Review 2026-12-01 (stop 63): the fold against the model with FOLD_RUNS=3000 found the barrier
+// outliving the incarnation it was for. Had the move away arrived before the deletion, the
+// activation after the return was a new incarnation's, in no group, and its rule applied.
+test('a move away older than an activation, arriving after the deletion of the group the learner was in: the activation after the return is of a new incarnation, and its rule applies', () => {
+  const { m, uni, corp, membership } = twoRules();
+  m.deliver(activation(1));
+  m.deliver(activation(4, 'ann@corp.com'));
+  expect(membership()).toBe(uni);
+  expect(m.deleteGroup('tenant-a', uni)).toBe(204);
+  expect(membership()).toBeNull();
+  expect(m.deliver(user('updated', 2, { org: 'tenant-b', active: true }))).toBe('stale');
+  expect(membership()).toBe(corp);
+  // The other order: the move away first, then the deletion (nothing of the learner's in it).
+  const other = twoRules();
+  other.m.deliver(activation(1));
+  other.m.deliver(activation(4, 'ann@corp.com'));
+  other.m.deliver(user('updated', 2, { org: 'tenant-b', active: true }));
+  expect(other.m.deleteGroup('tenant-a', other.uni)).toBe(204);
+  expect(other.membership()).toBe(other.corp);
+});

@@ -669,6 +669,8 @@ describe('the fold against the reference model', () => {
         ]);
         for (const [k, g] of rules) model.createRule(k.split(' ')[0]!, k.split(' ')[1]!, g);
         const isLive = (g: number) => live.has(g);
+        // What an activation or join carries (learners.ts `withGone`): the groups deleted when it arrived.
+        const gone = () => groups.filter((g) => !live.has(g));
         const histories = new Map<number, Learner>(userIds.map((id) => [id, emptyHistory()]));
         const sent: ModelEvent[] = [];
         const deliver = (e: ModelEvent, uid: number) => {
@@ -688,14 +690,18 @@ describe('the fold against the reference model', () => {
               facts: { username: e.user.username, email: e.user.email, name: e.user.name, is_active: active },
               capable,
               rule,
+              gone: gone(),
             };
           } else return;
           histories.set(uid, arrive(histories.get(uid)!, entry).history);
         };
         let admins = 0;
+        // As learners.ts `applyLearnerEntry` writes them: a move says what it moved, as the administrator saw it.
         const admin = (uid: number, org: string, group: number | null, move?: true) => {
           const h = histories.get(uid)!;
-          histories.set(uid, arrive(h, { kind: 'admin', source: 'cag:admin', id: `a${++admins}`, ...placeNow(h), timed: true, org, group, move }).history);
+          const m = move && foldLearner(h, isLive).membership;
+          const moved = m ? { moved: { by: m.by, born: m.born } } : {};
+          histories.set(uid, arrive(h, { kind: 'admin', source: 'cag:admin', id: `a${++admins}`, ...placeNow(h), timed: true, org, group, ...moved }).history);
         };
         steps.forEach((s, i) => {
           switch (s.t) {
@@ -777,6 +783,7 @@ describe('the fold against the reference model', () => {
                   timed: true,
                   org: s.org,
                   group,
+                  gone: gone(),
                 }).history;
                 histories.set(uid, next);
                 if (foldLearner(next, isLive).membership?.group === group) created++;
@@ -803,6 +810,8 @@ describe('the fold against the reference model', () => {
               want && { username: want.username, email: want.email, is_active: want.is_active },
             ]);
             expect([uid, org, got ? (state.membership?.group ?? null) : null]).toEqual([uid, org, model.membership(org, uid)]);
+            const automatic = model.view(org).memberships.find((m) => m.user === uid)?.automatic ?? null;
+            expect([uid, org, 'automatic', got && state.membership ? state.membership.by === 'rule' : null]).toEqual([uid, org, 'automatic', automatic]);
           }
         }
       }),
