@@ -1,6 +1,6 @@
-import type { Db, Filter } from 'mongodb';
+import type { Db } from 'mongodb';
 import { childIntents } from '../db/child-intents';
-import { type ChildIntentDoc, COLLECTIONS, type GroupCourseDoc, type PublicCourseDoc, type RuleDoc } from '../db/collections';
+import { type ChildIntentDoc, COLLECTIONS, type GroupCourseDoc, type PublicCourseDoc, type RuleDoc, type TenantDoc } from '../db/collections';
 import { Tenant } from '../db/tenant';
 import { doesNotExist, type FieldErrors, Invalid } from '../errors';
 import { courseHolds } from './courses';
@@ -19,55 +19,65 @@ import { syncCourseFacts } from './list-facts';
 
 export type ChildKind = ChildIntentDoc['kind'];
 
-/** A child: its kind, its `_id`, and the courses whose list facts its write may change. */
+/** A child's parents: its course (with where the child began under it) and its group. */
+interface Parents {
+  course?: { key: string; born: string };
+  group?: number;
+}
+
+/**
+ * A child: its kind, its `_id`, the courses whose list facts its write may change, and the
+ * parents it is written under (what a request is refused on when the child is gone already).
+ */
 export interface ChildRef {
   kind: ChildKind;
   id: string;
   courses: string[];
+  parents: Parents;
 }
 
 const links = (tenant: Tenant) => tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
 
-/**
- * Reads child `ref` again with its parents. Where a parent is gone (a group deleted; a course
- * deleted, moved, or begun again since the child's `born`), deletes the child as read (another
- * write of it since is left alone), and derives its courses' list facts again. Answers which
- * parent was gone (the course first), as the request's refusal; null when both hold.
- */
-async function settle(tenant: Tenant, ref: ChildRef): Promise<FieldErrors | null> {
-  let missing: FieldErrors | null = null;
-  let course: string | undefined;
+/** The child as stored now, and its parents (null: there is none). */
+async function readChild(tenant: Tenant, ref: Pick<ChildRef, 'kind' | 'id'>) {
   if (ref.kind === 'rule') {
     const rule = await tenant.collection<RuleDoc>(COLLECTIONS.rules).findById(ref.id);
-    if (rule && !(await groupExists(tenant, rule.group))) {
-      await tenant.collection<RuleDoc>(COLLECTIONS.rules).deleteMany({ _id: rule._id, group: rule.group });
-      missing = { group: [doesNotExist(rule.group)] };
-    }
-    return missing;
+    return rule && { filter: { _id: rule._id }, parents: { group: rule.group } };
   }
   if (ref.kind === 'public') {
     const record = await tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).findById(ref.id);
-    if (record && !(await courseHolds(tenant, record.course, record.born ?? ''))) {
-      await tenant
-        .collection<PublicCourseDoc>(COLLECTIONS.publicCourses)
-        .deleteOne({ _id: record._id, born: record.born ?? { $exists: false } } as Filter<PublicCourseDoc>);
-      missing = { course: [doesNotExist(record.course)] };
-    }
-    course = record?.course;
-  } else {
-    const link = await links(tenant).findById(ref.id);
-    if (link) {
-      const [courseOk, groupOk] = await Promise.all([courseHolds(tenant, link.course, link.born ?? ''), groupExists(tenant, link.group)]);
-      // By `born` too: another PATCH onto the same course since (its `born` later) made the link its own.
-      if (!courseOk) await links(tenant).deleteMany({ _id: link._id, course: link.course, born: link.born ?? { $exists: false } } as Filter<GroupCourseDoc>);
-      if (!groupOk) await links(tenant).deleteMany({ _id: link._id, group: link.group });
-      if (!courseOk) missing = { course: [doesNotExist(link.course)] };
-      else if (!groupOk) missing = { group: [doesNotExist(link.group)] };
-      course = link.course;
-    }
+    return record && { filter: { _id: record._id }, parents: { course: { key: record.course, born: record.born ?? '' } } };
   }
-  await syncCourseFacts(tenant, [...new Set([...ref.courses, ...(course === undefined ? [] : [course])])]);
-  return missing;
+  const link = await links(tenant).findById(ref.id);
+  return link && { filter: { _id: link._id }, parents: { course: { key: link.course, born: link.born ?? '' }, group: link.group } };
+}
+
+const COLLECTION_OF: Record<ChildKind, string> = { link: COLLECTIONS.groupCourses, public: COLLECTIONS.publicCourses, rule: COLLECTIONS.rules };
+
+/**
+ * Reads child `ref` again with its parents (those it was written under when it is gone already).
+ * Where a parent is gone (a group deleted; a course deleted, moved, or begun again since the
+ * child's `born`), deletes the child as read, by that parent (another write of it since is left
+ * alone), and derives its courses' list facts again. Answers which parent was gone (the course
+ * first), as the request's refusal; null when both hold.
+ */
+async function settle(tenant: Tenant, ref: ChildRef): Promise<FieldErrors | null> {
+  const child = await readChild(tenant, ref);
+  const { course, group } = child?.parents ?? ref.parents;
+  const [courseOk, groupOk] = await Promise.all([
+    course === undefined || courseHolds(tenant, course.key, course.born),
+    group === undefined || groupExists(tenant, group),
+  ]);
+  if (child) {
+    const children = tenant.collection<TenantDoc & { born?: string }>(COLLECTION_OF[ref.kind] as never);
+    // By `born` too: another write under the same course since (its `born` later) made the child its own.
+    const bornAs = (born: string) => (born === '' ? { $in: ['', null] } : born);
+    if (!courseOk) await children.deleteMany({ ...child.filter, course: course!.key, born: bornAs(course!.born) } as never);
+    if (!groupOk) await children.deleteMany({ ...child.filter, group } as never);
+  }
+  if (ref.kind !== 'rule') await syncCourseFacts(tenant, [...new Set([...ref.courses, ...(course ? [course.key] : [])])]);
+  if (!courseOk) return { course: [doesNotExist(course!.key)] };
+  return groupOk ? null : { group: [doesNotExist(group)] };
 }
 
 /**
@@ -107,7 +117,7 @@ export async function finishAbandonedChildren(db: Db, leaseMs = CHILD_LEASE_MS, 
   // At most 100 a call: the next call (a minute later) takes the rest.
   const abandoned = await intents.abandoned(new Date(now - leaseMs).toISOString(), 100);
   for (const intent of abandoned) {
-    await settle(new Tenant(db, intent.org), { kind: intent.kind, id: intent.child, courses: intent.courses });
+    await settle(new Tenant(db, intent.org), { kind: intent.kind, id: intent.child, courses: intent.courses, parents: {} });
     await intents.close(intent._id);
   }
   return abandoned.length;

@@ -39,7 +39,8 @@ export async function createGroupCourse(tenant: Tenant, input: { course: string;
   if (await links(tenant).has({ course: input.course, group: input.group })) throw notUnique();
   const id = await tenant.nextId('group_courses');
   // Written under its course and its group (children.ts): one deleted or moved meanwhile takes it back, and is one that does not exist.
-  return createChild(tenant, { kind: 'link', id: String(id), courses: [input.course] }, () =>
+  const parents = { course: { key: input.course, born }, group: input.group };
+  return createChild(tenant, { kind: 'link', id: String(id), courses: [input.course], parents }, () =>
     refusingTakenPair(() => links(tenant).insertOne({ _id: String(id), id, course: input.course, group: input.group, born })),
   );
 }
@@ -79,14 +80,16 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
   };
   // Written under both parents (children.ts; another PATCH may have changed the other one
   // meanwhile): on a course or group whose deletion (or move) swept meanwhile, the link goes with
-  // it, as had the deletion come after (the PATCH answers what it wrote).
-  const ref = { kind: 'link' as const, id: read._id, courses: [...new Set([read.course, patch.course ?? read.course])] };
+  // it, as had the deletion come after (the PATCH answers what it wrote). Written only while the
+  // link is on a course the intent names (the one read, or the one it goes to), so the sweep
+  // derives the course it leaves, whenever the process dies; moved elsewhere since by another
+  // PATCH, it is read again and the PATCH starts over.
+  const ref = { kind: 'link' as const, id: read._id, courses: [...new Set([read.course, patch.course ?? read.course])], parents: {} };
   const { result: before } = await hangOff(tenant, ref, () =>
-    refusingTakenPair(() => links(tenant).findOneAndUpdate({ id }, { $set: set }, { returnDocument: 'before' })),
+    refusingTakenPair(() => links(tenant).findOneAndUpdate({ id, course: { $in: ref.courses } }, { $set: set }, { returnDocument: 'before' })),
   );
-  if (!before) return null;
-  if (before.course !== read.course) await syncCourseFacts(tenant, [before.course]);
-  return { ...before, ...set };
+  if (before) return { ...before, ...set };
+  return updateGroupCourse(tenant, id, patch);
 }
 
 /** Deletes the link: one write (of two DELETEs at once, one answers 404). */

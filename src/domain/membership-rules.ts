@@ -68,7 +68,7 @@ export async function createRule(tenant: Tenant, input: { name: string; domain: 
   if (await rules(tenant).has({ domain })) throw domainTaken();
   const id = await tenant.nextId('membership_rules');
   // Written under its group (children.ts): a deletion of the group that ran meanwhile takes it back, and the request names no group.
-  return createChild(tenant, { kind: 'rule', id: String(id), courses: [] }, () =>
+  return createChild(tenant, { kind: 'rule', id: String(id), courses: [], parents: { group: input.group } }, () =>
     refusingTakenDomain(() => rules(tenant).insertOne({ _id: String(id), id, name: input.name, domain, group: input.group })),
   );
 }
@@ -92,7 +92,7 @@ export async function updateRule(tenant: Tenant, id: number, patch: { name?: str
   const write = () => refusingTakenDomain(() => rules(tenant).findOneAndUpdate({ id }, { $set: set }));
   if (patch.group === undefined) return write();
   // Moved onto a group deleted meanwhile: the group's deletion takes it (children.ts), as had it come after.
-  return (await hangOff(tenant, { kind: 'rule', id: read._id, courses: [] }, write)).result;
+  return (await hangOff(tenant, { kind: 'rule', id: read._id, courses: [], parents: {} }, write)).result;
 }
 
 /** Deletes the rule: one write (of two DELETEs at once, one answers 404). */

@@ -22,7 +22,7 @@ export async function createPublicCourse(tenant: Tenant, input: { course: string
   if (await records(tenant).has({ _id: input.course })) throw alreadyPublic();
   const id = await tenant.nextId('public_courses');
   // Written under its course (children.ts): deleted or moved meanwhile, it takes the record back.
-  return createChild(tenant, { kind: 'public', id: input.course, courses: [input.course] }, async () => {
+  return createChild(tenant, { kind: 'public', id: input.course, courses: [input.course], parents: { course: { key: input.course, born } } }, async () => {
     try {
       return await records(tenant).insertOne({ _id: input.course, id, course: input.course, born });
     } catch (err) {

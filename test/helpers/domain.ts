@@ -56,12 +56,13 @@ export class ProcessDied extends Error {}
 /**
  * The tenant, with `hook` run just before its first call of `method` (an `insertMany` by
  * default) on `collectionName`: the moment another request or event (another process) lands
- * between a step's reads and its writes. `dieAfter`: that call, once written, throws
- * ProcessDied, as a process killed right after its write leaves what it wrote.
+ * between a step's reads and its writes. `dieAfter` n: the n-th call (1: that first one), once
+ * written, throws ProcessDied, as a process killed right after its write leaves what it wrote.
  */
-export function withHookBefore(tenant: Tenant, collectionName: string, hook: () => Promise<void>, method = 'insertMany', dieAfter = false): Tenant {
+export function withHookBefore(tenant: Tenant, collectionName: string, hook: () => Promise<void>, method = 'insertMany', dieAfter = 0): Tenant {
   const collection = tenant.collection.bind(tenant);
   let fired = false;
+  let calls = 0;
   const hooked = Object.create(tenant) as Tenant;
   hooked.collection = ((name: string) => {
     const real = collection(name as never);
@@ -71,13 +72,13 @@ export function withHookBefore(tenant: Tenant, collectionName: string, hook: () 
         const value = Reflect.get(target, prop, receiver);
         if (prop !== method || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
         return async (...args: unknown[]) => {
-          const first = !fired;
-          if (first) {
+          calls++;
+          if (!fired) {
             fired = true;
             await hook();
           }
           const result = await (value as (...a: unknown[]) => unknown).apply(target, args);
-          if (first && dieAfter) throw new ProcessDied();
+          if (calls === dieAfter) throw new ProcessDied();
           return result;
         };
       },

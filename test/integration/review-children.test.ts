@@ -731,7 +731,7 @@ test('K1 a process killed right after writing a link, a public record and a rule
   await applyCatalogInfo(db, { catalog_info: { course_key: linked, name: 'K1 linked' }, organization: org }, at(1, `l${org}`), org);
   const [forLink, forRule] = [await newGroup(tenant), await newGroup(tenant)];
   const dying = (collection: string, parentGoes: () => Promise<unknown>) =>
-    withHookBefore(tenant, collection, async () => void (await parentGoes()), 'insertOne', true);
+    withHookBefore(tenant, collection, async () => void (await parentGoes()), 'insertOne', 1);
   await expect(
     createGroupCourse(
       dying(COLLECTIONS.groupCourses, () => deleteGroup(tenant, forLink)),

@@ -169,8 +169,8 @@ describe('a process killed right after writing a child, its parent deleted just 
     await upsertCourse(a, { key: course, name: 'Killed' }, day(1));
     group = await newGroup(a, 'Doomed');
   });
-  const dying = (collection: string, method: string, parentGoes: () => Promise<unknown>) =>
-    withHookBefore(a, collection, async () => void (await parentGoes()), method, true);
+  const dying = (collection: string, method: string, parentGoes: () => Promise<unknown>, call = 1) =>
+    withHookBefore(a, collection, async () => void (await parentGoes()), method, call);
 
   test('a link created as its group goes: the sweep takes the link back, and the course is unlinked', async () => {
     await expect(
@@ -244,6 +244,33 @@ describe('a process killed right after writing a child, its parent deleted just 
     expect((await rules(a)).map((r) => r.domain)).toEqual(['killed.example.com', 'moved.example.com']);
     expect(await sweep()).toBe(2);
     expect(await rules(a)).toEqual([]);
+  });
+
+  test('a link PATCHed off a course another PATCH moved it to since it was read: the sweep derives that course too', async () => {
+    const [x, y] = ['course-v1:A+X+1', 'course-v1:A+Y+1'];
+    for (const key of [x, y]) await upsertCourse(a, { key, name: key }, day(1));
+    const made = await link(a, course, group);
+    // Between this PATCH's read and its write, another moves the link to x (and derives x): the
+    // write finds the link moved, reads it again, moves it off x, and its process dies.
+    const hooked = dying(COLLECTIONS.groupCourses, 'findOneAndUpdate', async () => updateGroupCourse(a, made.id, { course: x }), 2);
+    await expect(updateGroupCourse(hooked, made.id, { course: y })).rejects.toThrow(ProcessDied);
+    expect((await links(a)).map((l) => l.course)).toEqual([y]);
+    expect(await sweep()).toBeGreaterThanOrEqual(1);
+    expect([await courseOf(a, course), await courseOf(a, x), await courseOf(a, y)].map((c) => c?.linked)).toEqual([0, 0, 1]);
+  });
+
+  // Review 2026-12-01 (stop 63), F2: the deletion's second sweep took the link back between its
+  // write and the second read of its parents, which then found no link to refuse.
+  test('a creation whose child the parent’s deletion took back before the second read is refused, naming that parent', async () => {
+    const hooked = withHookBefore(a, COLLECTIONS.groupCourses, async () => void (await deleteGroup(a, group)), 'findById');
+    await expect(link(hooked, course, group)).rejects.toMatchObject({ fields: { group: [expect.stringContaining(String(group))] } });
+    const rulesHooked = withHookBefore(a, COLLECTIONS.rules, async () => void (await deleteGroup(a, other)), 'findById');
+    const other = await newGroup(a, 'Other');
+    await expect(addRule(rulesHooked, 'refused.example.com', other)).rejects.toMatchObject({ fields: { group: expect.any(Array) } });
+    const publicHooked = withHookBefore(a, COLLECTIONS.publicCourses, async () => void (await deleteCourse(db, course, day(2))), 'findById');
+    await expect(createPublicCourse(publicHooked, { course })).rejects.toMatchObject({ fields: { course: expect.any(Array) } });
+    expect([await links(a), await rules(a), await publicRecord(a, course)]).toEqual([[], [], null]);
+    expect(await sweep()).toBe(0);
   });
 
   test('a child whose parents hold is left as written; an intent younger than the lease is left for later', async () => {
