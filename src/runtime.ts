@@ -332,11 +332,12 @@ export async function startService(
  * (src/domain/children.ts). Failures are logged and tried at the next sweep.
  */
 function keepFinishingProjections(db: Db, log: Logger, signal: AbortSignal): void {
-  const sweep = () =>
-    Promise.all([finishAbandonedProjections(db), finishAbandonedChildren(db)]).then(
-      ([learners, children]) => (learners > 0 || children > 0) && log.info({ learners, children }, 'finished writes a stopped process left'),
-      (err: Error) => log.warn({ err: { name: err.name, message: err.message } }, 'projection sweep failed'),
+  const finish = (what: 'learners' | 'children', run: () => Promise<number>) =>
+    run().then(
+      (n) => n > 0 && log.info({ [what]: n }, 'finished writes a stopped process left'),
+      (err: Error) => log.warn({ err: { name: err.name, message: err.message }, what }, 'sweep failed'),
     );
+  const sweep = () => Promise.all([finish('learners', () => finishAbandonedProjections(db)), finish('children', () => finishAbandonedChildren(db))]);
   const timer = setInterval(sweep, PROJECTION_LEASE_MS / 2);
   timer.unref();
   signal.addEventListener('abort', () => clearInterval(timer), { once: true });

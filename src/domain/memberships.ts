@@ -51,7 +51,8 @@ async function changeMembership(
   await applyLearnerEntry(tenant.db, user, null, (state) => {
     const errors = state.record?.org === tenant.org ? check(state.membership) : { user: [doesNotExist(user)] };
     if (errors) throw new Invalid(errors);
-    const moved = move && state.membership ? { moved: { by: state.membership.by, born: state.membership.born } } : {};
+    // `move` too: a process of the release before reads a PATCH by it (and moves what its walk holds).
+    const moved = move && state.membership ? { move: true as const, moved: { by: state.membership.by, born: state.membership.born } } : {};
     return { kind: 'admin', org: tenant.org, group, ...moved };
   });
 }
