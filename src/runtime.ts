@@ -15,7 +15,7 @@ import { ensureIndexes } from './db/collections';
 import { configureChanges } from './db/outbox';
 import { bringStoredDataCurrent, NewerStoredShape, newerShapeReason, SHAPE_CHECK_MS, storedShape, UPGRADES, type Upgrade } from './db/upgrades';
 import { configureHistoryBounds } from './domain/arrivals';
-import { finishAbandonedChildren } from './domain/children';
+import { finishAbandonedWrites } from './domain/children';
 import { finishAbandonedProjections, PROJECTION_LEASE_MS } from './domain/learners';
 import { DependencyUnavailable } from './errors';
 import { type DescribeFailure, failureReporter } from './failure-report';
@@ -328,16 +328,16 @@ export async function startService(
 
 /**
  * Every process sweeps, once a lease: a learner's projection that a dead process left marked is
- * finished (src/domain/learners.ts), and a child it left unsettled is settled
- * (src/domain/children.ts). Failures are logged and tried at the next sweep.
+ * finished (src/domain/learners.ts), and a child it left unsettled, or a group's deletion it left
+ * half swept, is finished (src/domain/children.ts). Failures are logged and tried at the next sweep.
  */
 function keepFinishingProjections(db: Db, log: Logger, signal: AbortSignal): void {
-  const finish = (what: 'learners' | 'children', run: () => Promise<number>) =>
+  const finish = (what: 'learners' | 'writes', run: () => Promise<number>) =>
     run().then(
       (n) => n > 0 && log.info({ [what]: n }, 'finished writes a stopped process left'),
       (err: Error) => log.warn({ err: { name: err.name, message: err.message }, what }, 'sweep failed'),
     );
-  const sweep = () => Promise.all([finish('learners', () => finishAbandonedProjections(db)), finish('children', () => finishAbandonedChildren(db))]);
+  const sweep = () => Promise.all([finish('learners', () => finishAbandonedProjections(db)), finish('writes', () => finishAbandonedWrites(db))]);
   const timer = setInterval(sweep, PROJECTION_LEASE_MS / 2);
   timer.unref();
   signal.addEventListener('abort', () => clearInterval(timer), { once: true });

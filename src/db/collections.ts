@@ -29,7 +29,7 @@ export const COLLECTIONS = {
   courseGrams: 'course_grams',
   upgrades: 'upgrades',
   projectionIntents: 'projection_intents',
-  childIntents: 'child_intents',
+  writeIntents: 'write_intents',
 } as const;
 
 /**
@@ -322,19 +322,20 @@ export interface ProjectionIntentDoc {
 }
 
 /**
- * A child (a link, a public record, a rule) being written under its parents (docs/event-core.md,
- * "What hangs off a record"): written before the child, deleted once the child's parents were
- * read again. The sweep settles the ones older than the lease: a process died in between.
+ * A write under way that a dead process must not leave half done (src/domain/children.ts): a
+ * child (a link, a public record, a rule) written under its parents, deleted once the child's
+ * parents were read again; or a group's deletion, deleted once its second sweep is done. The
+ * sweep finishes the ones older than the lease.
  */
-export interface ChildIntentDoc {
+export interface WriteIntentDoc {
   _id: string;
   /** When it was written (ISO). */
   at: string;
   org: string;
-  kind: 'link' | 'public' | 'rule';
-  /** The child's `_id`. */
-  child: string;
-  /** The courses whose list facts the write may change (a link PATCHed off a course: that one too). */
+  kind: 'link' | 'public' | 'rule' | 'group-deletion';
+  /** The child's `_id`, or the group's. */
+  target: string;
+  /** The courses whose list facts a child's write may change. */
   courses: string[];
 }
 
@@ -389,8 +390,8 @@ const INDEXES: Record<string, IndexDescription[]> = {
   [COLLECTIONS.projectionIntents]: [
     { key: { mark: 1 } }, // the sweep of projections a dead process left under way (learners.ts)
   ],
-  [COLLECTIONS.childIntents]: [
-    { key: { at: 1 } }, // the sweep of children a dead process left unsettled (children.ts)
+  [COLLECTIONS.writeIntents]: [
+    { key: { at: 1 } }, // the sweep of writes a dead process left half done (children.ts)
   ],
   [COLLECTIONS.auditLog]: [
     { key: { org: 1, time: -1 } }, // audit-log/, newest first (its TTL index: src/db/audit.ts)

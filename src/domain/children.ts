@@ -1,10 +1,10 @@
 import type { Db } from 'mongodb';
-import { childIntents } from '../db/child-intents';
-import { type ChildIntentDoc, COLLECTIONS, type GroupCourseDoc, type PublicCourseDoc, type RuleDoc, type TenantDoc } from '../db/collections';
+import { COLLECTIONS, type GroupCourseDoc, type PublicCourseDoc, type RuleDoc, type TenantDoc, type WriteIntentDoc } from '../db/collections';
 import { Tenant } from '../db/tenant';
+import { writeIntents } from '../db/write-intents';
 import { doesNotExist, type FieldErrors, Invalid } from '../errors';
 import { courseHolds } from './courses';
-import { groupExists } from './groups';
+import { finishGroupDeletion, groupExists } from './groups';
 import { syncCourseFacts } from './list-facts';
 
 /**
@@ -14,10 +14,10 @@ import { syncCourseFacts } from './list-facts';
  * child is written; its parents are read again (`settle`): a deletion or move of a parent that
  * swept before the child was written is seen, and the child removes itself; then the intent goes.
  * A process that dies after the child's write leaves the intent, and the sweep settles the child
- * (`finishAbandonedChildren`): no crash leaves an orphan.
+ * (`finishAbandonedWrites`): no crash leaves an orphan.
  */
 
-export type ChildKind = ChildIntentDoc['kind'];
+export type ChildKind = Exclude<WriteIntentDoc['kind'], 'group-deletion'>;
 
 /** A child's parents: its course (with where the child began under it) and its group. */
 interface Parents {
@@ -87,8 +87,8 @@ async function settle(tenant: Tenant, ref: ChildRef): Promise<FieldErrors | null
  * failure leaves it to the sweep, as a death would.
  */
 export async function hangOff<R>(tenant: Tenant, ref: ChildRef, write: () => Promise<R>): Promise<{ result: R; missing: FieldErrors | null }> {
-  const intents = childIntents(tenant.db);
-  const intent = await intents.open({ org: tenant.org, kind: ref.kind, child: ref.id, courses: ref.courses });
+  const intents = writeIntents(tenant.db);
+  const intent = await intents.open({ org: tenant.org, kind: ref.kind, target: ref.id, courses: ref.courses });
   let result: R;
   try {
     result = await write();
@@ -108,16 +108,23 @@ export async function createChild<R>(tenant: Tenant, ref: ChildRef, write: () =>
   return result;
 }
 
-/** How old a child's intent is before the sweep takes it for abandoned (a child's write takes milliseconds). */
-export const CHILD_LEASE_MS = 120_000;
+/** How old an intent is before the sweep takes it for abandoned (a child's write, or a group's deletion, takes milliseconds). */
+export const WRITE_LEASE_MS = 120_000;
 
-/** Settles the children dead processes left unsettled (intents older than `leaseMs`); returns how many. Any process may run it. */
-export async function finishAbandonedChildren(db: Db, leaseMs = CHILD_LEASE_MS, now = Date.now()): Promise<number> {
-  const intents = childIntents(db);
+/**
+ * Finishes the writes dead processes left half done (intents older than `leaseMs`): a child is
+ * settled; a group's deletion that got as far as deleting the group is swept again (children
+ * written while it ran, after its first sweep, checked the group before it went). Returns how
+ * many; any process may run it.
+ */
+export async function finishAbandonedWrites(db: Db, leaseMs = WRITE_LEASE_MS, now = Date.now()): Promise<number> {
+  const intents = writeIntents(db);
   // At most 100 a call: the next call (a minute later) takes the rest.
   const abandoned = await intents.abandoned(new Date(now - leaseMs).toISOString(), 100);
   for (const intent of abandoned) {
-    await settle(new Tenant(db, intent.org), { kind: intent.kind, id: intent.child, courses: intent.courses, parents: {} });
+    const tenant = new Tenant(db, intent.org);
+    if (intent.kind === 'group-deletion') await finishGroupDeletion(tenant, Number(intent.target));
+    else await settle(tenant, { kind: intent.kind, id: intent.target, courses: intent.courses, parents: {} });
     await intents.close(intent._id);
   }
   return abandoned.length;

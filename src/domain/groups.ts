@@ -1,6 +1,7 @@
 import { withCause } from '../db/change-context';
 import { COLLECTIONS, type GroupCourseDoc, type GroupDoc, type MembershipDoc, type RuleDoc } from '../db/collections';
 import type { Tenant } from '../db/tenant';
+import { writeIntents } from '../db/write-intents';
 import { membersOf, syncCourseFacts, syncUserGroups, usersShowingGroup } from './list-facts';
 
 /** Groups (docs/api.md, `course-access-groups`): a named set of learners of one organization, and its deletion's cascade. */
@@ -32,30 +33,43 @@ export function updateGroup(tenant: Tenant, id: number, patch: { name?: string; 
 
 /**
  * Deletes a group with its memberships, rules and course links (docs/api.md). Without
- * multi-document transactions the order matters: dependents first, and the list facts of the
- * users and courses they touched derived again (src/domain/list-facts.ts), so a crash leaves the
- * group in place and a second DELETE finishes the job; then the group; then one more sweep for
- * a dependent created in between.
+ * multi-document transactions the order matters: an intent first (src/db/write-intents.ts), then
+ * dependents, and the list facts of the users and courses they touched derived again
+ * (src/domain/list-facts.ts), so a crash leaves the group in place and a second DELETE finishes
+ * the job; then the group; then one more sweep for a dependent created in between, which checked
+ * the group before it went. A crash before that sweep leaves the intent, and the sweep of
+ * abandoned writes (children.ts) runs it.
  */
 export async function deleteGroup(tenant: Tenant, id: number): Promise<boolean> {
-  const sweep = async () => {
-    const members = await membersOf(tenant, id);
-    await Promise.all([sweepRecords(), deleteLinksOf(tenant, id)]);
-    // Users still showing the group too: a sync an earlier, interrupted delete did not finish.
-    await syncUserGroups(tenant, [...members, ...(await usersShowingGroup(tenant, id))]);
-  };
-  const sweepRecords = () =>
+  if (!(await groupExists(tenant, id))) return false;
+  const intents = writeIntents(tenant.db);
+  const intent = await intents.open({ org: tenant.org, kind: 'group-deletion', target: String(id), courses: [] });
+  await sweepGroup(tenant, id);
+  const { deletedCount } = await groups(tenant).deleteOne({ _id: String(id) });
+  await sweepGroup(tenant, id);
+  await intents.close(intent);
+  return deletedCount === 1;
+}
+
+/** A deletion a dead process left: swept again once the group is gone (while it stands, a DELETE finishes it). */
+export async function finishGroupDeletion(tenant: Tenant, id: number): Promise<void> {
+  if (!(await groupExists(tenant, id))) await sweepGroup(tenant, id);
+}
+
+/** What hangs off group `id` goes: memberships, rules, links; the users and courses they touched derived again. */
+async function sweepGroup(tenant: Tenant, id: number): Promise<void> {
+  const members = await membersOf(tenant, id);
+  await Promise.all([
     withCause('cascade', () =>
       Promise.all([
         tenant.collection<MembershipDoc>(COLLECTIONS.memberships).deleteMany({ group: id }),
         tenant.collection<RuleDoc>(COLLECTIONS.rules).deleteMany({ group: id }),
       ]),
-    );
-  if (!(await groupExists(tenant, id))) return false;
-  await sweep();
-  const { deletedCount } = await groups(tenant).deleteOne({ _id: String(id) });
-  await sweep();
-  return deletedCount === 1;
+    ),
+    deleteLinksOf(tenant, id),
+  ]);
+  // Users still showing the group too: a sync an earlier, interrupted delete did not finish.
+  await syncUserGroups(tenant, [...members, ...(await usersShowingGroup(tenant, id))]);
 }
 
 /**

@@ -7,7 +7,7 @@
 import { Collection, type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS, type CourseDoc, ensureIndexes, type GroupCourseDoc, type LearnerRecordDoc, type RuleDoc } from '../../src/db/collections';
 import { Tenant } from '../../src/db/tenant';
-import { finishAbandonedChildren } from '../../src/domain/children';
+import { finishAbandonedWrites } from '../../src/domain/children';
 import { applyCatalogInfo } from '../../src/domain/course-event-data';
 import { deleteCourse } from '../../src/domain/courses';
 import { type EventStamp, normalizeEventTime } from '../../src/domain/event-time';
@@ -754,7 +754,7 @@ test('K1 a process killed right after writing a link, a public record and a rule
     Promise.all([COLLECTIONS.groupCourses, COLLECTIONS.rules, COLLECTIONS.publicCourses].map((c) => db.collection(c).countDocuments({ org } as never)));
   expect(await left()).toEqual([1, 1, 1]);
   // The lease not yet past: nothing; past it, the three.
-  expect(await finishAbandonedChildren(db)).toBe(0);
-  expect(await finishAbandonedChildren(db, 0, Date.now() + 1)).toBe(3);
+  expect(await finishAbandonedWrites(db)).toBe(0);
+  expect(await finishAbandonedWrites(db, 0, Date.now() + 1)).toBe(3);
   expect(await left()).toEqual([0, 0, 0]);
 });

@@ -5,12 +5,13 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, type PublicCourseDoc, type UserGramDoc } from '../../src/db/collections';
 import type { Tenant } from '../../src/db/tenant';
-import { finishAbandonedChildren } from '../../src/domain/children';
+import { finishAbandonedWrites } from '../../src/domain/children';
 import { deleteCourse, upsertCourse } from '../../src/domain/courses';
 import { updateGroupCourse } from '../../src/domain/group-courses';
 import { deleteGroup } from '../../src/domain/groups';
 import { upsertUser } from '../../src/domain/learners';
 import { updateRule } from '../../src/domain/membership-rules';
+import { createMembership } from '../../src/domain/memberships';
 import { createPublicCourse } from '../../src/domain/public-courses';
 import {
   addRule,
@@ -162,7 +163,7 @@ describe('a process killed right after writing a child, its parent deleted just 
   const course = 'course-v1:A+KILLED+1';
   let db: Db;
   let group: number;
-  const sweep = () => finishAbandonedChildren(db, 60_000, Date.now() + 60_001);
+  const sweep = () => finishAbandonedWrites(db, 60_000, Date.now() + 60_001);
   beforeEach(async () => {
     ({ db, tenant } = await memoryWorld());
     a = tenant('org-a');
@@ -273,6 +274,26 @@ describe('a process killed right after writing a child, its parent deleted just 
     expect(await sweep()).toBe(0);
   });
 
+  // Black-box round 6 (stop 63), F1: the deletion's second sweep is what takes a child written
+  // while it ran (the child's own second read found the group); a deleter killed before it left
+  // the children for good, the membership still granting access.
+  test('a group deletion killed between deleting the group and its second sweep: the sweep of abandoned writes finishes it', async () => {
+    await upsertUser(a, facts(9), day(1));
+    const meanwhile = async () => {
+      await link(a, course, group);
+      await addRule(a, 'meanwhile.example.com', group);
+      await createMembership(a, { user: 9, group });
+    };
+    await expect(deleteGroup(withHookBefore(a, COLLECTIONS.groups, meanwhile, 'deleteOne', 1), group)).rejects.toThrow(ProcessDied);
+    expect([(await links(a)).length, (await rules(a)).length, (await memberships(a)).length]).toEqual([1, 1, 1]);
+    // A second DELETE finds no group (404), as before; the sweep finishes the deletion.
+    expect(await deleteGroup(a, group)).toBe(false);
+    expect(await sweep()).toBe(1);
+    expect([await links(a), await rules(a), await memberships(a)]).toEqual([[], [], []]);
+    expect(await courseOf(a, course)).toMatchObject({ linked: 0 });
+    expect(await userOf(a, 9)).toMatchObject({ grp: 0, member: 0 });
+  });
+
   test('a child whose parents hold is left as written; an intent younger than the lease is left for later', async () => {
     await expect(
       link(
@@ -281,7 +302,7 @@ describe('a process killed right after writing a child, its parent deleted just 
         group,
       ),
     ).rejects.toThrow(ProcessDied);
-    expect(await finishAbandonedChildren(db)).toBe(0);
+    expect(await finishAbandonedWrites(db)).toBe(0);
     expect(await sweep()).toBe(1);
     expect(await links(a)).toHaveLength(1);
     expect(await courseOf(a, course)).toMatchObject({ linked: 1 });
