@@ -113,19 +113,27 @@ export const WRITE_LEASE_MS = 120_000;
 
 /**
  * Finishes the writes dead processes left half done (intents older than `leaseMs`): a child is
- * settled; a group's deletion that got as far as deleting the group is swept again (children
- * written while it ran, after its first sweep, checked the group before it went). Returns how
- * many; any process may run it.
+ * settled; a group's deletion is finished (`finishGroupDeletion`: children written while it ran,
+ * after its first sweep, checked the group before it went, and only its second sweep takes
+ * them). Returns how many; any process may run it; one that fails is left for the next pass, and
+ * the first failure thrown after the others.
  */
 export async function finishAbandonedWrites(db: Db, leaseMs = WRITE_LEASE_MS, now = Date.now()): Promise<number> {
   const intents = writeIntents(db);
   // At most 100 a call: the next call (a minute later) takes the rest.
   const abandoned = await intents.abandoned(new Date(now - leaseMs).toISOString(), 100);
+  let failed: unknown = null;
   for (const intent of abandoned) {
     const tenant = new Tenant(db, intent.org);
-    if (intent.kind === 'group-deletion') await finishGroupDeletion(tenant, Number(intent.target));
-    else await settle(tenant, { kind: intent.kind, id: intent.target, courses: intent.courses, parents: {} });
-    await intents.close(intent._id);
+    try {
+      if (intent.kind === 'group-deletion') await finishGroupDeletion(tenant, Number(intent.target));
+      else await settle(tenant, { kind: intent.kind, id: intent.target, courses: intent.courses, parents: {} });
+      await intents.close(intent._id);
+    } catch (err) {
+      // Left for the next pass; the others go on.
+      failed ??= err;
+    }
   }
+  if (failed) throw failed;
   return abandoned.length;
 }

@@ -51,9 +51,15 @@ export async function deleteGroup(tenant: Tenant, id: number): Promise<boolean> 
   return deletedCount === 1;
 }
 
-/** A deletion a dead process left: swept again once the group is gone (while it stands, a DELETE finishes it). */
+/**
+ * A deletion a process left half done (it died, or took longer than the lease): finished, as the
+ * administrator asked. Running beside a deletion still under way is safe (each step deletes what
+ * it finds), but that request then answers 404, as when two DELETEs meet.
+ */
 export async function finishGroupDeletion(tenant: Tenant, id: number): Promise<void> {
-  if (!(await groupExists(tenant, id))) await sweepGroup(tenant, id);
+  await sweepGroup(tenant, id);
+  await groups(tenant).deleteOne({ _id: String(id) });
+  await sweepGroup(tenant, id);
 }
 
 /** What hangs off group `id` goes: memberships, rules, links; the users and courses they touched derived again. */

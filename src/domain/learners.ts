@@ -483,6 +483,9 @@ export async function completeArrivalRule(db: Db, id: number, seq: number, group
     if (!doc || arrived?.kind !== 'user' || arrived.rule !== null) return null;
     const history = { ...before, entries: before.entries.map((e) => (e === arrived ? { ...arrived, rule: group } : e)) };
     const isLive = await liveGroups(db, history);
+    // Deleted since the second read: entries arriving since (their `gone` reckoned without it)
+    // never saw the learner in it, and the arrival is as if the rule had not been found.
+    if (!isLive(group)) return null;
     const next = learnerRecordOf(id, doc, compact(history, learnerFold(isLive), historyBounds()), isLive);
     if (await records.writeIfUnchanged(doc, next)) return project(db, { ...doc, ...next });
     await giveWay(round);

@@ -294,6 +294,32 @@ describe('a process killed right after writing a child, its parent deleted just 
     expect(await userOf(a, 9)).toMatchObject({ grp: 0, member: 0 });
   });
 
+  // Review of this stop's diff (round 2), F3: killed after its first sweep and before the group's
+  // delete, the deletion left the group without its rules and links, and each learner's next
+  // event brought the membership back. The intent says an administrator asked for it: the sweep
+  // finishes it (as it does one that outlives the lease while still running: F2).
+  test('a group deletion killed before deleting the group: the sweep finishes it', async () => {
+    await upsertUser(a, facts(9), day(1));
+    await link(a, course, group);
+    await createMembership(a, { user: 9, group });
+    const dies = withHookBefore(
+      a,
+      COLLECTIONS.groups,
+      async () => {
+        throw new ProcessDied();
+      },
+      'deleteOne',
+    );
+    await expect(deleteGroup(dies, group)).rejects.toThrow(ProcessDied);
+    expect(await a.collection(COLLECTIONS.groups).findById(String(group))).not.toBeNull();
+    expect(await sweep()).toBe(1);
+    expect(await a.collection(COLLECTIONS.groups).findById(String(group))).toBeNull();
+    expect([await links(a), await memberships(a)]).toEqual([[], []]);
+    expect(await userOf(a, 9)).toMatchObject({ grp: 0, member: 0 });
+    await upsertUser(a, facts(9, { name: 'Next event' }), day(2));
+    expect(await memberships(a)).toEqual([]);
+  });
+
   test('a child whose parents hold is left as written; an intent younger than the lease is left for later', async () => {
     await expect(
       link(

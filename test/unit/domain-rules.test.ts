@@ -218,8 +218,11 @@ describe('a rule created while an activation arrived, after an administrator cha
     expect(await membershipOf(a, 1)).toBeNull();
   });
 
-  /** `a`, with `meanwhile` run before its second read of the rules (the activation then written and projected). */
-  const beforeSecondRead = (meanwhile: () => Promise<void>) => {
+  /**
+   * `a`, with `meanwhile` run before its second read of the rules (the activation then written
+   * and projected), and `after` right after that read, before its rule completes the activation.
+   */
+  const beforeSecondRead = (meanwhile: () => Promise<void>, after: () => Promise<void> = async () => {}) => {
     const hooked = Object.create(a) as Tenant;
     const seen = { reads: 0 };
     hooked.collection = ((name: string) => {
@@ -231,7 +234,9 @@ describe('a rule created while an activation arrived, after an administrator cha
             ? {
                 toArray: async () => {
                   await meanwhile();
-                  return real.find(...args).toArray();
+                  const found = await real.find(...args).toArray();
+                  await after();
+                  return found;
                 },
               }
             : real.find(...args),
@@ -293,6 +298,28 @@ describe('a rule created while an activation arrived, after an administrator cha
       { facts: facts(2), at: { time: day(1), id: 'e2' } },
     ]);
     expect(await membershipOf(a, 1)).toMatchObject({ group, automatic: true });
+  });
+
+  // Review of this stop's diff (round 2), F1: the rule found by the second read was deleted, with
+  // its group, before it completed the activation; a reactivation had arrived meanwhile, its
+  // `gone` reckoned without that group, and the completed activation's membership in it kept the
+  // reactivation from applying its rule. Had the first read seen the rule, the learner was in G2.
+  test('one by one, the rule found deleted with its group before it completes the activation, then a new period: the new period’s rule applies', async () => {
+    const g = await newGroup(a, 'G');
+    let g2 = 0;
+    const { hooked, seen } = beforeSecondRead(
+      async () => void (await addRule(a, 'late.edu', g)),
+      async () => {
+        await deleteGroup(a, g);
+        g2 = await newGroup(a, 'G2');
+        await addRule(a, 'late.edu', g2);
+        await upsertUser(a, facts(1, { domain: 'late.edu', is_active: false }), day(2), true);
+        await upsertUser(a, facts(1, { domain: 'late.edu' }), day(3), true);
+      },
+    );
+    await upsertUser(hooked, facts(1, { domain: 'late.edu' }), day(1), true);
+    expect(seen.reads).toBe(2);
+    expect(await membershipOf(a, 1)).toMatchObject({ group: g2, automatic: true });
   });
 
   test('without the administrator, the late read still makes the membership', async () => {
