@@ -5,6 +5,16 @@ export function isDuplicateKey(err: unknown): boolean {
   return err instanceof MongoServerError && err.code === 11000;
 }
 
+/** `write`, with the refusal of a unique index (E11000) answered as `refusal()` says. */
+export async function refusingDuplicates<R>(write: () => Promise<R>, refusal: () => Error): Promise<R> {
+  try {
+    return await write();
+  } catch (err) {
+    if (isDuplicateKey(err)) throw refusal();
+    throw err;
+  }
+}
+
 /** The driver's way of saying the database cannot be reached (selection, network, pool, timeout). */
 export function isDatabaseUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, type GroupCourseDoc, type PublicCourseDoc, type RuleDoc, type TenantDoc, type WriteIntentDoc } from '../db/collections';
+import { COLLECTIONS, type CollectionName, type TenantDoc, type WriteIntentDoc } from '../db/collections';
 import { Tenant } from '../db/tenant';
 import { writeIntents } from '../db/write-intents';
 import { doesNotExist, type FieldErrors, Invalid } from '../errors';
@@ -36,23 +36,21 @@ export interface ChildRef {
   parents: Parents;
 }
 
-const links = (tenant: Tenant) => tenant.collection<GroupCourseDoc>(COLLECTIONS.groupCourses);
+/** The fields by which a child hangs off its parents (a link has both; a public record a course; a rule a group). */
+type ChildDoc = TenantDoc & { course?: string; born?: string; group?: number };
 
-/** The child as stored now, and its parents (null: there is none). */
-async function readChild(tenant: Tenant, ref: Pick<ChildRef, 'kind' | 'id'>) {
-  if (ref.kind === 'rule') {
-    const rule = await tenant.collection<RuleDoc>(COLLECTIONS.rules).findById(ref.id);
-    return rule && { filter: { _id: rule._id }, parents: { group: rule.group } };
-  }
-  if (ref.kind === 'public') {
-    const record = await tenant.collection<PublicCourseDoc>(COLLECTIONS.publicCourses).findById(ref.id);
-    return record && { filter: { _id: record._id }, parents: { course: { key: record.course, born: record.born ?? '' } } };
-  }
-  const link = await links(tenant).findById(ref.id);
-  return link && { filter: { _id: link._id }, parents: { course: { key: link.course, born: link.born ?? '' }, group: link.group } };
+const COLLECTION_OF: Record<ChildKind, CollectionName> = { link: COLLECTIONS.groupCourses, public: COLLECTIONS.publicCourses, rule: COLLECTIONS.rules };
+const children = (tenant: Tenant, kind: ChildKind) => tenant.collection<ChildDoc>(COLLECTION_OF[kind]);
+
+/** The parents of child `ref` as stored now (null: there is none). */
+async function storedParents(tenant: Tenant, ref: Pick<ChildRef, 'kind' | 'id'>): Promise<Parents | null> {
+  const doc = await children(tenant, ref.kind).findById(ref.id);
+  if (!doc) return null;
+  return {
+    ...(doc.course === undefined ? {} : { course: { key: doc.course, born: doc.born ?? '' } }),
+    ...(doc.group === undefined ? {} : { group: doc.group }),
+  };
 }
-
-const COLLECTION_OF: Record<ChildKind, string> = { link: COLLECTIONS.groupCourses, public: COLLECTIONS.publicCourses, rule: COLLECTIONS.rules };
 
 /**
  * Reads child `ref` again with its parents (those it was written under when it is gone already).
@@ -62,18 +60,17 @@ const COLLECTION_OF: Record<ChildKind, string> = { link: COLLECTIONS.groupCourse
  * first), as the request's refusal; null when both hold.
  */
 async function settle(tenant: Tenant, ref: ChildRef): Promise<FieldErrors | null> {
-  const child = await readChild(tenant, ref);
-  const { course, group } = child?.parents ?? ref.parents;
+  const stored = await storedParents(tenant, ref);
+  const { course, group } = stored ?? ref.parents;
   const [courseOk, groupOk] = await Promise.all([
     course === undefined || courseHolds(tenant, course.key, course.born),
     group === undefined || groupExists(tenant, group),
   ]);
-  if (child) {
-    const children = tenant.collection<TenantDoc & { born?: string }>(COLLECTION_OF[ref.kind] as never);
+  if (stored) {
     // By `born` too: another write under the same course since (its `born` later) made the child its own.
     const bornAs = (born: string) => (born === '' ? { $in: ['', null] } : born);
-    if (!courseOk) await children.deleteMany({ ...child.filter, course: course!.key, born: bornAs(course!.born) } as never);
-    if (!groupOk) await children.deleteMany({ ...child.filter, group } as never);
+    if (!courseOk) await children(tenant, ref.kind).deleteMany({ _id: ref.id, course: course!.key, born: bornAs(course!.born) } as never);
+    if (!groupOk) await children(tenant, ref.kind).deleteMany({ _id: ref.id, group });
   }
   if (ref.kind !== 'rule') await syncCourseFacts(tenant, [...new Set([...ref.courses, ...(course ? [course.key] : [])])]);
   if (!courseOk) return { course: [doesNotExist(course!.key)] };

@@ -1,5 +1,5 @@
 import { COLLECTIONS, type GroupCourseDoc } from '../db/collections';
-import { isDuplicateKey } from '../db/driver-errors';
+import { refusingDuplicates } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, type FieldErrors, Invalid } from '../errors';
 import { deleteById, dropSecondDocuments } from './by-id';
@@ -41,18 +41,8 @@ export async function createGroupCourse(tenant: Tenant, input: { course: string;
   // Written under its course and its group (children.ts): one deleted or moved meanwhile takes it back, and is one that does not exist.
   const parents = { course: { key: input.course, born }, group: input.group };
   return createChild(tenant, { kind: 'link', id: String(id), courses: [input.course], parents }, () =>
-    refusingTakenPair(() => links(tenant).insertOne({ _id: String(id), id, course: input.course, group: input.group, born })),
+    refusingDuplicates(() => links(tenant).insertOne({ _id: String(id), id, course: input.course, group: input.group, born }), notUnique),
   );
-}
-
-/** A write the unique `{org, group, course}` index refuses: the pair is linked. */
-async function refusingTakenPair<R>(write: () => Promise<R>): Promise<R> {
-  try {
-    return await write();
-  } catch (err) {
-    if (isDuplicateKey(err)) throw notUnique();
-    throw err;
-  }
 }
 
 /**
@@ -86,7 +76,7 @@ export async function updateGroupCourse(tenant: Tenant, id: number, patch: { cou
   // PATCH, it is read again and the PATCH starts over.
   const ref = { kind: 'link' as const, id: read._id, courses: [...new Set([read.course, patch.course ?? read.course])], parents: {} };
   const { result: before } = await hangOff(tenant, ref, () =>
-    refusingTakenPair(() => links(tenant).findOneAndUpdate({ id, course: { $in: ref.courses } }, { $set: set }, { returnDocument: 'before' })),
+    refusingDuplicates(() => links(tenant).findOneAndUpdate({ id, course: { $in: ref.courses } }, { $set: set }, { returnDocument: 'before' }), notUnique),
   );
   if (before) return { ...before, ...set };
   return updateGroupCourse(tenant, id, patch);

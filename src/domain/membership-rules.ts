@@ -1,5 +1,5 @@
 import { COLLECTIONS, type RuleDoc, type UserDoc } from '../db/collections';
-import { isDuplicateKey } from '../db/driver-errors';
+import { refusingDuplicates } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, fieldError } from '../errors';
 import { deleteById, dropSecondDocuments } from './by-id';
@@ -51,16 +51,6 @@ async function checkGroup(tenant: Tenant, group: number | undefined) {
   if (group !== undefined && !(await groupExists(tenant, group))) throw fieldError('group', doesNotExist(group));
 }
 
-/** A write the unique `{org, domain}` index refuses: the domain has a rule. */
-async function refusingTakenDomain<R>(write: () => Promise<R>): Promise<R> {
-  try {
-    return await write();
-  } catch (err) {
-    if (isDuplicateKey(err)) throw domainTaken();
-    throw err;
-  }
-}
-
 export async function createRule(tenant: Tenant, input: { name: string; domain: string; group: number }): Promise<RuleDoc> {
   await checkGroup(tenant, input.group);
   const domain = ruleDomain(input.domain);
@@ -69,7 +59,7 @@ export async function createRule(tenant: Tenant, input: { name: string; domain: 
   const id = await tenant.nextId('membership_rules');
   // Written under its group (children.ts): a deletion of the group that ran meanwhile takes it back, and the request names no group.
   return createChild(tenant, { kind: 'rule', id: String(id), courses: [], parents: { group: input.group } }, () =>
-    refusingTakenDomain(() => rules(tenant).insertOne({ _id: String(id), id, name: input.name, domain, group: input.group })),
+    refusingDuplicates(() => rules(tenant).insertOne({ _id: String(id), id, name: input.name, domain, group: input.group }), domainTaken),
   );
 }
 
@@ -89,7 +79,7 @@ export async function updateRule(tenant: Tenant, id: number, patch: { name?: str
     ...(patch.domain === undefined ? {} : { domain: ruleDomain(patch.domain) }),
     ...(patch.group === undefined ? {} : { group: patch.group }),
   };
-  const write = () => refusingTakenDomain(() => rules(tenant).findOneAndUpdate({ id }, { $set: set }));
+  const write = () => refusingDuplicates(() => rules(tenant).findOneAndUpdate({ id }, { $set: set }), domainTaken);
   if (patch.group === undefined) return write();
   // Moved onto a group deleted meanwhile: the group's deletion takes it (children.ts), as had it come after.
   return (await hangOff(tenant, { kind: 'rule', id: read._id, courses: [], parents: {} }, write)).result;

@@ -1,5 +1,5 @@
 import { COLLECTIONS, type PublicCourseDoc } from '../db/collections';
-import { isDuplicateKey } from '../db/driver-errors';
+import { refusingDuplicates } from '../db/driver-errors';
 import type { Tenant } from '../db/tenant';
 import { Conflict, doesNotExist, fieldError } from '../errors';
 import { createChild } from './children';
@@ -22,14 +22,9 @@ export async function createPublicCourse(tenant: Tenant, input: { course: string
   if (await records(tenant).has({ _id: input.course })) throw alreadyPublic();
   const id = await tenant.nextId('public_courses');
   // Written under its course (children.ts): deleted or moved meanwhile, it takes the record back.
-  return createChild(tenant, { kind: 'public', id: input.course, courses: [input.course], parents: { course: { key: input.course, born } } }, async () => {
-    try {
-      return await records(tenant).insertOne({ _id: input.course, id, course: input.course, born });
-    } catch (err) {
-      if (isDuplicateKey(err)) throw alreadyPublic();
-      throw err;
-    }
-  });
+  return createChild(tenant, { kind: 'public', id: input.course, courses: [input.course], parents: { course: { key: input.course, born } } }, () =>
+    refusingDuplicates(() => records(tenant).insertOne({ _id: input.course, id, course: input.course, born }), alreadyPublic),
+  );
 }
 
 export async function deletePublicCourse(tenant: Tenant, id: number): Promise<boolean> {
