@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { builtProgram } from './built';
+import { waitFor } from './events';
+import { client } from './http';
 import { TEST_JWT_SECRET } from './stack';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -36,4 +38,19 @@ export function spawnService(env: Record<string, string>, opts: { built?: boolea
 /** SIGKILLs each of `processes` still running (a test's afterAll: nothing outlives the file). */
 export function killAll(processes: ServiceProcess[]): void {
   for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+}
+
+/**
+ * The base URL of an API process once it listens (its log says on which port, within
+ * `listenMs`) and answers `GET /readyz` 200 (within a minute).
+ */
+export async function readyBaseUrl(p: ServiceProcess, listenMs = 30000): Promise<string> {
+  const port = await waitFor(async () => /"msg":"listening"/.test(p.output()) && Number(/"port":(\d+)/.exec(p.output())![1]), Boolean, listenMs);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitFor(
+    () => client(baseUrl).get('/readyz'),
+    (r) => r.status === 200,
+    60000,
+  );
+  return baseUrl;
 }

@@ -10,7 +10,7 @@ import { type ChangeReader, changeReader, expectInOrderPerRecord } from '../help
 import { newUserId, waitFor } from '../helpers/events';
 import { client } from '../helpers/http';
 import { seeder } from '../helpers/seed';
-import { killAll, type ServiceProcess, spawnService } from '../helpers/service-process';
+import { killAll, readyBaseUrl, type ServiceProcess, spawnService } from '../helpers/service-process';
 import { KAFKA_BROKERS, MONGO_URL, uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -54,14 +54,7 @@ afterAll(async () => {
 async function start(): Promise<{ process: ServiceProcess; baseUrl: string }> {
   const p = spawnService(deployment);
   spawned.push(p);
-  const port = await waitFor(async () => /"msg":"listening"/.test(p.output()) && Number(/"port":(\d+)/.exec(p.output())![1]), Boolean, 30000);
-  const baseUrl = `http://127.0.0.1:${port}`;
-  await waitFor(
-    () => client(baseUrl).get('/readyz'),
-    (r) => r.status === 200,
-    60000,
-  );
-  return { process: p, baseUrl };
+  return { process: p, baseUrl: await readyBaseUrl(p) };
 }
 
 test('SIGKILL between writes and their publication: every acknowledged change is published and audited, in order per record, and the newest events are the database', async () => {

@@ -30,7 +30,7 @@ import {
   waitFor,
 } from '../helpers/events';
 import { client } from '../helpers/http';
-import { killAll, type ServiceProcess, spawnService } from '../helpers/service-process';
+import { killAll, readyBaseUrl, type ServiceProcess, spawnService } from '../helpers/service-process';
 import { KAFKA_BROKERS, MONGO_URL, SCHEMA_REGISTRY_URL, uniqueName } from '../helpers/stack';
 import { siteAdminToken } from '../helpers/tokens';
 
@@ -502,14 +502,7 @@ async function apiProcess(proxyPort: number): Promise<{ process: ServiceProcess;
     PORT: '0',
   });
   spawned.push(p);
-  const port = await waitFor(async () => /"msg":"listening"/.test(p.output()) && Number(/"port":(\d+)/.exec(p.output())![1]), Boolean, 60000);
-  const baseUrl = `http://127.0.0.1:${port}`;
-  await waitFor(
-    () => client(baseUrl).get('/readyz'),
-    (r) => r.status === 200,
-    60000,
-  );
-  return { process: p, baseUrl };
+  return { process: p, baseUrl: await readyBaseUrl(p, 60000) };
 }
 
 const stage = (what: string) => process.stderr.write(`[r6 ${new Date().toISOString()}] ${what}\n`);
