@@ -8,8 +8,6 @@
 // connection through a proxy of this file that holds one command (found by its bytes on the wire)
 // until the test lets it go, then forwards nothing more: the process is then SIGKILLed.
 
-import { once } from 'node:events';
-import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { IHeaders } from 'kafkajs';
 import { type Db, MongoClient } from 'mongodb';
 import { COLLECTIONS } from '../../src/db/collections';
@@ -32,6 +30,7 @@ import {
 import { client } from '../helpers/http';
 import { killAll, readyBaseUrl, type ServiceProcess, spawnService } from '../helpers/service-process';
 import { KAFKA_BROKERS, MONGO_URL, SCHEMA_REGISTRY_URL, uniqueName } from '../helpers/stack';
+import { tcpProxy } from '../helpers/tcp-proxy';
 import { siteAdminToken } from '../helpers/tokens';
 
 let service: EventTestService;
@@ -436,44 +435,31 @@ const bsonString = (key: string, value: string) => {
  */
 function holdingProxy() {
   const target = { host: '127.0.0.1', port: Number(new URL(MONGO_URL).port || 27017) };
-  const sockets = new Set<Socket>();
   const traps: { marker: Buffer; caught: (held: () => void) => void }[] = [];
   const held: (() => void)[] = [];
   let frozen = false;
-  let server: Server | null = null;
-  let port = 0;
+  const proxy = tcpProxy(target, 0, (inbound, outbound) => {
+    inbound.on('data', (chunk: Buffer) => {
+      if (frozen) return;
+      const i = traps.findIndex((t) => chunk.includes(t.marker));
+      if (i >= 0) {
+        const [trap] = traps.splice(i, 1);
+        inbound.pause();
+        held.push(() => outbound.write(chunk));
+        trap!.caught(() => undefined);
+        return;
+      }
+      outbound.write(chunk);
+    });
+    outbound.on('data', (chunk: Buffer) => {
+      if (!frozen) inbound.write(chunk);
+    });
+  });
   return {
     get port() {
-      return port;
+      return proxy.port;
     },
-    async open() {
-      server = createServer((inbound) => {
-        const outbound = connect(target.port, target.host);
-        for (const s of [inbound, outbound]) {
-          sockets.add(s);
-          s.on('close', () => sockets.delete(s));
-          s.on('error', () => undefined);
-        }
-        inbound.on('data', (chunk: Buffer) => {
-          if (frozen) return;
-          const i = traps.findIndex((t) => chunk.includes(t.marker));
-          if (i >= 0) {
-            const [trap] = traps.splice(i, 1);
-            inbound.pause();
-            held.push(() => outbound.write(chunk));
-            trap!.caught(() => undefined);
-            return;
-          }
-          outbound.write(chunk);
-        });
-        outbound.on('data', (chunk: Buffer) => {
-          if (!frozen) inbound.write(chunk);
-        });
-      });
-      server.listen(0, '127.0.0.1');
-      await once(server, 'listening');
-      port = (server.address() as { port: number }).port;
-    },
+    open: () => proxy.open(),
     /** Resolves when a command carrying `marker` is caught (and held). */
     hold(marker: Buffer): Promise<void> {
       return new Promise((resolve) => traps.push({ marker, caught: () => resolve() }));
@@ -482,10 +468,7 @@ function holdingProxy() {
       for (const write of held.splice(0)) write();
       frozen = true;
     },
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
-    },
+    close: () => proxy.cut(),
   };
 }
 
